@@ -1,0 +1,40 @@
+/**
+ * Where things live inside a store directory. One place so that the store,
+ * GC, verify and the docs agree.
+ *
+ *     <root>/blobs/sha256/<2 hex>/<62 hex>   content, mode 0600, immutable
+ *     <root>/index/sha256/<2 hex>/<62 hex>   sparse line index of a large blob (a cache)
+ *     <root>/tmp/<pid>-<random>.<kind>       temporary files, owned by process <pid>
+ *     <root>/pins/<pid>-<random>.pin         GC roots held by live process <pid>
+ *     <root>/sessions/<id>/                  session event logs
+ */
+import { join } from 'node:path';
+
+/** Resolved paths of one store. */
+export class StoreLayout {
+  readonly root: string;
+  readonly blobs: string;
+  readonly index: string;
+  readonly tmp: string;
+  readonly pins: string;
+  readonly sessions: string;
+
+  constructor(root: string) {
+    this.root = root;
+    this.blobs = join(root, 'blobs', 'sha256');
+    this.index = join(root, 'index', 'sha256');
+    this.tmp = join(root, 'tmp');
+    this.pins = join(root, 'pins');
+    this.sessions = join(root, 'sessions');
+  }
+
+  /** Path of the blob with `digest` (which must already be validated as 64 lowercase hex). */
+  blobPath(digest: string): string {
+    return join(this.blobs, digest.slice(0, 2), digest.slice(2));
+  }
+
+  /** Path of the cached line index of the blob with `digest`. */
+  indexPath(digest: string): string {
+    return join(this.index, digest.slice(0, 2), `${digest.slice(2)}.idx`);
+  }
+}

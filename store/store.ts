@@ -1,0 +1,185 @@
+/**
+ * The directory store: content-addressed blobs, their line indexes, pins that
+ * protect published objects until their references are durable, and the tmp/
+ * area where every write starts.
+ */
+import { randomBytes } from 'node:crypto';
+import { constants, promises as fsp } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { ClosedError, toSluiceError } from '../engine/protocol/errors.js';
+import { type BlobInfo, BlobWriter } from './blob-writer.js';
+import { realIO, type StoreIO } from './io.js';
+import { StoreLayout } from './layout.js';
+
+/** The default store directory, relative to the working directory. */
+export const DEFAULT_STORE_DIR = '.sluice';
+
+/** Options of {@link Store.open}. */
+export interface StoreOptions {
+  /** Filesystem calls to use; tests inject faults here. @default realIO */
+  io?: StoreIO;
+}
+
+/** A GC root held by this process until released. */
+export interface Pin {
+  /** The digests this pin protects. */
+  readonly digests: readonly string[];
+  /** Releases the pin (idempotent). */
+  release(): Promise<void>;
+}
+
+const CREATE_FLAGS = constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY;
+
+/**
+ * Resolves the store directory the way the CLI does: an explicit value, else
+ * `$SLUICE_STORE`, else `./.sluice`.
+ */
+export function resolveStoreDir(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(explicit ?? env.SLUICE_STORE ?? DEFAULT_STORE_DIR);
+}
+
+/** A content-addressed artifact store rooted at one directory. */
+export class Store {
+  /** Paths inside the store. */
+  readonly layout: StoreLayout;
+  /** Filesystem calls (replaceable for fault injection). */
+  readonly io: StoreIO;
+  private readonly knownDirs = new Set<string>();
+  private closed = false;
+
+  private constructor(root: string, io: StoreIO) {
+    this.layout = new StoreLayout(root);
+    this.io = io;
+  }
+
+  /** Opens (creating when needed) the store at `dir`. Opening never reads blobs, so corrupt content cannot prevent it. */
+  static async open(dir: string, options: StoreOptions = {}): Promise<Store> {
+    const store = new Store(resolve(dir), options.io ?? realIO);
+    const l = store.layout;
+    for (const d of [l.blobs, l.index, l.tmp, l.pins, l.sessions]) {
+      await fsp.mkdir(d, { recursive: true, mode: 0o700 });
+      store.knownDirs.add(d);
+    }
+    return store;
+  }
+
+  /** The store's root directory. */
+  get root(): string {
+    return this.layout.root;
+  }
+
+  /** Marks the store closed; later writes fail with ECLOSED. */
+  close(): void {
+    this.closed = true;
+  }
+
+  /** Starts a streaming blob write. */
+  writer(): BlobWriter {
+    this.assertOpen();
+    return new BlobWriter(this);
+  }
+
+  /** Publishes `content` (a string is stored as UTF-8) and returns the blob. */
+  async publishBytes(content: Uint8Array | string, expectedDigest?: string): Promise<BlobInfo> {
+    const w = this.writer();
+    const buf = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
+    try {
+      if (buf.length > 0) await w.write(buf);
+    } catch (err) {
+      await w.abort();
+      throw err;
+    }
+    return w.commit(expectedDigest);
+  }
+
+  /** True when a blob with `digest` is present (content is not checked). */
+  async hasBlob(digest: string): Promise<boolean> {
+    try {
+      await fsp.access(this.layout.blobPath(digest));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Pins `digests` against garbage collection. The pin is a file owned by this
+   * process (its pid is in the name), so a pin left by a dead process is
+   * recognisable and reclaimable.
+   */
+  async pin(digests: readonly string[]): Promise<Pin> {
+    this.assertOpen();
+    const path = `${this.layout.pins}/${process.pid}-${randomBytes(8).toString('hex')}.pin`;
+    await fsp.writeFile(path, `${JSON.stringify({ pid: process.pid, digests })}\n`, { mode: 0o600 });
+    let released = false;
+    return {
+      digests: [...digests],
+      release: async () => {
+        if (released) return;
+        released = true;
+        await fsp.unlink(path).catch(() => {});
+      },
+    };
+  }
+
+  /**
+   * Creates a new temporary file in tmp/, named after this process so cleanup
+   * can tell live owners from dead ones.
+   * @internal
+   */
+  async createTemp(kind: string): Promise<{ handle: FileHandle; path: string }> {
+    this.assertOpen();
+    const path = `${this.layout.tmp}/${process.pid}-${randomBytes(8).toString('hex')}.${kind}`;
+    try {
+      return { handle: await this.io.open(path, CREATE_FLAGS, 0o600), path };
+    } catch (err) {
+      throw toSluiceError(err, 'EDISK');
+    }
+  }
+
+  /**
+   * Moves a fully written and fsynced temporary file to its content address.
+   * When the blob already exists with the same size it is kept, its mtime is
+   * refreshed (so a concurrent GC sees it as fresh) and the temporary file is
+   * removed; a same-named blob of the wrong size is corrupt and is replaced.
+   * Returns true when deduplicated.
+   * @internal
+   */
+  async placeBlob(tmpPath: string, digest: string, bytes: number): Promise<boolean> {
+    const target = this.layout.blobPath(digest);
+    const existing = await fsp.stat(target).catch(() => undefined);
+    if (existing?.isFile() && existing.size === bytes) {
+      const now = new Date();
+      await this.io.utimes(target, now, now);
+      await this.io.unlink(tmpPath);
+      return true;
+    }
+    const dir = dirname(target);
+    await this.ensureDir(dir);
+    await this.io.rename(tmpPath, target);
+    await this.io.fsyncDir(dir);
+    return false;
+  }
+
+  /**
+   * Moves a finished line-index file beside its blob. No fsync: the index is a
+   * cache that is validated on use and rebuilt when missing.
+   * @internal
+   */
+  async placeIndex(tmpPath: string, digest: string): Promise<void> {
+    const target = this.layout.indexPath(digest);
+    await this.ensureDir(dirname(target));
+    await this.io.rename(tmpPath, target);
+  }
+
+  private async ensureDir(dir: string): Promise<void> {
+    if (this.knownDirs.has(dir)) return;
+    await this.io.mkdir(dir);
+    this.knownDirs.add(dir);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new ClosedError('the store is closed');
+  }
+}
