@@ -1,0 +1,504 @@
+/**
+ * One call, main side: routes the worker's messages into the capture
+ * coordinator, returns credit as bytes reach disk, keeps the bounded live
+ * display, answers host-service calls, enforces cancellation and the grace
+ * period, and finalises exactly once: publish, pin, record, release, report.
+ */
+import { randomUUID } from 'node:crypto';
+import type { MessagePort } from 'node:worker_threads';
+import type { Pin, Store } from '../store/store.js';
+import { Capture } from './capture.js';
+import { EventHub } from './events/hub.js';
+import { PageCapture } from './page-capture.js';
+import type { WorkerPool } from './pool.js';
+import { formatBytes, formatDuration, incompleteDisplay, LiveDisplay } from './presentation/display.js';
+import { assertModelViewWithinBound, previewBudget, renderModelView } from './presentation/model-view.js';
+import type { ToolOutputOptions } from './presentation/options.js';
+import {
+  CancelledError,
+  DeniedError,
+  ProtocolError,
+  type SerializedError,
+  type SluiceError,
+  serializeError,
+  TimeoutError,
+  toSluiceError,
+  WorkerCrashError,
+} from './protocol/errors.js';
+import type { PreparedOperation, WireCompletion, WorkerMessage } from './protocol/messages.js';
+import { wireCompletionSchema } from './protocol/messages.js';
+import { CallEndpoint, Comlink, installErrorTransfer } from './protocol/rpc.js';
+import type { ToolInfo } from './registry.js';
+import type { CallEvent, CallStatus, OutputRef, TerminalResult } from './result.js';
+
+/** Decides whether a prepared operation may run. Return false (or throw) to deny. */
+export type ApprovalPolicy = (
+  op: PreparedOperation,
+  call: { tool: string; callId: string; session?: string },
+) => boolean | Promise<boolean>;
+
+/** Where call records go (the session event log implements it). */
+export interface CallRecorder {
+  /** A call started. */
+  started(info: { callId: string; tool: ToolInfo; args: unknown; session?: string; at: string }): Promise<void>;
+  /** A call ended; must be durable when the promise resolves (the publication pin is released after). */
+  completed(result: TerminalResult): Promise<void>;
+}
+
+/** Engine settings a call needs. */
+export interface CallSettings {
+  toolOutput: ToolOutputOptions;
+  window: number;
+  graceMs: number;
+  maxStreamBytes: number;
+  liveDisplayBytes: number;
+  subscriberQueue: number;
+  cwd: string;
+}
+
+/** Options of one call. */
+export interface CallOptions {
+  session?: string;
+  signal?: AbortSignal;
+  /** Fails the call with ETIMEOUT after this many milliseconds. */
+  timeoutMs?: number;
+  callId?: string;
+}
+
+/** Everything a call needs from its engine. */
+export interface CallDeps {
+  pool: WorkerPool;
+  store: Store;
+  settings: CallSettings;
+  approve: ApprovalPolicy;
+  recorder?: CallRecorder;
+  engineHub: EventHub<CallEvent>;
+  onSettled(call: Call): void;
+}
+
+type Outcome =
+  | { kind: 'done'; completion: WireCompletion }
+  | { kind: 'fail'; error: SerializedError; cancelled: boolean }
+  | { kind: 'crash'; error: unknown };
+
+const STATUS_DETAIL_MAX = 400;
+/** Room kept in the model bound for the status line. */
+const STATUS_RESERVE = 1024;
+
+/** A running call. */
+export class Call {
+  readonly callId: string;
+  readonly tool: ToolInfo;
+  readonly session: string | undefined;
+  readonly hub: EventHub<CallEvent>;
+  /** Settles with the terminal result; never rejects. */
+  readonly result: Promise<TerminalResult>;
+  /** Largest number of bytes in flight (received, not yet on disk) seen; for tests of backpressure. */
+  maxInFlight = 0;
+
+  private readonly deps: CallDeps;
+  private readonly args: unknown;
+  private readonly startedAt = Date.now();
+  private readonly capture: Capture | PageCapture;
+  private readonly live: LiveDisplay;
+  private readonly piscinaAbort = new AbortController();
+  private readonly pgids = new Set<number>();
+  private readonly endpoint: CallEndpoint;
+  private port: MessagePort | undefined;
+  private inFlight = 0;
+  private ended = false;
+  private cancelRequested: SluiceError | undefined;
+  private failure: SluiceError | undefined;
+  private graceTimer: NodeJS.Timeout | undefined;
+  private timeoutTimer: NodeJS.Timeout | undefined;
+  private resolve!: (r: TerminalResult) => void;
+  private readonly unlinkSignal: (() => void) | undefined;
+
+  constructor(deps: CallDeps, tool: ToolInfo, args: unknown, options: CallOptions) {
+    this.deps = deps;
+    this.tool = tool;
+    this.args = args;
+    this.session = options.session;
+    this.callId = options.callId ?? randomUUID();
+    this.hub = new EventHub<CallEvent>({ queueLimit: deps.settings.subscriberQueue });
+    this.live = new LiveDisplay(deps.settings.liveDisplayBytes);
+    this.result = new Promise((r) => {
+      this.resolve = r;
+    });
+    const s = deps.settings;
+    if (tool.selfPaginating) {
+      this.capture = new PageCapture();
+    } else {
+      const reserve = { ...s.toolOutput, maxModelBytes: s.toolOutput.maxModelBytes - STATUS_RESERVE };
+      const limits = previewBudget(tool.output, reserve);
+      this.capture = new Capture(deps.store, tool.output, { ...limits, maxStreamBytes: s.maxStreamBytes });
+    }
+    installErrorTransfer();
+    this.endpoint = new CallEndpoint((m) => {
+      if (this.port) this.deps.pool.send(this.port, { t: 'rpc', c: this.callId, m });
+    });
+    Comlink.expose(this.hostServices(), this.endpoint.asComlink());
+    if (options.signal) {
+      const onAbort = () => this.cancel('cancelled by the caller');
+      if (options.signal.aborted) queueMicrotask(onAbort);
+      else options.signal.addEventListener('abort', onAbort, { once: true });
+      this.unlinkSignal = () => options.signal?.removeEventListener('abort', onAbort);
+    }
+    if (options.timeoutMs !== undefined) {
+      this.timeoutTimer = setTimeout(() => {
+        this.failWith(new TimeoutError(`${tool.name} ran longer than ${options.timeoutMs} ms`));
+      }, options.timeoutMs);
+    }
+  }
+
+  /** Starts the call (records it, then hands it to the pool). */
+  async start(): Promise<void> {
+    // Let the caller subscribe to events before the first one is published.
+    await Promise.resolve();
+    const at = new Date(this.startedAt).toISOString();
+    const started: CallEvent = { type: 'started', callId: this.callId, tool: this.tool.name, at };
+    if (this.session !== undefined) started.session = this.session;
+    this.hub.publish(started);
+    this.deps.engineHub.publish(started);
+    try {
+      await this.deps.recorder?.started({
+        callId: this.callId,
+        tool: this.tool,
+        args: this.args,
+        at,
+        ...(this.session !== undefined ? { session: this.session } : {}),
+      });
+    } catch (err) {
+      await this.finish({ kind: 'crash', error: toSluiceError(err, 'EDISK') }, toSluiceError(err, 'EDISK'));
+      return;
+    }
+    const task = {
+      kind: 'call' as const,
+      module: this.tool.module,
+      callId: this.callId,
+      args: this.args,
+      window: this.deps.settings.window,
+      cwd: this.deps.settings.cwd,
+    };
+    this.deps.pool.run(task, { signal: this.piscinaAbort.signal, callId: this.callId, sink: this }).then(
+      () => {
+        // The task returned; its done/fail message was posted before and is still in flight on the port.
+        setImmediate(() => {
+          if (!this.ended) {
+            void this.finish({ kind: 'crash', error: new ProtocolError('the worker finished without a completion') });
+          }
+        });
+      },
+      (err: unknown) => {
+        // Messages the worker posted before it died are still queued on the port: let them land first.
+        setImmediate(() => setImmediate(() => void this.finish({ kind: 'crash', error: err })));
+      },
+    );
+  }
+
+  /** Asks the tool to stop; its worker is terminated if it has not ended after the grace period. */
+  cancel(reason = 'cancelled'): void {
+    this.requestStop(new CancelledError(reason));
+  }
+
+  private failWith(err: SluiceError): void {
+    this.failure ??= err;
+    this.requestStop(err);
+  }
+
+  private requestStop(err: SluiceError): void {
+    if (this.ended || this.cancelRequested) return;
+    this.cancelRequested = err;
+    if (!this.port) {
+      // Not started in a worker yet: nothing to be graceful with.
+      this.piscinaAbort.abort(err);
+      return;
+    }
+    this.deps.pool.send(this.port, { t: 'abort', c: this.callId, reason: err.message });
+    this.graceTimer = setTimeout(() => this.piscinaAbort.abort(err), this.deps.settings.graceMs);
+  }
+
+  /** Handles one message of this call from its worker. @internal */
+  onMessage(m: WorkerMessage, port: MessagePort): void {
+    if (this.ended) return;
+    switch (m.t) {
+      case 'start':
+        this.port = port;
+        if (JSON.stringify(m.output) !== JSON.stringify(this.tool.output)) {
+          this.failWith(
+            new ProtocolError(`${this.tool.name}: the worker's output declaration differs from the registered one`),
+          );
+        }
+        if (this.cancelRequested) {
+          port.postMessage({ t: 'abort', c: this.callId, reason: this.cancelRequested.message });
+          this.graceTimer ??= setTimeout(
+            () => this.piscinaAbort.abort(this.cancelRequested),
+            this.deps.settings.graceMs,
+          );
+        }
+        return;
+      case 'chunk':
+        this.onChunk(m.s, m.b);
+        return;
+      case 'display': {
+        this.live.append(m.text);
+        const ev: CallEvent = { type: 'display', callId: this.callId, text: m.text };
+        this.hub.publish(ev);
+        this.deps.engineHub.publish(ev);
+        this.credit(Math.min(m.n, this.deps.settings.window));
+        return;
+      }
+      case 'proc':
+        this.pgids.add(m.pid);
+        return;
+      case 'rpc':
+        this.endpoint.deliver(m.m);
+        return;
+      case 'done': {
+        const parsed = wireCompletionSchema.safeParse(m.completion);
+        if (!parsed.success) {
+          void this.finish({
+            kind: 'fail',
+            error: serializeError(new ProtocolError(`invalid completion: ${parsed.error.message}`)),
+            cancelled: false,
+          });
+          return;
+        }
+        void this.finish({ kind: 'done', completion: parsed.data });
+        return;
+      }
+      case 'fail':
+        void this.finish({ kind: 'fail', error: m.error, cancelled: m.cancelled });
+        return;
+    }
+  }
+
+  private onChunk(index: number, bytes: Uint8Array): void {
+    if (this.failure || !(bytes instanceof Uint8Array)) {
+      if (!(bytes instanceof Uint8Array)) this.failWith(new ProtocolError('a chunk without bytes'));
+      return;
+    }
+    const len = bytes.length;
+    let written: Promise<void>;
+    try {
+      written = this.capture.accept(index, bytes);
+    } catch (err) {
+      this.failWith(toSluiceError(err, 'EPROTOCOL'));
+      return;
+    }
+    this.inFlight += len;
+    if (this.inFlight > this.maxInFlight) this.maxInFlight = this.inFlight;
+    written.then(
+      () => {
+        this.inFlight -= len;
+        this.credit(len);
+      },
+      (err: unknown) => {
+        this.inFlight -= len;
+        this.failWith(toSluiceError(err, 'EDISK'));
+      },
+    );
+  }
+
+  private credit(n: number): void {
+    if (this.port && !this.ended && n > 0) this.deps.pool.send(this.port, { t: 'credit', c: this.callId, n });
+  }
+
+  private hostServices() {
+    return {
+      approve: async (op: PreparedOperation): Promise<void> => {
+        const info = {
+          tool: this.tool.name,
+          callId: this.callId,
+          ...(this.session !== undefined ? { session: this.session } : {}),
+        };
+        let ok: boolean;
+        try {
+          ok = await this.deps.approve(op, info);
+        } catch (err) {
+          throw new DeniedError(`${op.kind} denied: ${(err as Error)?.message ?? String(err)}`, { op: op.kind });
+        }
+        if (ok !== true) throw new DeniedError(`${op.kind} denied by the host's approval policy`, { op: op.kind });
+      },
+    };
+  }
+
+  private async finish(outcome: Outcome, preset?: SluiceError): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    clearTimeout(this.graceTimer);
+    clearTimeout(this.timeoutTimer);
+    this.unlinkSignal?.();
+    this.deps.pool.detach(this.callId);
+    this.killProcessGroups();
+
+    let status: CallStatus;
+    let error: SluiceError | undefined = preset ?? this.failure;
+    let completion: WireCompletion | undefined;
+    if (outcome.kind === 'done') {
+      completion = outcome.completion;
+      if (error) status = 'failed';
+      else if (this.cancelRequested) {
+        status = 'cancelled';
+        error = this.cancelRequested;
+      } else status = completion.status ?? 'success';
+    } else if (outcome.kind === 'fail') {
+      const reported = toSluiceError(outcome.error);
+      if (error) status = 'failed';
+      else if (outcome.cancelled || this.cancelRequested) {
+        status = 'cancelled';
+        error = this.cancelRequested ?? reported;
+      } else {
+        status = 'failed';
+        error = reported;
+      }
+    } else if (error) {
+      status = 'failed';
+    } else if (this.cancelRequested) {
+      status = 'cancelled';
+      error = this.cancelRequested;
+    } else {
+      status = 'failed';
+      const cause = outcome.error as { message?: string; code?: string };
+      error = new WorkerCrashError(`the worker running ${this.tool.name} died: ${cause?.message ?? String(cause)}`, {
+        cause: cause?.code ?? null,
+      });
+    }
+    if (error?.code === 'ETIMEOUT' || error?.code === 'ESIZELIMIT') status = 'failed';
+    let complete = outcome.kind === 'done' && !error;
+
+    // Publish what was accepted.
+    let output: OutputRef | null = null;
+    let model = '';
+    let pin: Pin | undefined;
+    try {
+      if (this.capture instanceof PageCapture) {
+        const page = this.capture.text();
+        output = { kind: 'page', bytes: page.bytes, lines: page.lines };
+        model = page.text;
+      } else {
+        const writeError = this.capture.writeError;
+        if (writeError !== undefined) throw writeError;
+        const captured = await this.capture.publish();
+        pin = await this.deps.store.pin(captured.digests);
+        output = captured.ref;
+        model = renderModelView(captured.view);
+      }
+    } catch (err) {
+      if (this.capture instanceof Capture) await this.capture.discard();
+      error = toSluiceError(err, 'EDISK');
+      status = 'failed';
+      complete = false;
+      output = null;
+      model = '';
+    }
+    model = this.withStatusLine(model, status, complete, error, completion);
+    try {
+      assertModelViewWithinBound(model, this.deps.settings.toolOutput.maxModelBytes);
+    } catch (err) {
+      error = toSluiceError(err);
+      status = 'failed';
+      complete = false;
+      model = this.withStatusLine('', status, complete, error, undefined);
+    }
+
+    const durationMs = Date.now() - this.startedAt;
+    const result: TerminalResult = {
+      callId: this.callId,
+      tool: this.tool.name,
+      status,
+      complete,
+      display: this.finalDisplay(status, completion, error, durationMs),
+      model,
+      output,
+      metadata: completion?.metadata ?? {},
+      attachments: status === 'success' || status === 'failed' ? (completion?.attachments ?? []) : [],
+      messages: completion?.messages ?? [],
+      startedAt: new Date(this.startedAt).toISOString(),
+      durationMs,
+    };
+    if (this.session !== undefined) result.session = this.session;
+    if (error) result.error = serializeError(error);
+    if (this.capture instanceof PageCapture) this.capture.discard();
+
+    try {
+      await this.deps.recorder?.completed(result);
+    } catch (err) {
+      result.status = 'failed';
+      result.complete = false;
+      result.error = serializeError(toSluiceError(err, 'EDISK'));
+    } finally {
+      // Terminal references are durable (or recording failed): the publication protection can go.
+      await pin?.release();
+    }
+    const ev: CallEvent = { type: 'completed', callId: this.callId, result };
+    this.hub.close(ev);
+    this.deps.engineHub.publish(ev);
+    this.deps.onSettled(this);
+    this.resolve(result);
+  }
+
+  private withStatusLine(
+    model: string,
+    status: CallStatus,
+    complete: boolean,
+    error: SluiceError | undefined,
+    completion: WireCompletion | undefined,
+  ): string {
+    if (status === 'success') return model;
+    let detail = error ? `${error.code}: ${error.message}` : (completion?.note ?? 'the tool reported failure');
+    if (detail.length > STATUS_DETAIL_MAX) detail = `${detail.slice(0, STATUS_DETAIL_MAX)}…`;
+    const incomplete = complete ? '' : ' Output is incomplete.';
+    const line = `[Status: ${status}. ${detail.replace(/\s+/g, ' ')}.${incomplete}]`;
+    if (model.length === 0) return line;
+    return model.endsWith('\n') ? `${model}\n${line}` : `${model}\n\n${line}`;
+  }
+
+  private finalDisplay(
+    status: CallStatus,
+    completion: WireCompletion | undefined,
+    error: SluiceError | undefined,
+    durationMs: number,
+  ): string {
+    if (completion?.display !== undefined && status !== 'cancelled' && !error) return completion.display;
+    const streams = this.capture.stats();
+    if (status === 'success') {
+      const sizes = streams.map((s) => `${s.name} ${formatBytes(s.bytes)}`).join(', ');
+      return `${this.tool.name} finished in ${formatDuration(durationMs)} (${sizes})`;
+    }
+    return incompleteDisplay({
+      tool: this.tool.name,
+      status,
+      durationMs,
+      streams,
+      reason: error ? `${error.code}: ${error.message}` : (completion?.note ?? 'the tool reported failure'),
+      summary: summarizeArgs(this.args),
+    });
+  }
+
+  private killProcessGroups(): void {
+    for (const pid of this.pgids) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // Already gone: the normal case.
+      }
+    }
+  }
+
+  /** The live display so far (bounded). */
+  get liveDisplay(): string {
+    return this.live.text;
+  }
+}
+
+function summarizeArgs(args: unknown): string {
+  if (args && typeof args === 'object' && typeof (args as { command?: unknown }).command === 'string') {
+    return (args as { command: string }).command;
+  }
+  try {
+    return JSON.stringify(args) ?? '';
+  } catch {
+    return '';
+  }
+}

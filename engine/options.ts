@@ -1,0 +1,93 @@
+/**
+ * Engine options: validated with zod, defaults documented here and in
+ * docs/architecture.md. Bad values fail with EBADOPTION quoting the value.
+ */
+import { z } from 'zod';
+import { parseToolOutputOptions, type ToolOutputOptions } from './presentation/options.js';
+import { BadOptionError } from './protocol/errors.js';
+import { MAX_CHUNK_BYTES } from './protocol/messages.js';
+
+/** Options of {@link Engine.open}. */
+export interface EngineOptions {
+  /** Store directory. @default `$SLUICE_STORE`, else `./.sluice` */
+  store?: string;
+  /** Model-view limits: per-stream `maxLines` (2000) and `maxBytes` (51200), and the aggregate `maxModelBytes` (256 KiB). */
+  toolOutput?: Partial<ToolOutputOptions>;
+  /** Calls running at once (one worker thread each); more wait in a queue. @default max(16, 2 × cores) */
+  concurrency?: number;
+  /** Worker threads kept warm. @default 1 */
+  minThreads?: number;
+  /** Credit window per call, in bytes: the most output in flight between a worker and the disk. @default 1 MiB */
+  window?: number;
+  /** Milliseconds a cancelled tool has to stop before its worker is terminated. @default 2000 */
+  graceMs?: number;
+  /** Hard bound on one stream's size in bytes. @default 8 GiB */
+  maxStreamBytes?: number;
+  /** Heap limit per worker in MiB. @default 512 */
+  workerHeapMb?: number;
+  /** Bytes of live display kept per call (newest kept). @default 64 KiB */
+  liveDisplayBytes?: number;
+  /** Events queued per live subscriber before it is marked lagged. @default 1024 */
+  subscriberQueue?: number;
+  /** Working directory given to tools, and the root the default approval policy allows reads in. @default process.cwd() */
+  cwd?: string;
+}
+
+const positiveInt = z.number().int().positive();
+
+const schema = z.strictObject({
+  store: z.string().min(1).optional(),
+  toolOutput: z.unknown().optional(),
+  concurrency: positiveInt.max(1024).optional(),
+  minThreads: z.number().int().nonnegative().optional(),
+  window: positiveInt
+    .min(MAX_CHUNK_BYTES)
+    .max(1024 * 1024 * 1024)
+    .optional(),
+  graceMs: z.number().int().nonnegative().optional(),
+  maxStreamBytes: positiveInt.optional(),
+  workerHeapMb: positiveInt.min(16).optional(),
+  liveDisplayBytes: positiveInt.min(256).optional(),
+  subscriberQueue: positiveInt.optional(),
+  cwd: z.string().min(1).optional(),
+});
+
+/** Options with every default applied. */
+export interface ResolvedOptions {
+  toolOutput: ToolOutputOptions;
+  concurrency: number;
+  minThreads: number;
+  window: number;
+  graceMs: number;
+  maxStreamBytes: number;
+  workerHeapMb: number;
+  liveDisplayBytes: number;
+  subscriberQueue: number;
+  cwd: string;
+}
+
+/** Validates options and applies defaults. */
+export function resolveOptions(input: EngineOptions, defaults: { concurrency: number; cwd: string }): ResolvedOptions {
+  const r = schema.safeParse(input ?? {});
+  if (!r.success) {
+    const i = r.error.issues[0];
+    const path = i?.path.join('.') ?? '';
+    const value = path ? (input as Record<string, unknown>)[String(i?.path[0])] : input;
+    throw new BadOptionError(`option ${path || '(options)'}: ${i?.message} (got ${JSON.stringify(value)})`, {
+      option: path,
+    });
+  }
+  const o = r.data;
+  return {
+    toolOutput: parseToolOutputOptions(o.toolOutput ?? {}),
+    concurrency: o.concurrency ?? defaults.concurrency,
+    minThreads: o.minThreads ?? 1,
+    window: o.window ?? 1024 * 1024,
+    graceMs: o.graceMs ?? 2000,
+    maxStreamBytes: o.maxStreamBytes ?? 8 * 1024 ** 3,
+    workerHeapMb: o.workerHeapMb ?? 512,
+    liveDisplayBytes: o.liveDisplayBytes ?? 64 * 1024,
+    subscriberQueue: o.subscriberQueue ?? 1024,
+    cwd: o.cwd ?? defaults.cwd,
+  };
+}

@@ -1,0 +1,125 @@
+/**
+ * The messages between the main-thread engine and its worker threads. The one
+ * module both sides import for message shapes (workers/ imports nothing else
+ * from engine/ but engine/protocol/).
+ *
+ * Transport: each worker thread owns one MessagePort to the main thread for
+ * its whole life (multiplexed: every message carries the call id), because a
+ * fresh MessageChannel per call costs several times a whole no-op call (see
+ * bench/channel.ts and docs/benchmarks.md). Tasks themselves go through
+ * piscina.
+ *
+ * Data plane: `chunk` and `display` messages spend credit, in bytes, from a
+ * per-call window the engine grants in the task; the engine returns credit
+ * (`credit`) only after a chunk is written to its capture file, so bytes in
+ * flight never exceed the window.
+ */
+import { z } from 'zod';
+import type { SerializedError } from './errors.js';
+import type { OutputDeclaration } from './streams.js';
+
+/** Version of the worker ↔ engine and wire contracts. Moves with any change to these shapes (see AGENTS.md). */
+export const PROTOCOL_VERSION = 1;
+
+/** Key of the message a worker posts on startup to hand its port to the engine. */
+export const PORT_HANDSHAKE = 'sluice.port/1';
+
+/** Largest chunk on the wire; larger writes are split at code point boundaries. */
+export const MAX_CHUNK_BYTES = 64 * 1024;
+
+/** An operation a tool prepared, for the host's approval policy. */
+export interface PreparedOperation {
+  /** What kind of operation, e.g. `fs.read`, `artifact.read`, `process.spawn`. */
+  kind: string;
+  [key: string]: unknown;
+}
+
+/** An attachment produced by a tool (an image, a PDF): bytes as base64 with their media type. */
+export interface Attachment {
+  mediaType: string;
+  data: string;
+  name?: string;
+}
+
+/** A message a tool emits into the conversation (roles are constrained). */
+export interface EmittedMessage {
+  role: 'user' | 'system';
+  content: string;
+}
+
+/** Terminal fields every completion may carry. */
+export interface CompletionFields {
+  /** Final display; replaces the live display. */
+  display?: string;
+  /** `failed` marks a tool-reported failure; the default is success. */
+  status?: 'success' | 'failed';
+  /** One short line for the model about how the call ended (e.g. `exit code 1`); shown in the status line of a failed call. */
+  note?: string;
+  metadata?: Record<string, unknown>;
+  attachments?: Attachment[];
+  messages?: EmittedMessage[];
+}
+
+const completionFields = {
+  display: z.string().optional(),
+  status: z.enum(['success', 'failed']).optional(),
+  note: z.string().max(1000).optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  attachments: z
+    .array(z.object({ mediaType: z.string().min(1), data: z.string(), name: z.string().optional() }).strict())
+    .optional(),
+  messages: z.array(z.object({ role: z.enum(['user', 'system']), content: z.string() }).strict()).optional(),
+};
+
+/** Zod schema of the terminal fields as they arrive from a worker. */
+export const wireCompletionSchema = z.object({ mode: z.enum(['streamed', 'full']), ...completionFields }).strict();
+
+/** A completion as sent by the worker runtime (full output already fed as chunks). */
+export type WireCompletion = z.infer<typeof wireCompletionSchema>;
+
+/** A tool description, as a worker reports it. */
+export interface ToolDescription {
+  name: string;
+  description: string;
+  output: OutputDeclaration;
+  selfPaginating: boolean;
+  /** JSON Schema of the arguments. */
+  argsSchema: unknown;
+}
+
+/** Task: describe the tool a module exports. */
+export interface DescribeTask {
+  kind: 'describe';
+  module: string;
+}
+
+/** Task: run one call. */
+export interface CallTask {
+  kind: 'call';
+  module: string;
+  callId: string;
+  args: unknown;
+  /** The credit window in bytes. */
+  window: number;
+  /** Working directory for the tool. */
+  cwd: string;
+}
+
+/** A piscina task. */
+export type Task = DescribeTask | CallTask;
+
+/** Worker → engine, on the worker's port. */
+export type WorkerMessage =
+  | { t: 'start'; c: string; output: OutputDeclaration }
+  | { t: 'chunk'; c: string; s: number; b: Uint8Array }
+  | { t: 'display'; c: string; text: string; n: number }
+  | { t: 'proc'; c: string; pid: number }
+  | { t: 'rpc'; c: string; m: unknown }
+  | { t: 'done'; c: string; completion: WireCompletion }
+  | { t: 'fail'; c: string; error: SerializedError; cancelled: boolean };
+
+/** Engine → worker, on the worker's port. */
+export type EngineMessage =
+  | { t: 'credit'; c: string; n: number }
+  | { t: 'abort'; c: string; reason: string }
+  | { t: 'rpc'; c: string; m: unknown };

@@ -1,0 +1,88 @@
+/**
+ * The tool registry. The main thread never imports tool code: a tool's
+ * declaration is read in a worker (a `describe` task) and validated here.
+ */
+
+import type { WorkerPool } from './pool.js';
+import { BadDeclarationError, BadModuleError, toSluiceError, UnknownToolError } from './protocol/errors.js';
+import type { ToolDescription } from './protocol/messages.js';
+import { type OutputDeclaration, validateDeclaration } from './protocol/streams.js';
+
+/** A registered tool. */
+export interface ToolInfo {
+  name: string;
+  description: string;
+  output: OutputDeclaration;
+  /** Only built-ins may opt out of retention and truncation. */
+  selfPaginating: boolean;
+  argsSchema: unknown;
+  /** Module specifier loaded by workers. */
+  module: string;
+  /** Where the tool came from. */
+  source: 'builtin' | 'plugin' | 'mcp';
+}
+
+/** Tools by name. */
+export class Registry {
+  private readonly tools = new Map<string, ToolInfo>();
+
+  /** Describes the module in a worker, validates the declaration and registers it. */
+  async register(pool: WorkerPool, module: string, source: ToolInfo['source']): Promise<ToolInfo> {
+    let d: ToolDescription;
+    try {
+      d = (await pool.run({ kind: 'describe', module })) as ToolDescription;
+    } catch (err) {
+      const e = toSluiceError(err, 'EBADMODULE');
+      if (e.code === 'EBADMODULE' || e.code === 'EBADDECL') throw e;
+      throw new BadModuleError(`${module}: ${e.message}`, { module });
+    }
+    let output: OutputDeclaration;
+    try {
+      output = validateDeclaration(d.output, `tool ${d.name}`);
+    } catch (err) {
+      throw new BadDeclarationError(`${module}: ${(err as Error).message}`, { module });
+    }
+    if (d.selfPaginating && source !== 'builtin') {
+      throw new BadModuleError(`${module}: only built-in tools may opt out of output retention (selfPaginating)`, {
+        module,
+      });
+    }
+    if (d.selfPaginating && output.kind !== 'single') {
+      throw new BadDeclarationError(`${module}: a self-paginating tool has single output`, { module });
+    }
+    const existing = this.tools.get(d.name);
+    if (existing && existing.module !== module) {
+      throw new BadModuleError(`${module}: a tool named ${d.name} is already registered from ${existing.module}`, {
+        module,
+        tool: d.name,
+      });
+    }
+    const info: ToolInfo = {
+      name: d.name,
+      description: d.description,
+      output,
+      selfPaginating: d.selfPaginating === true,
+      argsSchema: d.argsSchema,
+      module,
+      source,
+    };
+    this.tools.set(info.name, info);
+    return info;
+  }
+
+  /** The tool named `name`, or EUNKNOWNTOOL. */
+  get(name: string): ToolInfo {
+    const t = this.tools.get(name);
+    if (!t) {
+      throw new UnknownToolError(
+        `no tool named ${JSON.stringify(name)} (registered: ${[...this.tools.keys()].join(', ')})`,
+      );
+    }
+    return t;
+  }
+
+  /** Every registered tool. */
+  list(): ToolInfo[] {
+    return [...this.tools.values()];
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * The terminal result of a call: what the engine returns, what the session log
+ * records and what the HTTP API serves. Its JSON shape is a public contract
+ * (docs/cli.md, docs/protocol.md).
+ */
+import type { SerializedError } from './protocol/errors.js';
+import type { Attachment, EmittedMessage } from './protocol/messages.js';
+
+/** How a call ended. */
+export type CallStatus = 'success' | 'failed' | 'cancelled';
+
+/** One published stream of named output. */
+export interface StreamRef {
+  name: string;
+  digest: string;
+  bytes: number;
+  lines: number;
+  truncated: boolean;
+}
+
+/** References to the published output of a call. */
+export type OutputRef =
+  | { kind: 'single'; digest: string; bytes: number; lines: number; truncated: boolean }
+  | { kind: 'streams'; manifest: string; streams: StreamRef[] }
+  | { kind: 'page'; bytes: number; lines: number };
+
+/** Everything known about a finished call. */
+export interface TerminalResult {
+  callId: string;
+  tool: string;
+  session?: string;
+  status: CallStatus;
+  /** True only when the tool finished normally and all of its output was captured. */
+  complete: boolean;
+  /** Final UI display (replaces the live display). */
+  display: string;
+  /** The model view: bounded previews with read hints. */
+  model: string;
+  /** Published output; null when nothing could be published (e.g. a disk error). `page` for self-paginating tools, whose output is not retained. */
+  output: OutputRef | null;
+  metadata: Record<string, unknown>;
+  attachments: Attachment[];
+  messages: EmittedMessage[];
+  /** Why the call did not succeed. */
+  error?: SerializedError;
+  /** ISO time the call started. */
+  startedAt: string;
+  durationMs: number;
+}
+
+/** Events of a call, in order: started, any number of display deltas, completed. */
+export type CallEvent =
+  | { type: 'started'; callId: string; tool: string; session?: string; at: string }
+  | { type: 'display'; callId: string; text: string }
+  | { type: 'completed'; callId: string; result: TerminalResult };

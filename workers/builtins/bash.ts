@@ -1,0 +1,161 @@
+/**
+ * The built-in `bash` tool: runs `bash -c <command>` in its own process group
+ * and pipes stdout and stderr into the named streams of the same names. The
+ * engine owns capture; this tool only moves bytes and keeps a useful display.
+ *
+ * Status: exit 0 is success; any other exit, a signal or a timeout is
+ * `failed` (the output is still complete unless the call was cut short), with
+ * `exitCode`, `signal` and `timedOut` in metadata and a status note for the
+ * model. Invalid UTF-8 in the output becomes U+FFFD; characters split between
+ * reads are kept whole.
+ */
+import { spawn } from 'node:child_process';
+import { Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { complete, defineTool, z } from '../tool.js';
+
+/** Live display: the first bytes of output verbatim, then a progress line at most this often. */
+const PROGRESS_EVERY_MS = 500;
+const VERBATIM_DISPLAY_BYTES = 4096;
+/** After SIGTERM on cancellation, SIGKILL follows this much later. */
+const KILL_AFTER_MS = 500;
+/** After bash exits, how long its pipes may take to reach end of file before the group is killed. */
+const DRAIN_MS = 250;
+
+/** Counts bytes flowing through and reports them; passes data unchanged. */
+class Meter extends Transform {
+  bytes = 0;
+  private readonly onData: (chunk: Buffer) => void;
+  constructor(onData: (chunk: Buffer) => void) {
+    super();
+    this.onData = onData;
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.bytes += chunk.length;
+    this.onData(chunk);
+    cb(null, chunk);
+  }
+}
+
+function fmtBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  if (n < 1024 ** 3) return `${(n / 1024 ** 2).toFixed(1)} MiB`;
+  return `${(n / 1024 ** 3).toFixed(2)} GiB`;
+}
+
+export default defineTool({
+  name: 'bash',
+  description:
+    'Runs a bash command. Its stdout and stderr are captured as separate streams; long output is truncated in the view with a read hint for the rest.',
+  args: z.object({
+    command: z.string().min(1).describe('The command, run as bash -c <command>'),
+    timeout: z.number().int().positive().optional().describe('Milliseconds before the command is killed'),
+    cwd: z.string().min(1).optional().describe('Working directory (default: the engine working directory)'),
+  }),
+  output: ['stdout', 'stderr'],
+  prepare(args, ctx) {
+    return { kind: 'process.spawn', command: args.command, cwd: args.cwd ?? ctx.cwd };
+  },
+  async run(args, ctx) {
+    const started = Date.now();
+    const cwd = args.cwd ?? ctx.cwd;
+    const child = spawn('bash', ['-c', args.command], {
+      cwd,
+      detached: true, // its own process group, so the whole tree can be killed
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const spawned = new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', reject);
+    });
+    await spawned;
+    const pid = child.pid as number;
+    ctx.trackProcessGroup(pid);
+
+    let shown = 0;
+    let lastProgress = Date.now();
+    const show = (chunk: Buffer) => {
+      if (shown < VERBATIM_DISPLAY_BYTES) {
+        const part = chunk.subarray(0, VERBATIM_DISPLAY_BYTES - shown);
+        shown += part.length;
+        ctx.display(part.toString('utf8'));
+        if (shown >= VERBATIM_DISPLAY_BYTES) ctx.display('\n…\n');
+        return;
+      }
+      const now = Date.now();
+      if (now - lastProgress >= PROGRESS_EVERY_MS) {
+        lastProgress = now;
+        ctx.display(
+          `… stdout ${fmtBytes(out.bytes)}, stderr ${fmtBytes(err.bytes)}, ${((now - started) / 1000).toFixed(1)} s\n`,
+        );
+      }
+    };
+    const out = new Meter(show);
+    const err = new Meter(show);
+
+    let timedOut = false;
+    let killTimer: NodeJS.Timeout | undefined;
+    const killGroup = (signal: NodeJS.Signals) => {
+      try {
+        process.kill(-pid, signal);
+      } catch {
+        // The group is already gone.
+      }
+    };
+    const stop = () => {
+      killGroup('SIGTERM');
+      killTimer = setTimeout(() => killGroup('SIGKILL'), KILL_AFTER_MS);
+    };
+    const timer =
+      args.timeout !== undefined
+        ? setTimeout(() => {
+            timedOut = true;
+            killGroup('SIGKILL');
+          }, args.timeout)
+        : undefined;
+    ctx.signal.addEventListener('abort', stop, { once: true });
+
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
+    let pumpError: unknown;
+    const pumping = Promise.all([
+      pipeline(child.stdout, out, ctx.stream('stdout')),
+      pipeline(child.stderr, err, ctx.stream('stderr')),
+    ]).then(
+      () => true,
+      (e: unknown) => {
+        pumpError = e;
+        // Nobody reads the pipes any more: the child must not block on them forever.
+        killGroup('SIGKILL');
+        return true;
+      },
+    );
+    const { code, signal } = await exited;
+    // A background process that inherited the pipes would hold them open forever: once bash
+    // has exited, give the pipes a moment to drain, then end the group so they close.
+    const drained = await Promise.race([pumping, new Promise<false>((r) => setTimeout(() => r(false), DRAIN_MS))]);
+    if (!drained) killGroup('SIGKILL');
+    await pumping;
+    clearTimeout(timer);
+    clearTimeout(killTimer);
+    ctx.signal.removeEventListener('abort', stop);
+    // Grandchildren still running in the group must not outlive the call.
+    killGroup('SIGKILL');
+    if (pumpError !== undefined) throw pumpError;
+    const durationMs = Date.now() - started;
+    const ok = code === 0 && !timedOut;
+    const how = timedOut ? `timed out after ${args.timeout} ms` : signal ? `killed by ${signal}` : `exit code ${code}`;
+    const display = [
+      `$ ${args.command}`,
+      `${how} · stdout ${fmtBytes(out.bytes)} · stderr ${fmtBytes(err.bytes)} · ${(durationMs / 1000).toFixed(2)} s`,
+    ].join('\n');
+    return complete.streamed({
+      status: ok ? 'success' : 'failed',
+      display,
+      ...(ok ? {} : { note: how }),
+      metadata: { exitCode: code, signal, timedOut, durationMs, stdoutBytes: out.bytes, stderrBytes: err.bytes },
+    });
+  },
+});

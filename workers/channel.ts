@@ -1,0 +1,51 @@
+/**
+ * The worker side of the per-worker port: one MessagePort to the engine for
+ * the thread's whole life, handed over through piscina's message event at
+ * startup, multiplexed by call id.
+ */
+import { MessageChannel, type MessagePort, parentPort, threadId } from 'node:worker_threads';
+import { type EngineMessage, PORT_HANDSHAKE, type WorkerMessage } from '../engine/protocol/messages.js';
+
+type Handler = (m: EngineMessage) => void;
+
+let port: MessagePort | undefined;
+const handlers = new Map<string, Handler>();
+
+/** The thread's port to the engine (created and handed over on first use). */
+export function enginePort(): MessagePort {
+  if (port) return port;
+  if (!parentPort) throw new Error('sluice workers run only inside worker threads');
+  const { port1, port2 } = new MessageChannel();
+  port1.on('message', (m: EngineMessage) => handlers.get(m.c)?.(m));
+  // Calls keep the thread alive through their task; an idle port must not.
+  port1.unref();
+  parentPort.postMessage({ [PORT_HANDSHAKE]: true, threadId, port: port2 }, [port2]);
+  port = port1;
+  return port1;
+}
+
+/** Routes engine messages for `callId` to `handler` until the returned function is called. */
+export function onEngineMessage(callId: string, handler: Handler): () => void {
+  enginePort();
+  handlers.set(callId, handler);
+  return () => {
+    handlers.delete(callId);
+  };
+}
+
+/** Posts a control message to the engine. */
+export function post(m: WorkerMessage): void {
+  enginePort().postMessage(m);
+}
+
+/**
+ * Posts a chunk. Its bytes are transferred, never cloned: a view into a larger
+ * buffer would otherwise clone the whole backing buffer. `owned` says the
+ * runtime made these bytes itself; anything else is copied first, because
+ * transferring would detach a buffer the tool may still hold.
+ */
+export function postChunk(c: string, s: number, b: Uint8Array, owned: boolean): void {
+  const whole = b.byteOffset === 0 && b.byteLength === b.buffer.byteLength;
+  const bytes = owned && whole ? b : new Uint8Array(b);
+  enginePort().postMessage({ t: 'chunk', c, s, b: bytes } satisfies WorkerMessage, [bytes.buffer as ArrayBuffer]);
+}

@@ -1,0 +1,199 @@
+/**
+ * One call inside a worker: the tool context (stream writers, display, host
+ * services, abort signal) and the bookkeeping the runtime needs to finalise
+ * the call (which streams were written, whether a rule was broken).
+ */
+import { Writable } from 'node:stream';
+import { UndeclaredStreamError } from '../engine/protocol/errors.js';
+import { MAX_CHUNK_BYTES } from '../engine/protocol/messages.js';
+import { CallEndpoint, Comlink, installErrorTransfer } from '../engine/protocol/rpc.js';
+import { channelNames, type OutputDeclaration } from '../engine/protocol/streams.js';
+import { post, postChunk } from './channel.js';
+import { CreditGate } from './credit.js';
+import type { HostServices, ToolContext } from './tool.js';
+import { codePointCut, StringCarry, Utf8Carry } from './utf8.js';
+
+/** Pending display text is capped at this many characters (oldest part elided). */
+const DISPLAY_PENDING_MAX = 64 * 1024;
+
+/** The writer of one output channel. */
+class ChannelWriter extends Writable {
+  private readonly run: CallRun;
+  private readonly index: number;
+  private readonly bytesCarry = new Utf8Carry();
+  private readonly textCarry = new StringCarry();
+  /** Bytes sent so far. */
+  sent = 0;
+
+  constructor(run: CallRun, index: number) {
+    // decodeStrings: false keeps strings as strings, so we encode once.
+    super({ decodeStrings: false, highWaterMark: MAX_CHUNK_BYTES });
+    this.run = run;
+    this.index = index;
+  }
+
+  override _write(chunk: unknown, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    let bytes: Uint8Array;
+    let owned: boolean;
+    if (typeof chunk === 'string') {
+      const flushed = this.bytesCarry.end();
+      bytes = this.textCarry.push(chunk);
+      if (flushed.length > 0) bytes = Buffer.concat([flushed, bytes]);
+      owned = true;
+    } else if (chunk instanceof Uint8Array) {
+      const flushed = this.textCarry.end();
+      const valid = this.bytesCarry.push(chunk);
+      owned = valid !== chunk;
+      bytes = flushed.length > 0 ? Buffer.concat([flushed, valid]) : valid;
+      owned ||= flushed.length > 0;
+    } else {
+      cb(new TypeError('stream writers accept strings and Uint8Arrays'));
+      return;
+    }
+    this.send(bytes, owned).then(() => cb(), cb);
+  }
+
+  override _final(cb: (err?: Error | null) => void): void {
+    const tail = Buffer.concat([this.textCarry.end(), this.bytesCarry.end()]);
+    this.send(tail, true).then(() => cb(), cb);
+  }
+
+  private async send(bytes: Uint8Array, owned: boolean): Promise<void> {
+    let off = 0;
+    while (off < bytes.length) {
+      const rest = bytes.subarray(off);
+      const cut = codePointCut(rest, MAX_CHUNK_BYTES);
+      const piece = rest.subarray(0, cut);
+      const wait = this.run.gate.acquire(piece.length);
+      if (wait) await wait;
+      postChunk(this.run.callId, this.index, piece, owned && cut === bytes.length && off === 0);
+      this.sent += piece.length;
+      off += cut;
+    }
+  }
+}
+
+/** State of one call in this worker. */
+export class CallRun {
+  readonly callId: string;
+  readonly gate: CreditGate;
+  readonly abort = new AbortController();
+  readonly writers = new Map<string, ChannelWriter>();
+  readonly names: readonly string[];
+  /** The first contract violation (undeclared stream), which fails the call whatever the tool does. */
+  violation: Error | undefined;
+  private readonly endpoint: CallEndpoint;
+  private readonly host: HostServices;
+  private displayPending = '';
+  private displayFlushing: Promise<void> | undefined;
+
+  constructor(callId: string, window: number, output: OutputDeclaration) {
+    this.callId = callId;
+    this.gate = new CreditGate(window);
+    this.names = channelNames(output);
+    installErrorTransfer();
+    this.endpoint = new CallEndpoint((m) => post({ t: 'rpc', c: callId, m }));
+    this.host = Comlink.wrap<HostServices>(this.endpoint.asComlink()) as unknown as HostServices;
+  }
+
+  /** Delivers an rpc message from the engine. */
+  deliverRpc(m: unknown): void {
+    this.endpoint.deliver(m);
+  }
+
+  /** The writer for `name` (the single output when omitted). */
+  writer(name?: string): ChannelWriter {
+    const key = name ?? '';
+    const existing = this.writers.get(key);
+    if (existing) return existing;
+    const index = this.names.indexOf(key);
+    if (index === -1) {
+      const err = new UndeclaredStreamError(
+        name === undefined
+          ? `this tool declares named streams; ctx.stream() needs one of: ${this.names.join(', ')}`
+          : `stream ${JSON.stringify(name)} is not declared by this tool (declared: ${this.names.join(', ') || 'single output'})`,
+        { stream: key },
+      );
+      this.violation ??= err;
+      throw err;
+    }
+    const w = new ChannelWriter(this, index);
+    this.writers.set(key, w);
+    return w;
+  }
+
+  /** True when any stream writer has been created and written to. */
+  get streamed(): boolean {
+    for (const w of this.writers.values()) if (w.sent > 0 || w.writableLength > 0) return true;
+    return false;
+  }
+
+  /** Appends display text; coalesced while waiting for credit. */
+  display(text: string): void {
+    if (typeof text !== 'string' || text.length === 0) return;
+    this.displayPending += text;
+    if (this.displayPending.length > DISPLAY_PENDING_MAX) {
+      let cut = this.displayPending.length - DISPLAY_PENDING_MAX;
+      const c = this.displayPending.charCodeAt(cut);
+      if (c >= 0xdc00 && c <= 0xdfff) cut++; // don't start on a low surrogate
+      this.displayPending = `[… display elided]\n${this.displayPending.slice(cut)}`;
+    }
+    if (!this.displayFlushing) {
+      const flushing = this.flushDisplay();
+      this.displayFlushing = flushing;
+      // Cleared only after the promise settles: flushDisplay may finish synchronously.
+      void flushing.then(() => {
+        if (this.displayFlushing === flushing) this.displayFlushing = undefined;
+      });
+    }
+  }
+
+  /** Resolves when pending display text has been posted. */
+  async displayDrained(): Promise<void> {
+    while (this.displayFlushing) await this.displayFlushing;
+  }
+
+  private async flushDisplay(): Promise<void> {
+    try {
+      while (this.displayPending.length > 0) {
+        const text = this.displayPending;
+        this.displayPending = '';
+        const n = Buffer.byteLength(text);
+        const wait = this.gate.acquire(n);
+        if (wait) await wait;
+        post({ t: 'display', c: this.callId, text, n: Math.min(n, Number.MAX_SAFE_INTEGER) });
+      }
+    } catch {
+      // The call ended while display waited for credit: nothing left to show it to.
+    }
+  }
+
+  /** The context handed to the tool. */
+  context(cwd: string): ToolContext {
+    return {
+      callId: this.callId,
+      signal: this.abort.signal,
+      cwd,
+      stream: (name?: string) => this.writer(name),
+      display: (text: string) => this.display(text),
+      host: this.host,
+      trackProcessGroup: (pid: number) => post({ t: 'proc', c: this.callId, pid }),
+    };
+  }
+
+  /** Ends every writer and waits until all their bytes are posted. */
+  async endWriters(): Promise<void> {
+    await Promise.all(
+      [...this.writers.values()].map(
+        (w) =>
+          new Promise<void>((resolve, reject) => {
+            if (w.writableFinished) return resolve();
+            if (w.destroyed) return reject(w.errored ?? new Error('stream writer destroyed'));
+            w.once('finish', () => resolve());
+            w.once('error', reject);
+            if (!w.writableEnded) w.end();
+          }),
+      ),
+    );
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * Credit-based backpressure, worker side: the engine grants a window of bytes
+ * per call; a sender spends credit before posting and waits when it has none.
+ * Credit comes back from the engine only after bytes are on disk, so the bytes
+ * in flight for a call never exceed the window.
+ */
+import { CancelledError } from '../engine/protocol/errors.js';
+
+/** A byte-credit account with FIFO waiters. */
+export class CreditGate {
+  private credit: number;
+  private readonly window: number;
+  private readonly waiters: Array<{ n: number; resolve: () => void; reject: (e: unknown) => void }> = [];
+  private closedWith: unknown;
+
+  constructor(window: number) {
+    this.window = window;
+    this.credit = window;
+  }
+
+  /** Waits until `n` bytes (at most the window) of credit are available, then spends them. */
+  acquire(n: number): Promise<void> | undefined {
+    if (this.closedWith !== undefined) return Promise.reject(this.closedWith);
+    const need = Math.min(n, this.window);
+    if (this.waiters.length === 0 && this.credit >= need) {
+      this.credit -= need;
+      return undefined; // no promise on the fast path: one less allocation per chunk
+    }
+    return new Promise((resolve, reject) => this.waiters.push({ n: need, resolve, reject }));
+  }
+
+  /** Returns credit from the engine. */
+  grant(n: number): void {
+    this.credit += n;
+    while (this.waiters.length > 0) {
+      const w = this.waiters[0] as (typeof this.waiters)[number];
+      if (this.credit < w.n) break;
+      this.credit -= w.n;
+      this.waiters.shift();
+      w.resolve();
+    }
+  }
+
+  /** Fails every waiter and every later acquire (the call is over). */
+  close(reason: unknown = new CancelledError('the call ended')): void {
+    this.closedWith = reason;
+    for (const w of this.waiters.splice(0)) w.reject(reason);
+  }
+}

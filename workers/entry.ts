@@ -1,0 +1,173 @@
+/**
+ * The piscina task entry: every worker thread runs this module. It loads tool
+ * modules (only ever here, never on the main thread), describes them, and runs
+ * calls: validate arguments, prepare, ask approval, run, then finalise the
+ * output and report the completion on the thread's port.
+ */
+import { pathToFileURL } from 'node:url';
+import { z } from 'zod';
+import {
+  BadArgumentsError,
+  BadModuleError,
+  CancelledError,
+  MixedModeError,
+  serializeError,
+  toSluiceError,
+} from '../engine/protocol/errors.js';
+import type { CallTask, EngineMessage, Task, ToolDescription, WireCompletion } from '../engine/protocol/messages.js';
+import { enginePort, onEngineMessage, post } from './channel.js';
+import { CallRun } from './context.js';
+import { type Completion, isToolDefinition, type ToolDefinition } from './tool.js';
+
+const modules = new Map<string, Promise<ToolDefinition>>();
+
+/** Imports a tool module once per thread and checks that it exports a tool. */
+function loadTool(specifier: string): Promise<ToolDefinition> {
+  let p = modules.get(specifier);
+  if (!p) {
+    p = (async () => {
+      const url = /^[a-z][a-z0-9+.-]*:/i.test(specifier) ? specifier : pathToFileURL(specifier).href;
+      let mod: Record<string, unknown>;
+      try {
+        mod = await import(url);
+      } catch (err) {
+        throw new BadModuleError(`${specifier}: failed to import: ${(err as Error)?.message ?? String(err)}`, {
+          module: specifier,
+        });
+      }
+      const tool = mod.default ?? mod.tool;
+      if (!isToolDefinition(tool)) {
+        throw new BadModuleError(`${specifier}: exports no tool (default-export the result of defineTool)`, {
+          module: specifier,
+        });
+      }
+      return tool;
+    })();
+    // A failed import is not cached: the module may be fixed and registered again.
+    p.catch(() => modules.delete(specifier));
+    modules.set(specifier, p);
+  }
+  return p;
+}
+
+function describe(tool: ToolDefinition): ToolDescription {
+  let argsSchema: unknown;
+  try {
+    argsSchema = z.toJSONSchema(tool.args as z.ZodType);
+  } catch {
+    argsSchema = { type: 'object' };
+  }
+  return {
+    name: tool.name,
+    description: tool.description,
+    output: tool.output,
+    selfPaginating: tool.selfPaginating === true,
+    argsSchema,
+  };
+}
+
+function parseArgs(tool: ToolDefinition, args: unknown): unknown {
+  const r = (tool.args as z.ZodType).safeParse(args ?? {});
+  if (r.success) return r.data;
+  const problems = r.error.issues.map((i) => {
+    const where = i.path.length > 0 ? i.path.join('.') : '(arguments)';
+    return `${where}: ${i.message}`;
+  });
+  throw new BadArgumentsError(`invalid arguments for ${tool.name}: ${problems.join('; ')}`, { issues: problems });
+}
+
+async function runCall(task: CallTask): Promise<void> {
+  enginePort();
+  let run: CallRun | undefined;
+  const pending: EngineMessage[] = [];
+  const off = onEngineMessage(task.callId, (m) => {
+    if (!run) return void pending.push(m);
+    if (m.t === 'credit') run.gate.grant(m.n);
+    else if (m.t === 'abort') run.abort.abort(new CancelledError(m.reason));
+    else if (m.t === 'rpc') run.deliverRpc(m.m);
+  });
+  try {
+    const tool = await loadTool(task.module);
+    run = new CallRun(task.callId, task.window, tool.output);
+    post({ t: 'start', c: task.callId, output: tool.output });
+    for (const m of pending.splice(0)) {
+      if (m.t === 'credit') run.gate.grant(m.n);
+      else if (m.t === 'abort') run.abort.abort(new CancelledError(m.reason));
+    }
+    const r = run;
+    const ctx = r.context(task.cwd);
+    const completion = await (async (): Promise<WireCompletion> => {
+      const args = parseArgs(tool, task.args);
+      if (r.abort.signal.aborted) throw r.abort.signal.reason;
+      if (tool.prepare) {
+        const op = await tool.prepare(args as never, ctx);
+        await ctx.host.approve(op);
+      }
+      if (r.abort.signal.aborted) throw r.abort.signal.reason;
+      const result = (await tool.run(args as never, ctx)) as Completion | undefined;
+      if (r.violation) throw r.violation;
+      if (result?.mode === 'full') {
+        if (r.streamed) {
+          throw new MixedModeError(`${tool.name} streamed output and then also supplied full output; use one mode`);
+        }
+        await feedFull(r, tool, result.output);
+      }
+      await r.endWriters();
+      await r.displayDrained();
+      if (r.violation) throw r.violation;
+      const { mode: _m, output: _o, ...fields } = (result ?? { mode: 'streamed' }) as Completion & { output?: unknown };
+      return { mode: result?.mode ?? 'streamed', ...fields } as WireCompletion;
+    })();
+    post({ t: 'done', c: task.callId, completion });
+  } catch (err) {
+    const cancelled = run?.abort.signal.aborted === true;
+    // Whatever the tool left half-written is still accepted output: flush it before reporting.
+    if (run) {
+      await run.endWriters().catch(() => {});
+      await run.displayDrained();
+    }
+    const error = cancelled ? serializeError(run?.abort.signal.reason ?? err, 'ECANCELLED') : serializeError(err);
+    post({ t: 'fail', c: task.callId, error, cancelled });
+  } finally {
+    run?.gate.close();
+    off();
+  }
+}
+
+async function feedFull(run: CallRun, tool: ToolDefinition, output: string | Record<string, string>): Promise<void> {
+  if (tool.output.kind === 'single') {
+    if (typeof output !== 'string') {
+      throw new BadArgumentsError(`${tool.name} has single output; full output must be a string`);
+    }
+    if (output.length > 0) await writeAll(run.writer(), output);
+    return;
+  }
+  if (typeof output !== 'object' || output === null) {
+    throw new BadArgumentsError(`${tool.name} declares named streams; full output must map stream names to text`);
+  }
+  for (const name of Object.keys(output)) {
+    if (!tool.output.streams.includes(name)) {
+      throw toSluiceError({
+        code: 'EUNDECLAREDSTREAM',
+        message: `full output names undeclared stream ${JSON.stringify(name)}`,
+      });
+    }
+  }
+  for (const name of tool.output.streams) {
+    const text = output[name];
+    if (typeof text === 'string' && text.length > 0) await writeAll(run.writer(name), text);
+  }
+}
+
+function writeAll(w: NodeJS.WritableStream, text: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    w.write(text, (err) => (err ? reject(err) : resolve()));
+  });
+}
+
+/** The piscina task function. */
+export default async function task(t: Task): Promise<ToolDescription | null> {
+  if (t.kind === 'describe') return describe(await loadTool(t.module));
+  await runCall(t);
+  return null;
+}

@@ -1,0 +1,143 @@
+/**
+ * The tool authoring API (`sluice/tool`). A tool module default-exports the
+ * result of {@link defineTool}; it is imported only inside worker threads.
+ *
+ * ```ts
+ * export default defineTool({
+ *   name: 'greet',
+ *   description: 'Says hello',
+ *   args: z.object({ who: z.string() }),
+ *   output: 'single',
+ *   async run({ who }, ctx) {
+ *     ctx.stream().write(`hello ${who}\n`);
+ *   },
+ * });
+ * ```
+ */
+import type { Writable } from 'node:stream';
+import { z } from 'zod';
+import { BadDeclarationError } from '../engine/protocol/errors.js';
+import type { CompletionFields, PreparedOperation } from '../engine/protocol/messages.js';
+import { type OutputDeclaration, validateDeclaration } from '../engine/protocol/streams.js';
+
+export type { Attachment, CompletionFields, EmittedMessage, PreparedOperation } from '../engine/protocol/messages.js';
+
+/** Host services a tool may call (they run on the main thread, reached through comlink). */
+export interface HostServices {
+  /** Asks the host's approval policy about an operation; rejects with EDENIED when refused. */
+  approve(op: PreparedOperation): Promise<void>;
+}
+
+/** What a tool's `run` and `prepare` receive besides their arguments. */
+export interface ToolContext {
+  /** The call's id, for correlation in logs. */
+  readonly callId: string;
+  /** Aborted when the call is cancelled; stop promptly, the worker is terminated after a grace period. */
+  readonly signal: AbortSignal;
+  /** Working directory the host configured. */
+  readonly cwd: string;
+  /**
+   * The writer of a declared stream, or of the single output when called
+   * without a name. Text is stored as UTF-8; Buffers must hold UTF-8 (invalid
+   * bytes become U+FFFD). The writer applies the engine's backpressure:
+   * `pipeline(child.stdout, ctx.stream('stdout'))` works as is. A name the
+   * tool did not declare throws EUNDECLAREDSTREAM and fails the call.
+   */
+  stream(name?: string): Writable;
+  /** Appends text to the live UI display. Never enters any stream. Bounded: when the engine is slower, pending display text is coalesced and its oldest part elided. */
+  display(text: string): void;
+  /** Host services. */
+  readonly host: HostServices;
+  /** Registers a child process group the engine must kill if the call ends or its worker dies. */
+  trackProcessGroup(pid: number): void;
+}
+
+/** Completion of a tool that streamed its output (or produced none). */
+export interface StreamedCompletion extends CompletionFields {
+  mode: 'streamed';
+}
+
+/** Completion of a tool that supplies its whole output once. */
+export interface FullCompletion extends CompletionFields {
+  mode: 'full';
+  /** Single output: a string. Named streams: text per declared stream (missing ones are empty). */
+  output: string | Record<string, string>;
+}
+
+/** What `run` resolves to. Nothing at all means a streamed completion with defaults. */
+export type Completion = StreamedCompletion | FullCompletion;
+
+/** Builders for the two completion modes. */
+export const complete = {
+  /** Finalizes what was streamed; supplies only terminal fields. */
+  streamed(fields: CompletionFields = {}): StreamedCompletion {
+    return { ...fields, mode: 'streamed' };
+  },
+  /** Supplies the whole output once; the engine captures it like streamed output. */
+  full(output: string | Record<string, string>, fields: CompletionFields = {}): FullCompletion {
+    return { ...fields, mode: 'full', output };
+  },
+};
+
+/** What {@link defineTool} accepts. */
+export interface ToolSpec<S extends z.ZodObject> {
+  /** Registry name: `[a-z][a-z0-9_.-]*`, at most 64 characters. */
+  name: string;
+  description: string;
+  /** Argument schema; made strict, so unknown fields are rejected. */
+  args: S;
+  /** `'single'`, or the stream names in rendering order. */
+  output: 'single' | readonly string[];
+  /**
+   * Opts out of output retention and truncation (a self-paginating reader
+   * whose page is already bounded). Honoured only for sluice's built-in tools.
+   */
+  selfPaginating?: boolean;
+  /** Describes the operation for the host's approval policy; runs before `run`. */
+  prepare?(args: z.infer<S>, ctx: ToolContext): PreparedOperation | Promise<PreparedOperation>;
+  /** Does the work. */
+  run(args: z.infer<S>, ctx: ToolContext): Promise<Completion | undefined> | Completion | undefined;
+}
+
+/** A validated tool definition. */
+export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> extends Omit<ToolSpec<S>, 'output'> {
+  readonly output: OutputDeclaration;
+  readonly [TOOL_BRAND]: true;
+}
+
+/** Marks objects made by {@link defineTool}. */
+export const TOOL_BRAND = Symbol.for('sluice.tool/1');
+
+const TOOL_NAME = /^[a-z][a-z0-9_.-]{0,63}$/;
+
+/**
+ * Defines a tool. Throws EBADDECL for an invalid name or output declaration
+ * (duplicate, empty, too long, separators, traversal, control characters, more
+ * than 16 streams) so a bad tool fails at registration, not mid-call.
+ */
+export function defineTool<S extends z.ZodObject>(spec: ToolSpec<S>): ToolDefinition<S> {
+  if (typeof spec?.name !== 'string' || !TOOL_NAME.test(spec.name)) {
+    throw new BadDeclarationError(`tool name ${JSON.stringify(spec?.name)} must match ${TOOL_NAME}`);
+  }
+  // Duck-typed: a plugin may bring its own copy of zod, so instanceof would lie.
+  const args = spec.args as unknown as { safeParse?: unknown; strict?: unknown; shape?: unknown };
+  if (typeof args?.safeParse !== 'function' || typeof args.strict !== 'function' || typeof args.shape !== 'object') {
+    throw new BadDeclarationError(`tool ${spec.name}: args must be a zod object schema`);
+  }
+  if (typeof spec.run !== 'function') throw new BadDeclarationError(`tool ${spec.name}: run must be a function`);
+  const output = validateDeclaration(spec.output === 'single' ? { kind: 'single' } : spec.output, `tool ${spec.name}`);
+  return Object.freeze({
+    ...spec,
+    description: String(spec.description ?? ''),
+    args: spec.args.strict() as unknown as S,
+    output,
+    [TOOL_BRAND]: true as const,
+  });
+}
+
+/** True when `v` was made by {@link defineTool}. */
+export function isToolDefinition(v: unknown): v is ToolDefinition {
+  return typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[TOOL_BRAND] === true;
+}
+
+export { z };
