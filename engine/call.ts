@@ -179,6 +179,7 @@ export class Call {
       args: this.args,
       window: this.deps.settings.window,
       cwd: this.deps.settings.cwd,
+      storeDir: this.deps.store.root,
     };
     this.deps.pool.run(task, { signal: this.piscinaAbort.signal, callId: this.callId, sink: this }).then(
       () => {

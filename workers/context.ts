@@ -10,7 +10,7 @@ import { CallEndpoint, Comlink, installErrorTransfer } from '../engine/protocol/
 import { channelNames, type OutputDeclaration } from '../engine/protocol/streams.js';
 import { post, postChunk } from './channel.js';
 import { CreditGate } from './credit.js';
-import type { HostServices, ToolContext } from './tool.js';
+import type { ArtifactReader, HostServices, ToolContext } from './tool.js';
 import { codePointCut, StringCarry, Utf8Carry } from './utf8.js';
 
 /** Pending display text is capped at this many characters (oldest part elided). */
@@ -169,8 +169,9 @@ export class CallRun {
   }
 
   /** The context handed to the tool. */
-  context(cwd: string): ToolContext {
+  context(cwd: string, artifacts: ArtifactReader): ToolContext {
     return {
+      artifacts,
       callId: this.callId,
       signal: this.abort.signal,
       cwd,

@@ -15,11 +15,29 @@ import {
   toSluiceError,
 } from '../engine/protocol/errors.js';
 import type { CallTask, EngineMessage, Task, ToolDescription, WireCompletion } from '../engine/protocol/messages.js';
+import { readPage } from '../store/read.js';
+import { Store } from '../store/store.js';
 import { enginePort, onEngineMessage, post } from './channel.js';
 import { CallRun } from './context.js';
-import { type Completion, isToolDefinition, type ToolDefinition } from './tool.js';
+import { type ArtifactReader, type Completion, isToolDefinition, type ToolDefinition } from './tool.js';
 
 const modules = new Map<string, Promise<ToolDefinition>>();
+const stores = new Map<string, Promise<Store>>();
+
+/** Artifact reads for tools, on a store opened once per thread (its integrity cache lives with it). */
+function artifactReader(storeDir: string): ArtifactReader {
+  return {
+    readPage: async (uri, opts) => {
+      let store = stores.get(storeDir);
+      if (!store) {
+        store = Store.open(storeDir);
+        store.catch(() => stores.delete(storeDir));
+        stores.set(storeDir, store);
+      }
+      return readPage(await store, uri, opts);
+    },
+  };
+}
 
 /** Imports a tool module once per thread and checks that it exports a tool. */
 function loadTool(specifier: string): Promise<ToolDefinition> {
@@ -95,7 +113,7 @@ async function runCall(task: CallTask): Promise<void> {
       else if (m.t === 'abort') run.abort.abort(new CancelledError(m.reason));
     }
     const r = run;
-    const ctx = r.context(task.cwd);
+    const ctx = r.context(task.cwd, artifactReader(task.storeDir));
     const completion = await (async (): Promise<WireCompletion> => {
       const args = parseArgs(tool, task.args);
       if (r.abort.signal.aborted) throw r.abort.signal.reason;

@@ -28,6 +28,23 @@ export interface HostServices {
   approve(op: PreparedOperation): Promise<void>;
 }
 
+/** A page of stored text. */
+export interface ArtifactPage {
+  content: string;
+  offset: number;
+  lines: number;
+  totalLines: number;
+  nextOffset: number | null;
+  digest: string;
+  stream?: string;
+}
+
+/** Reads artifacts by URI. */
+export interface ArtifactReader {
+  /** Reads lines `[offset, offset + limit)` of the artifact (EBADURI, ENOTFOUND, EINTEGRITY, EUNKNOWNSTREAM, ENOTMANIFEST, ERESOURCELIMIT). */
+  readPage(uri: string, opts?: { offset?: number; limit?: number }): Promise<ArtifactPage>;
+}
+
 /** What a tool's `run` and `prepare` receive besides their arguments. */
 export interface ToolContext {
   /** The call's id, for correlation in logs. */
@@ -48,6 +65,12 @@ export interface ToolContext {
   display(text: string): void;
   /** Host services. */
   readonly host: HostServices;
+  /**
+   * Artifact reads by possession of a URI (`artifact://<digest>[/<stream>]`),
+   * straight from the store in this worker: a page of stored text with
+   * continuation metadata, bounded by 2000 lines and 2 MiB.
+   */
+  readonly artifacts: ArtifactReader;
   /** Registers a child process group the engine must kill if the call ends or its worker dies. */
   trackProcessGroup(pid: number): void;
 }

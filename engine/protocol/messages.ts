@@ -103,6 +103,8 @@ export interface CallTask {
   window: number;
   /** Working directory for the tool. */
   cwd: string;
+  /** The store's root directory: tools read artifacts by possession of their URI. */
+  storeDir: string;
 }
 
 /** A piscina task. */
