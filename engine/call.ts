@@ -9,6 +9,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { Pin, Store } from '../store/store.js';
 import { Capture } from './capture.js';
 import { EventHub } from './events/hub.js';
+import { MODEL_STATUS_RESERVE } from './options.js';
 import { PageCapture } from './page-capture.js';
 import type { WorkerPool } from './pool.js';
 import { formatBytes, formatDuration, incompleteDisplay, LiveDisplay } from './presentation/display.js';
@@ -82,8 +83,6 @@ type Outcome =
   | { kind: 'crash'; error: unknown };
 
 const STATUS_DETAIL_MAX = 400;
-/** Room kept in the model bound for the status line. */
-const STATUS_RESERVE = 1024;
 
 /** A running call. */
 export class Call {
@@ -129,7 +128,7 @@ export class Call {
     if (tool.selfPaginating) {
       this.capture = new PageCapture();
     } else {
-      const reserve = { ...s.toolOutput, maxModelBytes: s.toolOutput.maxModelBytes - STATUS_RESERVE };
+      const reserve = { ...s.toolOutput, maxModelBytes: s.toolOutput.maxModelBytes - MODEL_STATUS_RESERVE };
       const limits = previewBudget(tool.output, reserve);
       this.capture = new Capture(deps.store, tool.output, { ...limits, maxStreamBytes: s.maxStreamBytes });
     }
@@ -377,16 +376,22 @@ export class Call {
         const page = this.capture.text();
         output = { kind: 'page', bytes: page.bytes, lines: page.lines };
         model = page.text;
+      } else if (outcome.kind !== 'done' && this.capture.stats().every((c) => c.bytes === 0)) {
+        // The tool ended abnormally before producing anything (bad arguments, denied, crashed
+        // early): there is nothing to retain, so no empty artifacts are published.
+        await this.capture.discard();
       } else {
         const writeError = this.capture.writeError;
         if (writeError !== undefined) throw writeError;
-        const captured = await this.capture.publish();
-        pin = await this.deps.store.pin(captured.digests);
+        pin = await this.deps.store.pin();
+        const captured = await this.capture.publish(pin);
         output = captured.ref;
         model = renderModelView(captured.view);
       }
     } catch (err) {
       if (this.capture instanceof Capture) await this.capture.discard();
+      await pin?.release();
+      pin = undefined;
       error = toSluiceError(err, 'EDISK');
       status = 'failed';
       complete = false;

@@ -9,7 +9,7 @@
 
 import type { BlobInfo, BlobWriter } from '../store/blob-writer.js';
 import { encodeManifest } from '../store/manifest.js';
-import type { Store } from '../store/store.js';
+import type { Pin, Store } from '../store/store.js';
 import type { OutputView } from './presentation/model-view.js';
 import { type Preview, PreviewBuilder } from './presentation/preview.js';
 import { ResourceLimitError, SizeLimitError } from './protocol/errors.js';
@@ -95,14 +95,15 @@ export class Capture {
   }
 
   /**
-   * Publishes every channel (waiting for pending writes first). On any
-   * failure nothing is returned and the remaining temporary files are removed.
+   * Publishes every channel (waiting for pending writes first), adding each
+   * digest to `pin` before its blob becomes visible. On any failure nothing is
+   * returned and the remaining temporary files are removed.
    */
-  async publish(): Promise<CapturedOutput> {
+  async publish(pin: Pin): Promise<CapturedOutput> {
     this.settled = true;
     const infos: BlobInfo[] = [];
     try {
-      for (const c of this.channels) infos.push(await c.writer.commit());
+      for (const c of this.channels) infos.push(await c.writer.commit(undefined, pin));
     } catch (err) {
       await this.discard();
       throw err;
@@ -127,7 +128,7 @@ export class Capture {
       const info = infos[i] as BlobInfo;
       return { name: c.name, digest: info.digest, bytes: info.bytes, lines: info.lines };
     });
-    const manifest = await this.store.publishBytes(encodeManifest(entries));
+    const manifest = await this.store.publishBytes(encodeManifest(entries), undefined, pin);
     return {
       ref: {
         kind: 'streams',

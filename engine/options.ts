@@ -3,7 +3,13 @@
  * docs/architecture.md. Bad values fail with EBADOPTION quoting the value.
  */
 import { z } from 'zod';
+import { minModelViewBytes } from './presentation/model-view.js';
 import { parseToolOutputOptions, type ToolOutputOptions } from './presentation/options.js';
+import { MAX_STREAMS } from './protocol/streams.js';
+
+/** Bytes of the model-view bound kept for the status line of a failed or cancelled call. */
+export const MODEL_STATUS_RESERVE = 1024;
+
 import { BadOptionError } from './protocol/errors.js';
 import { MAX_CHUNK_BYTES } from './protocol/messages.js';
 
@@ -78,8 +84,16 @@ export function resolveOptions(input: EngineOptions, defaults: { concurrency: nu
     });
   }
   const o = r.data;
+  const toolOutput = parseToolOutputOptions(o.toolOutput ?? {});
+  const least = minModelViewBytes(MAX_STREAMS, toolOutput.maxLines) + MODEL_STATUS_RESERVE;
+  if (toolOutput.maxModelBytes < least) {
+    throw new BadOptionError(
+      `toolOutput.maxModelBytes must leave room for ${MAX_STREAMS} stream previews and a status line: at least ${least} bytes with maxLines ${toolOutput.maxLines}, got ${toolOutput.maxModelBytes}`,
+      { option: 'toolOutput.maxModelBytes' },
+    );
+  }
   return {
-    toolOutput: parseToolOutputOptions(o.toolOutput ?? {}),
+    toolOutput,
     concurrency: o.concurrency ?? defaults.concurrency,
     minThreads: o.minThreads ?? 1,
     window: o.window ?? 1024 * 1024,

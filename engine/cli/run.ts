@@ -1,0 +1,112 @@
+/**
+ * `sluice run <tool> --args '<json>' [--session ID] [--json] [--store DIR]`:
+ * runs one call on the embedded store. On a terminal the live display streams
+ * to stderr and the final display replaces it at the end; stdout gets the
+ * model view (or, with --json, the terminal result), so piping it gives only
+ * what a model would see. Ctrl-C cancels the call cleanly (exit 130).
+ */
+import { Engine } from '../engine.js';
+import { sanitizeForTerminal } from '../presentation/sanitize.js';
+import { BadArgumentsError, type ErrorCode } from '../protocol/errors.js';
+import {
+  type Command,
+  EXIT_FAILURE,
+  EXIT_OK,
+  EXIT_USAGE,
+  HELP_OPTION,
+  parseCommandLine,
+  STORE_OPTION,
+  writeOut,
+} from './common.js';
+
+/** Exit code of a cancelled call (128 + SIGINT, as shells report it). */
+export const EXIT_CANCELLED = 130;
+
+const USAGE = `Usage: sluice run <tool> [--args JSON] [--session ID] [--json] [--store DIR]
+
+Runs one tool call and prints its model view: bounded previews of its output
+with read hints (artifact://...) for the rest.
+
+  <tool>          a registered tool: bash, read, or one from --config/--plugin
+  --args JSON     the tool's arguments as a JSON object (default {})
+  --session ID    record the call in session ID (see sluice replay)
+  --json          print the terminal result as JSON instead of the model view
+  --store DIR     the store (default: $SLUICE_STORE, else ./.sluice)
+
+Exit status: 0 success, 1 the tool failed, 2 bad usage or arguments, 130 cancelled.
+On a terminal, the live display goes to stderr while the call runs.
+`;
+
+const OPTIONS = {
+  args: { type: 'string' },
+  session: { type: 'string' },
+  json: { type: 'boolean' },
+  ...STORE_OPTION,
+  ...HELP_OPTION,
+} as const;
+
+/** Result error codes that mean the request itself was wrong. */
+const USAGE_RESULT_CODES: ReadonlySet<ErrorCode> = new Set(['EBADARGS', 'EBADURI']);
+
+function parseJsonArgs(text: string | undefined): unknown {
+  if (text === undefined) return {};
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new BadArgumentsError(
+      `--args is not valid JSON: ${(err as Error).message} (got ${JSON.stringify(text.slice(0, 200))})`,
+    );
+  }
+}
+
+/** The `run` command. */
+export const command: Command = {
+  summary: 'run one tool call and print its model view (or --json result)',
+  usage: USAGE,
+  async run(argv, ctx) {
+    const { values, positionals } = parseCommandLine(argv, OPTIONS, 'run');
+    if (values.help) {
+      await writeOut(ctx.stdout, USAGE);
+      return EXIT_OK;
+    }
+    if (positionals.length !== 1) {
+      throw new BadArgumentsError(
+        `sluice run takes exactly one tool name, got ${positionals.length} (see sluice run --help)`,
+      );
+    }
+    const tool = positionals[0] as string;
+    const args = parseJsonArgs(values.args);
+    const engine = await Engine.open({ ...(values.store ? { store: values.store } : {}) });
+    const stderr = ctx.stderr as NodeJS.WriteStream;
+    const live = stderr.isTTY === true;
+    let interrupted = 0;
+    let handle: ReturnType<Engine['call']> | undefined;
+    const onSigint = () => {
+      interrupted++;
+      if (interrupted > 1) process.exit(EXIT_CANCELLED);
+      handle?.cancel('interrupted (Ctrl-C)');
+    };
+    process.on('SIGINT', onSigint);
+    try {
+      handle = engine.call(tool, args, values.session ? { session: values.session } : {});
+      const events = live ? handle.events() : undefined;
+      const pump = (async () => {
+        if (!events) return;
+        for await (const ev of events) {
+          if (ev.type === 'display') stderr.write(sanitizeForTerminal(ev.text));
+        }
+      })();
+      const result = await handle.result;
+      await pump;
+      if (live) stderr.write(`\n${sanitizeForTerminal(result.display)}\n`);
+      await writeOut(ctx.stdout, values.json ? `${JSON.stringify(result)}\n` : `${result.model}\n`);
+      if (result.status === 'success') return EXIT_OK;
+      if (result.status === 'cancelled') return EXIT_CANCELLED;
+      if (!values.json && result.error) ctx.stderr.write(`${result.error.code}: ${result.error.message}\n`);
+      return result.error && USAGE_RESULT_CODES.has(result.error.code) ? EXIT_USAGE : EXIT_FAILURE;
+    } finally {
+      process.off('SIGINT', onSigint);
+      await engine.close();
+    }
+  },
+};

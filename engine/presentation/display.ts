@@ -1,0 +1,274 @@
+/**
+ * UI display text: the live display accumulated from delta display fields,
+ * bounded in memory independently of the retained output, and the display of
+ * a call that failed or was cancelled.
+ *
+ * Display is what a person sees; it is never authoritative output and never
+ * reaches the model. The final display of a completion replaces the live
+ * display (the caller drops its {@link LiveDisplay}); it is not appended.
+ */
+import { detachString } from './preview.js';
+
+/** Default bound of a {@link LiveDisplay}: 64 KiB. */
+export const DEFAULT_LIVE_DISPLAY_BYTES = 64 * 1024;
+
+/** The elision marker that starts a live display whose oldest text was dropped. */
+export function elisionMarker(elidedBytes: number): string {
+  return `[… ${elidedBytes} earlier bytes of display elided]\n`;
+}
+
+/** Room kept for the marker so that text plus marker stays within the bound (any count up to 2^53). */
+const MARKER_RESERVE = Buffer.byteLength(elisionMarker(Number.MAX_SAFE_INTEGER), 'utf8');
+/** Smallest bound that leaves room for the marker and some text. */
+export const MIN_LIVE_DISPLAY_BYTES = MARKER_RESERVE + 64;
+/** Fraction of the bound kept after a trim: the display then holds between 3/4 of its bound and all of it. */
+const LOW_WATER = 0.75;
+/** A trim that ends mid-line also drops the rest of that line when it is shorter than this. */
+const LINE_ALIGN_CHARS = 1024;
+/** Pieces kept before they are joined, so many tiny appends do not grow an array. */
+const MAX_PIECES = 64;
+
+/** UTF-8 width of the code point starting at `i` (a lone surrogate counts as U+FFFD, 3 bytes). */
+function widthAt(s: string, i: number): { bytes: number; units: number } {
+  const c = s.charCodeAt(i);
+  if (c < 0x80) return { bytes: 1, units: 1 };
+  if (c < 0x800) return { bytes: 2, units: 1 };
+  if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+    const d = s.charCodeAt(i + 1);
+    if (d >= 0xdc00 && d <= 0xdfff) return { bytes: 4, units: 2 };
+  }
+  return { bytes: 3, units: 1 };
+}
+
+/**
+ * Index in `s` where a suffix of at most `maxBytes` UTF-8 bytes begins, never
+ * inside a surrogate pair. Walks from the end, so it costs O(suffix).
+ */
+function suffixStart(s: string, maxBytes: number): number {
+  let bytes = 0;
+  let i = s.length;
+  while (i > 0) {
+    let start = i - 1;
+    const c = s.charCodeAt(start);
+    if (c >= 0xdc00 && c <= 0xdfff && start > 0) {
+      const h = s.charCodeAt(start - 1);
+      if (h >= 0xd800 && h <= 0xdbff) start--;
+    }
+    const { bytes: w } = widthAt(s, start);
+    if (bytes + w > maxBytes) break;
+    bytes += w;
+    i = start;
+  }
+  return i;
+}
+
+/**
+ * The live display of one call: the concatenation of its delta display
+ * texts, keeping the newest. When the total would pass `maxBytes`, the oldest
+ * text is dropped (whole code points only) down to three quarters of the
+ * bound, so that appends cost amortised O(appended), then on to the next line
+ * start when that is near, and {@link text} starts with an elision marker
+ * saying how many bytes were dropped. `text`, marker included, never exceeds
+ * `maxBytes` UTF-8 bytes.
+ *
+ * Reading {@link text} joins the kept pieces (O(bound)); a terminal view
+ * should write each appended text as it comes and read `text` only to redraw.
+ */
+export class LiveDisplay {
+  /** The bound on {@link text}, in UTF-8 bytes. */
+  readonly maxBytes: number;
+  private pieces: string[] = [];
+  private pieceBytes: number[] = [];
+  private bytes = 0;
+  private elided = 0;
+  private cached: string | undefined = '';
+
+  constructor(maxBytes: number = DEFAULT_LIVE_DISPLAY_BYTES) {
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < MIN_LIVE_DISPLAY_BYTES) {
+      throw new RangeError(
+        `live display bound must be an integer of at least ${MIN_LIVE_DISPLAY_BYTES}, got ${maxBytes}`,
+      );
+    }
+    this.maxBytes = maxBytes;
+  }
+
+  /** Appends one delta's display text. */
+  append(text: string): void {
+    if (text.length === 0) return;
+    let size = Buffer.byteLength(text, 'utf8');
+    if (size > this.maxBytes) {
+      // Only the newest maxBytes can survive; never keep (or pin, via a slice) the rest.
+      text = detachString(text.slice(suffixStart(text, this.maxBytes)));
+      const kept = Buffer.byteLength(text, 'utf8');
+      this.elided += size - kept;
+      size = kept;
+    }
+    this.pieces.push(text);
+    this.pieceBytes.push(size);
+    this.bytes += size;
+    this.cached = undefined;
+    const limit = this.elided > 0 || this.bytes > this.maxBytes ? this.maxBytes - MARKER_RESERVE : this.maxBytes;
+    // Trim to a low-water mark, not to the limit: trimming copies the kept part of the oldest
+    // piece, so trimming a little on every append would cost O(bound) per append.
+    if (this.bytes > limit) this.dropOldest(this.bytes - Math.floor(limit * LOW_WATER));
+    if (this.pieces.length > MAX_PIECES) this.coalesce();
+  }
+
+  /** The display so far: the elision marker (when text was dropped), then the newest text. */
+  get text(): string {
+    if (this.cached === undefined) {
+      const body = this.pieces.join('');
+      this.cached = this.elided > 0 ? elisionMarker(this.elided) + body : body;
+    }
+    return this.cached;
+  }
+
+  /** UTF-8 bytes of display text dropped from the start so far. */
+  get elidedBytes(): number {
+    return this.elided;
+  }
+
+  /** UTF-8 bytes of display text kept (without the marker). */
+  get retainedBytes(): number {
+    return this.bytes;
+  }
+
+  private dropOldest(excess: number): void {
+    let endedLine = false;
+    while (excess > 0 && this.pieces.length > 0) {
+      const size = this.pieceBytes[0] as number;
+      const piece = this.pieces[0] as string;
+      if (size <= excess) {
+        endedLine = piece.endsWith('\n');
+        this.dropPiece();
+        excess -= size;
+        continue;
+      }
+      const start = suffixStart(piece, size - excess);
+      endedLine = piece.charCodeAt(start - 1) === 0x0a;
+      this.replaceFirst(piece.slice(start));
+      excess = 0;
+    }
+    if (!endedLine) this.alignToLine();
+  }
+
+  /**
+   * After a trim that ended mid-line, drops the rest of that line when it is
+   * short, so the display resumes at a line start right after the marker.
+   */
+  private alignToLine(): void {
+    const piece = this.pieces[0];
+    if (piece === undefined) return;
+    const nl = piece.indexOf('\n');
+    if (nl === -1 || nl >= LINE_ALIGN_CHARS) return;
+    if (nl === piece.length - 1) this.dropPiece();
+    else this.replaceFirst(piece.slice(nl + 1));
+  }
+
+  private dropPiece(): void {
+    const size = this.pieceBytes.shift() as number;
+    this.pieces.shift();
+    this.bytes -= size;
+    this.elided += size;
+  }
+
+  /** Replaces the oldest piece with its suffix `kept`, copied so it does not pin the original. */
+  private replaceFirst(kept: string): void {
+    const size = this.pieceBytes[0] as number;
+    const copy = detachString(kept);
+    const keptBytes = Buffer.byteLength(copy, 'utf8');
+    this.pieces[0] = copy;
+    this.pieceBytes[0] = keptBytes;
+    this.bytes -= size - keptBytes;
+    this.elided += size - keptBytes;
+  }
+
+  private coalesce(): void {
+    const joined = this.pieces.join('');
+    this.pieces = [joined];
+    this.pieceBytes = [this.bytes];
+  }
+}
+
+/** Facts about a call that ended without success, for {@link incompleteDisplay}. */
+export interface IncompleteCallInfo {
+  /** The tool's name. */
+  tool: string;
+  /** What the call was doing, in a few words (e.g. the command). */
+  summary?: string;
+  /** How it ended. */
+  status: 'failed' | 'cancelled';
+  /** How long it ran. */
+  durationMs: number;
+  /** What was captured before it ended, per channel (`''` or `output` for single output). */
+  streams: Array<{ name: string; bytes: number; lines: number }>;
+  /** Why it ended (an error message, "cancelled by the user", ...). */
+  reason: string;
+}
+
+const MAX_SUMMARY_CHARS = 200;
+const MAX_REASON_CHARS = 2000;
+
+/** Human duration: `850 ms`, `1.2 s`, `2 min 5 s`, `1 h 2 min`. */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return 'an unknown time';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(Math.floor(ms / 100) / 10).toFixed(1)} s`;
+  const s = Math.floor(ms / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
+function plural(n: number, one: string, many: string): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/** At most `max` UTF-16 units of `s`, never ending inside a surrogate pair, with `…` when shortened. */
+function clip(s: string, max: number): string {
+  if (s.length <= max) return s;
+  const c = s.charCodeAt(max - 1);
+  return `${s.slice(0, c >= 0xd800 && c <= 0xdbff ? max - 1 : max)}…`;
+}
+
+/** Human size: `1 byte`, `1023 bytes`, `1.5 KiB`, `100.0 MiB`, `2.0 GiB`. */
+export function formatBytes(n: number): string {
+  if (n < 1024) return plural(n, 'byte', 'bytes');
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n / 1024;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${(Math.floor(v * 10) / 10).toFixed(1)} ${units[u]}`;
+}
+
+function captured(s: { name: string; bytes: number; lines: number }): string {
+  const name = s.name === '' ? 'output' : s.name;
+  if (s.bytes === 0) return `${name} empty`;
+  return `${name} ${formatBytes(s.bytes)} in ${plural(s.lines, 'line', 'lines')}`;
+}
+
+/**
+ * The display of a call that failed or was cancelled: what ran, how long it
+ * ran, what was captured before it ended, and why it ended. The captured
+ * output itself is in the (incomplete) artifacts, not repeated here.
+ *
+ * ```
+ * bash failed after 1.2 s: make test
+ * Reason: exit status 2
+ * Captured (incomplete): stdout 1.2 KiB in 12 lines, stderr empty
+ * ```
+ */
+export function incompleteDisplay(info: IncompleteCallInfo): string {
+  const verb = info.status === 'cancelled' ? 'was cancelled' : 'failed';
+  // The summary is one line: a multi-line command is shown with ↵ where its newlines were.
+  const summary =
+    info.summary === undefined ? '' : clip(info.summary.trim().replace(/\r?\n/g, ' ↵ '), MAX_SUMMARY_CHARS);
+  const head = `${info.tool} ${verb} after ${formatDuration(info.durationMs)}${summary === '' ? '' : `: ${summary}`}`;
+  const reasonText = clip(info.reason.trim(), MAX_REASON_CHARS) || 'no reason given';
+  const reason = `Reason: ${reasonText.replace(/\r?\n/g, '\n  ')}`;
+  const total = info.streams.reduce((n, s) => n + s.bytes, 0);
+  const what = total === 0 ? 'Captured: nothing' : `Captured (incomplete): ${info.streams.map(captured).join(', ')}`;
+  return `${head}\n${reason}\n${what}`;
+}

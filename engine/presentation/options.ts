@@ -1,0 +1,108 @@
+/**
+ * The `toolOutput` engine options: the per-stream preview limits and the
+ * aggregate bound on the whole model view. Validated with zod; a bad value is
+ * a {@link BadOptionError} that quotes it.
+ */
+import { z } from 'zod';
+import { BadOptionError } from '../protocol/errors.js';
+import { MAX_STREAMS } from '../protocol/streams.js';
+import { minModelViewBytes } from './model-view.js';
+
+/** Default {@link ToolOutputOptions.maxLines}. */
+export const DEFAULT_MAX_LINES = 2000;
+/** Default {@link ToolOutputOptions.maxBytes}: 50 KiB. */
+export const DEFAULT_MAX_BYTES = 51200;
+/** Default {@link ToolOutputOptions.maxModelBytes}: 256 KiB. */
+export const DEFAULT_MAX_MODEL_BYTES = 256 * 1024;
+
+/** Validated `toolOutput` options. */
+export interface ToolOutputOptions {
+  /**
+   * Lines of each stream's preview (each stream independently).
+   * @default 2000
+   */
+  maxLines: number;
+  /**
+   * UTF-8 bytes of each stream's preview (each stream independently), before
+   * the aggregate bound may lower it.
+   * @default 51200
+   */
+  maxBytes: number;
+  /**
+   * Hard bound in UTF-8 bytes on the whole rendered model view of one call:
+   * previews, headings, read hints and separators of every stream together.
+   * When the per-stream limits multiplied by the stream count would exceed
+   * it, each stream's byte limit is lowered (see `streamPreviewBudget`), so
+   * every hint stays truthful. Must leave room for the headings and hints of
+   * the largest possible declaration (16 streams).
+   * @default 262144
+   */
+  maxModelBytes: number;
+}
+
+/** What a caller may pass: any subset; missing fields take their defaults. */
+export type ToolOutputOptionsInput = Partial<ToolOutputOptions>;
+
+const positiveInt = z.number().int().positive();
+
+/** The zod schema of the `toolOutput` options (strict: unknown keys are rejected). */
+export const toolOutputOptionsSchema = z.strictObject({
+  maxLines: positiveInt.default(DEFAULT_MAX_LINES),
+  maxBytes: positiveInt.default(DEFAULT_MAX_BYTES),
+  maxModelBytes: positiveInt.default(DEFAULT_MAX_MODEL_BYTES),
+});
+
+/** The defaults, validated. */
+export const DEFAULT_TOOL_OUTPUT_OPTIONS: Readonly<ToolOutputOptions> = Object.freeze({
+  maxLines: DEFAULT_MAX_LINES,
+  maxBytes: DEFAULT_MAX_BYTES,
+  maxModelBytes: DEFAULT_MAX_MODEL_BYTES,
+});
+
+function quote(value: unknown): string {
+  if (typeof value === 'number' || typeof value === 'bigint') return String(value);
+  if (value === undefined) return 'undefined';
+  try {
+    const s = JSON.stringify(value);
+    return s.length > 80 ? `${s.slice(0, 80)}...` : s;
+  } catch {
+    return String(value);
+  }
+}
+
+/**
+ * Validates `toolOutput` options and fills in defaults. `undefined` means all
+ * defaults. Throws {@link BadOptionError} (`EBADOPTION`) naming the option and
+ * quoting the bad value.
+ */
+export function parseToolOutputOptions(input: unknown, path = 'toolOutput'): ToolOutputOptions {
+  if (input === undefined) return { ...DEFAULT_TOOL_OUTPUT_OPTIONS };
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
+    throw new BadOptionError(`${path} must be an object, got ${quote(input)}`, { option: path });
+  }
+  const result = toolOutputOptionsSchema.safeParse(input);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    if (issue?.code === 'unrecognized_keys') {
+      const key = issue.keys[0] ?? '';
+      throw new BadOptionError(`${path}.${key} is not an option (known: maxLines, maxBytes, maxModelBytes)`, {
+        option: `${path}.${key}`,
+      });
+    }
+    const key = String(issue?.path[0] ?? '');
+    const value = (input as Record<string, unknown>)[key];
+    throw new BadOptionError(`${path}.${key} must be a positive integer, got ${quote(value)}`, {
+      option: `${path}.${key}`,
+      value: quote(value),
+    });
+  }
+  const opts = result.data;
+  const min = minModelViewBytes(MAX_STREAMS, opts.maxLines);
+  if (opts.maxModelBytes < min) {
+    throw new BadOptionError(
+      `${path}.maxModelBytes must be at least ${min} (room for the headings and read hints of ${MAX_STREAMS} streams), got ${opts.maxModelBytes}`,
+      { option: `${path}.maxModelBytes`, value: String(opts.maxModelBytes), minimum: min },
+    );
+  }
+  return opts;
+}
