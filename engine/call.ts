@@ -15,6 +15,7 @@ import type { WorkerPool } from './pool.js';
 import { formatBytes, formatDuration, incompleteDisplay, LiveDisplay } from './presentation/display.js';
 import { assertModelViewWithinBound, previewBudget, renderModelView } from './presentation/model-view.js';
 import type { ToolOutputOptions } from './presentation/options.js';
+import { renderPageView } from './presentation/page-view.js';
 import {
   CancelledError,
   DeniedError,
@@ -274,16 +275,23 @@ export class Call {
   }
 
   private onChunk(index: number, bytes: Uint8Array): void {
-    if (this.failure || !(bytes instanceof Uint8Array)) {
-      if (!(bytes instanceof Uint8Array)) this.failWith(new ProtocolError('a chunk without bytes'));
+    if (!(bytes instanceof Uint8Array)) {
+      this.failWith(new ProtocolError('a chunk without bytes'));
       return;
     }
     const len = bytes.length;
+    if (this.failure) {
+      // The call has failed: the chunk is dropped, but its credit goes back, so a writer blocked on
+      // credit wakes up, sees the abort and lets the tool end by itself instead of waiting out graceMs.
+      this.credit(len);
+      return;
+    }
     let written: Promise<void>;
     try {
       written = this.capture.accept(index, bytes);
     } catch (err) {
       this.failWith(toSluiceError(err, 'EPROTOCOL'));
+      this.credit(len);
       return;
     }
     this.inFlight += len;
@@ -296,6 +304,8 @@ export class Call {
       (err: unknown) => {
         this.inFlight -= len;
         this.failWith(toSluiceError(err, 'EDISK'));
+        // Not on disk and never will be, but no longer in flight either (see the dropped-chunk case above).
+        this.credit(len);
       },
     );
   }
@@ -375,7 +385,8 @@ export class Call {
       if (this.capture instanceof PageCapture) {
         const page = this.capture.text();
         output = { kind: 'page', bytes: page.bytes, lines: page.lines };
-        model = page.text;
+        // The continuation line comes from the tool's metadata; output.bytes stays the page alone.
+        model = renderPageView(page.text, status === 'success' ? completion?.metadata : undefined);
       } else if (outcome.kind !== 'done' && this.capture.stats().every((c) => c.bytes === 0)) {
         // The tool ended abnormally before producing anything (bad arguments, denied, crashed
         // early): there is nothing to retain, so no empty artifacts are published.
@@ -400,7 +411,10 @@ export class Call {
     }
     model = this.withStatusLine(model, status, complete, error, completion);
     try {
-      assertModelViewWithinBound(model, this.deps.settings.toolOutput.maxModelBytes);
+      // A page is bounded by its tool and PageCapture, never by toolOutput: configuration cannot cut or fail it.
+      if (!(this.capture instanceof PageCapture)) {
+        assertModelViewWithinBound(model, this.deps.settings.toolOutput.maxModelBytes);
+      }
     } catch (err) {
       error = toSluiceError(err);
       status = 'failed';

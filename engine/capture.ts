@@ -8,6 +8,7 @@
  */
 
 import type { BlobInfo, BlobWriter } from '../store/blob-writer.js';
+import { crashPoint } from '../store/crash-point.js';
 import { encodeManifest } from '../store/manifest.js';
 import type { Pin, Store } from '../store/store.js';
 import type { OutputView } from './presentation/model-view.js';
@@ -129,6 +130,7 @@ export class Capture {
       return { name: c.name, digest: info.digest, bytes: info.bytes, lines: info.lines };
     });
     const manifest = await this.store.publishBytes(encodeManifest(entries), undefined, pin);
+    crashPoint('manifest-renamed');
     return {
       ref: {
         kind: 'streams',

@@ -3,24 +3,49 @@
  * running on them. This is the library's entry point.
  */
 import { resolve } from 'node:path';
+import type { StoreIO } from '../store/io.js';
 import { resolveStoreDir, Store } from '../store/store.js';
 import { type ApprovalPolicy, Call, type CallOptions, type CallRecorder } from './call.js';
 import { EventHub } from './events/hub.js';
+import type { McpServerConfig } from './mcp/config.js';
+import { McpServers } from './mcp/servers.js';
 import { type EngineOptions, type ResolvedOptions, resolveOptions } from './options.js';
 import { builtinTool } from './paths.js';
 import { defaultPoolOptions, WorkerPool } from './pool.js';
 import { ClosedError, toSluiceError } from './protocol/errors.js';
+import { READ_TOOL, type ReadOptions, type ReadResult, readArgs, readCallOptions, readResultOf } from './read.js';
 import { Registry, type ToolInfo } from './registry.js';
 import type { CallEvent, TerminalResult } from './result.js';
+import {
+  assertSessionId,
+  collectGarbage,
+  type GcOptions,
+  type GcReport,
+  listSessions,
+  type ReplayedSession,
+  type RevertResult,
+  replaySession,
+  revertSession,
+  SessionRecorder,
+  type SessionSummary,
+  type SessionVerifyReport,
+  verifyWithSessions,
+} from './sessions/index.js';
 
 /** Options of {@link Engine.open} beyond the plain settings. */
 export interface EngineOpenOptions extends EngineOptions {
   /** Decides prepared operations (file reads, process spawns, ...). @default allow everything except file reads outside `cwd` */
   approve?: ApprovalPolicy;
-  /** Receives call records (the session log). */
+  /**
+   * Receives call records. @default the session event log of the store
+   * (`sessions/<id>/events.log`), for calls that have a `session` option;
+   * calls without one are not recorded.
+   */
   recorder?: CallRecorder;
   /** Register the built-in tools (bash, read). @default true */
   builtins?: boolean;
+  /** Filesystem calls of the store; tests inject faults (ENOSPC, EIO) here. @default the real filesystem */
+  io?: StoreIO;
 }
 
 /** A handle on a running call. */
@@ -46,10 +71,12 @@ export class Engine {
   readonly options: ResolvedOptions;
   private readonly pool: WorkerPool;
   private readonly registry = new Registry();
+  private mcp: McpServers | undefined;
   private readonly calls = new Map<string, Call>();
   private readonly hub: EventHub<CallEvent>;
   private readonly approve: ApprovalPolicy;
   private readonly recorder: CallRecorder | undefined;
+  private readonly sessionLog: SessionRecorder;
   private closed = false;
 
   private constructor(store: Store, options: ResolvedOptions, init: EngineOpenOptions) {
@@ -63,21 +90,22 @@ export class Engine {
     });
     this.hub = new EventHub<CallEvent>({ queueLimit: options.subscriberQueue });
     this.approve = init.approve ?? defaultApproval(options.cwd);
-    this.recorder = init.recorder;
+    this.sessionLog = new SessionRecorder(store);
+    this.recorder = init.recorder ?? this.sessionLog;
   }
 
   /** Opens an engine on a store (created when missing). */
   static async open(init: EngineOpenOptions = {}): Promise<Engine> {
-    const { approve: _a, recorder: _r, builtins: _b, ...settings } = init;
+    const { approve: _a, recorder: _r, builtins: _b, io, ...settings } = init;
     const options = resolveOptions(settings, {
       concurrency: defaultPoolOptions().concurrency,
       cwd: process.cwd(),
     });
-    const store = await Store.open(resolveStoreDir(init.store));
+    const store = await Store.open(resolveStoreDir(init.store), io ? { io } : {});
     const engine = new Engine(store, options, init);
     if (init.builtins !== false) {
       try {
-        await engine.registerModule(builtinTool('bash'), 'builtin');
+        for (const name of ['bash', 'read'] as const) await engine.registerModule(builtinTool(name), 'builtin');
       } catch (err) {
         await engine.close();
         throw err;
@@ -103,15 +131,39 @@ export class Engine {
     return this.registry.register(this.pool, module, source);
   }
 
+  /**
+   * Starts a Model Context Protocol server over stdio and registers each of
+   * its tools as `<server>.<tool>` (see docs/adapters.md). The MCP client runs
+   * on a dedicated worker thread; the server process lives until the engine
+   * closes (a server that dies is restarted on the next call). EBADOPTION for
+   * an invalid or duplicate configuration, EBADMODULE when the server cannot
+   * be started or its tools cannot be registered.
+   */
+  addMcpServer(config: McpServerConfig): Promise<ToolInfo[]> {
+    this.assertOpen();
+    this.mcp ??= new McpServers({
+      cwd: this.options.cwd,
+      register: (module, overrides) => this.registry.register(this.pool, module, 'mcp', overrides),
+      tools: () => this.registry.list(),
+      unregister: (name) => this.registry.unregister(name),
+    });
+    return this.mcp.add(config);
+  }
+
   /** Registered tools. */
   tools(): ToolInfo[] {
     return this.registry.list();
   }
 
-  /** Starts a call. Unknown tools fail synchronously with EUNKNOWNTOOL. */
+  /**
+   * Starts a call. Unknown tools fail synchronously with EUNKNOWNTOOL, an
+   * invalid `session` id with EBADARGS. A call with a `session` is recorded
+   * in that session's event log (see {@link Engine.replay}).
+   */
   call(tool: string, args: unknown, options: CallOptions = {}): CallHandle {
     this.assertOpen();
     const info = this.registry.get(tool);
+    if (options.session !== undefined) assertSessionId(options.session);
     const call = new Call(
       {
         pool: this.pool,
@@ -147,6 +199,55 @@ export class Engine {
     return this.call(tool, args, options).result;
   }
 
+  /**
+   * Reads one page of a file, directory or artifact (`artifact://<digest>[/<stream>]`)
+   * by calling the built-in `read` tool through the ordinary call path, the
+   * same one a model's call takes (approval included). Throws the typed error
+   * of a failed read (EBADURI, ENOTFOUND, EINTEGRITY, EDENIED, ...).
+   */
+  async read(filePath: string, options: ReadOptions = {}): Promise<ReadResult> {
+    return readResultOf(await this.run(READ_TOOL, readArgs(filePath, options), readCallOptions(options)));
+  }
+
+  /**
+   * Rebuilds the calls of a session from its event log, without running any
+   * tool or writing anything: each surviving call's final display and model
+   * view exactly as the live call returned them; a call without a terminal
+   * record comes back interrupted. ENOTFOUND for an unknown session.
+   */
+  replay(session: string): Promise<ReplayedSession> {
+    return replaySession(this.store, session);
+  }
+
+  /**
+   * Reverts a session to before call `beforeCallId`: that call and every later
+   * one stop being replayed and stop being GC roots (their artifacts stay
+   * readable by possession until collected). ENOTFOUND when the call is not
+   * live in the session.
+   */
+  revert(session: string, beforeCallId: string): Promise<RevertResult> {
+    this.assertOpen();
+    return revertSession(this.store, this.sessionLog, session, beforeCallId);
+  }
+
+  /** The sessions of the store, with counts of live, reverted and interrupted calls. */
+  sessions(): Promise<SessionSummary[]> {
+    return listSessions(this.store);
+  }
+
+  /**
+   * Collects garbage: blobs not referenced by live session records or pins
+   * and older than the grace period (default one hour). Safe while calls run.
+   */
+  gc(options: GcOptions = {}): Promise<GcReport> {
+    return collectGarbage(this.store, options);
+  }
+
+  /** Hashes every blob; lists corrupt and missing blobs and live session records that reference missing blobs. */
+  verify(): Promise<SessionVerifyReport> {
+    return verifyWithSessions(this.store);
+  }
+
   /** Live events of every call. */
   events(): AsyncIterableIterator<CallEvent | { type: 'lagged'; dropped: number }> {
     return this.hub.subscribe();
@@ -178,6 +279,8 @@ export class Engine {
     const pending = [...this.calls.values()];
     for (const c of pending) c.cancel('the engine is closing');
     await Promise.all(pending.map((c) => c.result));
+    await this.mcp?.close();
+    await this.sessionLog.close();
     await this.pool.close().catch((err) => {
       throw toSluiceError(err);
     });

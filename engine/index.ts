@@ -2,8 +2,32 @@
  * sluice's public API. See docs/sdk.md for a tour.
  */
 export type { ApprovalPolicy, CallOptions, CallRecorder } from './call.js';
+export { type ArtifactReadTarget, artifactReadTarget, isArtifactRead, READ_TOOL } from './compaction/artifact-read.js';
+export type {
+  CompactionFailureReason,
+  CompactionResult,
+  CompactionTrigger,
+  CompactOptions,
+  Summarizer,
+  SummarizerInput,
+} from './compaction/compact.js';
+export { compact, isValidSummary, RETRY_CODES } from './compaction/compact.js';
+export type {
+  AssistantItem,
+  FinishedCall,
+  HistoryItem,
+  SummaryItem,
+  ToolCallItem,
+  ToolResultItem,
+  UserItem,
+} from './compaction/history.js';
+export { historyFromCalls, historyItemSchema, historySchema, parseHistory } from './compaction/history.js';
+export type { JsonObject, JsonValue } from './compaction/json.js';
+export { ARTIFACT_READ_OMITTED, pruneForRetry } from './compaction/prune.js';
+export { renderHistory } from './compaction/render.js';
 export type { CallHandle, EngineOpenOptions } from './engine.js';
 export { defaultApproval, Engine } from './engine.js';
+export type { McpServerConfig } from './mcp/config.js';
 export type { EngineOptions } from './options.js';
 export type { ToolOutputOptions } from './presentation/options.js';
 export * from './protocol/errors.js';
@@ -11,5 +35,28 @@ export type { Attachment, EmittedMessage, PreparedOperation } from './protocol/m
 export { PROTOCOL_VERSION } from './protocol/messages.js';
 export type { OutputDeclaration } from './protocol/streams.js';
 export { MAX_STREAM_NAME_BYTES, MAX_STREAMS, validateDeclaration } from './protocol/streams.js';
+export type { ReadOptions, ReadResult } from './read.js';
 export type { ToolInfo } from './registry.js';
 export type { CallEvent, CallStatus, OutputRef, StreamRef, TerminalResult } from './result.js';
+export type {
+  EventLogContents,
+  GcOptions,
+  GcReport,
+  MissingReference,
+  ReplayedCall,
+  ReplayedSession,
+  RevertResult,
+  SessionRecorderOptions,
+  SessionSummary,
+  SessionVerifyReport,
+} from './sessions/index.js';
+export {
+  collectGarbage,
+  DEFAULT_GC_GRACE_MS,
+  isSessionId,
+  MAX_SESSION_ID_LENGTH,
+  readEventLog,
+  replaySession,
+  SessionRecorder,
+  verifyWithSessions,
+} from './sessions/index.js';

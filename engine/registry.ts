@@ -4,8 +4,14 @@
  */
 
 import type { WorkerPool } from './pool.js';
-import { BadDeclarationError, BadModuleError, toSluiceError, UnknownToolError } from './protocol/errors.js';
-import type { ToolDescription } from './protocol/messages.js';
+import {
+  BadDeclarationError,
+  BadModuleError,
+  deserializeError,
+  toSluiceError,
+  UnknownToolError,
+} from './protocol/errors.js';
+import type { DescribeResult, ToolDescription } from './protocol/messages.js';
 import { type OutputDeclaration, validateDeclaration } from './protocol/streams.js';
 
 /** A registered tool. */
@@ -22,15 +28,32 @@ export interface ToolInfo {
   source: 'builtin' | 'plugin' | 'mcp';
 }
 
+/**
+ * What an adapter knows better than the worker's description: an MCP tool's
+ * module describes itself generically, the server supplies the text and schema.
+ */
+export interface RegisterOverrides {
+  description?: string;
+  /** JSON Schema of the arguments, as shown to hosts. */
+  argsSchema?: unknown;
+}
+
 /** Tools by name. */
 export class Registry {
   private readonly tools = new Map<string, ToolInfo>();
 
   /** Describes the module in a worker, validates the declaration and registers it. */
-  async register(pool: WorkerPool, module: string, source: ToolInfo['source']): Promise<ToolInfo> {
+  async register(
+    pool: WorkerPool,
+    module: string,
+    source: ToolInfo['source'],
+    overrides: RegisterOverrides = {},
+  ): Promise<ToolInfo> {
     let d: ToolDescription;
     try {
-      d = (await pool.run({ kind: 'describe', module })) as ToolDescription;
+      const r = (await pool.run({ kind: 'describe', module })) as DescribeResult;
+      if ('error' in r) throw deserializeError(r.error);
+      d = r;
     } catch (err) {
       const e = toSluiceError(err, 'EBADMODULE');
       if (e.code === 'EBADMODULE' || e.code === 'EBADDECL') throw e;
@@ -59,10 +82,10 @@ export class Registry {
     }
     const info: ToolInfo = {
       name: d.name,
-      description: d.description,
+      description: overrides.description ?? d.description,
       output,
       selfPaginating: d.selfPaginating === true,
-      argsSchema: d.argsSchema,
+      argsSchema: overrides.argsSchema ?? d.argsSchema,
       module,
       source,
     };
@@ -79,6 +102,11 @@ export class Registry {
       );
     }
     return t;
+  }
+
+  /** Removes a tool (an adapter undoing a registration it could not complete). */
+  unregister(name: string): void {
+    this.tools.delete(name);
   }
 
   /** Every registered tool. */

@@ -11,8 +11,9 @@
 import { createHash, type Hash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
 import { DigestMismatchError, toSluiceError } from '../engine/protocol/errors.js';
+import { crashPoint } from './crash-point.js';
 import { encodeIndexHeader, INDEX_HEADER_BYTES, INDEX_MIN_BLOB_BYTES, LineScanner } from './line-index.js';
-import type { Store } from './store.js';
+import type { Pin, Store } from './store.js';
 
 /** What a committed blob is. */
 export interface BlobInfo {
@@ -25,6 +26,9 @@ export interface BlobInfo {
   /** True when the content already existed and was not rewritten. */
   deduplicated: boolean;
 }
+
+/** At most this many chunks in one writev (IOV_MAX is 1024 on Linux). */
+const MAX_BATCH_CHUNKS = 512;
 
 /** Spill index entries once this many are pending. */
 const INDEX_SPILL_ENTRIES = 4096;
@@ -45,7 +49,9 @@ export class BlobWriter {
   private indexEntries = 0;
   private indexBytesWritten = 0;
   private position = 0;
-  private tail: Promise<void> = Promise.resolve();
+  private readonly queue: Array<{ chunk: Uint8Array; resolve: () => void; reject: (e: unknown) => void }> = [];
+  private queuedBytes = 0;
+  private flushing: Promise<void> | undefined;
   private failure: unknown;
   private settled = false;
 
@@ -73,43 +79,62 @@ export class BlobWriter {
    * Accepts the next chunk. The chunk is hashed and scanned now; the returned
    * promise settles when it has been written. The caller must not mutate the
    * chunk until then.
+   *
+   * Chunks that arrive while a write is in flight are gathered and written
+   * with one writev: one chunk per syscall would make capture throughput a
+   * function of disk latency instead of bandwidth.
    */
   write(chunk: Uint8Array): Promise<void> {
     if (this.settled) return Promise.reject(new Error('BlobWriter already committed or aborted'));
     if (this.failure !== undefined) return Promise.reject(this.failure);
     this.hash.update(chunk);
     this.scanner.push(chunk);
-    const spill = this.scanner.pendingEntries >= INDEX_SPILL_ENTRIES;
-    const next = this.tail.then(async () => {
-      if (this.failure !== undefined) throw this.failure;
+    return new Promise((resolve, reject) => {
+      this.queue.push({ chunk, resolve, reject });
+      this.queuedBytes += chunk.length;
+      if (!this.flushing) this.flushing = this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, MAX_BATCH_CHUNKS);
+      let total = 0;
+      for (const q of batch) total += q.chunk.length;
+      this.queuedBytes -= total;
       try {
+        if (this.failure !== undefined) throw this.failure;
         const fh = this.file ?? (await this.open());
-        let off = 0;
-        while (off < chunk.length) {
-          const bytesWritten = await this.store.io.write(fh, chunk, off, chunk.length - off, this.position);
-          off += bytesWritten;
-          this.position += bytesWritten;
-        }
-        if (spill) await this.spillIndex();
+        await this.writevFully(
+          fh,
+          batch.map((q) => q.chunk),
+          this.position,
+        );
+        this.position += total;
+        if (this.scanner.pendingEntries >= INDEX_SPILL_ENTRIES) await this.spillIndex();
+        for (const q of batch) q.resolve();
       } catch (err) {
         this.failure ??= toSluiceError(err, 'EDISK');
-        throw this.failure;
+        for (const q of batch) q.reject(this.failure);
       }
-    });
-    // The chain itself must never reject, or one failure would poison unrelated awaits.
-    this.tail = next.catch(() => {});
-    return next;
+    }
+    this.flushing = undefined;
+  }
+
+  /** Resolves when every accepted chunk has been written (or failed). */
+  private async drained(): Promise<void> {
+    while (this.flushing) await this.flushing;
   }
 
   /**
    * Finishes the blob: waits for pending writes, checks `expectedDigest` when
    * given, and publishes. The temporary file is gone afterwards whatever happens.
    */
-  async commit(expectedDigest?: string): Promise<BlobInfo> {
+  async commit(expectedDigest?: string, pin?: Pin): Promise<BlobInfo> {
     if (this.settled) throw new Error('BlobWriter already committed or aborted');
     this.settled = true;
     try {
-      await this.tail;
+      await this.drained();
       if (this.failure !== undefined) throw this.failure;
       const digest = this.hash.digest('hex');
       if (expectedDigest !== undefined && expectedDigest !== digest) {
@@ -120,11 +145,15 @@ export class BlobWriter {
       }
       const fh = this.file ?? (await this.open());
       await this.store.io.fsync(fh);
+      // Pinned before it becomes visible, so a concurrent GC that sees the blob also sees the pin.
+      await pin?.add([digest]);
+      crashPoint('capture-written');
       await fh.close();
       this.file = undefined;
       const bytes = this.scanner.bytes;
       const lines = this.scanner.lines;
       const deduplicated = await this.store.placeBlob(this.filePath as string, digest, bytes);
+      crashPoint('blob-renamed');
       this.filePath = undefined;
       if (!deduplicated) await this.placeIndex(digest, bytes, lines);
       return { digest, bytes, lines, deduplicated };
@@ -139,7 +168,7 @@ export class BlobWriter {
   async abort(): Promise<void> {
     if (this.settled) return;
     this.settled = true;
-    await this.tail;
+    await this.drained();
     await this.cleanup();
   }
 
@@ -159,7 +188,7 @@ export class BlobWriter {
       this.indexPath = path;
       this.indexBytesWritten = INDEX_HEADER_BYTES;
     }
-    await this.store.io.write(this.indexFile, entries, 0, entries.length, this.indexBytesWritten);
+    await this.writeFully(this.indexFile, entries, this.indexBytesWritten);
     this.indexBytesWritten += entries.length;
     this.indexEntries += entries.length / 16;
   }
@@ -181,6 +210,33 @@ export class BlobWriter {
       this.indexPath = undefined;
     } catch {
       // A missing index is rebuilt on first read.
+    }
+  }
+
+  /** Writes all of `bufs` at `position` with writev, finishing short writes with plain writes. */
+  private async writevFully(fh: FileHandle, bufs: Uint8Array[], position: number): Promise<void> {
+    if (bufs.length === 1) return this.writeFully(fh, bufs[0] as Uint8Array, position);
+    let done = await this.store.io.writev(fh, bufs, position);
+    let pos = position;
+    for (const b of bufs) {
+      if (done >= b.length) {
+        done -= b.length;
+        pos += b.length;
+        continue;
+      }
+      await this.writeFully(fh, b.subarray(done), pos + done);
+      pos += b.length;
+      done = 0;
+    }
+  }
+
+  /** Writes all of `buf` at `position`, retrying short writes; a write that makes no progress is EIO, not a hang. */
+  private async writeFully(fh: FileHandle, buf: Uint8Array, position: number): Promise<void> {
+    let off = 0;
+    while (off < buf.length) {
+      const n = await this.store.io.write(fh, buf, off, buf.length - off, position + off);
+      if (!(n > 0)) throw Object.assign(new Error('write made no progress'), { code: 'EIO', syscall: 'write' });
+      off += n;
     }
   }
 

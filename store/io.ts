@@ -12,6 +12,8 @@ export interface StoreIO {
   open(path: string, flags: number, mode?: number): Promise<FileHandle>;
   /** Writes `buf[off, off+len)` at `position`; resolves to bytes written (may be short). */
   write(fh: FileHandle, buf: Uint8Array, off: number, len: number, position: number): Promise<number>;
+  /** Writes `bufs` in order starting at `position`; resolves to bytes written (may be short). */
+  writev(fh: FileHandle, bufs: Uint8Array[], position: number): Promise<number>;
   /** Flushes a file's data and metadata to stable storage. */
   fsync(fh: FileHandle): Promise<void>;
   /** Flushes a directory entry to stable storage (after a rename into it). */
@@ -30,6 +32,7 @@ export interface StoreIO {
 export const realIO: StoreIO = {
   open: (path, flags, mode) => fsp.open(path, flags, mode),
   write: async (fh, buf, off, len, position) => (await fh.write(buf, off, len, position)).bytesWritten,
+  writev: async (fh, bufs, position) => (await fh.writev(bufs, position)).bytesWritten,
   fsync: (fh) => fh.sync(),
   fsyncDir: async (dir) => {
     const fh = await fsp.open(dir, constants.O_RDONLY);

@@ -6,7 +6,9 @@
  *     <root>/index/sha256/<2 hex>/<62 hex>   sparse line index of a large blob (a cache)
  *     <root>/tmp/<pid>-<random>.<kind>       temporary files, owned by process <pid>
  *     <root>/pins/<pid>-<random>.pin         GC roots held by live process <pid>
- *     <root>/sessions/<id>/                  session event logs
+ *     <root>/sessions/<id>/events.log        session event logs (engine/sessions/)
+ *     <root>/gc/lock                         held by the running garbage collection (owner pid inside)
+ *     <root>/gc/trash/<pid>-<random>/<digest> blobs a collection is about to delete (tombstones)
  */
 import { join } from 'node:path';
 
@@ -18,6 +20,10 @@ export class StoreLayout {
   readonly tmp: string;
   readonly pins: string;
   readonly sessions: string;
+  /** Garbage-collection state: the lock file and the tombstone directories. */
+  readonly gc: string;
+  /** Tombstones: blobs a collection moved aside while it re-checks the pins (readers look here on a miss). */
+  readonly trash: string;
 
   constructor(root: string) {
     this.root = root;
@@ -26,6 +32,8 @@ export class StoreLayout {
     this.tmp = join(root, 'tmp');
     this.pins = join(root, 'pins');
     this.sessions = join(root, 'sessions');
+    this.gc = join(root, 'gc');
+    this.trash = join(root, 'gc', 'trash');
   }
 
   /** Path of the blob with `digest` (which must already be validated as 64 lowercase hex). */

@@ -11,6 +11,10 @@ import { ClosedError, toSluiceError } from '../engine/protocol/errors.js';
 import { type BlobInfo, BlobWriter } from './blob-writer.js';
 import { realIO, type StoreIO } from './io.js';
 import { StoreLayout } from './layout.js';
+import type { Manifest } from './manifest.js';
+import { loadManifest } from './manifest-load.js';
+import { type ReadPage, type ReadPageOptions, readPage } from './read.js';
+import { type VerifyReport, verifyStore } from './verify.js';
 
 /** The default store directory, relative to the working directory. */
 export const DEFAULT_STORE_DIR = '.sluice';
@@ -25,6 +29,8 @@ export interface StoreOptions {
 export interface Pin {
   /** The digests this pin protects. */
   readonly digests: readonly string[];
+  /** Protects more digests (before they are placed in the store). */
+  add(digests: readonly string[]): Promise<void>;
   /** Releases the pin (idempotent). */
   release(): Promise<void>;
 }
@@ -33,10 +39,11 @@ const CREATE_FLAGS = constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY;
 
 /**
  * Resolves the store directory the way the CLI does: an explicit value, else
- * `$SLUICE_STORE`, else `./.sluice`.
+ * `$SLUICE_STORE`, else `./.sluice`. An empty value counts as unset (it would
+ * otherwise resolve to the working directory itself).
  */
 export function resolveStoreDir(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
-  return resolve(explicit ?? env.SLUICE_STORE ?? DEFAULT_STORE_DIR);
+  return resolve(explicit || env.SLUICE_STORE || DEFAULT_STORE_DIR);
 }
 
 /** A content-addressed artifact store rooted at one directory. */
@@ -80,8 +87,8 @@ export class Store {
     return new BlobWriter(this);
   }
 
-  /** Publishes `content` (a string is stored as UTF-8) and returns the blob. */
-  async publishBytes(content: Uint8Array | string, expectedDigest?: string): Promise<BlobInfo> {
+  /** Publishes `content` (a string is stored as UTF-8) and returns the blob; `pin` protects it before it is placed. */
+  async publishBytes(content: Uint8Array | string, expectedDigest?: string, pin?: Pin): Promise<BlobInfo> {
     const w = this.writer();
     const buf = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
     try {
@@ -90,7 +97,29 @@ export class Store {
       await w.abort();
       throw err;
     }
-    return w.commit(expectedDigest);
+    return w.commit(expectedDigest, pin);
+  }
+
+  /**
+   * Reads one page of `artifact://<digest>` or `artifact://<digest>/<stream>`
+   * (zero-based line `offset`, `limit` lines, at most 2000 lines and 2 MiB).
+   * See {@link readPage} for the contract and its errors.
+   */
+  readPage(uri: string, options?: ReadPageOptions): Promise<ReadPage> {
+    return readPage(this, uri, options);
+  }
+
+  /**
+   * The manifest stored as blob `digest` (integrity-checked, at most
+   * MAX_MANIFEST_BYTES read). Fails with ENOTFOUND, EINTEGRITY or ENOTMANIFEST.
+   */
+  loadManifest(digest: string): Promise<Manifest> {
+    return loadManifest(this, digest);
+  }
+
+  /** Hashes every blob and lists corrupt ones and manifest references that are missing. Removes nothing. */
+  verify(): Promise<VerifyReport> {
+    return verifyStore(this);
   }
 
   /** True when a blob with `digest` is present (content is not checked). */
@@ -104,17 +133,28 @@ export class Store {
   }
 
   /**
-   * Pins `digests` against garbage collection. The pin is a file owned by this
-   * process (its pid is in the name), so a pin left by a dead process is
-   * recognisable and reclaimable.
+   * Pins `digests` against garbage collection. The pin is a file in pins/
+   * owned by this process (its pid is in the name), one digest per line, so
+   * a pin left by a dead process is recognisable and reclaimable. Publishers
+   * add a digest *before* placing the blob, so a GC that sees the blob also
+   * sees the pin (see docs/operations.md).
    */
-  async pin(digests: readonly string[]): Promise<Pin> {
+  async pin(digests: readonly string[] = []): Promise<Pin> {
     this.assertOpen();
     const path = `${this.layout.pins}/${process.pid}-${randomBytes(8).toString('hex')}.pin`;
-    await fsp.writeFile(path, `${JSON.stringify({ pid: process.pid, digests })}\n`, { mode: 0o600 });
+    const held = [...digests];
+    await fsp.writeFile(path, held.map((d) => `${d}\n`).join(''), { mode: 0o600 });
     let released = false;
     return {
-      digests: [...digests],
+      get digests() {
+        return held;
+      },
+      add: async (more: readonly string[]) => {
+        if (released) throw new Error('pin already released');
+        if (more.length === 0) return;
+        held.push(...more);
+        await fsp.appendFile(path, more.map((d) => `${d}\n`).join(''));
+      },
       release: async () => {
         if (released) return;
         released = true;
@@ -151,9 +191,18 @@ export class Store {
     const existing = await fsp.stat(target).catch(() => undefined);
     if (existing?.isFile() && existing.size === bytes) {
       const now = new Date();
-      await this.io.utimes(target, now, now);
-      await this.io.unlink(tmpPath);
-      return true;
+      const refreshed = await this.io.utimes(target, now, now).then(
+        () => true,
+        (err: { code?: unknown }) => {
+          // Removed (by GC) since the stat: publish our copy instead of failing.
+          if (err?.code === 'ENOENT') return false;
+          throw err;
+        },
+      );
+      if (refreshed) {
+        await this.io.unlink(tmpPath);
+        return true;
+      }
     }
     const dir = dirname(target);
     await this.ensureDir(dir);

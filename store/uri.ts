@@ -24,9 +24,16 @@ export interface ArtifactUri {
   stream?: string;
 }
 
-/** True when `s` starts with the artifact scheme (and so must parse as one, never as a path). */
+const SCHEME = /^artifact:/i;
+
+/**
+ * True when `s` has the artifact scheme, in any letter case and with or
+ * without the `//`, and so must parse as an artifact URI (or fail with
+ * EBADURI), never fall back to a filesystem path. `ARTIFACT://...` and
+ * `artifact:abc` are malformed artifact URIs, not file names.
+ */
 export function isArtifactUri(s: string): boolean {
-  return s.startsWith(ARTIFACT_SCHEME);
+  return SCHEME.test(s);
 }
 
 /** True when `s` is 64 lowercase hex characters. */

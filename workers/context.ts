@@ -138,14 +138,19 @@ export class CallRun {
       if (c >= 0xdc00 && c <= 0xdfff) cut++; // don't start on a low surrogate
       this.displayPending = `[… display elided]\n${this.displayPending.slice(cut)}`;
     }
-    if (!this.displayFlushing) {
-      const flushing = this.flushDisplay();
-      this.displayFlushing = flushing;
-      // Cleared only after the promise settles: flushDisplay may finish synchronously.
-      void flushing.then(() => {
-        if (this.displayFlushing === flushing) this.displayFlushing = undefined;
-      });
-    }
+    this.kickDisplay();
+  }
+
+  private kickDisplay(): void {
+    if (this.displayFlushing) return;
+    // Cleared only after the flush settles (it may finish synchronously); text appended in the
+    // meantime, e.g. by a tool calling display() in a synchronous loop, starts another flush then
+    // instead of being stranded.
+    const flushing = this.flushDisplay().then(() => {
+      this.displayFlushing = undefined;
+      if (this.displayPending.length > 0) this.kickDisplay();
+    });
+    this.displayFlushing = flushing;
   }
 
   /** Resolves when pending display text has been posted. */

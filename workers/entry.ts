@@ -8,13 +8,21 @@ import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import {
   BadArgumentsError,
+  BadDeclarationError,
   BadModuleError,
   CancelledError,
   MixedModeError,
   serializeError,
   toSluiceError,
 } from '../engine/protocol/errors.js';
-import type { CallTask, EngineMessage, Task, ToolDescription, WireCompletion } from '../engine/protocol/messages.js';
+import type {
+  CallTask,
+  DescribeResult,
+  EngineMessage,
+  Task,
+  ToolDescription,
+  WireCompletion,
+} from '../engine/protocol/messages.js';
 import { readPage } from '../store/read.js';
 import { Store } from '../store/store.js';
 import { enginePort, onEngineMessage, post } from './channel.js';
@@ -49,6 +57,10 @@ function loadTool(specifier: string): Promise<ToolDefinition> {
       try {
         mod = await import(url);
       } catch (err) {
+        // defineTool rejects a bad declaration while the module evaluates: that is EBADDECL, not a broken module.
+        if ((err as { code?: unknown })?.code === 'EBADDECL') {
+          throw new BadDeclarationError(`${specifier}: ${(err as Error).message}`, { module: specifier });
+        }
         throw new BadModuleError(`${specifier}: failed to import: ${(err as Error)?.message ?? String(err)}`, {
           module: specifier,
         });
@@ -184,8 +196,14 @@ function writeAll(w: NodeJS.WritableStream, text: string): Promise<void> {
 }
 
 /** The piscina task function. */
-export default async function task(t: Task): Promise<ToolDescription | null> {
-  if (t.kind === 'describe') return describe(await loadTool(t.module));
+export default async function task(t: Task): Promise<DescribeResult | null> {
+  if (t.kind === 'describe') {
+    try {
+      return describe(await loadTool(t.module));
+    } catch (err) {
+      return { error: serializeError(err, 'EBADMODULE') };
+    }
+  }
   await runCall(t);
   return null;
 }

@@ -18,11 +18,13 @@ import {
   STORE_OPTION,
   writeOut,
 } from './common.js';
+import { applyConfig, loadRunConfig } from './config.js';
 
 /** Exit code of a cancelled call (128 + SIGINT, as shells report it). */
 export const EXIT_CANCELLED = 130;
 
 const USAGE = `Usage: sluice run <tool> [--args JSON] [--session ID] [--json] [--store DIR]
+                  [--config FILE] [--plugin PATH]... [--mcp NAME=COMMAND]...
 
 Runs one tool call and prints its model view: bounded previews of its output
 with read hints (artifact://...) for the rest.
@@ -32,6 +34,10 @@ with read hints (artifact://...) for the rest.
   --session ID    record the call in session ID (see sluice replay)
   --json          print the terminal result as JSON instead of the model view
   --store DIR     the store (default: $SLUICE_STORE, else ./.sluice)
+  --config FILE   JSON: { "mcpServers": { NAME: { "command", "args", "env", "cwd" } }, "plugins": [PATH] }
+  --plugin PATH   register a plugin tool module (repeatable)
+  --mcp NAME=COMMAND [ARGS]
+                  start an MCP server over stdio; its tools are NAME.<tool> (repeatable)
 
 Exit status: 0 success, 1 the tool failed, 2 bad usage or arguments, 130 cancelled.
 On a terminal, the live display goes to stderr while the call runs.
@@ -41,6 +47,9 @@ const OPTIONS = {
   args: { type: 'string' },
   session: { type: 'string' },
   json: { type: 'boolean' },
+  config: { type: 'string' },
+  plugin: { type: 'string', multiple: true },
+  mcp: { type: 'string', multiple: true },
   ...STORE_OPTION,
   ...HELP_OPTION,
 } as const;
@@ -76,6 +85,7 @@ export const command: Command = {
     }
     const tool = positionals[0] as string;
     const args = parseJsonArgs(values.args);
+    const extra = await loadRunConfig(values, process.cwd());
     const engine = await Engine.open({ ...(values.store ? { store: values.store } : {}) });
     const stderr = ctx.stderr as NodeJS.WriteStream;
     const live = stderr.isTTY === true;
@@ -88,6 +98,7 @@ export const command: Command = {
     };
     process.on('SIGINT', onSigint);
     try {
+      await applyConfig(engine, extra);
       handle = engine.call(tool, args, values.session ? { session: values.session } : {});
       const events = live ? handle.events() : undefined;
       const pump = (async () => {

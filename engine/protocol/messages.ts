@@ -87,6 +87,13 @@ export interface ToolDescription {
   argsSchema: unknown;
 }
 
+/**
+ * What a `describe` task resolves to. A failure travels as a value, not a
+ * thrown error: piscina clones thrown errors without their `code`, so EBADDECL
+ * would arrive as a bare Error.
+ */
+export type DescribeResult = ToolDescription | { error: SerializedError };
+
 /** Task: describe the tool a module exports. */
 export interface DescribeTask {
   kind: 'describe';

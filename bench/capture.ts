@@ -1,0 +1,105 @@
+/**
+ * Capture throughput and memory (issue targets 1 and 2's single-stream half):
+ * one bash call emitting N bytes on stdout, end to end through the engine
+ * (worker, credits, capture file, SHA-256, line index, publication), against a
+ * hand-written baseline on the main thread (spawn the same command, pipe it
+ * through a SHA-256 hash into a file, fsync), and both against the machine's
+ * SHA-256 ceiling (hashing the same number of bytes in memory).
+ *
+ *   SLUICE_BENCH_BYTES (default 1 GiB), SLUICE_BENCH_RUNS (default 3)
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createWriteStream, promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { Engine } from '../engine/engine.js';
+import { envInt, median, mibps, report, tempDir, withPeakRss } from './util.js';
+
+const BYTES = envInt('SLUICE_BENCH_BYTES', 1024 ** 3);
+const RUNS = envInt('SLUICE_BENCH_RUNS', 3);
+const COMMAND = `yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c ${BYTES}`;
+
+async function baseline(dir: string): Promise<{ ms: number; digest: string }> {
+  const t0 = performance.now();
+  const child = spawn('bash', ['-c', COMMAND], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const hash = createHash('sha256');
+  const path = join(dir, `baseline-${Date.now()}`);
+  const out = createWriteStream(path);
+  await pipeline(
+    child.stdout,
+    new Transform({
+      transform(chunk: Buffer, _e, cb) {
+        hash.update(chunk);
+        cb(null, chunk);
+      },
+    }),
+    out,
+  );
+  const fh = await fsp.open(path, 'r+');
+  await fh.sync();
+  await fh.close();
+  const ms = performance.now() - t0;
+  await fsp.unlink(path);
+  return { ms, digest: hash.digest('hex') };
+}
+
+function ceiling(): number {
+  const buf = Buffer.alloc(64 * 1024, 'abcdefghijklmnopqrstuvwxyz0123456789\n');
+  const n = Math.ceil(BYTES / buf.length);
+  const hash = createHash('sha256');
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) hash.update(buf);
+  hash.digest();
+  return performance.now() - t0;
+}
+
+async function main(): Promise<void> {
+  const tmp = tempDir('sluice-bench-capture-');
+  try {
+    const engine = await Engine.open({ store: join(tmp.dir, 'store'), toolOutput: {} });
+    await engine.run('bash', { command: 'true' }); // warm one worker
+    const sluiceMs: number[] = [];
+    const baseMs: number[] = [];
+    const rss: number[] = [];
+    let digestsMatch = true;
+    for (let i = 0; i < RUNS; i++) {
+      const b = await baseline(tmp.dir);
+      baseMs.push(b.ms);
+      const t0 = performance.now();
+      const { value: r, peakGrowth } = await withPeakRss(() => engine.run('bash', { command: COMMAND }));
+      sluiceMs.push(performance.now() - t0);
+      rss.push(peakGrowth);
+      const out = r.output;
+      if (r.status !== 'success' || out?.kind !== 'streams') throw new Error(`bench call failed: ${r.model}`);
+      digestsMatch &&= out.streams[0]?.digest === b.digest && out.streams[0]?.bytes === BYTES;
+    }
+    await engine.close();
+    const ceilMs = median([ceiling(), ceiling()]);
+    const s = median(sluiceMs);
+    const base = median(baseMs);
+    const ratio = Math.round((base / s) * 1000) / 1000;
+    report({
+      bench: 'capture',
+      bytes: BYTES,
+      runs: RUNS,
+      sluiceMs: Math.round(s),
+      baselineMs: Math.round(base),
+      sluiceMiBps: mibps(BYTES, s),
+      baselineMiBps: mibps(BYTES, base),
+      sha256CeilingMiBps: mibps(BYTES, ceilMs),
+      sluiceVsCeiling: Math.round((ceilMs / s) * 1000) / 1000,
+      baselineVsCeiling: Math.round((ceilMs / base) * 1000) / 1000,
+      ratio,
+      peakRssGrowthMiB: Math.round(median(rss) / 1024 / 1024),
+      digestsMatch,
+      target: 'sluice throughput >= 0.9x baseline',
+      pass: ratio >= 0.9 && digestsMatch,
+    });
+  } finally {
+    tmp.remove();
+  }
+}
+
+await main();

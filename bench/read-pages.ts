@@ -1,0 +1,175 @@
+/**
+ * Paged reads deep in a large artifact (issue 2): the last page of a 1 GiB
+ * artifact must come back within 3x the time of its first page, thanks to the
+ * sparse line index. For comparison it also times a naive read of the last
+ * page that scans from the start, and the RSS growth of a last-page read.
+ *
+ * The artifact is generated line by line and streamed through
+ * `store.writer()`, so the benchmark itself never holds it in memory. Page
+ * timings are medians over several runs, all after the first (verifying) read.
+ *
+ *   SLUICE_BENCH_READ_BYTES (default 1 GiB), SLUICE_BENCH_READ_RUNS (default 9)
+ */
+import { constants, promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
+import { MAX_PAGE_LINES } from '../store/read.js';
+import { Store } from '../store/store.js';
+import { envInt, median, report, tempDir, withPeakRss } from './util.js';
+
+const BYTES = envInt('SLUICE_BENCH_READ_BYTES', 1024 ** 3);
+const RUNS = envInt('SLUICE_BENCH_READ_RUNS', 9);
+const NAIVE_RUNS = Math.min(3, RUNS);
+const CHUNK = 1024 * 1024;
+
+const FILL = 'abcdefghijklmnopqrstuvwxyz0123456789 é€😀 ABCDEFGHIJKLMNOPQRSTUVWXYZ '.repeat(4);
+
+/** Line `i`: its number and 20 to ~140 bytes of mixed ASCII and multi-byte text. */
+function line(i: number): string {
+  const n = 20 + (((i * 2654435761) >>> 0) % 100);
+  return `${i} ${FILL.slice(0, n)}\n`;
+}
+
+/** Streams generated lines into the store until at least `bytes` bytes; returns the blob. */
+async function build(store: Store, bytes: number): Promise<{ digest: string; bytes: number; lines: number }> {
+  const w = store.writer();
+  let written = 0;
+  let i = 0;
+  while (written < bytes) {
+    const parts: string[] = [];
+    let size = 0;
+    while (size < CHUNK && written + size < bytes) {
+      const l = line(i++);
+      parts.push(l);
+      size += Buffer.byteLength(l);
+    }
+    const buf = Buffer.from(parts.join(''), 'utf8');
+    written += buf.length;
+    // One chunk in flight at a time: memory stays at a chunk, whatever the size.
+    await w.write(buf);
+  }
+  return w.commit();
+}
+
+/** What a store without an index would do: scan from byte 0 counting lines, then collect the page. */
+async function naiveLastPage(path: string, offset: number, limit: number): Promise<string> {
+  const fh = await fsp.open(path, constants.O_RDONLY);
+  try {
+    const buf = Buffer.allocUnsafe(CHUNK);
+    const decoder = new StringDecoder('utf8');
+    const parts: string[] = [];
+    let line = 0;
+    let taken = 0;
+    let position = 0;
+    for (;;) {
+      const { bytesRead } = await fh.read(buf, 0, CHUNK, position);
+      if (bytesRead === 0) break;
+      position += bytesRead;
+      let start = 0;
+      while (line < offset && start < bytesRead) {
+        const nl = buf.indexOf(0x0a, start);
+        if (nl === -1 || nl >= bytesRead) start = bytesRead;
+        else {
+          line++;
+          start = nl + 1;
+        }
+      }
+      if (line < offset) continue;
+      let end = start;
+      while (taken < limit) {
+        const nl = buf.indexOf(0x0a, end);
+        if (nl === -1 || nl >= bytesRead) {
+          end = bytesRead;
+          break;
+        }
+        taken++;
+        end = nl + 1;
+      }
+      parts.push(decoder.write(buf.subarray(start, end)));
+      if (taken >= limit) break;
+    }
+    parts.push(decoder.end());
+    return parts.join('');
+  } finally {
+    await fh.close();
+  }
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}
+
+async function main(): Promise<void> {
+  const tmp = tempDir('sluice-bench-read-');
+  try {
+    const dir = join(tmp.dir, 'store');
+    const t0 = performance.now();
+    const blob = await build(await Store.open(dir), BYTES);
+    const publishMs = performance.now() - t0;
+
+    // A fresh store instance: its first read hashes the whole blob (and checks the index).
+    const reader = await Store.open(dir);
+    const uri = `artifact://${blob.digest}`;
+    const t1 = performance.now();
+    const first = await reader.readPage(uri, { offset: 0 });
+    const verifyMs = performance.now() - t1;
+    const lastOffset = Math.max(0, first.totalLines - MAX_PAGE_LINES);
+
+    const firstMs: number[] = [];
+    const lastMs: number[] = [];
+    let lastContent = '';
+    for (let i = 0; i < RUNS + 1; i++) {
+      const a = performance.now();
+      await reader.readPage(uri, { offset: 0 });
+      const b = performance.now();
+      const last = await reader.readPage(uri, { offset: lastOffset });
+      const c = performance.now();
+      lastContent = last.content;
+      if (last.nextOffset !== null || last.lines !== first.totalLines - lastOffset) {
+        throw new Error(`last page has nextOffset ${last.nextOffset} and ${last.lines} lines`);
+      }
+      // The first round warms the page cache and the JIT; it is not measured.
+      if (i === 0) continue;
+      firstMs.push(b - a);
+      lastMs.push(c - b);
+    }
+
+    const { peakGrowth } = await withPeakRss(() => reader.readPage(uri, { offset: lastOffset }));
+
+    const naiveMs: number[] = [];
+    let naiveMatches = true;
+    for (let i = 0; i < NAIVE_RUNS; i++) {
+      const a = performance.now();
+      const content = await naiveLastPage(reader.layout.blobPath(blob.digest), lastOffset, MAX_PAGE_LINES);
+      naiveMs.push(performance.now() - a);
+      naiveMatches &&= content === lastContent;
+    }
+
+    const firstPageMs = median(firstMs);
+    const lastPageMs = median(lastMs);
+    const ratio = Math.round((lastPageMs / firstPageMs) * 1000) / 1000;
+    const indexBytes = (await fsp.stat(reader.layout.indexPath(blob.digest)).catch(() => undefined))?.size ?? 0;
+    report({
+      bench: 'read-pages',
+      bytes: blob.bytes,
+      totalLines: first.totalLines,
+      runs: RUNS,
+      publishMs: Math.round(publishMs),
+      verifyMs: Math.round(verifyMs),
+      indexBytes,
+      firstPageMs: round(firstPageMs),
+      lastPageMs: round(lastPageMs),
+      ratio,
+      naiveLastPageMs: round(median(naiveMs)),
+      naiveVsIndexed: Math.round((median(naiveMs) / lastPageMs) * 10) / 10,
+      lastPageRssGrowthBytes: peakGrowth,
+      naiveMatches,
+      target: 'lastPageMs <= 3x firstPageMs',
+      pass: ratio <= 3 && naiveMatches,
+    });
+  } finally {
+    tmp.remove();
+  }
+}
+
+await main();

@@ -1,0 +1,126 @@
+/**
+ * What every `sluice` command shares: the command shape, argument parsing
+ * that turns usage mistakes into coded errors, store resolution, and the one
+ * mapping from errors to `CODE: message` lines and exit codes.
+ */
+import { promises as fsp } from 'node:fs';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { resolveStoreDir, Store } from '../../store/store.js';
+import {
+  BadArgumentsError,
+  BadOptionError,
+  type ErrorCode,
+  NotFoundError,
+  type SluiceError,
+  toSluiceError,
+} from '../protocol/errors.js';
+
+/** Where a command writes and what environment it sees; tests and embedders can substitute them. */
+export interface CliContext {
+  /** Standard output: the command's result. */
+  stdout: NodeJS.WritableStream;
+  /** Standard error: diagnostics and `CODE: message` lines. */
+  stderr: NodeJS.WritableStream;
+  /** Environment variables (`SLUICE_STORE`, ...). */
+  env: NodeJS.ProcessEnv;
+}
+
+/** One `sluice` subcommand. Each lives in its own module under engine/cli/ and exports `command`. */
+export interface Command {
+  /** One line for `sluice --help`. */
+  summary: string;
+  /** The full usage text, printed by `sluice <command> --help`. */
+  usage: string;
+  /** Runs the command on the arguments after its name; resolves to the process exit code. */
+  run(argv: readonly string[], ctx: CliContext): Promise<number>;
+}
+
+/** Option definitions of a command, as `node:util` parseArgs takes them. */
+export type CommandOptions = NonNullable<ParseArgsConfig['options']>;
+
+/** What {@link parseCommandLine} returns for options `O`: typed `values` and the `positionals`. */
+export type ParsedCommandLine<O extends CommandOptions> = ReturnType<
+  typeof parseArgs<{ args: string[]; options: O; allowPositionals: true; strict: true }>
+>;
+
+/** Exit code of a successful command. */
+export const EXIT_OK = 0;
+/** Exit code of a command that failed (not found, corrupt, disk, ...). */
+export const EXIT_FAILURE = 1;
+/** Exit code of a usage mistake or bad argument. */
+export const EXIT_USAGE = 2;
+
+/** Codes that mean the command line itself was wrong, so exit {@link EXIT_USAGE}. */
+const USAGE_CODES: ReadonlySet<ErrorCode> = new Set(['EBADARGS', 'EBADOPTION', 'EBADURI', 'EUNKNOWNTOOL']);
+
+/** The `--store DIR` option every store command accepts. */
+export const STORE_OPTION = { store: { type: 'string' } } as const satisfies ParseArgsConfig['options'];
+
+/** The `--help` option every command accepts. */
+export const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const satisfies ParseArgsConfig['options'];
+
+/** The exit code for `err`: {@link EXIT_USAGE} for usage mistakes, else {@link EXIT_FAILURE}. */
+export function exitCodeFor(err: SluiceError): number {
+  return USAGE_CODES.has(err.code) ? EXIT_USAGE : EXIT_FAILURE;
+}
+
+/**
+ * Prints `err` as `CODE: message` on stderr and returns its exit code.
+ * Anything that is not a sluice error is reported under `fallback`; set
+ * `SLUICE_DEBUG=1` to see its stack as well.
+ */
+export function reportError(err: unknown, ctx: CliContext, fallback: ErrorCode = 'EPROTOCOL'): number {
+  const e = toSluiceError(err, fallback);
+  ctx.stderr.write(`${e.code}: ${e.message}\n`);
+  if (ctx.env.SLUICE_DEBUG && err instanceof Error && err.stack) ctx.stderr.write(`${err.stack}\n`);
+  return exitCodeFor(e);
+}
+
+/**
+ * `parseArgs` in strict mode, with its errors (unknown option, missing value,
+ * stray positional) turned into {@link BadOptionError} pointing at the usage.
+ */
+export function parseCommandLine<O extends CommandOptions>(
+  argv: readonly string[],
+  options: O,
+  name: string,
+): ParsedCommandLine<O> {
+  try {
+    return parseArgs({ args: [...argv], options, allowPositionals: true, strict: true });
+  } catch (err) {
+    const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    throw new BadOptionError(`${message} (see sluice ${name} --help)`);
+  }
+}
+
+/** Parses a non-negative decimal integer option, or throws {@link BadArgumentsError} quoting the value. */
+export function parseCount(option: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[0-9]+$/.test(value)) {
+    throw new BadArgumentsError(`--${option} must be a non-negative integer, got ${JSON.stringify(value)}`, {
+      [option]: value,
+    });
+  }
+  return Number(value);
+}
+
+/**
+ * Opens the store chosen by `--store`, else `$SLUICE_STORE`, else `./.sluice`.
+ * Commands that only read must not conjure an empty store into existence, so a
+ * directory that does not exist is {@link NotFoundError}.
+ */
+export async function openExistingStore(explicit: string | undefined, env: NodeJS.ProcessEnv): Promise<Store> {
+  const dir = resolveStoreDir(explicit, env);
+  const st = await fsp.stat(dir).catch(() => undefined);
+  if (!st?.isDirectory()) {
+    throw new NotFoundError(`no sluice store at ${dir} (choose one with --store DIR or $SLUICE_STORE)`, { dir });
+  }
+  return Store.open(dir);
+}
+
+/** Writes `text` and resolves once the stream has accepted it (so large output is not cut off at exit). */
+export function writeOut(stream: NodeJS.WritableStream, text: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    stream.write(text, (err) => (err ? reject(err) : resolve()));
+  });
+}

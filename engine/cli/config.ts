@@ -1,0 +1,175 @@
+/**
+ * Tools beyond the built-ins for `sluice run` (and any embedder): plugin
+ * modules and MCP servers, from a JSON config file and/or command-line flags.
+ *
+ * ```json
+ * {
+ *   "mcpServers": { "files": { "command": "npx", "args": ["-y", "some-mcp-server"], "env": { "TOKEN": "…" } } },
+ *   "plugins": ["./tools/search.mjs"]
+ * }
+ * ```
+ *
+ * Relative paths in a file (plugins, a server's `cwd`) are relative to the
+ * file; on the command line, to the working directory. A server without `cwd`
+ * runs in the engine's working directory. `"type": "stdio"` is
+ * accepted (as other MCP hosts write it); any other transport is refused.
+ */
+import { promises as fsp } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { z } from 'zod';
+import type { Engine } from '../engine.js';
+import { MCP_SERVER_NAME, type McpServerConfig, mcpServerFields } from '../mcp/config.js';
+import { BadOptionError, NotFoundError } from '../protocol/errors.js';
+import type { ToolInfo } from '../registry.js';
+
+/** What to add to an engine: plugin modules, then MCP servers, in order. */
+export interface SluiceConfig {
+  /** Plugin module paths (absolute) or URLs. */
+  plugins: string[];
+  /** MCP servers, each with its name. */
+  mcpServers: McpServerConfig[];
+}
+
+const serverSchema = z.strictObject({ type: z.literal('stdio').optional(), ...mcpServerFields });
+
+const fileSchema = z.strictObject({
+  mcpServers: z.record(z.string(), serverSchema).optional(),
+  plugins: z.array(z.string().min(1)).optional(),
+});
+
+/** `--config`, `--plugin` and `--mcp`, as `sluice run` parses them. */
+export interface ConfigFlags {
+  config?: string | undefined;
+  plugin?: string[] | undefined;
+  mcp?: string[] | undefined;
+}
+
+const isUrl = (s: string) => /^[a-z][a-z0-9+.-]*:/i.test(s);
+
+/** Validates a parsed config object; relative paths resolve against `baseDir`. EBADOPTION quotes the bad value. */
+export function parseConfig(input: unknown, baseDir: string, origin = 'config'): SluiceConfig {
+  const r = fileSchema.safeParse(input);
+  if (!r.success) {
+    const i = r.error.issues[0];
+    const path = i?.path ?? [];
+    const value = path.reduce<unknown>(
+      (v, k) => (v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k as PropertyKey] : undefined),
+      input,
+    );
+    const where = path.length > 0 ? path.join('.') : '(top level)';
+    const got = value === undefined ? 'missing' : `got ${JSON.stringify(value).slice(0, 200)}`;
+    throw new BadOptionError(`${origin}: ${where}: ${i?.message} (${got})`, {
+      option: where,
+    });
+  }
+  const c = r.data;
+  const mcpServers: McpServerConfig[] = [];
+  for (const [name, s] of Object.entries(c.mcpServers ?? {})) {
+    if (!MCP_SERVER_NAME.test(name)) {
+      throw new BadOptionError(
+        `${origin}: mcpServers: server name ${JSON.stringify(name)} must match ${MCP_SERVER_NAME}`,
+        {
+          option: `mcpServers.${name}`,
+        },
+      );
+    }
+    const { type: _t, ...rest } = s;
+    mcpServers.push({ ...rest, name, ...(s.cwd !== undefined ? { cwd: resolve(baseDir, s.cwd) } : {}) });
+  }
+  const plugins = (c.plugins ?? []).map((p) => (isUrl(p) ? p : resolve(baseDir, p)));
+  return { plugins, mcpServers };
+}
+
+/** Reads and validates a JSON config file. ENOTFOUND when it is missing, EBADOPTION when it is not valid. */
+export async function loadConfigFile(file: string): Promise<SluiceConfig> {
+  const path = resolve(file);
+  let text: string;
+  try {
+    text = await fsp.readFile(path, 'utf8');
+  } catch (err) {
+    throw new NotFoundError(`config file ${path}: ${(err as Error).message}`, { file: path });
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new BadOptionError(`config file ${path} is not valid JSON: ${(err as Error).message}`, { file: path });
+  }
+  return parseConfig(json, dirname(path), `config file ${path}`);
+}
+
+/**
+ * Splits a command line the way a POSIX shell splits words, without running
+ * one: whitespace separates, single quotes keep everything, double quotes keep
+ * all but `\"` and `\\`, a backslash outside quotes escapes the next character.
+ */
+export function splitCommand(line: string): string[] {
+  const words: string[] = [];
+  let word = '';
+  let inWord = false;
+  let quote: "'" | '"' | undefined;
+  for (let i = 0; i < line.length; i++) {
+    const ch = line[i] as string;
+    if (quote === "'") {
+      if (ch === "'") quote = undefined;
+      else word += ch;
+    } else if (quote === '"') {
+      if (ch === '"') quote = undefined;
+      else if (ch === '\\' && (line[i + 1] === '"' || line[i + 1] === '\\')) word += line[++i];
+      else word += ch;
+    } else if (ch === "'" || ch === '"') {
+      quote = ch;
+      inWord = true;
+    } else if (ch === '\\' && i + 1 < line.length) {
+      word += line[++i];
+      inWord = true;
+    } else if (/\s/.test(ch)) {
+      if (inWord) words.push(word);
+      word = '';
+      inWord = false;
+    } else {
+      word += ch;
+      inWord = true;
+    }
+  }
+  if (quote) throw new BadOptionError(`unterminated ${quote} quote in ${JSON.stringify(line)}`);
+  if (inWord) words.push(word);
+  return words;
+}
+
+/** One `--mcp NAME=COMMAND [ARGS...]` flag. */
+export function parseMcpFlag(flag: string, cwd: string): McpServerConfig {
+  const eq = flag.indexOf('=');
+  const name = eq === -1 ? '' : flag.slice(0, eq);
+  const words = eq === -1 ? [] : splitCommand(flag.slice(eq + 1));
+  if (!MCP_SERVER_NAME.test(name) || words.length === 0) {
+    throw new BadOptionError(
+      `--mcp takes NAME=COMMAND [ARGS...] with NAME matching ${MCP_SERVER_NAME} (got ${JSON.stringify(flag)})`,
+      { option: 'mcp' },
+    );
+  }
+  const [command, ...args] = words as [string, ...string[]];
+  return { name, command, args, cwd };
+}
+
+/** The config from `--config FILE` (if any) followed by `--plugin` and `--mcp` flags. */
+export async function loadRunConfig(flags: ConfigFlags, cwd: string): Promise<SluiceConfig> {
+  const base: SluiceConfig = flags.config
+    ? await loadConfigFile(resolve(cwd, flags.config))
+    : { plugins: [], mcpServers: [] };
+  for (const p of flags.plugin ?? []) base.plugins.push(isUrl(p) ? p : resolve(cwd, p));
+  for (const m of flags.mcp ?? []) base.mcpServers.push(parseMcpFlag(m, cwd));
+  return base;
+}
+
+/**
+ * Registers the plugins, then adds the MCP servers, in order; resolves to
+ * every tool registered. The first failure rejects (EBADMODULE, EBADDECL,
+ * EBADOPTION); what was added before it stays added.
+ */
+export async function applyConfig(engine: Engine, config: SluiceConfig): Promise<ToolInfo[]> {
+  const tools: ToolInfo[] = [];
+  for (const p of config.plugins) tools.push(await engine.register(p));
+  for (const s of config.mcpServers) tools.push(...(await engine.addMcpServer(s)));
+  return tools;
+}

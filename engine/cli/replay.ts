@@ -1,0 +1,76 @@
+/**
+ * `sluice replay <session> [--json] [--model] [--store DIR]`: the calls of a
+ * session rebuilt from its event log, without running any tool and without
+ * writing to the store. Prints each surviving call's final display (never the
+ * live display deltas), or its model view with --model.
+ */
+import { sanitizeForTerminal } from '../presentation/sanitize.js';
+import { BadArgumentsError } from '../protocol/errors.js';
+import { type ReplayedCall, replaySession } from '../sessions/replay.js';
+import {
+  type Command,
+  EXIT_OK,
+  HELP_OPTION,
+  openExistingStore,
+  parseCommandLine,
+  STORE_OPTION,
+  writeOut,
+} from './common.js';
+
+const USAGE = `Usage: sluice replay <session> [--json] [--model] [--store DIR]
+
+Rebuilds the calls of a session from its event log, in order, without running
+any tool and without writing anything. Reverted calls are not shown; a call
+whose process died before it finished is shown as interrupted.
+
+  <session>      the session id
+  --model        print each call's model view instead of its final display
+  --json         print { session, calls: [{ callId, tool, args, result, interrupted }],
+                 reverted, corruptLines, skippedLines }
+  --store DIR    the store (default: $SLUICE_STORE, else ./.sluice)
+`;
+
+const OPTIONS = {
+  json: { type: 'boolean' },
+  model: { type: 'boolean' },
+  ...STORE_OPTION,
+  ...HELP_OPTION,
+} as const;
+
+function heading(c: ReplayedCall): string {
+  const r = c.result;
+  const state = c.interrupted ? 'interrupted' : r.complete ? r.status : `${r.status}, incomplete`;
+  return `── ${c.tool} ${c.callId} (${state})`;
+}
+
+/** The `replay` command. */
+export const command: Command = {
+  summary: 'rebuild the calls of a session from its event log (final display or model view)',
+  usage: USAGE,
+  async run(argv, ctx) {
+    const { values, positionals } = parseCommandLine(argv, OPTIONS, 'replay');
+    if (values.help) {
+      await writeOut(ctx.stdout, USAGE);
+      return EXIT_OK;
+    }
+    if (positionals.length !== 1) {
+      throw new BadArgumentsError(`sluice replay takes exactly one <session>, got ${positionals.length}`);
+    }
+    const store = await openExistingStore(values.store, ctx.env);
+    const replayed = await replaySession(store, positionals[0] as string);
+    if (values.json) {
+      await writeOut(ctx.stdout, `${JSON.stringify(replayed)}\n`);
+    } else {
+      const blocks = replayed.calls.map((c) => {
+        const body = values.model ? c.result.model : c.result.display;
+        const text = sanitizeForTerminal(body);
+        return `${heading(c)}\n${text}${text.endsWith('\n') || text.length === 0 ? '' : '\n'}`;
+      });
+      await writeOut(ctx.stdout, blocks.join('\n'));
+    }
+    if (replayed.corruptLines > 0) {
+      ctx.stderr.write(`${replayed.corruptLines} torn or corrupt log lines were skipped\n`);
+    }
+    return EXIT_OK;
+  },
+};

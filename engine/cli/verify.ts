@@ -1,0 +1,63 @@
+/**
+ * `sluice verify [--json] [--store DIR]`: hash every blob, list corrupt ones
+ * and blobs that manifests reference but the store lacks. Exit 1 when either
+ * list is non-empty. Removes nothing.
+ */
+import { BadArgumentsError } from '../protocol/errors.js';
+import { verifyWithSessions } from '../sessions/verify.js';
+import {
+  type Command,
+  EXIT_FAILURE,
+  EXIT_OK,
+  HELP_OPTION,
+  openExistingStore,
+  parseCommandLine,
+  STORE_OPTION,
+  writeOut,
+} from './common.js';
+
+const USAGE = `Usage: sluice verify [--json] [--store DIR]
+
+Hashes every blob in the store and compares it with its name, and checks that
+every blob a manifest references is present, and that every blob a live call
+of a session log references is present. Removes nothing.
+Exits 1 when anything is corrupt or missing.
+
+  --json         print { scanned, ok, corrupt, missing, unexpected, records, corruptLines }
+  --store DIR    the store (default: $SLUICE_STORE, else ./.sluice)
+`;
+
+const OPTIONS = { json: { type: 'boolean' }, ...STORE_OPTION, ...HELP_OPTION } as const;
+
+/** The `verify` command. */
+export const command: Command = {
+  summary: 'check every blob against its digest; list corrupt and missing blobs',
+  usage: USAGE,
+  async run(argv, ctx) {
+    const { values, positionals } = parseCommandLine(argv, OPTIONS, 'verify');
+    if (values.help) {
+      await writeOut(ctx.stdout, USAGE);
+      return EXIT_OK;
+    }
+    if (positionals.length > 0) {
+      throw new BadArgumentsError(`sluice verify takes no arguments, got ${JSON.stringify(positionals[0])}`);
+    }
+    const store = await openExistingStore(values.store, ctx.env);
+    const report = await verifyWithSessions(store);
+    if (values.json) {
+      await writeOut(ctx.stdout, `${JSON.stringify(report)}\n`);
+    } else {
+      const lines = [
+        `${report.scanned} ${report.scanned === 1 ? 'blob' : 'blobs'} scanned: ${report.ok} ok, ` +
+          `${report.corrupt.length} corrupt, ${report.missing.length} missing`,
+        ...report.corrupt.map((d) => `corrupt ${d}`),
+        ...report.missing.map((d) => `missing ${d}`),
+        ...report.unexpected.map((p) => `unexpected ${p} (not a blob name; left alone)`),
+        ...report.records.map((r) => `record ${r.session}/${r.callId} references missing ${r.role} ${r.digest}`),
+      ];
+      if (report.corruptLines > 0) lines.push(`${report.corruptLines} torn or corrupt session log lines (skipped)`);
+      await writeOut(ctx.stdout, `${lines.join('\n')}\n`);
+    }
+    return report.corrupt.length > 0 || report.missing.length > 0 || report.records.length > 0 ? EXIT_FAILURE : EXIT_OK;
+  },
+};

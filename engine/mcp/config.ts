@@ -1,0 +1,104 @@
+/**
+ * MCP server configuration (what `Engine.addMcpServer` and `sluice run
+ * --config` accept) and the mapping from a server's tool names to sluice tool
+ * names.
+ */
+import { createHash } from 'node:crypto';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { BadOptionError } from '../protocol/errors.js';
+import { MCP_DEFAULT_MAX_MESSAGE_BYTES, type McpServerSpec } from '../protocol/mcp.js';
+
+/** One MCP server, started over stdio. */
+export interface McpServerConfig {
+  /** `[a-z][a-z0-9_-]{0,31}`: the prefix of its tools' names (`<name>.<tool>`). */
+  name: string;
+  /** Executable, looked up on PATH (no shell). */
+  command: string;
+  /** Arguments. @default [] */
+  args?: string[];
+  /**
+   * Environment variables for the server, on top of a small default set
+   * (HOME, LOGNAME, PATH, SHELL, TERM, USER), as the MCP SDK does: the
+   * engine's whole environment is not handed to a server. @default {}
+   */
+  env?: Record<string, string>;
+  /** Working directory. @default the engine's cwd */
+  cwd?: string;
+  /** Largest JSON-RPC message (one tool result) accepted from the server, in bytes. @default 64 MiB */
+  maxMessageBytes?: number;
+}
+
+/** Server names: a sluice tool-name prefix without dots, so `<server>.<tool>` splits one way only. */
+export const MCP_SERVER_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
+
+/** The fields of one server (the name comes from elsewhere in a config file). */
+export const mcpServerFields = {
+  command: z.string().min(1),
+  args: z.array(z.string()).optional(),
+  env: z.record(z.string(), z.string()).optional(),
+  cwd: z.string().min(1).optional(),
+  maxMessageBytes: z
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 ** 3)
+    .optional(),
+};
+
+const configSchema = z.strictObject({
+  name: z.string().regex(MCP_SERVER_NAME, `must match ${MCP_SERVER_NAME}`),
+  ...mcpServerFields,
+});
+
+/** Validates a server configuration and applies defaults; EBADOPTION quotes the bad value. */
+export function parseMcpServerConfig(input: unknown, cwd: string): McpServerSpec {
+  const r = configSchema.safeParse(input);
+  if (!r.success) {
+    const i = r.error.issues[0];
+    const path = i?.path.join('.') ?? '';
+    const value = i?.path.reduce<unknown>(
+      (v, k) => (v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k as PropertyKey] : undefined),
+      input,
+    );
+    const shown = path ? value : input;
+    const got = shown === undefined ? 'missing' : `got ${JSON.stringify(shown)?.slice(0, 200)}`;
+    throw new BadOptionError(`MCP server option ${path || '(config)'}: ${i?.message} (${got})`, { option: path });
+  }
+  const c = r.data;
+  return {
+    name: c.name,
+    command: c.command,
+    args: c.args ?? [],
+    env: c.env ?? {},
+    cwd: resolve(cwd, c.cwd ?? '.'),
+    maxMessageBytes: c.maxMessageBytes ?? MCP_DEFAULT_MAX_MESSAGE_BYTES,
+  };
+}
+
+const TOOL_NAME_MAX = 64;
+
+/**
+ * Sluice names for a server's tools: `<server>.<tool>` with the tool name
+ * lower-cased and every character outside `[a-z0-9_.-]` replaced by `_`.
+ * A name that would pass 64 characters, or that two tools of the server share
+ * after this mapping (`Fetch` and `fetch`), is cut and suffixed with `-` and
+ * six hex digits of the SHA-256 of the server's own name for the tool, so
+ * every tool keeps a distinct, stable name whatever order they are listed in.
+ */
+export function sluiceToolNames(server: string, tools: readonly string[]): Map<string, string> {
+  const base = new Map(tools.map((t) => [t, t.toLowerCase().replace(/[^a-z0-9_.-]/g, '_')]));
+  const counts = new Map<string, number>();
+  for (const b of base.values()) counts.set(b, (counts.get(b) ?? 0) + 1);
+  const out = new Map<string, string>();
+  for (const [tool, b] of base) {
+    const plain = `${server}.${b}`;
+    if (plain.length <= TOOL_NAME_MAX && counts.get(b) === 1) {
+      out.set(tool, plain);
+      continue;
+    }
+    const hash = createHash('sha256').update(tool).digest('hex').slice(0, 6);
+    out.set(tool, `${plain.slice(0, TOOL_NAME_MAX - 7)}-${hash}`);
+  }
+  return out;
+}

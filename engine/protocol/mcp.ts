@@ -1,0 +1,112 @@
+/**
+ * Messages of the MCP adapter, shared by the three places it runs:
+ *
+ * - the main thread (engine/mcp/): starts the MCP host thread, asks it to add
+ *   servers, tracks the process groups it spawns and kills them on close;
+ * - the MCP host thread (workers/mcp/host.ts): owns one client connection per
+ *   server, so stateful servers keep one session and a cancelled call's
+ *   worker can be terminated without dropping the connection;
+ * - call workers (workers/mcp/tool.ts): run each MCP tool call through the
+ *   ordinary pipeline and reach the host thread over a BroadcastChannel.
+ *
+ * Why a BroadcastChannel: piscina workers have no port to the host thread and
+ * handing them one would need a new engine ↔ worker message for every pool
+ * thread. A channel named by the engine's random host id reaches the host from
+ * any thread of the process with no plumbing; replies go to a per-request
+ * channel so only the asking worker receives (and clones) the result.
+ */
+import type { SerializedError } from './errors.js';
+import type { Attachment } from './messages.js';
+
+/** What the host thread needs to start one server (validated and defaulted on the main thread). */
+export interface McpServerSpec {
+  /** Server name: `[a-z][a-z0-9_-]{0,31}`, the prefix of its tools' names. */
+  name: string;
+  /** Executable, looked up on PATH. */
+  command: string;
+  args: string[];
+  /** Added to the small default environment (HOME, LOGNAME, PATH, SHELL, TERM, USER). */
+  env: Record<string, string>;
+  cwd: string;
+  /** Largest JSON-RPC message accepted from the server, in bytes. */
+  maxMessageBytes: number;
+}
+
+/** A tool as a server lists it. */
+export interface McpToolDef {
+  /** The server's name for it (any case, any characters). */
+  name: string;
+  description: string;
+  /** The server's JSON Schema of the arguments, as listed. */
+  inputSchema: Record<string, unknown>;
+}
+
+/** The result of one MCP call, reduced to what a sluice completion carries. */
+export interface McpCallOutcome {
+  /** Text content items joined with `\n` (embedded text resources and resource links included). */
+  text: string;
+  /** Images, audio and binary resources. */
+  attachments: Attachment[];
+  /** The server's `isError`: the call failed and `text` says why. */
+  isError: boolean;
+}
+
+/** Data the host thread starts with. */
+export interface McpHostData {
+  /** Random id naming the host's channels; unguessable, so only this engine's tool modules find it. */
+  channel: string;
+}
+
+/** Main → host thread (its parentPort). */
+export type McpControl =
+  | { id: number; op: 'add'; spec: McpServerSpec }
+  | { id: number; op: 'restore'; spec: McpServerSpec; tools: McpToolDef[] }
+  | { id: number; op: 'remove'; name: string }
+  | { id: number; op: 'shutdown' };
+
+/** Host thread → main. */
+export type McpHostEvent =
+  | { t: 'reply'; id: number; tools?: McpToolDef[]; error?: SerializedError }
+  | { t: 'spawned'; server: string; pid: number }
+  | { t: 'exited'; server: string; pid: number };
+
+/** Call worker → host thread, on {@link requestChannel}. */
+export type McpRequest =
+  | { t: 'call'; id: string; server: string; tool: string; arguments: Record<string, unknown> }
+  | { t: 'def'; id: string; server: string; tool: string }
+  | { t: 'cancel'; id: string };
+
+/** Host thread → call worker, on {@link replyChannel} of the request. */
+export type McpReply =
+  | { t: 'accepted' }
+  | { t: 'progress'; progress: number; total?: number; message?: string }
+  | { t: 'result'; outcome: McpCallOutcome }
+  | { t: 'def'; def: McpToolDef }
+  | { t: 'error'; error: SerializedError };
+
+/** Main → call workers, on {@link lifeChannel}: the host thread died; requests in flight will never be answered. */
+export interface McpLifeEvent {
+  t: 'host-exit';
+  reason: string;
+}
+
+/** Where call workers send requests. */
+export function requestChannel(channel: string): string {
+  return `sluice.mcp/${channel}`;
+}
+
+/** Where the host answers request `id`. */
+export function replyChannel(channel: string, id: string): string {
+  return `sluice.mcp/${channel}/reply/${id}`;
+}
+
+/** Where the main thread announces the host thread's death. */
+export function lifeChannel(channel: string): string {
+  return `sluice.mcp/${channel}/life`;
+}
+
+/** A call worker gives up on a request the host has not acknowledged after this long (the host thread is gone). */
+export const MCP_ACK_MS = 10_000;
+
+/** Default bound on one message from a server (a result is one message, held whole by the JSON-RPC client). */
+export const MCP_DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;

@@ -1,0 +1,127 @@
+/**
+ * The sessions of a store: listing them with counts, reverting one to before
+ * a call, and deleting one (its log only; its artifacts stop being roots and
+ * are collected by a later GC unless something else references them).
+ */
+import { promises as fsp } from 'node:fs';
+import type { Store } from '../../store/store.js';
+import { NotFoundError, toSluiceError } from '../protocol/errors.js';
+import { readEventLog } from './log-reader.js';
+import type { SessionRecorder } from './recorder.js';
+import { assertSessionId, eventLogPath, isSessionId, sessionDir } from './session-id.js';
+import { foldSession } from './state.js';
+
+/** One session, counted. */
+export interface SessionSummary {
+  id: string;
+  /** Calls not reverted (including interrupted ones). */
+  calls: number;
+  /** Calls hidden by reverts. */
+  reverted: number;
+  /** Live calls without a terminal record (interrupted, or still running elsewhere). */
+  interrupted: number;
+  /** Log lines skipped as torn or corrupt. */
+  corruptLines: number;
+  /** Size of the event log in bytes. */
+  bytes: number;
+  /** Last change of the event log (ISO time). */
+  updatedAt: string;
+}
+
+/** Ids of the sessions in `store` (directories with a valid id and an event log), sorted. */
+export async function listSessionIds(store: Store): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await fsp.readdir(store.layout.sessions);
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ENOENT') return [];
+    throw toSluiceError(err, 'EDISK');
+  }
+  const ids: string[] = [];
+  for (const name of names.sort()) {
+    if (!isSessionId(name)) continue;
+    const st = await fsp.stat(eventLogPath(store.layout, name)).catch(() => undefined);
+    if (st?.isFile()) ids.push(name);
+  }
+  return ids;
+}
+
+/** Every session with its counts, sorted by id. */
+export async function listSessions(store: Store): Promise<SessionSummary[]> {
+  const out: SessionSummary[] = [];
+  for (const id of await listSessionIds(store)) {
+    let log: Awaited<ReturnType<typeof readEventLog>>;
+    try {
+      log = await readEventLog(store, id);
+    } catch (err) {
+      // Deleted while we listed.
+      if ((err as { code?: unknown }).code === 'ENOTFOUND') continue;
+      throw err;
+    }
+    const state = foldSession(log.records);
+    out.push({
+      id,
+      calls: state.live.length,
+      reverted: state.calls.length - state.live.length,
+      interrupted: state.live.filter((c) => !c.completed).length,
+      corruptLines: log.corrupt,
+      bytes: log.bytes,
+      updatedAt: log.modifiedAt.toISOString(),
+    });
+  }
+  return out;
+}
+
+/** What a revert did. */
+export interface RevertResult {
+  session: string;
+  /** Ids of the calls the revert hid, in log order. */
+  reverted: string[];
+}
+
+/**
+ * Reverts session `id` to before call `before`: appends a durable
+ * `session.revert` record. That call and every later live call stop being
+ * replayed and stop being GC roots; their artifacts stay readable by
+ * possession until a GC collects them.
+ *
+ * @throws NotFoundError (ENOTFOUND) when the session does not exist or `before` is not a live call of it.
+ */
+export async function revertSession(
+  store: Store,
+  recorder: SessionRecorder,
+  id: string,
+  before: string,
+): Promise<RevertResult> {
+  const state = foldSession((await readEventLog(store, id)).records);
+  const at = state.live.findIndex((c) => c.callId === before);
+  if (at === -1) {
+    const reverted = state.calls.some((c) => c.callId === before);
+    throw new NotFoundError(
+      reverted
+        ? `call ${JSON.stringify(before)} of session ${JSON.stringify(id)} is already reverted`
+        : `session ${JSON.stringify(id)} has no call ${JSON.stringify(before)}`,
+      { session: id, callId: before },
+    );
+  }
+  await recorder.revert(id, before);
+  return { session: id, reverted: state.live.slice(at).map((c) => c.callId) };
+}
+
+/**
+ * Deletes session `id` (its directory). Its artifacts are no longer roots
+ * and will be collected by a GC after the grace period unless referenced elsewhere.
+ *
+ * @throws NotFoundError (ENOTFOUND) when there is no such session.
+ */
+export async function deleteSession(store: Store, id: string): Promise<void> {
+  assertSessionId(id);
+  const dir = sessionDir(store.layout, id);
+  const st = await fsp.stat(dir).catch(() => undefined);
+  if (!st?.isDirectory()) throw new NotFoundError(`no session ${JSON.stringify(id)} in the store`, { session: id });
+  try {
+    await fsp.rm(dir, { recursive: true, force: true });
+  } catch (err) {
+    throw toSluiceError(err, 'EDISK');
+  }
+}

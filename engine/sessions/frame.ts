@@ -1,0 +1,49 @@
+/**
+ * The line framing of session event logs. Every line is
+ *
+ *     <16 lowercase hex: xxhash64 of the JSON bytes, seed 0> <space> <JSON> \n
+ *
+ * so a torn line (a crash mid-append) or a corrupted one (a flipped byte) is
+ * recognised and skipped on reading, never trusted. xxhash64 is not a
+ * cryptographic hash: it detects accidents, not tampering.
+ */
+import xxhash, { type XXHashAPI } from 'xxhash-wasm';
+
+/** Characters before the JSON: 16 hex digits and a space. */
+export const FRAME_PREFIX_BYTES = 17;
+
+const HEX16 = /^[0-9a-f]{16}$/;
+const SPACE = 0x20;
+
+let hasher: Promise<XXHashAPI> | undefined;
+
+/** The xxhash-wasm instance (compiled once per process). */
+export function loadHasher(): Promise<XXHashAPI> {
+  hasher ??= xxhash();
+  return hasher;
+}
+
+/** The checksum of `json` as it is written: 16 lowercase hex digits. */
+export function checksumOf(h: XXHashAPI, json: string): string {
+  return h.h64ToString(json).padStart(16, '0');
+}
+
+/** One framed line for `json` (which must contain no newline; JSON.stringify output never does). */
+export function frameLine(h: XXHashAPI, json: string): string {
+  return `${checksumOf(h, json)} ${json}\n`;
+}
+
+/**
+ * The JSON text of one line (without its `\n`), or undefined when the line is
+ * torn or corrupt: wrong shape, or a checksum that does not match its bytes.
+ * The checksum is checked on the raw bytes, before any decoding.
+ */
+export function unframeLine(h: XXHashAPI, line: Uint8Array): string | undefined {
+  if (line.length <= FRAME_PREFIX_BYTES || line[16] !== SPACE) return undefined;
+  const sum = Buffer.from(line.buffer, line.byteOffset, 16).toString('latin1');
+  if (!HEX16.test(sum)) return undefined;
+  const body = line.subarray(FRAME_PREFIX_BYTES);
+  const actual = h.h64Raw(body).toString(16).padStart(16, '0');
+  if (actual !== sum) return undefined;
+  return Buffer.from(body.buffer, body.byteOffset, body.length).toString('utf8');
+}

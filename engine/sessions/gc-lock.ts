@@ -1,0 +1,105 @@
+/**
+ * The store-wide GC lock: `gc/lock`, created with O_EXCL, holding the owner's
+ * pid. One collection at a time; publishers never take it (pins and
+ * tombstoning keep them safe, see gc.ts). A lock whose owner is dead (see
+ * owners.ts) is broken: renamed aside, checked to be the very file judged
+ * stale (same inode), and removed.
+ */
+import { randomBytes } from 'node:crypto';
+import { constants, promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import type { Store } from '../../store/store.js';
+import { TimeoutError, toSluiceError } from '../protocol/errors.js';
+import { OwnerCheck } from './owners.js';
+
+/** A held GC lock. */
+export interface GcLock {
+  release(): Promise<void>;
+}
+
+const POLL_MS = 50;
+
+/** Path of the GC lock file of `store`. */
+export function gcLockPath(store: Store): string {
+  return join(store.layout.gc, 'lock');
+}
+
+/**
+ * Takes the GC lock of `store`, waiting up to `timeoutMs` for a live holder.
+ *
+ * @throws TimeoutError (ETIMEOUT) when a live collection holds it longer.
+ */
+export async function acquireGcLock(store: Store, timeoutMs: number): Promise<GcLock> {
+  const path = gcLockPath(store);
+  const deadline = Date.now() + timeoutMs;
+  await fsp.mkdir(store.layout.gc, { recursive: true, mode: 0o700 }).catch((err) => {
+    throw toSluiceError(err, 'EDISK');
+  });
+  for (;;) {
+    try {
+      const fh = await fsp.open(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600);
+      try {
+        await fh.write(`${process.pid}\n`);
+      } finally {
+        await fh.close();
+      }
+      const { ino } = await fsp.stat(path);
+      let released = false;
+      return {
+        release: async () => {
+          if (released) return;
+          released = true;
+          // Only our own lock: never remove one a breaker replaced it with.
+          const st = await fsp.stat(path).catch(() => undefined);
+          if (st?.ino === ino) await fsp.unlink(path).catch(() => {});
+        },
+      };
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== 'EEXIST') throw toSluiceError(err, 'EDISK');
+    }
+    const holder = await readHolder(path);
+    if (holder && isStale(holder)) {
+      await breakLock(path, holder.ino);
+      continue;
+    }
+    if (Date.now() >= deadline) {
+      throw new TimeoutError(
+        `another garbage collection (pid ${holder?.pid || 'unknown'}) holds ${path}; try again when it has finished`,
+        { pid: holder?.pid || null },
+      );
+    }
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}
+
+async function readHolder(path: string): Promise<{ pid: number; mtimeMs: number; ino: number } | undefined> {
+  try {
+    const [text, st] = await Promise.all([fsp.readFile(path, 'utf8'), fsp.stat(path)]);
+    return { pid: Number(text.trim()), mtimeMs: st.mtimeMs, ino: st.ino };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A lock without a valid pid is being written, unless it has been so for longer than this. */
+const UNWRITTEN_STALE_MS = 10_000;
+
+function isStale(holder: { pid: number; mtimeMs: number }): boolean {
+  if (!Number.isInteger(holder.pid) || holder.pid <= 0) return Date.now() - holder.mtimeMs > UNWRITTEN_STALE_MS;
+  return !new OwnerCheck().alive(holder.pid, holder.mtimeMs);
+}
+
+async function breakLock(path: string, staleIno: number): Promise<void> {
+  const aside = `${path}.stale-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    await fsp.rename(path, aside);
+  } catch {
+    return; // Someone else broke it first.
+  }
+  const st = await fsp.stat(aside).catch(() => undefined);
+  if (st && st.ino !== staleIno) {
+    // We moved a fresh lock taken after our check: put it back if the name is still free.
+    await fsp.link(aside, path).catch(() => {});
+  }
+  await fsp.unlink(aside).catch(() => {});
+}

@@ -1,0 +1,152 @@
+/**
+ * Appending to one session's event log, with group commit.
+ *
+ * Lines are appended with O_APPEND, each in one write, in the order `append`
+ * was called. A durable append resolves only after an fsync that started
+ * after its line was written; concurrent durable appends share fsyncs: while
+ * one fsync runs, every line written meanwhile waits for the single next one.
+ * So N completions at once cost about two fsyncs, not N.
+ *
+ * A log whose last line was torn by a crash gets a newline before the first
+ * new line, so the torn fragment stays one (skipped) line instead of
+ * swallowing the next record.
+ */
+import { constants, promises as fsp } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { Store } from '../../store/store.js';
+import { toSluiceError } from '../protocol/errors.js';
+import { eventLogPath } from './session-id.js';
+
+/** Counters of one writer, for tests and benchmarks. */
+export interface LogWriterStats {
+  /** Lines appended. */
+  appends: number;
+  /** fsyncs performed. */
+  syncs: number;
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  const fh = await fsp.open(dir, constants.O_RDONLY);
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/** An open session event log. Create with {@link EventLogWriter.open}. */
+export class EventLogWriter {
+  /** Counters (appends, fsyncs). */
+  readonly stats: LogWriterStats = { appends: 0, syncs: 0 };
+  private readonly handle: FileHandle;
+  private writes: Promise<void> = Promise.resolve();
+  private syncChain: Promise<void> = Promise.resolve();
+  private queuedSync: Promise<void> | undefined;
+  private pendingOps = 0;
+  private closed = false;
+
+  private constructor(handle: FileHandle) {
+    this.handle = handle;
+  }
+
+  /** Opens (creating durably when needed) the log of session `id`. */
+  static async open(store: Store, id: string): Promise<EventLogWriter> {
+    const path = eventLogPath(store.layout, id);
+    const dir = dirname(path);
+    try {
+      const created = (await fsp.mkdir(dir, { recursive: true, mode: 0o700 })) !== undefined;
+      const handle = await fsp.open(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o600);
+      try {
+        if (created) {
+          // The new directory entry must survive a crash as well as the lines in it.
+          await fsyncDir(dir);
+          await fsyncDir(store.layout.sessions);
+        }
+        await repairTornTail(path, handle);
+      } catch (err) {
+        await handle.close();
+        throw err;
+      }
+      return new EventLogWriter(handle);
+    } catch (err) {
+      throw toSluiceError(err, 'EDISK');
+    }
+  }
+
+  /** True while an append or fsync is in progress. */
+  get busy(): boolean {
+    return this.pendingOps > 0;
+  }
+
+  /**
+   * Appends `line` (which ends with `\n`). With `durable`, resolves only once
+   * the line is on stable storage.
+   */
+  async append(line: string, durable: boolean): Promise<void> {
+    if (this.closed) throw toSluiceError(new Error('session log is closed'), 'ECLOSED');
+    this.pendingOps++;
+    try {
+      const buf = Buffer.from(line, 'utf8');
+      const written = this.writes.then(() => this.writeAll(buf));
+      this.writes = written.catch(() => {});
+      await written;
+      this.stats.appends++;
+      if (durable) await this.sync();
+    } catch (err) {
+      throw toSluiceError(err, 'EDISK');
+    } finally {
+      this.pendingOps--;
+    }
+  }
+
+  /** Resolves after an fsync that starts after every line written so far. */
+  private sync(): Promise<void> {
+    // A sync that has not started yet will cover this line too: share it.
+    if (this.queuedSync) return this.queuedSync;
+    const run = this.syncChain.then(async () => {
+      this.queuedSync = undefined;
+      this.stats.syncs++;
+      await this.handle.datasync();
+    });
+    this.queuedSync = run;
+    this.syncChain = run.catch(() => {});
+    return run;
+  }
+
+  private async writeAll(buf: Buffer): Promise<void> {
+    let off = 0;
+    while (off < buf.length) {
+      const { bytesWritten } = await this.handle.write(buf, off, buf.length - off);
+      if (!(bytesWritten > 0))
+        throw Object.assign(new Error('write made no progress'), { code: 'EIO', syscall: 'write' });
+      off += bytesWritten;
+    }
+  }
+
+  /** Waits for pending appends and closes the file. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.writes;
+    await this.syncChain;
+    await this.handle.close().catch(() => {});
+  }
+}
+
+/** Ends a torn last line with `\n` so the next record starts on a line of its own. */
+async function repairTornTail(path: string, handle: FileHandle): Promise<void> {
+  const { size } = await handle.stat();
+  if (size === 0) return;
+  const reader = await fsp.open(path, constants.O_RDONLY);
+  try {
+    const last = Buffer.alloc(1);
+    await reader.read(last, 0, 1, size - 1);
+    if (last[0] !== 0x0a) {
+      await handle.write('\n');
+      await handle.datasync();
+    }
+  } finally {
+    await reader.close();
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * Who owns a file in tmp/ or pins/, and whether that owner still lives.
+ *
+ * Owned files are named `<pid>-<random>.<kind>` by the process that creates
+ * them. The owner is alive when `process.kill(pid, 0)` finds the process
+ * (EPERM counts as alive: it exists, under another user) and it is not a
+ * zombie. Pid reuse: on Linux the start time of the process now holding the
+ * pid is read from /proc/<pid>/stat (plus the boot time from /proc/stat);
+ * when that process started more than {@link START_SLACK_MS} after the file
+ * was last modified, it cannot be the file's owner (an owner exists before
+ * it writes), so the owner is dead. Elsewhere, or when /proc cannot be read,
+ * a running process with the pid counts as the owner (conservative: the file
+ * is kept). The whole store must be used from one pid namespace.
+ */
+import { readFileSync } from 'node:fs';
+
+/** Clock ticks per second of /proc times (USER_HZ, 100 on every mainstream Linux). */
+const CLOCK_TICKS = 100;
+/** Boot time in /proc/stat has one-second resolution; start times closer than this to the file's mtime are not judged. */
+export const START_SLACK_MS = 2000;
+
+const OWNED = /^([1-9][0-9]{0,9})-[0-9a-zA-Z]+\.[a-z]+$/;
+
+/** The owner pid encoded in an owned file's name, or undefined when the name is not of that form. */
+export function ownerPid(name: string): number | undefined {
+  const m = OWNED.exec(name);
+  return m ? Number(m[1]) : undefined;
+}
+
+let bootTimeMs: number | null | undefined;
+
+function bootTime(): number | null {
+  if (bootTimeMs === undefined) {
+    try {
+      const m = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'latin1'));
+      bootTimeMs = m ? Number(m[1]) * 1000 : null;
+    } catch {
+      bootTimeMs = null;
+    }
+  }
+  return bootTimeMs;
+}
+
+/** What /proc says about a process: its start (ms since the epoch) and whether it is a zombie. */
+export function procInfo(pid: number): { startMs: number; zombie: boolean } | undefined {
+  const boot = bootTime();
+  if (boot === null) return undefined;
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return undefined;
+  }
+  // comm (field 2) may hold spaces and parentheses: fields resume after the last ')'.
+  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const state = rest[0];
+  const ticks = Number(rest[19]);
+  if (!Number.isFinite(ticks)) return undefined;
+  return { startMs: boot + (ticks * 1000) / CLOCK_TICKS, zombie: state === 'Z' || state === 'X' };
+}
+
+/** Liveness answers for one GC pass: a process found alive or dead stays so for the pass. */
+export class OwnerCheck {
+  private readonly procs = new Map<number, { exists: boolean; info: ReturnType<typeof procInfo> }>();
+
+  /**
+   * True when the owner of a file named for `pid`, last modified at
+   * `fileMtimeMs`, may still be alive. This process is always alive.
+   */
+  alive(pid: number, fileMtimeMs: number): boolean {
+    if (pid === process.pid) return true;
+    let p = this.procs.get(pid);
+    if (!p) {
+      let exists = true;
+      try {
+        process.kill(pid, 0);
+      } catch (err) {
+        exists = (err as { code?: unknown }).code === 'EPERM';
+      }
+      p = { exists, info: exists ? procInfo(pid) : undefined };
+      this.procs.set(pid, p);
+    }
+    if (!p.exists || p.info?.zombie) return false;
+    // A process that started after the file was last written did not write it: the pid was reused.
+    if (p.info && p.info.startMs > fileMtimeMs + START_SLACK_MS) return false;
+    return true;
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * Replay: a session's calls rebuilt from its event log, without running any
+ * tool and without writing anything to the store.
+ *
+ * Each surviving (not reverted) call comes back as the {@link TerminalResult}
+ * the live call returned: `display` is the final display only (live display
+ * deltas are never stored, so they cannot be shown twice) and `model` is the
+ * exact model view, both byte-identical to the live result. Artifacts are not
+ * read, so a session whose artifacts were deleted still replays; reading them
+ * afterwards fails with ENOTFOUND.
+ *
+ * A call with a `call.started` record and no `call.completed` record (the
+ * process died mid-call, or the call is still running in another process)
+ * replays as interrupted: status `failed`, `complete: false`, no output, an
+ * EWORKERCRASH error with `details.interrupted: true`, and a display and
+ * model status line that say so.
+ */
+import type { Store } from '../../store/store.js';
+import { formatDuration } from '../presentation/display.js';
+import { type ErrorCode, type SerializedError, serializeError, WorkerCrashError } from '../protocol/errors.js';
+import type { TerminalResult } from '../result.js';
+import { readEventLog } from './log-reader.js';
+import { type CompletedRecord, parseOutputRef, validAttachments, validMessages } from './records.js';
+import { loadSpill } from './spill.js';
+import { type CallEntry, foldSession } from './state.js';
+
+/** One call as replayed. */
+export interface ReplayedCall {
+  callId: string;
+  tool: string;
+  /** The call's arguments; undefined when the log does not have them. */
+  args: unknown;
+  /** The terminal result: `display` and `model` exactly as the live call returned them. */
+  result: TerminalResult;
+  /** True when the log has no terminal record for the call. */
+  interrupted: boolean;
+  /** Spilled fields that could not be loaded (their blob is missing or corrupt); they hold defaults. */
+  unavailable?: string[];
+}
+
+/** A replayed session. */
+export interface ReplayedSession {
+  session: string;
+  /** Surviving calls, in log order. */
+  calls: ReplayedCall[];
+  /** Calls hidden by reverts. */
+  reverted: number;
+  /** Log lines skipped as torn or corrupt. */
+  corruptLines: number;
+  /** Intact lines skipped because this version does not know or cannot use them. */
+  skippedLines: number;
+}
+
+/** Text of an interrupted call's final display. */
+export function interruptedDisplay(tool: string): string {
+  return `${tool} was interrupted: the process running it ended before the call finished, so no result was recorded`;
+}
+
+const INTERRUPTED_MESSAGE = 'the process running the call ended before it finished; no output was recorded';
+
+/**
+ * Replays session `id` of `store`.
+ *
+ * @throws BadArgumentsError (EBADARGS) for an invalid id; NotFoundError (ENOTFOUND) when there is no such session.
+ */
+export async function replaySession(store: Store, id: string): Promise<ReplayedSession> {
+  const log = await readEventLog(store, id);
+  const state = foldSession(log.records);
+  const calls: ReplayedCall[] = [];
+  for (const e of state.live) calls.push(await replayCall(store, id, e));
+  return {
+    session: id,
+    calls,
+    reverted: state.calls.length - state.live.length,
+    corruptLines: log.corrupt,
+    skippedLines: log.unknown + log.invalid,
+  };
+}
+
+async function replayCall(store: Store, session: string, e: CallEntry): Promise<ReplayedCall> {
+  const unavailable: string[] = [];
+  const started = e.started ? await withSpill(store, e.started, unavailable) : undefined;
+  const tool = e.completed?.tool ?? e.started?.tool ?? 'unknown';
+  const args = started?.args;
+  if (!e.completed) {
+    const error = serializeError(new WorkerCrashError(INTERRUPTED_MESSAGE, { interrupted: true }));
+    const result: TerminalResult = {
+      callId: e.callId,
+      tool,
+      session,
+      status: 'failed',
+      complete: false,
+      display: interruptedDisplay(tool),
+      model: `[Status: failed. ${error.code}: ${error.message}. Output is incomplete.]`,
+      output: null,
+      metadata: {},
+      attachments: [],
+      messages: [],
+      error,
+      startedAt: e.started?.at ?? '',
+      durationMs: 0,
+    };
+    return done({ callId: e.callId, tool, args, result, interrupted: true }, unavailable);
+  }
+  const c = await withSpill(store, e.completed, unavailable);
+  const result: TerminalResult = {
+    callId: e.callId,
+    tool,
+    session,
+    status: c.status,
+    // Older layouts without the flag: only a success was complete.
+    complete: c.complete ?? c.status === 'success',
+    display: typeof c.display === 'string' ? c.display : defaultDisplay(tool, c),
+    model: typeof c.model === 'string' ? c.model : '',
+    output: parseOutputRef(c.output),
+    metadata: isPlainObject(c.metadata) ? c.metadata : {},
+    attachments: validAttachments(Array.isArray(c.attachments) ? c.attachments : undefined),
+    messages: validMessages(Array.isArray(c.messages) ? c.messages : undefined),
+    startedAt: c.startedAt ?? e.started?.at ?? '',
+    durationMs: c.durationMs ?? 0,
+  };
+  const err = c.error as SerializedError | { code: string; message: string } | undefined;
+  if (err && typeof err.code === 'string' && typeof err.message === 'string') {
+    result.error = err as SerializedError & { code: ErrorCode };
+  }
+  return done({ callId: e.callId, tool, args, result, interrupted: false }, unavailable);
+}
+
+function done(call: ReplayedCall, unavailable: string[]): ReplayedCall {
+  if (unavailable.length > 0) call.unavailable = unavailable;
+  return call;
+}
+
+function defaultDisplay(tool: string, c: CompletedRecord): string {
+  return `${tool} ${c.status}${c.durationMs !== undefined ? ` in ${formatDuration(c.durationMs)}` : ''}`;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** The record with its spilled fields put back (read-only); fields whose blob is unreadable are listed in `unavailable`. */
+async function withSpill<T extends { spill?: { digest: string; bytes: number; fields: string[] } }>(
+  store: Store,
+  rec: T,
+  unavailable: string[],
+): Promise<T> {
+  if (!rec.spill) return rec;
+  try {
+    const fields = await loadSpill(store, rec.spill);
+    const back: Record<string, unknown> = { ...rec };
+    for (const f of rec.spill.fields) if (Object.hasOwn(fields, f)) back[f] = fields[f];
+    return back as T;
+  } catch {
+    unavailable.push(...rec.spill.fields);
+    return rec;
+  }
+}

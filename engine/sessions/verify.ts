@@ -1,0 +1,57 @@
+/**
+ * Verify, with sessions: the store audit (corrupt blobs, manifest references
+ * that are missing) plus every reference of a live call in a session log
+ * whose blob is missing. Reverted calls are not checked: their artifacts may
+ * have been collected, as intended. Removes nothing.
+ */
+import type { Store } from '../../store/store.js';
+import type { VerifyReport } from '../../store/verify.js';
+import { listSessionIds } from './catalog.js';
+import { readEventLog } from './log-reader.js';
+import { callReferences, foldSession, type ReferenceRole } from './state.js';
+
+/** A live record that references a blob the store lacks. */
+export interface MissingReference {
+  session: string;
+  callId: string;
+  digest: string;
+  /** What the blob is to the call: its output, manifest, a stream, or a spill blob (large arguments or fields). */
+  role: ReferenceRole;
+}
+
+/** The store report plus the session checks. */
+export interface SessionVerifyReport extends VerifyReport {
+  /** References of live calls to missing blobs, by session, then log order. */
+  records: MissingReference[];
+  /** Log lines skipped as torn or corrupt, over all sessions. */
+  corruptLines: number;
+}
+
+/** Audits `store` and its session logs. */
+export async function verifyWithSessions(store: Store): Promise<SessionVerifyReport> {
+  const base = await store.verify();
+  const records: MissingReference[] = [];
+  let corruptLines = 0;
+  const present = new Map<string, boolean>();
+  for (const session of await listSessionIds(store)) {
+    let log: Awaited<ReturnType<typeof readEventLog>>;
+    try {
+      log = await readEventLog(store, session);
+    } catch (err) {
+      if ((err as { code?: unknown }).code === 'ENOTFOUND') continue;
+      throw err;
+    }
+    corruptLines += log.corrupt;
+    for (const call of foldSession(log.records).live) {
+      for (const [digest, role] of callReferences(call)) {
+        let has = present.get(digest);
+        if (has === undefined) {
+          has = await store.hasBlob(digest);
+          present.set(digest, has);
+        }
+        if (!has) records.push({ session, callId: call.callId, digest, role });
+      }
+    }
+  }
+  return { ...base, records, corruptLines };
+}

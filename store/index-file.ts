@@ -1,0 +1,295 @@
+/**
+ * Using and rebuilding the cached line-index file beside a large blob (format
+ * in line-index.ts). The index is derived data, so nothing here trusts it:
+ * headers are checked against the verified blob, entries against their
+ * neighbours and against the blob itself, and any failure to build or place
+ * one is swallowed, because a read can always fall back to scanning.
+ */
+import { createHash, type Hash } from 'node:crypto';
+import { constants } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import {
+  decodeIndexHeader,
+  encodeIndexHeader,
+  INDEX_ENTRY_BYTES,
+  INDEX_HEADER_BYTES,
+  INDEX_MIN_BLOB_BYTES,
+} from './line-index.js';
+import type { Store } from './store.js';
+
+/** A known line start: zero-based line number and the byte offset where it begins. */
+export interface LineAnchor {
+  /** Zero-based line number. */
+  line: number;
+  /** Byte offset in the blob where that line begins. */
+  byte: number;
+}
+
+/** What a consistent index header says, plus the index file's own size. */
+export interface IndexHeaderInfo {
+  /** Size of the blob the index describes. */
+  bytes: number;
+  /** Lines of the blob the index describes. */
+  lines: number;
+  /** Entries in the file. */
+  entries: number;
+  /** Size of the index file itself. */
+  fileSize: number;
+}
+
+/** The start of the blob: line 0 begins at byte 0 and is never stored in an index. */
+export const BLOB_START: LineAnchor = Object.freeze({ line: 0, byte: 0 });
+
+/** Below this many candidate entries the search reads them in one go (at most 4 KiB) instead of probing. */
+const BLOCK_ENTRIES = 256;
+/** Read size when comparing an existing index with a freshly computed one. */
+const COMPARE_CHUNK = 64 * 1024;
+const LF = 0x0a;
+
+/** True when a blob of `bytes` bytes should have an index file. */
+export function wantsIndex(bytes: number): boolean {
+  return bytes >= INDEX_MIN_BLOB_BYTES;
+}
+
+async function openIndex(store: Store, digest: string): Promise<FileHandle | undefined> {
+  try {
+    return await store.io.open(store.layout.indexPath(digest), constants.O_RDONLY);
+  } catch {
+    // Missing or unreadable: both mean "no usable index".
+    return undefined;
+  }
+}
+
+async function readExactly(fh: FileHandle, buf: Buffer, position: number): Promise<boolean> {
+  let off = 0;
+  while (off < buf.length) {
+    const { bytesRead } = await fh.read(buf, off, buf.length - off, position + off);
+    if (bytesRead === 0) return false;
+    off += bytesRead;
+  }
+  return true;
+}
+
+/**
+ * Reads and checks the header of an open index file against a blob of `blobBytes`
+ * bytes: magic, recorded size, and a file size that holds exactly the recorded
+ * number of entries. Returns undefined when any of that is off.
+ */
+async function readHeader(fh: FileHandle, blobBytes: number): Promise<IndexHeaderInfo | undefined> {
+  const { size: fileSize } = await fh.stat();
+  const buf = Buffer.alloc(INDEX_HEADER_BYTES);
+  if (!(await readExactly(fh, buf, 0))) return undefined;
+  const h = decodeIndexHeader(buf);
+  if (!h || h.bytes !== blobBytes) return undefined;
+  if (!Number.isSafeInteger(h.entries) || fileSize !== INDEX_HEADER_BYTES + h.entries * INDEX_ENTRY_BYTES) {
+    return undefined;
+  }
+  return { ...h, fileSize };
+}
+
+/** The header of the index of `digest` when it exists and matches a blob of `blobBytes` bytes. */
+export async function probeIndexHeader(
+  store: Store,
+  digest: string,
+  blobBytes: number,
+): Promise<IndexHeaderInfo | undefined> {
+  const fh = await openIndex(store, digest);
+  if (!fh) return undefined;
+  try {
+    return await readHeader(fh, blobBytes);
+  } catch {
+    return undefined;
+  } finally {
+    await fh.close().catch(() => {});
+  }
+}
+
+function entryAt(buf: Buffer, at: number): LineAnchor {
+  return { line: Number(buf.readBigUInt64LE(at)), byte: Number(buf.readBigUInt64LE(at + 8)) };
+}
+
+/**
+ * Finds the last indexed line start at or before `line` in a verified blob of
+ * `blobBytes` bytes and `blobLines` lines, with positioned reads and a binary
+ * search (O(log entries) small reads; the index is never loaded whole).
+ *
+ * Returns undefined when the index is missing or fails a check, so the caller
+ * can rebuild it or scan instead. The checks: header matches the blob; every
+ * entry read lies strictly between the entries bracketing it (entries are
+ * strictly increasing in both line and byte); each entry is plausible (line
+ * <= byte, within the blob); and the byte before the chosen entry is `\n`.
+ */
+export async function findAnchor(
+  store: Store,
+  digest: string,
+  blob: FileHandle,
+  blobBytes: number,
+  blobLines: number,
+  line: number,
+): Promise<LineAnchor | undefined> {
+  const fh = await openIndex(store, digest);
+  if (!fh) return undefined;
+  try {
+    const header = await readHeader(fh, blobBytes);
+    if (!header || header.lines !== blobLines) return undefined;
+    // Invariant: entry lo (or the implicit start when lo = -1) has line <= target; entry hi (or the end) has line > target.
+    let lo = -1;
+    let hi = header.entries;
+    let low: LineAnchor = BLOB_START;
+    let high: LineAnchor = { line: blobLines + 1, byte: blobBytes + 1 };
+    const accept = (e: LineAnchor): boolean =>
+      e.line > low.line && e.line < high.line && e.byte > low.byte && e.byte < high.byte && e.line <= e.byte;
+    const probe = Buffer.alloc(INDEX_ENTRY_BYTES);
+    while (hi - lo > BLOCK_ENTRIES) {
+      const mid = lo + Math.floor((hi - lo) / 2);
+      if (!(await readExactly(fh, probe, INDEX_HEADER_BYTES + mid * INDEX_ENTRY_BYTES))) return undefined;
+      const e = entryAt(probe, 0);
+      if (!accept(e)) return undefined;
+      if (e.line <= line) {
+        lo = mid;
+        low = e;
+      } else {
+        hi = mid;
+        high = e;
+      }
+    }
+    const count = hi - lo - 1;
+    if (count > 0) {
+      const block = Buffer.alloc(count * INDEX_ENTRY_BYTES);
+      if (!(await readExactly(fh, block, INDEX_HEADER_BYTES + (lo + 1) * INDEX_ENTRY_BYTES))) return undefined;
+      for (let i = 0; i < count; i++) {
+        const e = entryAt(block, i * INDEX_ENTRY_BYTES);
+        if (!accept(e)) return undefined;
+        if (e.line > line) {
+          high = e;
+          break;
+        }
+        low = e;
+      }
+    }
+    if (low === BLOB_START) return BLOB_START;
+    // An entry is only trusted at a real line start.
+    const before = Buffer.alloc(1);
+    if (!(await readExactly(blob, before, low.byte - 1)) || before[0] !== LF) return undefined;
+    return low;
+  } catch {
+    return undefined;
+  } finally {
+    await fh.close().catch(() => {});
+  }
+}
+
+/**
+ * Writes a new index file in the store's tmp/ while the blob is scanned, then
+ * renames it beside the blob. Never throws: the first failure makes it stop,
+ * remove its temporary file and leave the blob without an index.
+ */
+export class IndexBuilder {
+  private readonly store: Store;
+  private fh: FileHandle | undefined;
+  private path: string | undefined;
+  private position = INDEX_HEADER_BYTES;
+  private entries = 0;
+  private failed = false;
+
+  /** A builder writing into `store`'s tmp/. */
+  constructor(store: Store) {
+    this.store = store;
+  }
+
+  /** Appends encoded entries (as produced by `LineScanner.takeEntries`). */
+  async add(entries: Buffer): Promise<void> {
+    if (this.failed || entries.length === 0) return;
+    try {
+      await this.writeAt(entries, this.position);
+      this.position += entries.length;
+      this.entries += entries.length / INDEX_ENTRY_BYTES;
+    } catch {
+      await this.abort();
+    }
+  }
+
+  /** Writes the header and moves the file to the index path of `digest`. Returns true when placed. */
+  async finish(digest: string, bytes: number, lines: number): Promise<boolean> {
+    if (this.failed) return false;
+    try {
+      await this.writeAt(encodeIndexHeader(bytes, lines, this.entries), 0);
+      const fh = this.fh as FileHandle;
+      this.fh = undefined;
+      await fh.close();
+      await this.store.placeIndex(this.path as string, digest);
+      this.path = undefined;
+      return true;
+    } catch {
+      await this.abort();
+      return false;
+    }
+  }
+
+  /** Stops and removes the temporary file. */
+  async abort(): Promise<void> {
+    this.failed = true;
+    const { fh, path } = this;
+    this.fh = undefined;
+    this.path = undefined;
+    if (fh) await fh.close().catch(() => {});
+    if (path) await this.store.io.unlink(path).catch(() => {});
+  }
+
+  private async writeAt(buf: Buffer, position: number): Promise<void> {
+    if (!this.fh) {
+      const { handle, path } = await this.store.createTemp('idx');
+      this.fh = handle;
+      this.path = path;
+    }
+    let off = 0;
+    while (off < buf.length) {
+      const n = await this.store.io.write(this.fh, buf, off, buf.length - off, position + off);
+      // A write that makes no progress would loop forever; treat it as the I/O error it is.
+      if (n <= 0) throw Object.assign(new Error('index write made no progress'), { code: 'EIO', syscall: 'write' });
+      off += n;
+    }
+  }
+}
+
+/**
+ * Hashes freshly computed entries so they can be compared with an existing
+ * index file without holding either in memory.
+ */
+export class IndexComparer {
+  private readonly hash: Hash = createHash('sha256');
+  private entries = 0;
+
+  /** Feeds the next encoded entries. */
+  add(entries: Buffer): void {
+    this.hash.update(entries);
+    this.entries += entries.length / INDEX_ENTRY_BYTES;
+  }
+
+  /**
+   * True when the index file of `digest` holds exactly the entries fed here
+   * and a header for `bytes` and `lines`.
+   */
+  async matches(store: Store, digest: string, bytes: number, lines: number): Promise<boolean> {
+    const fh = await openIndex(store, digest);
+    if (!fh) return false;
+    try {
+      const header = await readHeader(fh, bytes);
+      if (!header || header.lines !== lines || header.entries !== this.entries) return false;
+      const existing = createHash('sha256');
+      const buf = Buffer.allocUnsafe(COMPARE_CHUNK);
+      let pos = INDEX_HEADER_BYTES;
+      while (pos < header.fileSize) {
+        const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, header.fileSize - pos), pos);
+        if (bytesRead === 0) return false;
+        existing.update(buf.subarray(0, bytesRead));
+        pos += bytesRead;
+      }
+      return existing.digest('hex') === this.hash.digest('hex');
+    } catch {
+      return false;
+    } finally {
+      await fh.close().catch(() => {});
+    }
+  }
+}

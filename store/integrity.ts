@@ -1,0 +1,295 @@
+/**
+ * Integrity of stored blobs: a blob is trusted only after its whole content
+ * has been hashed (streaming, bounded memory) and found equal to its name.
+ *
+ * Each {@link Store} instance remembers which blobs it verified, keyed by the
+ * digest and the identity of the file it hashed (device, inode, size, mtime,
+ * ctime from fstat of the open descriptor): a blob modified or replaced later
+ * no longer matches the key and is hashed again. The same pass counts lines
+ * and, for a large blob, checks or rebuilds its cached line index, so a first
+ * read costs one sequential read of the blob.
+ */
+import { createHash } from 'node:crypto';
+import { constants } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { BadUriError, IntegrityError, NotFoundError, toSluiceError } from '../engine/protocol/errors.js';
+import { IndexBuilder, IndexComparer, probeIndexHeader, wantsIndex } from './index-file.js';
+import { LineScanner } from './line-index.js';
+import type { Store } from './store.js';
+import { openTombstoned } from './tombstone.js';
+import { isDigest } from './uri.js';
+
+/** A blob opened for reading whose content matched its digest. */
+export interface VerifiedBlob {
+  /** SHA-256 of the content, 64 lowercase hex. */
+  readonly digest: string;
+  /** The open descriptor; close it with {@link close}. */
+  readonly handle: FileHandle;
+  /** Size in bytes. */
+  readonly bytes: number;
+  /** Lines by the shared line rule. */
+  readonly lines: number;
+  /** Closes the descriptor (idempotent). */
+  close(): Promise<void>;
+}
+
+/** The outcome of hashing one blob file, for {@link verifyStore}-style audits. */
+export type BlobCheck =
+  | { status: 'ok'; bytes: number; lines: number }
+  | { status: 'corrupt'; actual: string; bytes: number }
+  | { status: 'missing' };
+
+interface Verified {
+  key: string;
+  lines: number;
+  /** Set when rebuilding the index failed since this verification (a read-only or full store). */
+  indexUnavailable?: boolean;
+}
+
+/** Read size of the hashing pass: large reads keep syscalls off the profile. */
+const HASH_CHUNK = 1024 * 1024;
+/** Hand index entries to the builder once this many are pending, so memory stays flat. */
+const SPILL_ENTRIES = 4096;
+/** Verified blobs remembered per store; the oldest are forgotten first (and simply hashed again). */
+const MAX_REMEMBERED = 8192;
+
+const remembered = new WeakMap<Store, Map<string, Verified>>();
+const inFlight = new WeakMap<Store, Map<string, Promise<number>>>();
+
+function cacheOf<T>(map: WeakMap<Store, Map<string, T>>, store: Store): Map<string, T> {
+  let m = map.get(store);
+  if (!m) {
+    m = new Map();
+    map.set(store, m);
+  }
+  return m;
+}
+
+function remember(store: Store, digest: string, v: Verified): void {
+  const m = cacheOf(remembered, store);
+  m.delete(digest);
+  m.set(digest, v);
+  if (m.size > MAX_REMEMBERED) {
+    const oldest = m.keys().next().value;
+    if (oldest !== undefined) m.delete(oldest);
+  }
+}
+
+/** The identity of the file behind `fh`: a later write, truncate, utimes or replacement changes it. */
+async function fileKey(fh: FileHandle): Promise<{ key: string; size: number; isFile: boolean }> {
+  const st = await fh.stat({ bigint: true });
+  return {
+    key: `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`,
+    size: Number(st.size),
+    isFile: st.isFile(),
+  };
+}
+
+/**
+ * Reads `fh` from the start to end of file, handing each chunk to `onChunk`
+ * while the next read is already in flight. Two fixed buffers, whatever the
+ * size. Returns the number of bytes read. The chunk is only valid during the call.
+ */
+export async function readSequentially(
+  fh: FileHandle,
+  onChunk: (chunk: Buffer) => void | Promise<void>,
+  chunkSize = HASH_CHUNK,
+): Promise<number> {
+  const bufs = [Buffer.allocUnsafe(chunkSize), Buffer.allocUnsafe(chunkSize)] as const;
+  let which = 0;
+  let position = 0;
+  let pending = fh.read(bufs[0], 0, chunkSize, 0);
+  try {
+    for (;;) {
+      const { bytesRead } = await pending;
+      if (bytesRead === 0) return position;
+      const current = bufs[which as 0 | 1];
+      position += bytesRead;
+      which ^= 1;
+      pending = fh.read(bufs[which as 0 | 1], 0, chunkSize, position);
+      await onChunk(current.subarray(0, bytesRead));
+    }
+  } catch (err) {
+    // Never leave a read running (or rejecting unobserved) behind a failure.
+    await pending.catch(() => {});
+    throw err;
+  }
+}
+
+function corrupt(digest: string, actual: string, bytes: number): IntegrityError {
+  return new IntegrityError(
+    `artifact ${digest} is corrupt: its ${bytes} bytes hash to ${actual}; the store holds damaged content under this name`,
+    { digest, actual, bytes },
+  );
+}
+
+/**
+ * Hashes the whole blob behind `fh` and counts its lines. For a large blob the
+ * same pass checks the cached index (when its header looks right) or writes a
+ * new one (when it does not); an index that fails the check is rebuilt with a
+ * second, hash-free pass. Throws {@link IntegrityError} on a digest mismatch.
+ */
+async function verifyPass(store: Store, digest: string, fh: FileHandle, size: number): Promise<number> {
+  const hash = createHash('sha256');
+  const scanner = new LineScanner();
+  const indexed = wantsIndex(size);
+  const header = indexed ? await probeIndexHeader(store, digest, size) : undefined;
+  const comparer = indexed && header ? new IndexComparer() : undefined;
+  const builder = indexed && !header ? new IndexBuilder(store) : undefined;
+  try {
+    const total = await readSequentially(fh, async (chunk) => {
+      hash.update(chunk);
+      scanner.push(chunk);
+      if (scanner.pendingEntries >= SPILL_ENTRIES) {
+        const entries = scanner.takeEntries();
+        comparer?.add(entries);
+        await builder?.add(entries);
+      }
+    });
+    const actual = hash.digest('hex');
+    if (actual !== digest || total !== size) throw corrupt(digest, actual, total);
+    const rest = scanner.takeEntries();
+    comparer?.add(rest);
+    await builder?.add(rest);
+    if (builder) await builder.finish(digest, size, scanner.lines);
+    else if (comparer && !(await comparer.matches(store, digest, size, scanner.lines))) {
+      await rebuildIndex(store, digest, fh, size);
+    }
+    return scanner.lines;
+  } finally {
+    await builder?.abort();
+  }
+}
+
+/**
+ * Rewrites the index of an already verified blob from its content (no
+ * hashing). Returns true when a new index was placed; failures leave no
+ * temporary file and are otherwise ignored, as the index is only a cache.
+ */
+export async function rebuildIndex(store: Store, digest: string, fh: FileHandle, size: number): Promise<boolean> {
+  if (!wantsIndex(size)) return false;
+  const scanner = new LineScanner();
+  const builder = new IndexBuilder(store);
+  try {
+    const total = await readSequentially(fh, async (chunk) => {
+      scanner.push(chunk);
+      if (scanner.pendingEntries >= SPILL_ENTRIES) await builder.add(scanner.takeEntries());
+    });
+    // A blob that changed since it was verified gets no index; the next read re-verifies it.
+    if (total !== size) return false;
+    await builder.add(scanner.takeEntries());
+    return await builder.finish(digest, size, scanner.lines);
+  } catch {
+    return false;
+  } finally {
+    await builder.abort();
+  }
+}
+
+async function openBlobFile(store: Store, digest: string): Promise<FileHandle> {
+  if (!isDigest(digest)) throw new BadUriError(`${JSON.stringify(digest)} is not a 64-character lowercase hex digest`);
+  try {
+    return await store.io.open(store.layout.blobPath(digest), constants.O_RDONLY);
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ENOENT') {
+      // A collection may have it aside for an instant while it re-checks the pins.
+      const tombstoned = await openTombstoned(store, digest);
+      if (tombstoned) return tombstoned;
+      throw new NotFoundError(`artifact ${digest} is not in the store at ${store.root}`, { digest });
+    }
+    throw toSluiceError(err, 'EDISK');
+  }
+}
+
+/**
+ * Opens the blob `digest` and makes sure its content matches its name, hashing
+ * it unless this store already verified the very same file. Concurrent first
+ * reads of one blob share a single pass.
+ *
+ * Throws {@link NotFoundError} (ENOTFOUND) when absent and {@link IntegrityError}
+ * (EINTEGRITY) when the content differs from its name (truncated, extended,
+ * altered) or the path is not a regular file.
+ */
+export async function openVerifiedBlob(store: Store, digest: string): Promise<VerifiedBlob> {
+  const handle = await openBlobFile(store, digest);
+  let closed = false;
+  const close = async (): Promise<void> => {
+    if (closed) return;
+    closed = true;
+    await handle.close().catch(() => {});
+  };
+  try {
+    const { key, size, isFile } = await fileKey(handle);
+    if (!isFile) throw new IntegrityError(`artifact ${digest} is not a regular file in the store`, { digest });
+    const known = cacheOf(remembered, store).get(digest);
+    let lines: number;
+    if (known?.key === key) {
+      lines = known.lines;
+    } else {
+      const flights = cacheOf(inFlight, store);
+      const flightKey = `${digest}@${key}`;
+      let flight = flights.get(flightKey);
+      if (!flight) {
+        flight = verifyPass(store, digest, handle, size).finally(() => flights.delete(flightKey));
+        flights.set(flightKey, flight);
+      }
+      lines = await flight;
+      // Remember only a file that did not change while it was hashed.
+      if ((await fileKey(handle)).key === key) remember(store, digest, { key, lines });
+    }
+    return { digest, handle, bytes: size, lines, close };
+  } catch (err) {
+    await close();
+    throw toSluiceError(err, 'EDISK');
+  }
+}
+
+/**
+ * Hashes the blob file of `digest` unconditionally (an audit, not a read):
+ * reports it missing, corrupt or ok, and remembers an ok blob as verified.
+ * Other filesystem failures are thrown as {@link DiskError}s.
+ */
+export async function checkBlob(store: Store, digest: string): Promise<BlobCheck> {
+  let blob: FileHandle;
+  try {
+    blob = await openBlobFile(store, digest);
+  } catch (err) {
+    if (err instanceof NotFoundError) return { status: 'missing' };
+    throw err;
+  }
+  try {
+    const { key, isFile } = await fileKey(blob);
+    if (!isFile) return { status: 'corrupt', actual: '', bytes: 0 };
+    const hash = createHash('sha256');
+    const scanner = new LineScanner();
+    const bytes = await readSequentially(blob, (chunk) => {
+      hash.update(chunk);
+      scanner.push(chunk);
+      // Only the count matters here; entries would otherwise pile up.
+      if (scanner.pendingEntries >= SPILL_ENTRIES) scanner.takeEntries();
+    });
+    const actual = hash.digest('hex');
+    if (actual !== digest) return { status: 'corrupt', actual, bytes };
+    if ((await fileKey(blob)).key === key) remember(store, digest, { key, lines: scanner.lines });
+    return { status: 'ok', bytes, lines: scanner.lines };
+  } catch (err) {
+    throw toSluiceError(err, 'EDISK');
+  } finally {
+    await blob.close().catch(() => {});
+  }
+}
+
+/**
+ * Records that the index of the verified blob `digest` could not be rebuilt,
+ * so later reads scan instead of paying for another full rebuild attempt each
+ * time. Cleared when the blob is verified again (which retries the index).
+ */
+export function markIndexUnavailable(store: Store, digest: string): void {
+  const v = remembered.get(store)?.get(digest);
+  if (v) v.indexUnavailable = true;
+}
+
+/** True when {@link markIndexUnavailable} was called since `digest` was last verified by `store`. */
+export function isIndexUnavailable(store: Store, digest: string): boolean {
+  return remembered.get(store)?.get(digest)?.indexUnavailable === true;
+}

@@ -1,0 +1,38 @@
+/**
+ * Reading a blob that a garbage collection has moved aside for a moment.
+ *
+ * GC deletes by tombstoning (engine/sessions/gc-sweep.ts): it renames a
+ * candidate into `gc/trash/<owner>/<digest>`, re-reads the pins, and puts the
+ * blob back when a publisher pinned or refreshed it meanwhile. For that
+ * instant the blob is not at its address, though it may be live. A reader
+ * that misses a blob therefore also looks among the tombstones, and then at
+ * the address once more (a restore may have moved it back in between). The
+ * content is verified against its digest as usual, and an open descriptor
+ * stays valid even if the tombstone is unlinked afterwards.
+ */
+import { constants, promises as fsp } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Store } from './store.js';
+
+/** Opens the blob `digest` from a tombstone, or from its address if it was restored meanwhile; undefined when neither. */
+export async function openTombstoned(store: Store, digest: string): Promise<FileHandle | undefined> {
+  let owners: string[];
+  try {
+    owners = await fsp.readdir(store.layout.trash);
+  } catch {
+    owners = [];
+  }
+  for (const owner of owners) {
+    try {
+      return await store.io.open(join(store.layout.trash, owner, digest), constants.O_RDONLY);
+    } catch {
+      // Not in this one.
+    }
+  }
+  try {
+    return await store.io.open(store.layout.blobPath(digest), constants.O_RDONLY);
+  } catch {
+    return undefined;
+  }
+}

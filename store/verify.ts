@@ -1,0 +1,84 @@
+/**
+ * A whole-store audit: every blob is hashed (streaming) and compared with its
+ * name, and every blob a manifest references must be present. It only reads
+ * and reports; repairing or removing anything is left to the operator and GC.
+ */
+import { promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import { toSluiceError } from '../engine/protocol/errors.js';
+import { checkBlob } from './integrity.js';
+import { tryLoadManifest } from './manifest-load.js';
+import type { Store } from './store.js';
+
+/** What {@link verifyStore} found. Digest lists are sorted. */
+export interface VerifyReport {
+  /** Blobs hashed. */
+  scanned: number;
+  /** Blobs whose content matches their name. */
+  ok: number;
+  /** Digests of blobs whose content does not match their name. */
+  corrupt: string[];
+  /** Digests referenced by a manifest in the store but absent from it. */
+  missing: string[];
+  /** Paths (relative to the store root) under blobs/ that are not blob names; not scanned, not removed. */
+  unexpected: string[];
+}
+
+const PREFIX = /^[0-9a-f]{2}$/;
+const REST = /^[0-9a-f]{62}$/;
+
+async function listDir(dir: string): Promise<{ name: string; isDir: boolean; isFile: boolean }[]> {
+  try {
+    const entries = await fsp.readdir(dir, { withFileTypes: true });
+    return entries
+      .map((e) => ({ name: e.name, isDir: e.isDirectory(), isFile: e.isFile() }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ENOENT') return [];
+    throw toSluiceError(err, 'EDISK');
+  }
+}
+
+/**
+ * Hashes every blob in `store` and lists the corrupt ones, then lists the
+ * digests that valid manifests reference but the store lacks. A corrupt
+ * manifest is reported as corrupt and its references are not followed.
+ * Removes nothing. Memory grows with the number of blobs, never their size.
+ */
+export async function verifyStore(store: Store): Promise<VerifyReport> {
+  const report: VerifyReport = { scanned: 0, ok: 0, corrupt: [], missing: [], unexpected: [] };
+  const present = new Set<string>();
+  const referenced = new Set<string>();
+  const blobsRel = join('blobs', 'sha256');
+  // Loaded here, not at module load: see manifest-load.ts.
+  const { MAX_MANIFEST_BYTES } = await import('./manifest.js');
+  for (const prefix of await listDir(store.layout.blobs)) {
+    if (!prefix.isDir || !PREFIX.test(prefix.name)) {
+      report.unexpected.push(join(blobsRel, prefix.name));
+      continue;
+    }
+    for (const entry of await listDir(join(store.layout.blobs, prefix.name))) {
+      if (!entry.isFile || !REST.test(entry.name)) {
+        report.unexpected.push(join(blobsRel, prefix.name, entry.name));
+        continue;
+      }
+      const digest = prefix.name + entry.name;
+      const check = await checkBlob(store, digest);
+      // A blob removed while we looked (GC) was never there for this report.
+      if (check.status === 'missing') continue;
+      present.add(digest);
+      report.scanned++;
+      if (check.status === 'corrupt') {
+        report.corrupt.push(digest);
+        continue;
+      }
+      report.ok++;
+      if (check.bytes <= MAX_MANIFEST_BYTES) {
+        const manifest = await tryLoadManifest(store, digest).catch(() => undefined);
+        for (const s of manifest?.streams ?? []) referenced.add(s.digest);
+      }
+    }
+  }
+  report.missing = [...referenced].filter((d) => !present.has(d)).sort();
+  return report;
+}

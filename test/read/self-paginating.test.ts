@@ -1,0 +1,103 @@
+import { promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { MAX_PAGE_OUTPUT_BYTES } from '../../engine/page-capture.js';
+import { blobCount, codeOf, expectNoLeaks, Hasher, openFixture, sha256 } from './helpers.js';
+
+/** A line of exactly `width` bytes (newline included) that names its index. */
+const wideLine = (i: number, width: number) => `${String(i).padStart(8, '0')}${'x'.repeat(width - 9)}\n`;
+
+describe('read is self-paginating: no retention, no truncation', () => {
+  it('leaves the blob count unchanged over 100 reads, including 2 MB pages of artifacts and files', async () => {
+    const { engine, storeDir, cwd } = await openFixture();
+    // 4000 lines of 1000 bytes: a full 2000-line page is 2,000,000 bytes.
+    const r = await engine.run('bash', {
+      command: `awk 'BEGIN { for (i = 0; i < 4000; i++) { s = sprintf("%08d", i); while (length(s) < 999) s = s "x"; print s } }'`,
+    });
+    expect(r.status).toBe('success');
+    if (r.output?.kind !== 'streams') throw new Error('bash has named streams');
+    const uri = `artifact://${r.output.manifest}/stdout`;
+    expect(r.output.streams[0]).toMatchObject({ bytes: 4_000_000, lines: 4000, truncated: true });
+    // The same content as a file in the working root.
+    const fh = await fsp.open(join(cwd, 'wide.txt'), 'w');
+    for (let i = 0; i < 4000; i += 500) {
+      const part: string[] = [];
+      for (let j = i; j < i + 500; j++) part.push(wideLine(j, 1000));
+      await fh.write(part.join(''));
+    }
+    await fh.close();
+
+    const before = await blobCount(storeDir);
+    const digests = new Set<string>();
+    for (let i = 0; i < 100; i++) {
+      const large = i % 10 === 0;
+      const offset = large ? (i % 20 === 0 ? 0 : 2000) : (i * 37) % 4000;
+      const limit = large ? 2000 : 1 + (i % 7);
+      const fromFile = i % 4 === 1;
+      const page = await engine.read(fromFile ? 'wide.txt' : uri, { offset, limit });
+      expect(page.offset).toBe(offset);
+      expect(page.lines).toBe(Math.min(limit, 4000 - offset));
+      if (large && !fromFile) {
+        expect(Buffer.byteLength(page.content)).toBe(2_000_000);
+        digests.add(sha256(page.content));
+      }
+      if (fromFile)
+        expect(page.content.startsWith(`${String(offset + 1).padStart(6)}\t${wideLine(offset, 1000)}`)).toBe(true);
+      else expect(page.content.startsWith(wideLine(offset, 1000))).toBe(true);
+    }
+    expect(digests.size).toBe(2);
+    expect(await blobCount(storeDir)).toBe(before);
+    await expectNoLeaks(storeDir);
+  });
+
+  it('tiny toolOutput limits cannot truncate or fail a read page', async () => {
+    // Small next to a read page, and still valid: the minimum depends on room for 16 streams and a status line.
+    const maxModelBytes = 16 * 1024;
+    const { engine, storeDir } = await openFixture({ toolOutput: { maxLines: 1, maxBytes: 1, maxModelBytes } });
+    const r = await engine.run('bash', {
+      command: `awk 'BEGIN { for (i = 0; i < 3000; i++) { s = sprintf("%08d", i); while (length(s) < 499) s = s "y"; print s } }'`,
+    });
+    if (r.output?.kind !== 'streams') throw new Error('bash has named streams');
+    // bash's own preview obeys the tiny limits ...
+    expect(r.output.streams[0]).toMatchObject({ lines: 3000, truncated: true });
+    expect(Buffer.byteLength(r.model)).toBeLessThanOrEqual(maxModelBytes);
+    // ... a read page does not: 2000 lines of 500 bytes, ~1 MB, far over maxModelBytes.
+    const uri = `artifact://${r.output.manifest}/stdout`;
+    const call = await engine.run('read', { filePath: uri });
+    expect(call.status).toBe('success');
+    expect(call.output).toEqual({ kind: 'page', bytes: 1_000_000, lines: 2000 });
+    expect(Buffer.byteLength(call.model)).toBeGreaterThan(maxModelBytes);
+    const page = await engine.read(uri);
+    const h = new Hasher();
+    for (let i = 0; i < 2000; i++) h.update(`${String(i).padStart(8, '0')}${'y'.repeat(491)}\n`);
+    expect(sha256(page.content)).toBe(h.digest());
+    expect(call.model).toBe(`${page.content}[More: read(filePath="${uri}", offset=2000)]\n`);
+    await expectNoLeaks(storeDir);
+  });
+
+  it('a page over 2 MiB fails with ERESOURCELIMIT, never a cut page, for artifacts and files', async () => {
+    const { engine, storeDir, cwd } = await openFixture();
+    // 3000 lines of 1000 bytes: 2000 of them are 2,000,000 bytes (fine), but one 3 MB line is not.
+    const r = await engine.run('bash', {
+      command: `head -c 3000000 /dev/zero | tr '\\0' z; echo; echo tail`,
+    });
+    if (r.output?.kind !== 'streams') throw new Error('bash has named streams');
+    const uri = `artifact://${r.output.manifest}/stdout`;
+    const big = await engine.run('read', { filePath: uri });
+    expect(big).toMatchObject({ status: 'failed', error: { code: 'ERESOURCELIMIT' } });
+    expect(Buffer.byteLength(big.model)).toBeLessThan(1024);
+    expect(await engine.read(uri, { offset: 1 })).toMatchObject({ content: 'tail\n', totalLines: 2 });
+
+    const fh = await fsp.open(join(cwd, 'long-line.txt'), 'w');
+    for (let i = 0; i < 48; i++) await fh.write('w'.repeat(64 * 1024));
+    await fh.write('\nshort\n');
+    await fh.close();
+    expect(await codeOf(engine.read('long-line.txt'))).toBe('ERESOURCELIMIT');
+    expect(await engine.read('long-line.txt', { offset: 1 })).toMatchObject({
+      content: '     2\tshort\n',
+      totalLines: 2,
+    });
+    expect(MAX_PAGE_OUTPUT_BYTES).toBeGreaterThanOrEqual(2 * 1024 * 1024);
+    await expectNoLeaks(storeDir);
+  });
+});

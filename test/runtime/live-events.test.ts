@@ -1,0 +1,78 @@
+/**
+ * Live events of a call: started, then display deltas in order, then
+ * completed, last. The final display replaces the live display (it is not
+ * appended to it), and neither is rebuilt from the output streams.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { CallEvent } from '../../engine/index.js';
+import { closeEngines, engineWith, streamBytes } from './helpers.js';
+
+afterEach(closeEngines);
+
+type Ev = CallEvent | { type: 'lagged'; dropped: number };
+
+async function collect(events: AsyncIterableIterator<Ev>): Promise<Ev[]> {
+  const out: Ev[] = [];
+  for await (const ev of events) out.push(ev);
+  return out;
+}
+
+describe('live events', () => {
+  it('started → display deltas → completed, in order, on the call and on the engine', async () => {
+    const { engine } = await engineWith(['script-streams']);
+    const engineEvents = engine.events();
+    const displays = ['step 1\n', 'step 2\n', 'step 3\n'];
+    const handle = engine.call('script-streams', {
+      steps: displays.map((display, i) => ({ stream: 'results', text: `r${i}\n`, display, sleepMs: 20 })),
+      finalDisplay: 'FINAL: 3 steps',
+    });
+    const events = await collect(handle.events());
+    expect(events[0]).toMatchObject({ type: 'started', callId: handle.callId, tool: 'script-streams' });
+    const last = events.at(-1);
+    expect(last).toMatchObject({ type: 'completed', callId: handle.callId });
+    const middle = events.slice(1, -1);
+    expect(middle.every((e) => e.type === 'display')).toBe(true);
+    // Deltas may be coalesced while waiting for credit, never reordered or lost.
+    expect(middle.map((e) => (e.type === 'display' ? e.text : '')).join('')).toBe(displays.join(''));
+
+    const r = await handle.result;
+    expect(last?.type === 'completed' && last.result).toEqual(r);
+    // The final display replaces the live one: it is not live + final.
+    expect(r.display).toBe('FINAL: 3 steps');
+    expect(handle.liveDisplay).toBe(displays.join(''));
+    // Display never enters the output.
+    expect(await streamBytes(engine, r)).toEqual({ results: 'r0\nr1\nr2\n', diagnostics: '' });
+
+    const seen: Ev[] = [];
+    for await (const ev of engineEvents) {
+      if ('callId' in ev && ev.callId !== handle.callId) continue;
+      seen.push(ev);
+      if (ev.type === 'completed') break;
+    }
+    expect(seen.map((e) => e.type)).toEqual(events.map((e) => e.type));
+  });
+
+  it('without a final display the runtime writes a summary, not the output or the live display', async () => {
+    const { engine } = await engineWith(['script-single']);
+    const handle = engine.call('script-single', { steps: [{ text: 'OUTPUT-TEXT\n', display: 'LIVE-TEXT' }] });
+    const r = await handle.result;
+    expect(r.status).toBe('success');
+    expect(handle.liveDisplay).toBe('LIVE-TEXT');
+    expect(r.display).not.toContain('LIVE-TEXT');
+    expect(r.display).not.toContain('OUTPUT-TEXT');
+    expect(r.display).toContain('script-single');
+  });
+
+  it('bash shows its output live and ends with an exit-status display', async () => {
+    const { engine } = await engineWith([]);
+    const handle = engine.call('bash', { command: 'echo one; sleep 0.1; echo two >&2; exit 4' });
+    const events = await collect(handle.events());
+    const live = events.map((e) => (e.type === 'display' ? e.text : '')).join('');
+    expect(live).toContain('one');
+    expect(live).toContain('two');
+    const r = await handle.result;
+    expect(r).toMatchObject({ status: 'failed', complete: true, metadata: { exitCode: 4 } });
+    expect(r.display).toContain('exit code 4');
+    expect(r.display.startsWith(live)).toBe(false);
+  });
+});

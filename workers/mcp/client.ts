@@ -1,0 +1,105 @@
+/**
+ * The call-worker side of the MCP adapter: one request to the MCP host thread
+ * and its answer, over BroadcastChannels (engine/protocol/mcp.ts says why).
+ *
+ * A request fails with EWORKERCRASH when the host thread is gone: when the
+ * main thread announces its death, or when it does not acknowledge the
+ * request in time (a thread that died before anyone could announce it).
+ */
+import { randomUUID } from 'node:crypto';
+import { BroadcastChannel } from 'node:worker_threads';
+import { deserializeError, ProtocolError, WorkerCrashError } from '../../engine/protocol/errors.js';
+import {
+  lifeChannel,
+  MCP_ACK_MS,
+  type McpLifeEvent,
+  type McpReply,
+  type McpRequest,
+  replyChannel,
+  requestChannel,
+} from '../../engine/protocol/mcp.js';
+
+type Final = Extract<McpReply, { t: 'result' } | { t: 'def' }>;
+type Body =
+  | { t: 'call'; server: string; tool: string; arguments: Record<string, unknown> }
+  | { t: 'def'; server: string; tool: string };
+
+/** Options of {@link hostRequest}. */
+export interface HostRequestOptions {
+  /** Aborting it cancels the request on the server and rejects with the signal's reason at once. */
+  signal?: AbortSignal;
+  /** Progress the server reports while the request runs. */
+  onProgress?: (p: Extract<McpReply, { t: 'progress' }>) => void;
+}
+
+/** Calls an MCP tool through the host thread of `channel`. */
+export async function hostCall(
+  channel: string,
+  body: Omit<Extract<Body, { t: 'call' }>, 't'>,
+  options: HostRequestOptions = {},
+): Promise<Extract<Final, { t: 'result' }>['outcome']> {
+  const r = await hostRequest(channel, { t: 'call', ...body }, options);
+  if (r.t !== 'result') throw new ProtocolError(`the MCP host answered a call with ${r.t}`);
+  return r.outcome;
+}
+
+/** The definition (JSON Schema) of an MCP tool, from the host thread of `channel`. */
+export async function hostDef(
+  channel: string,
+  body: Omit<Extract<Body, { t: 'def' }>, 't'>,
+  options: HostRequestOptions = {},
+): Promise<Extract<Final, { t: 'def' }>['def']> {
+  const r = await hostRequest(channel, { t: 'def', ...body }, options);
+  if (r.t !== 'def') throw new ProtocolError(`the MCP host answered a definition request with ${r.t}`);
+  return r.def;
+}
+
+/** Sends one request to the host thread of `channel` and resolves with its final reply. */
+function hostRequest(channel: string, body: Body, options: HostRequestOptions): Promise<Final> {
+  const id = randomUUID();
+  const { signal, onProgress } = options;
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    // Opened before the request is sent, so no reply can arrive before anyone listens.
+    const replies = new BroadcastChannel(replyChannel(channel, id));
+    const life = new BroadcastChannel(lifeChannel(channel));
+    const post = (m: McpRequest) => {
+      const requests = new BroadcastChannel(requestChannel(channel));
+      requests.postMessage(m);
+      // Closed at once: an open instance would also receive (and clone) other workers' requests.
+      requests.close();
+    };
+    let done = false;
+    const finish = (err: unknown, value?: Final) => {
+      if (done) return;
+      done = true;
+      clearTimeout(ackTimer);
+      signal?.removeEventListener('abort', onAbort);
+      replies.close();
+      life.close();
+      if (err !== undefined) reject(err);
+      else resolve(value as Final);
+    };
+    const onAbort = () => {
+      post({ t: 'cancel', id });
+      finish(signal?.reason);
+    };
+    const ackTimer = setTimeout(
+      () => finish(new WorkerCrashError(`the MCP host thread did not answer within ${MCP_ACK_MS} ms`)),
+      MCP_ACK_MS,
+    );
+    replies.onmessage = (ev) => {
+      const r = (ev as unknown as { data: McpReply }).data;
+      if (r.t === 'accepted') clearTimeout(ackTimer);
+      else if (r.t === 'progress') onProgress?.(r);
+      else if (r.t === 'error') finish(deserializeError(r.error));
+      else finish(undefined, r);
+    };
+    life.onmessage = (ev) => {
+      const e = (ev as unknown as { data: McpLifeEvent }).data;
+      if (e.t === 'host-exit') finish(new WorkerCrashError(`the MCP host thread died: ${e.reason}`));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    post({ ...body, id } as McpRequest);
+  });
+}

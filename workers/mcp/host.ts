@@ -1,0 +1,165 @@
+/**
+ * The MCP host thread: a dedicated worker thread (not a pool thread) that
+ * owns one client connection per configured MCP server.
+ *
+ * Why one thread owns the connections, rather than each pool thread keeping
+ * its own (see docs/adapters.md for the measurements):
+ * - one server process per server, whatever the concurrency: a stateful server
+ *   (a browser, a database session) sees one client, as with any MCP host;
+ * - the MCP handshake and the server's start-up are paid once, not once per
+ *   pool thread (and again whenever piscina recycles an idle thread);
+ * - a cancelled call whose worker is terminated after the grace period does
+ *   not take the connection (and the server's work for other calls) with it;
+ * - the main thread keeps the list of process groups and kills them on close,
+ *   even if this thread dies.
+ *
+ * Control messages come from the main thread on parentPort; call workers reach
+ * this thread over BroadcastChannels (engine/protocol/mcp.ts says why).
+ */
+import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
+import {
+  BadModuleError,
+  CancelledError,
+  ProtocolError,
+  serializeError,
+  UnknownToolError,
+} from '../../engine/protocol/errors.js';
+import {
+  type McpControl,
+  type McpHostData,
+  type McpHostEvent,
+  type McpReply,
+  type McpRequest,
+  type McpServerSpec,
+  type McpToolDef,
+  replyChannel,
+  requestChannel,
+} from '../../engine/protocol/mcp.js';
+import { PROTOCOL_VERSION } from '../../engine/protocol/messages.js';
+import { Connection } from './connection.js';
+
+/** One configured server. */
+interface ServerState {
+  spec: McpServerSpec;
+  tools: Map<string, McpToolDef>;
+  conn: Connection | undefined;
+  connecting: Promise<Connection> | undefined;
+}
+
+if (!parentPort) throw new Error('the MCP host runs only as a worker thread');
+const control = parentPort;
+const { channel } = workerData as McpHostData;
+const servers = new Map<string, ServerState>();
+const inflight = new Map<string, AbortController>();
+
+function emit(e: McpHostEvent): void {
+  control.postMessage(e);
+}
+
+/** The live connection of a server, opening a new one when there is none (first call, or the server died). */
+function connection(state: ServerState): Promise<Connection> {
+  if (state.conn?.alive) return Promise.resolve(state.conn);
+  if (!state.connecting) {
+    const server = state.spec.name;
+    const opening = Connection.open(
+      state.spec,
+      {
+        spawned: (pid) => emit({ t: 'spawned', server, pid }),
+        exited: (pid) => emit({ t: 'exited', server, pid }),
+      },
+      String(PROTOCOL_VERSION),
+    );
+    state.connecting = opening;
+    opening.then(
+      (c) => {
+        state.conn = c;
+        state.connecting = undefined;
+      },
+      () => {
+        state.connecting = undefined;
+      },
+    );
+  }
+  return state.connecting;
+}
+
+async function onControl(m: McpControl): Promise<void> {
+  try {
+    if (m.op === 'add') {
+      if (servers.has(m.spec.name))
+        throw new ProtocolError(`MCP server ${JSON.stringify(m.spec.name)} is already added`);
+      const state: ServerState = { spec: m.spec, tools: new Map(), conn: undefined, connecting: undefined };
+      let tools: McpToolDef[];
+      try {
+        tools = await (await connection(state)).listTools();
+      } catch (err) {
+        await state.conn?.close();
+        throw new BadModuleError(`${(err as Error).message}`, { server: m.spec.name });
+      }
+      state.tools = new Map(tools.map((t) => [t.name, t]));
+      servers.set(m.spec.name, state);
+      emit({ t: 'reply', id: m.id, tools });
+    } else if (m.op === 'restore') {
+      // After this thread was restarted: the definitions are known, the connection opens on the next call.
+      const tools = new Map(m.tools.map((t) => [t.name, t]));
+      servers.set(m.spec.name, { spec: m.spec, tools, conn: undefined, connecting: undefined });
+      emit({ t: 'reply', id: m.id });
+    } else if (m.op === 'remove') {
+      const state = servers.get(m.name);
+      servers.delete(m.name);
+      const conn = state?.conn ?? (await state?.connecting?.catch(() => undefined));
+      await conn?.close();
+      emit({ t: 'reply', id: m.id });
+    } else {
+      for (const ac of inflight.values()) ac.abort(new CancelledError('the engine is closing'));
+      await Promise.all(
+        [...servers.values()].map(async (s) => {
+          const conn = s.conn ?? (await s.connecting?.catch(() => undefined));
+          await conn?.close();
+        }),
+      );
+      emit({ t: 'reply', id: m.id });
+    }
+  } catch (err) {
+    emit({ t: 'reply', id: m.id, error: serializeError(err, 'EBADMODULE') });
+  }
+}
+
+async function onRequest(m: McpRequest): Promise<void> {
+  if (m.t === 'cancel') {
+    inflight.get(m.id)?.abort(new CancelledError('cancelled by the caller'));
+    return;
+  }
+  const out = new BroadcastChannel(replyChannel(channel, m.id));
+  const reply = (r: McpReply) => out.postMessage(r);
+  const ac = new AbortController();
+  inflight.set(m.id, ac);
+  try {
+    reply({ t: 'accepted' });
+    const state = servers.get(m.server);
+    const def = state?.tools.get(m.tool);
+    if (!state || !def) {
+      throw new UnknownToolError(`MCP server ${JSON.stringify(m.server)} has no tool ${JSON.stringify(m.tool)}`);
+    }
+    if (m.t === 'def') {
+      reply({ t: 'def', def });
+      return;
+    }
+    const conn = await connection(state);
+    if (ac.signal.aborted) throw ac.signal.reason;
+    const outcome = await conn.call(m.tool, m.arguments, {
+      signal: ac.signal,
+      onProgress: (p) => reply({ t: 'progress', ...p }),
+    });
+    reply({ t: 'result', outcome });
+  } catch (err) {
+    reply({ t: 'error', error: serializeError(err) });
+  } finally {
+    inflight.delete(m.id);
+    out.close();
+  }
+}
+
+control.on('message', (m: McpControl) => void onControl(m));
+const requests = new BroadcastChannel(requestChannel(channel));
+requests.onmessage = (ev) => void onRequest((ev as unknown as { data: McpRequest }).data);

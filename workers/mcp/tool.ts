@@ -1,0 +1,99 @@
+/**
+ * The tool module of every MCP tool. The engine registers one URL per tool,
+ * `…/workers/mcp/tool.js?h=<host channel>&s=<server>&t=<tool>&n=<sluice name>`;
+ * ESM gives each URL its own module instance, so this module knows which tool
+ * it is from `import.meta.url` alone and is loaded, described, validated and
+ * run by the ordinary worker runtime like any plugin.
+ *
+ * A call: the arguments are checked against the server's JSON Schema
+ * (schema.ts) before `prepare` hands the host's approval policy the operation
+ * `{ kind: 'mcp.call', server, tool, arguments }`; then the MCP host thread
+ * makes the request and the result comes back once, as a non-streaming single
+ * output (`complete.full`): captured, retained and truncated like any other.
+ * An `isError` result is a failed call whose text is its output.
+ */
+import { z } from 'zod';
+import type { Attachment } from '../../engine/protocol/messages.js';
+import { type CompletionFields, complete, defineTool, type ToolContext, type ToolDefinition } from '../tool.js';
+import { hostCall, hostDef } from './client.js';
+import { type ArgsValidator, compileInputSchema } from './schema.js';
+
+const params = new URL(import.meta.url).searchParams;
+const channel = params.get('h') ?? '';
+const server = params.get('s') ?? '';
+const toolName = params.get('t') ?? '';
+const name = params.get('n') ?? '';
+
+/** The compiled schema, fetched from the host thread once per thread (not cached when that fails). */
+let validator: Promise<ArgsValidator> | undefined;
+
+function getValidator(signal: AbortSignal): Promise<ArgsValidator> {
+  if (!validator) {
+    const v = hostDef(channel, { server, tool: toolName }, { signal }).then(
+      (def) => compileInputSchema(name, def.inputSchema).validate,
+    );
+    validator = v;
+    v.catch(() => {
+      if (validator === v) validator = undefined;
+    });
+  }
+  return validator;
+}
+
+const NOTE_MAX = 200;
+
+function errorNote(text: string): string {
+  const first = text.split('\n', 1)[0]?.trim() ?? '';
+  if (first.length === 0) return 'the MCP tool reported an error';
+  return first.length > NOTE_MAX ? `${first.slice(0, NOTE_MAX)}…` : first;
+}
+
+function summary(bytes: number, attachments: Attachment[], isError: boolean): string {
+  const parts = [`${bytes} B of text`];
+  if (attachments.length > 0) {
+    parts.push(attachments.map((a) => a.mediaType).join(', '));
+  }
+  return `${name}: ${isError ? 'error, ' : ''}${parts.join(', ')}`;
+}
+
+const defined = defineTool({
+  name,
+  // Replaced at registration by the server's description and JSON Schema.
+  description: `MCP tool ${toolName} of server ${server}`,
+  args: z.object({}),
+  output: 'single',
+  async prepare(args, ctx: ToolContext) {
+    (await getValidator(ctx.signal))(args);
+    return { kind: 'mcp.call', server, tool: toolName, arguments: args };
+  },
+  async run(args, ctx: ToolContext) {
+    const outcome = await hostCall(
+      channel,
+      { server, tool: toolName, arguments: args as Record<string, unknown> },
+      {
+        signal: ctx.signal,
+        onProgress: (p) =>
+          ctx.display(
+            `${p.total !== undefined ? `${p.progress}/${p.total}` : p.progress}${p.message ? ` ${p.message}` : ''}\n`,
+          ),
+      },
+    );
+    const fields: CompletionFields = {
+      display: summary(Buffer.byteLength(outcome.text), outcome.attachments, outcome.isError),
+      metadata: { mcp: { server, tool: toolName } },
+    };
+    if (outcome.attachments.length > 0) fields.attachments = outcome.attachments;
+    if (outcome.isError) {
+      return complete.full(outcome.text, { ...fields, status: 'failed', note: errorNote(outcome.text) });
+    }
+    return complete.full(outcome.text, fields);
+  },
+});
+
+/**
+ * The tool. Its arguments pass the runtime's check as any object (the
+ * server's schema is applied in `prepare`): `defineTool` makes schemas strict,
+ * and an MCP schema without `additionalProperties: false` allows extra fields.
+ */
+const tool: ToolDefinition = Object.freeze({ ...defined, args: z.looseObject({}) });
+export default tool;

@@ -1,0 +1,223 @@
+/**
+ * The stdio transport to one MCP server: the SDK's framing (`ReadBuffer`,
+ * `serializeMessage`) over a child process that runs in its own process group.
+ *
+ * Why not the SDK's `StdioClientTransport`: it spawns the server in the
+ * engine's process group and kills only that one pid, so the real server
+ * behind a wrapper (`npx -y some-server`, `uvx ...`) outlives it; it sends the
+ * server's stderr to ours; and its read buffer limit surfaces only as a closed
+ * connection. Here the whole group is killed, stderr is kept as a bounded tail
+ * for error messages, and an oversized message is reported as such.
+ */
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
+import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { McpServerSpec } from '../../engine/protocol/mcp.js';
+
+/** Bytes of the server's stderr kept for error messages (the newest). */
+const STDERR_TAIL_BYTES = 2048;
+/** After stdin is closed, how long the server has to exit before SIGTERM, then SIGKILL. */
+const CLOSE_STEP_MS = 500;
+
+/** How the server process ended. */
+export interface ServerExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** Lifecycle hooks, called on the host thread. */
+export interface TransportHooks {
+  /** The server process started: its pid is also its process group id. */
+  spawned(pid: number): void;
+  /** The server process exited (its group has been killed). */
+  exited(pid: number): void;
+}
+
+/** A stdio MCP transport whose server runs in its own process group. */
+export class GroupStdioTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  /** How the process ended, once it has. */
+  exit: ServerExit | undefined;
+  /** Set when the server sent a message over the size bound (the connection is then closed). */
+  oversized: number | undefined;
+
+  private readonly spec: McpServerSpec;
+  private readonly hooks: TransportHooks;
+  private readonly buffer: ReadBuffer;
+  private child: ChildProcessByStdio<Writable, Readable, Readable> | undefined;
+  private stderr = '';
+  private readonly inbox: JSONRPCMessage[] = [];
+  private delivering = false;
+  private closed: Promise<void> | undefined;
+
+  constructor(spec: McpServerSpec, hooks: TransportHooks) {
+    this.spec = spec;
+    this.hooks = hooks;
+    this.buffer = new ReadBuffer({ maxBufferSize: spec.maxMessageBytes });
+  }
+
+  /** The server's pid (= its process group id), while it runs. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** The newest part of the server's stderr. */
+  get stderrTail(): string {
+    return this.stderr;
+  }
+
+  /** Spawns the server; resolves once it runs, rejects when it cannot start (ENOENT, EACCES). */
+  start(): Promise<void> {
+    if (this.child) throw new Error('the transport is already started');
+    const child = spawn(this.spec.command, this.spec.args, {
+      cwd: this.spec.cwd,
+      env: { ...getDefaultEnvironment(), ...this.spec.env },
+      // Its own process group: the server and everything it starts are killed together.
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    this.child = child;
+    let exited!: () => void;
+    this.closed = new Promise((resolve) => {
+      exited = resolve;
+    });
+    return new Promise((resolve, reject) => {
+      child.once('spawn', () => {
+        if (child.pid !== undefined) this.hooks.spawned(child.pid);
+        resolve();
+      });
+      child.once('error', (err) => {
+        // Spawn failure: no 'exit' follows, and nothing was started.
+        this.exit ??= { code: null, signal: null };
+        exited();
+        reject(err);
+        this.onerror?.(err);
+      });
+      child.once('exit', (code, signal) => {
+        this.exit = { code, signal };
+        const pid = child.pid;
+        // Children of the server that hold its pipes would keep 'close' (and so the caller) waiting.
+        if (pid !== undefined) {
+          killGroup(pid, 'SIGKILL');
+          this.hooks.exited(pid);
+        }
+      });
+      child.once('close', () => {
+        exited();
+        this.onclose?.();
+      });
+      child.stdin.on('error', (err) => this.onerror?.(err));
+      child.stdout.on('error', (err) => this.onerror?.(err));
+      child.stderr.on('data', (chunk: Buffer) => {
+        this.stderr = (this.stderr + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
+      });
+      child.stdout.on('data', (chunk: Buffer) => this.onData(chunk));
+    });
+  }
+
+  private onData(chunk: Buffer): void {
+    try {
+      this.buffer.append(chunk);
+    } catch {
+      // One message is larger than the bound: the stream cannot be resynchronised, so end the connection.
+      this.oversized = this.spec.maxMessageBytes;
+      this.kill();
+      return;
+    }
+    for (;;) {
+      let message: JSONRPCMessage | null;
+      try {
+        message = this.buffer.readMessage();
+      } catch (err) {
+        // A malformed line is skipped; the next one may be fine.
+        this.onerror?.(err as Error);
+        continue;
+      }
+      if (message === null) break;
+      this.inbox.push(message);
+    }
+    if (!this.delivering && this.inbox.length > 0) {
+      this.delivering = true;
+      queueMicrotask(() => this.deliver());
+    }
+  }
+
+  /**
+   * Hands messages to the client one microtask apart. The SDK runs a
+   * notification's handler in a microtask but a response's synchronously, and
+   * drops a call's progress handler with its response: delivered in one go, a
+   * progress notification that arrived in the same read as the result would
+   * find no handler and be lost.
+   */
+  private deliver(): void {
+    const message = this.inbox.shift();
+    if (message === undefined) {
+      this.delivering = false;
+      return;
+    }
+    try {
+      this.onmessage?.(message);
+    } finally {
+      queueMicrotask(() => this.deliver());
+    }
+  }
+
+  /** Writes one message, waiting for the pipe to drain when it is full. */
+  send(message: JSONRPCMessage): Promise<void> {
+    const stdin = this.child?.stdin;
+    if (!stdin || stdin.destroyed || this.exit) return Promise.reject(new Error('the MCP server is not running'));
+    return new Promise((resolve) => {
+      if (stdin.write(serializeMessage(message))) resolve();
+      else stdin.once('drain', resolve);
+    });
+  }
+
+  /** Kills the server's whole process group at once. */
+  kill(): void {
+    const pid = this.child?.pid;
+    if (pid !== undefined && !this.exit) killGroup(pid, 'SIGKILL');
+  }
+
+  /**
+   * Ends the connection politely: closes stdin (a stdio server exits on end
+   * of input), then SIGTERM, then SIGKILL to the group, a short step apart.
+   */
+  async close(): Promise<void> {
+    const child = this.child;
+    if (!child || !this.closed) return;
+    if (!this.exit) {
+      child.stdin.end();
+      if (!(await settlesWithin(this.closed, CLOSE_STEP_MS)) && child.pid !== undefined) {
+        killGroup(child.pid, 'SIGTERM');
+        if (!(await settlesWithin(this.closed, CLOSE_STEP_MS))) killGroup(child.pid, 'SIGKILL');
+      }
+    }
+    await this.closed;
+    this.buffer.clear();
+  }
+}
+
+/** Sends `signal` to process group `pgid`; a group that is already gone is fine. */
+export function killGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // ESRCH: nothing left to kill.
+  }
+}
+
+function settlesWithin(p: Promise<void>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const t = setTimeout(() => resolve(false), ms);
+    void p.then(() => {
+      clearTimeout(t);
+      resolve(true);
+    });
+  });
+}
