@@ -19,6 +19,7 @@ import { renderPageView } from './presentation/page-view.js';
 import {
   CancelledError,
   DeniedError,
+  deserializeError,
   ProtocolError,
   type SerializedError,
   type SluiceError,
@@ -78,6 +79,11 @@ export interface CallDeps {
   onSettled(call: Call): void;
 }
 
+/** How long a completion may trail its task's result (they travel on different ports). */
+const LATE_COMPLETION_MS = 2000;
+/** How long messages a dead worker posted may trail its death. */
+const LATE_MESSAGES_MS = 50;
+
 type Outcome =
   | { kind: 'done'; completion: WireCompletion }
   | { kind: 'fail'; error: SerializedError; cancelled: boolean }
@@ -111,6 +117,7 @@ export class Call {
   private failure: SluiceError | undefined;
   private graceTimer: NodeJS.Timeout | undefined;
   private timeoutTimer: NodeJS.Timeout | undefined;
+  private settleTimer: NodeJS.Timeout | undefined;
   private resolve!: (r: TerminalResult) => void;
   private readonly unlinkSignal: (() => void) | undefined;
 
@@ -183,16 +190,15 @@ export class Call {
     };
     this.deps.pool.run(task, { signal: this.piscinaAbort.signal, callId: this.callId, sink: this }).then(
       () => {
-        // The task returned; its done/fail message was posted before and is still in flight on the port.
-        setImmediate(() => {
-          if (!this.ended) {
-            void this.finish({ kind: 'crash', error: new ProtocolError('the worker finished without a completion') });
-          }
-        });
+        // The task returned; its done/fail message was posted before, on another port, and the
+        // two ports are not ordered: give it time to land before calling it a protocol breach.
+        this.settleTimer = setTimeout(() => {
+          void this.finish({ kind: 'crash', error: new ProtocolError('the worker finished without a completion') });
+        }, LATE_COMPLETION_MS);
       },
       (err: unknown) => {
-        // Messages the worker posted before it died are still queued on the port: let them land first.
-        setImmediate(() => setImmediate(() => void this.finish({ kind: 'crash', error: err })));
+        // Messages the worker posted before it died (or retired) are still queued on its port.
+        this.settleTimer = setTimeout(() => void this.finish({ kind: 'crash', error: err }), LATE_MESSAGES_MS);
       },
     );
   }
@@ -338,6 +344,7 @@ export class Call {
     this.ended = true;
     clearTimeout(this.graceTimer);
     clearTimeout(this.timeoutTimer);
+    clearTimeout(this.settleTimer);
     this.unlinkSignal?.();
     this.deps.pool.detach(this.callId);
     this.killProcessGroups();
@@ -351,6 +358,9 @@ export class Call {
       else if (this.cancelRequested) {
         status = 'cancelled';
         error = this.cancelRequested;
+      } else if (completion.error) {
+        status = 'failed';
+        error = deserializeError(completion.error as SerializedError);
       } else status = completion.status ?? 'success';
     } else if (outcome.kind === 'fail') {
       const reported = toSluiceError(outcome.error);
@@ -480,7 +490,8 @@ export class Call {
     error: SluiceError | undefined,
     durationMs: number,
   ): string {
-    if (completion?.display !== undefined && status !== 'cancelled' && !error) return completion.display;
+    const ownError = error !== undefined && completion?.error?.code === error.code;
+    if (completion?.display !== undefined && status !== 'cancelled' && (!error || ownError)) return completion.display;
     const streams = this.capture.stats();
     if (status === 'success') {
       const sizes = streams.map((s) => `${s.name} ${formatBytes(s.bytes)}`).join(', ');

@@ -262,8 +262,13 @@ export class Engine {
       result: call.result,
       events: () => call.hub.subscribe(),
       cancel: (reason?: string) => call.cancel(reason),
-      liveDisplay: call.liveDisplay,
-      maxInFlight: call.maxInFlight,
+      // Getters, as in call(): a handle looked up mid-call must not freeze these at lookup time.
+      get liveDisplay() {
+        return call.liveDisplay;
+      },
+      get maxInFlight() {
+        return call.maxInFlight;
+      },
     };
   }
 

@@ -55,6 +55,12 @@ export interface CompletionFields {
   status?: 'success' | 'failed';
   /** One short line for the model about how the call ended (e.g. `exit code 1`); shown in the status line of a failed call. */
   note?: string;
+  /**
+   * A typed failure the tool finalised gracefully (e.g. bash's own timeout):
+   * the call ends `failed` with this error and its output is marked
+   * incomplete, while display, metadata and attachments are kept.
+   */
+  error?: SerializedError;
   metadata?: Record<string, unknown>;
   attachments?: Attachment[];
   messages?: EmittedMessage[];
@@ -64,6 +70,10 @@ const completionFields = {
   display: z.string().optional(),
   status: z.enum(['success', 'failed']).optional(),
   note: z.string().max(1000).optional(),
+  error: z
+    .object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()).optional() })
+    .strict()
+    .optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
   attachments: z
     .array(z.object({ mediaType: z.string().min(1), data: z.string(), name: z.string().optional() }).strict())

@@ -30,9 +30,13 @@ describe('sluice read and Engine.read share one code path', () => {
       const json = await sluice(['read', c.filePath, ...flags, '--json', '--store', storeDir], { cwd });
       expect({ c, code: json.code, stderr: json.stderr }).toEqual({ c, code: 0, stderr: '' });
       expect(JSON.parse(json.stdout.toString('utf8'))).toEqual(expected);
+    }
+    // Without --json: the content alone, as is (an artifact page, then a numbered file page).
+    for (const c of [cases[0], cases[3]] as Array<{ filePath: string; offset: number; limit: number }>) {
+      const flags = ['--offset', String(c.offset), '--limit', String(c.limit)];
       const text = await sluice(['read', c.filePath, ...flags, '--store', storeDir], { cwd });
       expect(text.code).toBe(0);
-      expect(text.stdout.toString('utf8')).toBe(expected.content);
+      expect(text.stdout.toString('utf8')).toBe((await engine.read(c.filePath, c)).content);
     }
     // The artifact page is stored text exactly; the file page is numbered.
     expect((await engine.read(cases[0]?.filePath as string, cases[0])).content).toBe('21\n22\n23\n');
@@ -50,14 +54,11 @@ describe('sluice read and Engine.read share one code path', () => {
     await flipBit(join(storeDir, 'blobs', 'sha256', stdoutBlob.slice(0, 2), stdoutBlob.slice(2)), 0);
     const cases: Array<[string[], string, number]> = [
       [['read', `artifact://${r.output.manifest}/../x`], 'EBADURI', 2],
-      [['read', `ARTIFACT://${r.output.manifest}`], 'EBADURI', 2],
       [['read', `artifact://${r.output.manifest}/stdout`, '--limit', '2001'], 'EBADARGS', 2],
       [['read', `artifact://${ABSENT}`], 'ENOTFOUND', 1],
       [['read', `artifact://${r.output.manifest}/stdout`], 'EINTEGRITY', 1],
-      [['read', `artifact://${r.output.manifest}/results`], 'EUNKNOWNSTREAM', 1],
       [['read', '../outside.txt'], 'EDENIED', 1],
       [['read', 'bin.dat'], 'EBINARY', 1],
-      [['read', 'missing.txt'], 'ENOTFOUND', 1],
     ];
     for (const [args, code, exit] of cases) {
       const run = await sluice([...args, '--store', storeDir], { cwd });

@@ -29,7 +29,8 @@ describe('backpressure', () => {
     const r = await handle.result;
     expect(r).toMatchObject({ status: 'success', complete: true });
     expect(r.output).toMatchObject({ kind: 'single', bytes, digest: floodDigest(bytes, 65536) });
-    expect(handle.maxInFlight).toBeGreaterThan(0);
+    // The producer did outrun the disk (the window filled up), and never went past it.
+    expect(handle.maxInFlight).toBeGreaterThan(WINDOW / 2);
     expect(handle.maxInFlight).toBeLessThanOrEqual(WINDOW);
     if (r.output?.kind !== 'single') throw new Error('expected single output');
     expect(await hashBlobFile(engine, r.output.digest)).toBe(r.output.digest);

@@ -132,11 +132,12 @@ describe('engine close', () => {
 });
 
 describe('time limits', () => {
-  it("bash's timeout argument kills the command: failed, timedOut in metadata, output kept", async () => {
+  it("bash's timeout argument kills the command: failed with ETIMEOUT, incomplete, timedOut in metadata, output kept", async () => {
     const { engine } = await engineWith([]);
     const sleeper = uniqueSleep();
     const r = await engine.run('bash', { command: `echo started; ${sleeper.command} & wait`, timeout: 300 });
-    expect(r.status).toBe('failed');
+    expect(r).toMatchObject({ status: 'failed', complete: false, error: { code: 'ETIMEOUT' } });
+    expect(r.display).toContain('timed out after 300 ms');
     expect(r.metadata).toMatchObject({ timedOut: true });
     expect(r.model).toContain('timed out after 300 ms');
     expect(await streamBytes(engine, r)).toEqual({ stdout: 'started\n', stderr: '' });
@@ -165,6 +166,7 @@ describe('time limits', () => {
     expect(Date.now() - t0).toBeGreaterThanOrEqual(480);
     expect(r).toMatchObject({ status: 'failed', complete: false, error: { code: 'ETIMEOUT' } });
     expect(await singleText(engine, r)).toBe('partial\n');
+    await expectPublished(engine, r.output);
     await expectStoreClean(engine);
     expect(await waitNoProcess(sleeper.marker)).toEqual([]);
     await expectPoolServes(engine);

@@ -49,4 +49,16 @@ describe('worker crashes', () => {
     expect(await waitNoProcess(sleeper.marker)).toEqual([]);
     await expectPoolServes(engine);
   });
+
+  // How the bug shows if it returns: workers are reused, so a timer a finished call left behind
+  // throws during the next call on that thread and that innocent call fails with EWORKERCRASH.
+  it('an exception from a timer left behind by a finished call does not fail the next call on its thread', async () => {
+    const { engine } = await engineWith(['leaky'], { concurrency: 1 });
+    const leaky = await engine.run('leaky', { delayMs: 300 });
+    expect(leaky).toMatchObject({ status: 'success', complete: true });
+    const next = await engine.run('bash', { command: 'sleep 0.6; echo innocent' });
+    expect(next).toMatchObject({ status: 'success', complete: true });
+    expect(next.model).toContain('innocent');
+    await expectStoreClean(engine);
+  });
 });

@@ -56,14 +56,17 @@ describe('injected disk faults', () => {
   it.each([
     ['EDISK', { io: failNth('write', 3, 'ENOSPC') }],
     ['ESIZELIMIT', { maxStreamBytes: 100_000 }],
-  ])('after %s a producer blocked on credit is released and stops on its own, well before graceMs', async (code, opts) => {
-    const { engine } = await engineWith(['flood'], { window: 128 * 1024, graceMs: 60_000, ...opts });
-    const t0 = Date.now();
-    const r = await engine.run('flood', { bytes: 64 * 1024 * 1024 });
-    expect(r).toMatchObject({ status: 'failed', complete: false, error: { code } });
-    expect(Date.now() - t0).toBeLessThan(15_000);
-    await expectStoreClean(engine);
-  });
+  ])(
+    'after %s a producer blocked on credit is released and stops on its own, well before graceMs',
+    async (code, opts) => {
+      const { engine } = await engineWith(['flood'], { window: 128 * 1024, graceMs: 60_000, ...opts });
+      const t0 = Date.now();
+      const r = await engine.run('flood', { bytes: 64 * 1024 * 1024 });
+      expect(r).toMatchObject({ status: 'failed', complete: false, error: { code } });
+      expect(Date.now() - t0).toBeLessThan(15_000);
+      await expectStoreClean(engine);
+    },
+  );
 
   it('EIO while capturing bash output fails with EDISK, kills the command and leaves nothing behind', async () => {
     const sleeper = uniqueSleep();

@@ -31,7 +31,8 @@ export function fixture(name: string): string {
   return join(FIXTURES, `${name}.mjs`);
 }
 
-const open: Array<{ engine: Engine; dir: string }> = [];
+const open: Engine[] = [];
+const dirs: string[] = [];
 
 /**
  * Opens an engine on a fresh store in a new mkdtemp directory (also its cwd).
@@ -39,8 +40,10 @@ const open: Array<{ engine: Engine; dir: string }> = [];
  */
 export async function openEngine(options: EngineOpenOptions = {}): Promise<{ engine: Engine; dir: string }> {
   const dir = await fsp.mkdtemp(join(tmpdir(), 'sluice-rt-'));
+  // Tracked before opening, so a failed open still gets its directory removed.
+  dirs.push(dir);
   const engine = await Engine.open({ store: join(dir, 'store'), cwd: dir, ...options });
-  open.push({ engine, dir });
+  open.push(engine);
   return { engine, dir };
 }
 
@@ -56,10 +59,8 @@ export async function engineWith(
 
 /** Closes every engine opened by the current test and removes its directory (use in afterEach). */
 export async function closeEngines(): Promise<void> {
-  for (const { engine, dir } of open.splice(0)) {
-    await engine.close();
-    await fsp.rm(dir, { recursive: true, force: true });
-  }
+  for (const engine of open.splice(0)) await engine.close();
+  for (const dir of dirs.splice(0)) await fsp.rm(dir, { recursive: true, force: true });
 }
 
 /** SHA-256 hex of `data`. */

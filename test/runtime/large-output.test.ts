@@ -22,7 +22,9 @@ async function sha256sum(args: string[]): Promise<string> {
 }
 
 describe('large output', () => {
-  it('1 GiB of bash stdout is published with the digest sha256sum computes for the same bytes', { timeout: 180_000 }, async () => {
+  it('1 GiB of bash stdout is published with the digest sha256sum computes for the same bytes', {
+    timeout: 180_000,
+  }, async () => {
     const { engine } = await openEngine();
     const rssBefore = process.memoryUsage().rss;
     let rssPeak = rssBefore;

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CallEvent } from '../../engine/index.js';
-import { closeEngines, engineWith, streamBytes } from './helpers.js';
+import { closeEngines, engineWith, streamBytes, waitForDisplay } from './helpers.js';
 
 afterEach(closeEngines);
 
@@ -50,6 +50,22 @@ describe('live events', () => {
       if (ev.type === 'completed') break;
     }
     expect(seen.map((e) => e.type)).toEqual(events.map((e) => e.type));
+  });
+
+  it('a handle looked up with running() follows the live display as it grows', async () => {
+    const { engine } = await engineWith(['cooperative']);
+    const handle = engine.call('cooperative', {});
+    // Looked up before anything was displayed or sent.
+    const looked = engine.running(handle.callId);
+    expect(looked?.liveDisplay).toBe('');
+    await waitForDisplay(handle, 'ready');
+    // Regression: running() once copied liveDisplay and maxInFlight at lookup time, so they stayed empty.
+    expect(looked?.liveDisplay).toBe('ready');
+    expect(looked?.maxInFlight).toBeGreaterThan(0);
+    looked?.cancel();
+    const r = await handle.result;
+    expect(r.status).toBe('cancelled');
+    expect(engine.running(handle.callId)).toBeUndefined();
   });
 
   it('without a final display the runtime writes a summary, not the output or the live display', async () => {

@@ -164,7 +164,7 @@ describe('GC and publication interleavings (fast-check scheduler)', () => {
           expect(await fsp.readdir(plain.layout.trash).catch(() => [])).toEqual([]);
         },
       ),
-      { numRuns: 60 },
+      { numRuns: 40 },
     );
   });
 });

@@ -3,15 +3,16 @@
  * and pipes stdout and stderr into the named streams of the same names. The
  * engine owns capture; this tool only moves bytes and keeps a useful display.
  *
- * Status: exit 0 is success; any other exit, a signal or a timeout is
- * `failed` (the output is still complete unless the call was cut short), with
- * `exitCode`, `signal` and `timedOut` in metadata and a status note for the
- * model. Invalid UTF-8 in the output becomes U+FFFD; characters split between
+ * Status: exit 0 is success; any other exit or a signal is `failed` with
+ * complete output; the `timeout` argument ends the call `failed` with
+ * ETIMEOUT and incomplete output. `exitCode`, `signal` and `timedOut` are in
+ * metadata, and a note tells the model how the command ended. Invalid UTF-8 in the output becomes U+FFFD; characters split between
  * reads are kept whole.
  */
 import { spawn } from 'node:child_process';
 import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { serializeError, TimeoutError } from '../../engine/protocol/errors.js';
 import { complete, defineTool, z } from '../tool.js';
 
 /** Live display: the first bytes of output verbatim, then a progress line at most this often. */
@@ -135,7 +136,14 @@ export default defineTool({
     const { code, signal } = await exited;
     // A background process that inherited the pipes would hold them open forever: once bash
     // has exited, give the pipes a moment to drain, then end the group so they close.
-    const drained = await Promise.race([pumping, new Promise<false>((r) => setTimeout(() => r(false), DRAIN_MS))]);
+    let drainTimer: NodeJS.Timeout | undefined;
+    const drained = await Promise.race([
+      pumping,
+      new Promise<false>((r) => {
+        drainTimer = setTimeout(() => r(false), DRAIN_MS);
+      }),
+    ]);
+    clearTimeout(drainTimer);
     if (!drained) killGroup('SIGKILL');
     await pumping;
     clearTimeout(timer);
@@ -153,6 +161,8 @@ export default defineTool({
     ].join('\n');
     return complete.streamed({
       status: ok ? 'success' : 'failed',
+      // A timeout cut the command short: its output is incomplete, and the code says why.
+      ...(timedOut ? { error: serializeError(new TimeoutError(`the command ${how}`)) } : {}),
       display,
       ...(ok ? {} : { note: how }),
       metadata: { exitCode: code, signal, timedOut, durationMs, stdoutBytes: out.bytes, stderrBytes: err.bytes },

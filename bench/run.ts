@@ -1,0 +1,39 @@
+/**
+ * `npm run bench`: runs every benchmark in its own cold process, one after
+ * another (they measure a shared 2-core machine; running them together would
+ * measure each other), and prints one JSON object with every result and an
+ * overall pass flag. Pass names to run a subset: `npm run bench -- capture`.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const ALL = ['capture', 'read-pages', 'channel'];
+
+async function runOne(name: string): Promise<Record<string, unknown>> {
+  const file = fileURLToPath(new URL(`./${name}.js`, import.meta.url));
+  const child = spawn(process.execPath, ['--expose-gc', file], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (d: string) => {
+    out += d;
+  });
+  const code = await new Promise<number | null>((r) => child.on('close', r));
+  const last = out.trim().split('\n').pop() ?? '';
+  try {
+    return { ...JSON.parse(last), exitCode: code };
+  } catch {
+    return { bench: name, exitCode: code, error: `no JSON result: ${last.slice(0, 200)}`, pass: false };
+  }
+}
+
+const wanted = process.argv.slice(2);
+const names = wanted.length > 0 ? wanted : ALL;
+const results: Record<string, unknown>[] = [];
+for (const name of names) {
+  const r = await runOne(name);
+  results.push(r);
+  process.stderr.write(`${JSON.stringify(r)}\n`);
+}
+const pass = results.every((r) => r.pass !== false && r.exitCode === 0);
+process.stdout.write(`${JSON.stringify({ results, pass }, null, 2)}\n`);
+process.exitCode = pass ? 0 : 1;
