@@ -29,12 +29,12 @@ export interface Manifest {
 
 const count = z.number().int().nonnegative();
 
-/** The zod schema of a manifest; decoding validates with it. */
-export const manifestSchema = z.object({
+/** The zod schema of a manifest; decoding validates with it. Strict: a blob with extra fields is not a manifest. */
+export const manifestSchema = z.strictObject({
   kind: z.literal(MANIFEST_KIND),
   streams: z
     .array(
-      z.object({
+      z.strictObject({
         name: z.string().refine(isStreamName, 'invalid stream name'),
         digest: z.string().regex(/^[0-9a-f]{64}$/),
         bytes: count,
