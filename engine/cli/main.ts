@@ -37,6 +37,10 @@ const COMMANDS: Record<string, CommandEntry> = {
     summary: 'collect unreferenced blobs older than the grace period; reclaim files of dead processes',
     load: () => import('./gc.js'),
   },
+  serve: {
+    summary: 'serve the HTTP API (calls, live events over SSE, reads, sessions) until SIGINT/SIGTERM',
+    load: () => import('./serve.js'),
+  },
 };
 
 function version(): string {

@@ -29,7 +29,7 @@ const USAGE = `Usage: sluice run <tool> [--args JSON] [--session ID] [--json] [-
 Runs one tool call and prints its model view: bounded previews of its output
 with read hints (artifact://...) for the rest.
 
-  <tool>          a registered tool: bash, read, or one from --config/--plugin
+  <tool>          a registered tool: bash, read, or one from --config, --plugin or --mcp
   --args JSON     the tool's arguments as a JSON object (default {})
   --session ID    record the call in session ID (see sluice replay)
   --json          print the terminal result as JSON instead of the model view

@@ -84,11 +84,14 @@ export type McpReply =
   | { t: 'def'; def: McpToolDef }
   | { t: 'error'; error: SerializedError };
 
-/** Main → call workers, on {@link lifeChannel}: the host thread died; requests in flight will never be answered. */
-export interface McpLifeEvent {
-  t: 'host-exit';
-  reason: string;
-}
+/**
+ * On {@link lifeChannel}. Main → call workers: the host thread died; requests
+ * in flight will never be answered. Host thread → call workers: a (new) host
+ * thread listens now. A BroadcastChannel keeps nothing for a listener that does
+ * not exist yet, so a request sent while a restarted host was still starting
+ * is sent again then (the host ignores a request id it has already seen).
+ */
+export type McpLifeEvent = { t: 'host-exit'; reason: string } | { t: 'host-ready' };
 
 /** Where call workers send requests. */
 export function requestChannel(channel: string): string {

@@ -6,10 +6,10 @@
 import { promises as fsp } from 'node:fs';
 import type { Store } from '../../store/store.js';
 import { NotFoundError, toSluiceError } from '../protocol/errors.js';
-import { readEventLog } from './log-reader.js';
+import { type EventLogContents, scanEventLog } from './log-reader.js';
 import type { SessionRecorder } from './recorder.js';
 import { assertSessionId, eventLogPath, isSessionId, sessionDir } from './session-id.js';
-import { foldSession } from './state.js';
+import { referenceView, SessionFold, type SessionState } from './state.js';
 
 /** One session, counted. */
 export interface SessionSummary {
@@ -46,19 +46,36 @@ export async function listSessionIds(store: Store): Promise<string[]> {
   return ids;
 }
 
+/** A session folded down to references, with its log's counts. */
+export interface FoldedSession {
+  state: SessionState;
+  log: Omit<EventLogContents, 'records'>;
+}
+
+/**
+ * Reads session `id` keeping only what references and counts need (see
+ * referenceView), so memory does not grow with display or model text.
+ * Undefined when the session does not exist (or was deleted meanwhile).
+ */
+export async function foldReferences(store: Store, id: string): Promise<FoldedSession | undefined> {
+  const fold = new SessionFold();
+  try {
+    const log = await scanEventLog(store, id, (r) => fold.add(referenceView(r)));
+    return { state: fold.state(), log };
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ENOTFOUND') return undefined;
+    throw err;
+  }
+}
+
 /** Every session with its counts, sorted by id. */
 export async function listSessions(store: Store): Promise<SessionSummary[]> {
   const out: SessionSummary[] = [];
   for (const id of await listSessionIds(store)) {
-    let log: Awaited<ReturnType<typeof readEventLog>>;
-    try {
-      log = await readEventLog(store, id);
-    } catch (err) {
-      // Deleted while we listed.
-      if ((err as { code?: unknown }).code === 'ENOTFOUND') continue;
-      throw err;
-    }
-    const state = foldSession(log.records);
+    const folded = await foldReferences(store, id);
+    // Deleted while we listed.
+    if (!folded) continue;
+    const { state, log } = folded;
     out.push({
       id,
       calls: state.live.length,
@@ -93,7 +110,10 @@ export async function revertSession(
   id: string,
   before: string,
 ): Promise<RevertResult> {
-  const state = foldSession((await readEventLog(store, id)).records);
+  assertSessionId(id);
+  const folded = await foldReferences(store, id);
+  if (!folded) throw new NotFoundError(`no session ${JSON.stringify(id)} in the store`, { session: id });
+  const { state } = folded;
   const at = state.live.findIndex((c) => c.callId === before);
   if (at === -1) {
     const reverted = state.calls.some((c) => c.callId === before);

@@ -17,6 +17,7 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
+import { INDEX_MIN_BLOB_BYTES } from '../../store/line-index.js';
 import type { Store } from '../../store/store.js';
 import { toSluiceError } from '../protocol/errors.js';
 import { OwnerCheck, ownerPid } from './owners.js';
@@ -84,7 +85,8 @@ export async function sweep(
         await store.io.unlink(path);
         result.removed++;
         result.bytesFreed += Number(st.size);
-        if (await removeIndexOfAbsentBlob(store, d)) result.indexRemoved++;
+        // Only large blobs get an index; a stray one of a small blob is left to the orphan-index pass.
+        if (Number(st.size) >= INDEX_MIN_BLOB_BYTES && (await removeIndexOfAbsentBlob(store, d))) result.indexRemoved++;
       }
     }
   } catch (err) {

@@ -19,7 +19,7 @@
 import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { decodeManifest, MAX_MANIFEST_BYTES } from '../../store/manifest.js';
+import { decodeManifest, MANIFEST_KIND, MAX_MANIFEST_BYTES } from '../../store/manifest.js';
 import type { Store } from '../../store/store.js';
 import { BadOptionError, toSluiceError } from '../protocol/errors.js';
 import { acquireGcLock } from './gc-lock.js';
@@ -83,6 +83,8 @@ const PREFIX = /^[0-9a-f]{2}$/;
 const REST = /^[0-9a-f]{62}$/;
 const INDEX_NAME = /^([0-9a-f]{62})\.idx$/;
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+/** How every canonical manifest starts (store/manifest.ts encodes `kind` first). */
+const MANIFEST_PREFIX = Buffer.from(`{"kind":${JSON.stringify(MANIFEST_KIND)},`);
 
 /**
  * Collects the garbage of `store`. Safe against concurrent publishers in
@@ -209,11 +211,24 @@ async function listBlobs(store: Store): Promise<Map<string, ListedBlob>> {
 async function manifestStreams(store: Store, digest: string): Promise<string[]> {
   let buf: Buffer;
   try {
-    buf = await fsp.readFile(store.layout.blobPath(digest));
+    const fh = await fsp.open(store.layout.blobPath(digest), 'r');
+    try {
+      // Most small blobs are not manifests: their first bytes tell, without reading or hashing the rest.
+      const head = Buffer.alloc(MANIFEST_PREFIX.length);
+      const { bytesRead } = await fh.read(head, 0, head.length, 0);
+      if (bytesRead < head.length || !head.equals(MANIFEST_PREFIX)) return [];
+      const { size } = await fh.stat();
+      if (size > MAX_MANIFEST_BYTES) return [];
+      buf = Buffer.alloc(size);
+      const { bytesRead: all } = await fh.read(buf, 0, size, 0);
+      if (all !== size) return [];
+    } finally {
+      await fh.close();
+    }
   } catch {
     return [];
   }
-  if (buf.length > MAX_MANIFEST_BYTES || buf[0] !== 0x7b) return [];
+  if (buf.length > MAX_MANIFEST_BYTES) return [];
   if (createHash('sha256').update(buf).digest('hex') !== digest) return [];
   let text: string;
   try {

@@ -42,10 +42,24 @@ export interface EventLogContents {
  * @throws DiskError (EDISK) when the log cannot be read.
  */
 export async function readEventLog(store: Store, id: string): Promise<EventLogContents> {
+  const records: SessionRecord[] = [];
+  const counts = await scanEventLog(store, id, (r) => records.push(r));
+  return { records, ...counts };
+}
+
+/**
+ * Like {@link readEventLog}, but hands each record to `onRecord` as it is
+ * read instead of keeping them, so memory stays bounded by what the caller
+ * keeps (GC keeps only references).
+ */
+export async function scanEventLog(
+  store: Store,
+  id: string,
+  onRecord: (record: SessionRecord) => void,
+): Promise<Omit<EventLogContents, 'records'>> {
   assertSessionId(id);
   const h = await loadHasher();
-  const out: EventLogContents = {
-    records: [],
+  const out: Omit<EventLogContents, 'records'> = {
     corrupt: 0,
     unknown: 0,
     invalid: 0,
@@ -75,7 +89,7 @@ export async function readEventLog(store: Store, id: string): Promise<EventLogCo
       return;
     }
     const parsed = parseRecord(json);
-    if (parsed.kind === 'record') out.records.push(parsed.record);
+    if (parsed.kind === 'record') onRecord(parsed.record);
     else if (parsed.kind === 'unknown') out.unknown++;
     else out.invalid++;
   };

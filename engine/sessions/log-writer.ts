@@ -1,11 +1,12 @@
 /**
  * Appending to one session's event log, with group commit.
  *
- * Lines are appended with O_APPEND, each in one write, in the order `append`
- * was called. A durable append resolves only after an fsync that started
- * after its line was written; concurrent durable appends share fsyncs: while
- * one fsync runs, every line written meanwhile waits for the single next one.
- * So N completions at once cost about two fsyncs, not N.
+ * Lines are appended with O_APPEND in the order `append` was called. While
+ * one batch is being written (and fsynced, when any of its lines must be
+ * durable), newly appended lines wait; the next batch takes all of them in
+ * one write and at most one fsync. So N completions at once cost about two
+ * writes and two fsyncs, not N, and a durable append resolves only after an
+ * fsync that followed its line's write.
  *
  * A log whose last line was torn by a crash gets a newline before the first
  * new line, so the torn fragment stays one (skipped) line instead of
@@ -40,10 +41,8 @@ export class EventLogWriter {
   /** Counters (appends, fsyncs). */
   readonly stats: LogWriterStats = { appends: 0, syncs: 0 };
   private readonly handle: FileHandle;
-  private writes: Promise<void> = Promise.resolve();
-  private syncChain: Promise<void> = Promise.resolve();
-  private queuedSync: Promise<void> | undefined;
-  private pendingOps = 0;
+  private pending: Array<{ buf: Buffer; durable: boolean; resolve: () => void; reject: (e: unknown) => void }> = [];
+  private flushing: Promise<void> | undefined;
   private closed = false;
 
   private constructor(handle: FileHandle) {
@@ -74,44 +73,42 @@ export class EventLogWriter {
     }
   }
 
-  /** True while an append or fsync is in progress. */
+  /** True while lines are waiting or being written. */
   get busy(): boolean {
-    return this.pendingOps > 0;
+    return this.flushing !== undefined;
   }
 
   /**
    * Appends `line` (which ends with `\n`). With `durable`, resolves only once
    * the line is on stable storage.
    */
-  async append(line: string, durable: boolean): Promise<void> {
-    if (this.closed) throw toSluiceError(new Error('session log is closed'), 'ECLOSED');
-    this.pendingOps++;
-    try {
-      const buf = Buffer.from(line, 'utf8');
-      const written = this.writes.then(() => this.writeAll(buf));
-      this.writes = written.catch(() => {});
-      await written;
-      this.stats.appends++;
-      if (durable) await this.sync();
-    } catch (err) {
-      throw toSluiceError(err, 'EDISK');
-    } finally {
-      this.pendingOps--;
-    }
+  append(line: string, durable: boolean): Promise<void> {
+    if (this.closed) return Promise.reject(toSluiceError(new Error('session log is closed'), 'ECLOSED'));
+    return new Promise((resolve, reject) => {
+      this.pending.push({ buf: Buffer.from(line, 'utf8'), durable, resolve, reject });
+      this.flushing ??= this.flush();
+    });
   }
 
-  /** Resolves after an fsync that starts after every line written so far. */
-  private sync(): Promise<void> {
-    // A sync that has not started yet will cover this line too: share it.
-    if (this.queuedSync) return this.queuedSync;
-    const run = this.syncChain.then(async () => {
-      this.queuedSync = undefined;
-      this.stats.syncs++;
-      await this.handle.datasync();
-    });
-    this.queuedSync = run;
-    this.syncChain = run.catch(() => {});
-    return run;
+  /** Writes batches until nothing is pending: one write and at most one fsync per batch. */
+  private async flush(): Promise<void> {
+    while (this.pending.length > 0) {
+      const batch = this.pending;
+      this.pending = [];
+      try {
+        await this.writeAll(batch.length === 1 ? (batch[0]?.buf as Buffer) : Buffer.concat(batch.map((b) => b.buf)));
+        this.stats.appends += batch.length;
+        if (batch.some((b) => b.durable)) {
+          this.stats.syncs++;
+          await this.handle.datasync();
+        }
+        for (const b of batch) b.resolve();
+      } catch (err) {
+        const e = toSluiceError(err, 'EDISK');
+        for (const b of batch) b.reject(e);
+      }
+    }
+    this.flushing = undefined;
   }
 
   private async writeAll(buf: Buffer): Promise<void> {
@@ -128,8 +125,7 @@ export class EventLogWriter {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.writes;
-    await this.syncChain;
+    while (this.flushing) await this.flushing;
     await this.handle.close().catch(() => {});
   }
 }

@@ -28,6 +28,12 @@ export interface SessionRecorderOptions {
 const STARTED_SPILLABLE = ['args'] as const;
 /** Fields of a completed record that may be spilled (the output reference is bounded: at most 16 streams). */
 const COMPLETED_SPILLABLE = ['display', 'model', 'metadata', 'attachments', 'messages', 'error'] as const;
+/**
+ * A self-paginating tool's page (`read`) is never retained as an artifact, and
+ * recording it must not make it one: its model view stays inline. It is
+ * bounded by the page bound (2 MiB), well under the log's line bound.
+ */
+const PAGE_SPILLABLE = ['display', 'metadata', 'attachments', 'messages', 'error'] as const;
 
 interface OpenLog {
   writer: Promise<EventLogWriter>;
@@ -70,7 +76,7 @@ export class SessionRecorder implements CallRecorder {
     await this.appendRecord(
       result.session,
       encodeCompleted(result, new Date().toISOString()),
-      COMPLETED_SPILLABLE,
+      result.output?.kind === 'page' ? PAGE_SPILLABLE : COMPLETED_SPILLABLE,
       true,
       true,
     );

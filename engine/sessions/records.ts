@@ -226,3 +226,15 @@ export function encodeCompleted(result: TerminalResult, at: string): CompletedRe
   if (result.error) rec.error = result.error;
   return rec;
 }
+
+/**
+ * The reading schemas of the record types, for the published wire contract:
+ * engine/protocol/wire.ts composes them into the event-log record schemas
+ * (and the generated JSON Schema) instead of restating them.
+ */
+export {
+  completedSchema as completedRecordSchema,
+  revertSchema as revertRecordSchema,
+  spillSchema as spillRefSchema,
+  startedSchema as startedRecordSchema,
+};

@@ -16,10 +16,9 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import type { Store } from '../../store/store.js';
 import { toSluiceError } from '../protocol/errors.js';
-import { listSessionIds } from './catalog.js';
-import { readEventLog } from './log-reader.js';
+import { foldReferences, listSessionIds } from './catalog.js';
 import { type OwnerCheck, ownerPid } from './owners.js';
-import { callReferences, foldSession } from './state.js';
+import { callReferences } from './state.js';
 
 const DIGEST_LINE = /^[0-9a-f]{64}$/;
 
@@ -75,17 +74,12 @@ export interface SessionRoots {
 export async function scanSessions(store: Store): Promise<SessionRoots> {
   const roots: SessionRoots = { digests: new Set(), sessions: 0, liveCalls: 0 };
   for (const id of await listSessionIds(store)) {
-    let log: Awaited<ReturnType<typeof readEventLog>>;
-    try {
-      log = await readEventLog(store, id);
-    } catch (err) {
-      // Deleted since the listing: no longer roots.
-      if ((err as { code?: unknown }).code === 'ENOTFOUND') continue;
-      throw err;
-    }
+    const folded = await foldReferences(store, id);
+    // Deleted since the listing: no longer roots.
+    if (!folded) continue;
     roots.sessions++;
-    for (const d of log.corruptDigests) roots.digests.add(d);
-    for (const call of foldSession(log.records).live) {
+    for (const d of folded.log.corruptDigests) roots.digests.add(d);
+    for (const call of folded.state.live) {
       roots.liveCalls++;
       for (const d of callReferences(call).keys()) roots.digests.add(d);
     }

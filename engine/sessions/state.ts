@@ -40,42 +40,75 @@ export interface SessionState {
   ignoredReverts: number;
 }
 
-/** Folds `records` (in log order) into the session's calls. */
-export function foldSession(records: readonly SessionRecord[]): SessionState {
-  const byId = new Map<string, CallEntry>();
-  const calls: CallEntry[] = [];
-  let live: CallEntry[] = [];
-  let reverts = 0;
-  let ignoredReverts = 0;
-  const entry = (callId: string): CallEntry => {
-    let e = byId.get(callId);
-    if (!e) {
-      e = { callId, reverted: false };
-      byId.set(callId, e);
-      calls.push(e);
-      live.push(e);
-    }
-    return e;
-  };
-  for (const r of records) {
+/** Folds records one at a time, in log order (see the module comment for the rules). */
+export class SessionFold {
+  private readonly byId = new Map<string, CallEntry>();
+  private readonly calls: CallEntry[] = [];
+  private live: CallEntry[] = [];
+  private reverts = 0;
+  private ignoredReverts = 0;
+
+  /** Applies the next record of the log. */
+  add(r: SessionRecord): void {
     if (r.type === CALL_STARTED) {
-      const e = entry(r.callId);
+      const e = this.entry(r.callId);
       e.started ??= r;
     } else if (r.type === CALL_COMPLETED) {
-      const e = entry(r.callId);
+      const e = this.entry(r.callId);
       e.completed ??= r;
     } else {
-      const at = live.findIndex((e) => e.callId === r.before);
+      const at = this.live.findIndex((e) => e.callId === r.before);
       if (at === -1) {
-        ignoredReverts++;
-        continue;
+        this.ignoredReverts++;
+        return;
       }
-      for (const e of live.slice(at)) e.reverted = true;
-      live = live.slice(0, at);
-      reverts++;
+      for (const e of this.live.slice(at)) e.reverted = true;
+      this.live = this.live.slice(0, at);
+      this.reverts++;
     }
   }
-  return { calls, live, reverts, ignoredReverts };
+
+  /** The session as folded so far. */
+  state(): SessionState {
+    return { calls: this.calls, live: this.live, reverts: this.reverts, ignoredReverts: this.ignoredReverts };
+  }
+
+  private entry(callId: string): CallEntry {
+    let e = this.byId.get(callId);
+    if (!e) {
+      e = { callId, reverted: false };
+      this.byId.set(callId, e);
+      this.calls.push(e);
+      this.live.push(e);
+    }
+    return e;
+  }
+}
+
+/** Folds `records` (in log order) into the session's calls. */
+export function foldSession(records: readonly SessionRecord[]): SessionState {
+  const fold = new SessionFold();
+  for (const r of records) fold.add(r);
+  return fold.state();
+}
+
+/**
+ * A record reduced to what references and counts need (ids, status, output
+ * references, spill): what GC, verify and listings keep per call, so their
+ * memory does not grow with display and model text.
+ */
+export function referenceView(r: SessionRecord): SessionRecord {
+  if (r.type === CALL_STARTED) {
+    const v: StartedRecord = { type: r.type, callId: r.callId, tool: r.tool };
+    if (r.spill) v.spill = r.spill;
+    return v;
+  }
+  if (r.type === CALL_COMPLETED) {
+    const v: CompletedRecord = { type: r.type, callId: r.callId, status: r.status, output: r.output };
+    if (r.spill) v.spill = r.spill;
+    return v;
+  }
+  return r;
 }
 
 /** What a record reference points at. */

@@ -6,9 +6,8 @@
  */
 import type { Store } from '../../store/store.js';
 import type { VerifyReport } from '../../store/verify.js';
-import { listSessionIds } from './catalog.js';
-import { readEventLog } from './log-reader.js';
-import { callReferences, foldSession, type ReferenceRole } from './state.js';
+import { foldReferences, listSessionIds } from './catalog.js';
+import { callReferences, type ReferenceRole } from './state.js';
 
 /** A live record that references a blob the store lacks. */
 export interface MissingReference {
@@ -34,15 +33,10 @@ export async function verifyWithSessions(store: Store): Promise<SessionVerifyRep
   let corruptLines = 0;
   const present = new Map<string, boolean>();
   for (const session of await listSessionIds(store)) {
-    let log: Awaited<ReturnType<typeof readEventLog>>;
-    try {
-      log = await readEventLog(store, session);
-    } catch (err) {
-      if ((err as { code?: unknown }).code === 'ENOTFOUND') continue;
-      throw err;
-    }
-    corruptLines += log.corrupt;
-    for (const call of foldSession(log.records).live) {
+    const folded = await foldReferences(store, session);
+    if (!folded) continue;
+    corruptLines += folded.log.corrupt;
+    for (const call of folded.state.live) {
       for (const [digest, role] of callReferences(call)) {
         let has = present.get(digest);
         if (has === undefined) {

@@ -125,6 +125,11 @@ describe('MCP results', () => {
     const r = await h.result;
     expect(r.model).toBe('burst done');
     expect(h.liveDisplay).toBe('1/2 one\n2/2 two\n');
+    // A JSON-RPC error answer (not an isError result) fails the call with ETOOLFAILED and the server's message.
+    const refused = await env.engine.run('raw.refuse', {});
+    expect(refused.status).toBe('failed');
+    expect(refused.error?.code).toBe('ETOOLFAILED');
+    expect(refused.error?.message).toContain('backend unavailable');
     await finish(env);
   });
 });

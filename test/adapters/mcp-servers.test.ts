@@ -3,7 +3,17 @@
  * (a wrapper's children included) when the engine closes.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { cleanup, finish, fixtureServer, MCP_SERVER, openEngine, openMcpEngine, pgrep } from './helpers.js';
+import {
+  cleanup,
+  finish,
+  fixtureServer,
+  MCP_SERVER,
+  openEngine,
+  openMcpEngine,
+  pgrep,
+  serverStats,
+  waitNoProcess,
+} from './helpers.js';
 
 afterEach(cleanup);
 
@@ -70,6 +80,26 @@ describe('starting servers', () => {
 });
 
 describe('process lifetime', () => {
+  it('if the MCP host thread dies, calls in flight fail with EWORKERCRASH, its servers are killed, and a new thread serves the next call', async () => {
+    const env = await openMcpEngine();
+    const { engine } = env;
+    const before = await serverStats(engine);
+    const h = engine.call('fx.slow', { ms: 60_000 });
+    await until(async () => (await serverStats(engine)).calls > before.calls);
+    // Reach into the engine to kill the thread: nothing public can, which is the point.
+    const internals = engine as unknown as { mcp: { host: { worker: { terminate(): Promise<number> } } } };
+    await internals.mcp.host.worker.terminate();
+    const r = await h.result;
+    expect(r.status).toBe('failed');
+    expect(r.error?.code).toBe('EWORKERCRASH');
+    expect(r.error?.message).toContain('MCP host thread died');
+    expect(await waitNoProcess(env.marker)).toEqual([]);
+    const after = await serverStats(engine);
+    expect(after.pid).not.toBe(before.pid);
+    expect((await engine.run('fx.echo', { text: 'back' })).model).toBe('back');
+    await finish(env);
+  });
+
   it('closing the engine during a call ends the call and kills the server', async () => {
     const env = await openMcpEngine();
     const h = env.engine.call('fx.slow', { ms: 60_000 });

@@ -50,6 +50,29 @@ describe('read is self-paginating: no retention, no truncation', () => {
     await expectNoLeaks(storeDir);
   });
 
+  // How the bug shows if it returns: a session's log spills every large read page into a new
+  // blob, so reads made by a model (always in a session) grow the store.
+  it('reads recorded in a session write no blob either, and replay gives back the same page', async () => {
+    const { engine, storeDir } = await openFixture();
+    const r = await engine.run('bash', {
+      command: `awk 'BEGIN { for (i = 0; i < 4000; i++) { s = sprintf("%08d", i); while (length(s) < 499) s = s "z"; print s } }'`,
+    });
+    if (r.output?.kind !== 'streams') throw new Error('bash has named streams');
+    const uri = `artifact://${r.output.manifest}/stdout`;
+    const before = await blobCount(storeDir);
+    const live = [];
+    for (let i = 0; i < 5; i++) {
+      live.push(await engine.run('read', { filePath: uri, offset: i * 100, limit: 2000 }, { session: 'reader' }));
+    }
+    expect(live.map((x) => x.status)).toEqual(['success', 'success', 'success', 'success', 'success']);
+    expect(Buffer.byteLength(live[0]?.model ?? '')).toBeGreaterThan(1_000_000);
+    expect(await blobCount(storeDir)).toBe(before);
+    const replayed = await engine.replay('reader');
+    expect(replayed.calls.map((c) => c.result.model)).toEqual(live.map((x) => x.model));
+    expect(await blobCount(storeDir)).toBe(before);
+    await expectNoLeaks(storeDir);
+  });
+
   it('tiny toolOutput limits cannot truncate or fail a read page', async () => {
     // Small next to a read page, and still valid: the minimum depends on room for 16 streams and a status line.
     const maxModelBytes = 16 * 1024;

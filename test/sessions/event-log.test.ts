@@ -203,9 +203,10 @@ describe('session event log', () => {
     );
     const stats = await rec.stats('busy');
     expect(stats?.appends).toBe(n);
-    // Each completion waited for an fsync that started after its write, but they shared them.
+    // Each completion waited for an fsync after its write, but they shared them: the first line goes
+    // alone, the others queue meanwhile and go together (one write, one fsync).
     expect(stats?.syncs).toBeGreaterThanOrEqual(1);
-    expect(stats?.syncs).toBeLessThan(n / 4);
+    expect(stats?.syncs).toBeLessThanOrEqual(4);
     expect((await readEventLog(store, 'busy')).records).toHaveLength(n);
   });
 

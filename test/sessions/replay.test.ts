@@ -5,6 +5,7 @@
  * without running anything and without touching the store.
  */
 import { existsSync, promises as fsp } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { TerminalResult } from '../../engine/result.js';
 import { SessionRecorder } from '../../engine/sessions/recorder.js';
@@ -17,7 +18,7 @@ import {
   waitNoProcess,
   waitProcess,
 } from '../runtime/helpers.js';
-import { CLI, sluice } from '../store/helpers.js';
+import { CLI, sluice, tempDir } from '../store/helpers.js';
 import { snapshot } from './helpers.js';
 
 beforeAll(() => {
@@ -165,6 +166,23 @@ describe('replay', () => {
     expect(() => engine.call('bash', { command: 'true' }, { session: 'a/b' })).toThrow(
       expect.objectContaining({ code: 'EBADARGS' }),
     );
+  });
+
+  it('replays a call recorded by `sluice run --session` with the same terminal result', async () => {
+    const dir = await tempDir();
+    const store = join(dir, 'store');
+    const run = await sluice(
+      ['run', 'bash', '--args', '{"command":"seq 1 3; exit 2"}', '--session', 'cli', '--json', '--store', store],
+      { cwd: dir },
+    );
+    expect(run.code).toBe(1);
+    const live = JSON.parse(run.stdout.toString());
+    const replayed = await sluice(['replay', 'cli', '--json', '--store', store]);
+    expect(replayed.code).toBe(0);
+    const [call] = JSON.parse(replayed.stdout.toString()).calls;
+    expect(call.result.model).toBe(live.model);
+    expect(call.result.display).toBe(live.display);
+    expect(call.result).toEqual(live);
   });
 
   it('sluice replay prints the final displays, or the model views, or the JSON that Engine.replay returns', async () => {

@@ -4,7 +4,9 @@
  *
  * A request fails with EWORKERCRASH when the host thread is gone: when the
  * main thread announces its death, or when it does not acknowledge the
- * request in time (a thread that died before anyone could announce it).
+ * request in time (a thread that died before anyone could announce it). A
+ * request not yet acknowledged is sent again when a host thread announces
+ * itself (a restarted host was not listening when it was first sent).
  */
 import { randomUUID } from 'node:crypto';
 import { BroadcastChannel } from 'node:worker_threads';
@@ -70,6 +72,7 @@ function hostRequest(channel: string, body: Body, options: HostRequestOptions): 
       requests.close();
     };
     let done = false;
+    let accepted = false;
     const finish = (err: unknown, value?: Final) => {
       if (done) return;
       done = true;
@@ -90,14 +93,17 @@ function hostRequest(channel: string, body: Body, options: HostRequestOptions): 
     );
     replies.onmessage = (ev) => {
       const r = (ev as unknown as { data: McpReply }).data;
-      if (r.t === 'accepted') clearTimeout(ackTimer);
-      else if (r.t === 'progress') onProgress?.(r);
+      if (r.t === 'accepted') {
+        accepted = true;
+        clearTimeout(ackTimer);
+      } else if (r.t === 'progress') onProgress?.(r);
       else if (r.t === 'error') finish(deserializeError(r.error));
       else finish(undefined, r);
     };
     life.onmessage = (ev) => {
       const e = (ev as unknown as { data: McpLifeEvent }).data;
       if (e.t === 'host-exit') finish(new WorkerCrashError(`the MCP host thread died: ${e.reason}`));
+      else if (e.t === 'host-ready' && !accepted && !done) post({ ...body, id } as McpRequest);
     };
     signal?.addEventListener('abort', onAbort, { once: true });
     post({ ...body, id } as McpRequest);

@@ -20,14 +20,17 @@ import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
 import {
   BadModuleError,
   CancelledError,
+  ClosedError,
   ProtocolError,
   serializeError,
   UnknownToolError,
 } from '../../engine/protocol/errors.js';
 import {
+  lifeChannel,
   type McpControl,
   type McpHostData,
   type McpHostEvent,
+  type McpLifeEvent,
   type McpReply,
   type McpRequest,
   type McpServerSpec,
@@ -51,6 +54,11 @@ const control = parentPort;
 const { channel } = workerData as McpHostData;
 const servers = new Map<string, ServerState>();
 const inflight = new Map<string, AbortController>();
+/** Request ids already handled, newest last: a request sent again (see McpLifeEvent) runs once. */
+const seen = new Set<string>();
+const SEEN_MAX = 4096;
+/** Set by shutdown: no server may be started after it, or the main thread could miss its process group. */
+let shuttingDown = false;
 
 function emit(e: McpHostEvent): void {
   control.postMessage(e);
@@ -59,6 +67,7 @@ function emit(e: McpHostEvent): void {
 /** The live connection of a server, opening a new one when there is none (first call, or the server died). */
 function connection(state: ServerState): Promise<Connection> {
   if (state.conn?.alive) return Promise.resolve(state.conn);
+  if (shuttingDown) return Promise.reject(new ClosedError('the engine is closing'));
   if (!state.connecting) {
     const server = state.spec.name;
     const opening = Connection.open(
@@ -111,6 +120,7 @@ async function onControl(m: McpControl): Promise<void> {
       await conn?.close();
       emit({ t: 'reply', id: m.id });
     } else {
+      shuttingDown = true;
       for (const ac of inflight.values()) ac.abort(new CancelledError('the engine is closing'));
       await Promise.all(
         [...servers.values()].map(async (s) => {
@@ -130,6 +140,9 @@ async function onRequest(m: McpRequest): Promise<void> {
     inflight.get(m.id)?.abort(new CancelledError('cancelled by the caller'));
     return;
   }
+  if (seen.has(m.id)) return;
+  seen.add(m.id);
+  if (seen.size > SEEN_MAX) seen.delete(seen.values().next().value as string);
   const out = new BroadcastChannel(replyChannel(channel, m.id));
   const reply = (r: McpReply) => out.postMessage(r);
   const ac = new AbortController();
@@ -163,3 +176,7 @@ async function onRequest(m: McpRequest): Promise<void> {
 control.on('message', (m: McpControl) => void onControl(m));
 const requests = new BroadcastChannel(requestChannel(channel));
 requests.onmessage = (ev) => void onRequest((ev as unknown as { data: McpRequest }).data);
+// Listening now: call workers that sent a request while this thread was starting send it again.
+const life = new BroadcastChannel(lifeChannel(channel));
+life.postMessage({ t: 'host-ready' } satisfies McpLifeEvent);
+life.close();

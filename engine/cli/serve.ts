@@ -1,0 +1,120 @@
+/**
+ * `sluice serve [--port N] [--host ADDR] [--store DIR] ...`: the HTTP API
+ * (docs/http.md) on an engine over the store, until SIGINT or SIGTERM, then a
+ * clean shutdown: running calls are cancelled, finalised and recorded, event
+ * streams get their terminal events, the engine closes, exit 0.
+ *
+ * The bearer token is created on first start in `<store>/server.token`
+ * (mode 0600) and printed that once; later starts reuse it silently.
+ */
+import { Engine } from '../engine.js';
+import { BadArgumentsError } from '../protocol/errors.js';
+import { PROTOCOL_VERSION } from '../protocol/messages.js';
+import { loadOrCreateToken } from '../server/auth.js';
+import { DEFAULT_HOST, DEFAULT_PORT, startServer } from '../server/server.js';
+import { type Command, EXIT_OK, HELP_OPTION, parseCommandLine, parseCount, STORE_OPTION, writeOut } from './common.js';
+import { applyConfig, loadRunConfig } from './config.js';
+import { EXIT_CANCELLED } from './run.js';
+
+const USAGE = `Usage: sluice serve [--port N] [--host ADDR] [--store DIR] [--config FILE]
+                    [--plugin PATH]... [--mcp NAME=COMMAND]... [--subscriber-queue N]
+
+Serves the HTTP API (see docs/http.md): start calls, follow their live events
+as server-sent events, fetch results, cancel, read artifacts, list and replay
+sessions. Every request needs the bearer token, created on first start in
+<store>/server.token (mode 0600) and printed only then.
+
+  --port N        port to listen on (default ${DEFAULT_PORT}; 0 picks a free one)
+  --host ADDR     address to listen on (default ${DEFAULT_HOST}, loopback only)
+  --store DIR     the store (default: $SLUICE_STORE, else ./.sluice)
+  --config FILE   JSON: { "mcpServers": { NAME: { "command", "args", "env", "cwd" } }, "plugins": [PATH] }
+  --plugin PATH   register a plugin tool module (repeatable)
+  --mcp NAME=COMMAND [ARGS]
+                  start an MCP server over stdio; its tools are NAME.<tool> (repeatable)
+  --subscriber-queue N
+                  events queued per event-stream client before it is marked lagged (default 256)
+
+SIGINT or SIGTERM shuts down cleanly (exit 0): running calls are cancelled and
+recorded, event streams receive their terminal event. A second signal exits at once.
+`;
+
+const OPTIONS = {
+  port: { type: 'string' },
+  host: { type: 'string' },
+  config: { type: 'string' },
+  plugin: { type: 'string', multiple: true },
+  mcp: { type: 'string', multiple: true },
+  'subscriber-queue': { type: 'string' },
+  ...STORE_OPTION,
+  ...HELP_OPTION,
+} as const;
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
+
+/** Resolves with the first of SIGINT or SIGTERM; a second one ends the process at once. */
+function firstSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    let seen = false;
+    const on = (sig: NodeJS.Signals) => {
+      if (seen) process.exit(EXIT_CANCELLED);
+      seen = true;
+      resolve(sig);
+    };
+    process.on('SIGINT', on);
+    process.on('SIGTERM', on);
+  });
+}
+
+/** The `serve` command. */
+export const command: Command = {
+  summary: 'serve the HTTP API (calls, live events over SSE, reads, sessions) until SIGINT/SIGTERM',
+  usage: USAGE,
+  async run(argv, ctx) {
+    const { values, positionals } = parseCommandLine(argv, OPTIONS, 'serve');
+    if (values.help) {
+      await writeOut(ctx.stdout, USAGE);
+      return EXIT_OK;
+    }
+    if (positionals.length > 0) {
+      throw new BadArgumentsError(`sluice serve takes no positional arguments, got ${JSON.stringify(positionals[0])}`);
+    }
+    const port = parseCount('port', values.port) ?? DEFAULT_PORT;
+    if (port > 65535) throw new BadArgumentsError(`--port must be at most 65535, got ${port}`);
+    const queue = parseCount('subscriber-queue', values['subscriber-queue']);
+    if (queue === 0) throw new BadArgumentsError('--subscriber-queue must be at least 1');
+    const host = values.host ?? DEFAULT_HOST;
+    const extra = await loadRunConfig(values, process.cwd());
+    const signal = firstSignal();
+    const engine = await Engine.open({ ...(values.store ? { store: values.store } : {}) });
+    try {
+      await applyConfig(engine, extra);
+      const token = await loadOrCreateToken(engine.store.root);
+      const server = await startServer(engine, {
+        token: token.token,
+        host,
+        port,
+        ...(queue !== undefined ? { subscriberQueue: queue } : {}),
+      });
+      const lines = [
+        `sluice serve: listening on ${server.url} (protocol ${PROTOCOL_VERSION}, store ${engine.store.root})`,
+      ];
+      if (token.created) {
+        lines.push(`sluice serve: new API token, shown only this once (stored in ${token.path}, mode 0600):`);
+        lines.push(token.token);
+      }
+      await writeOut(ctx.stdout, `${lines.join('\n')}\n`);
+      if (!LOOPBACK.test(host)) {
+        ctx.stderr.write(
+          `sluice serve: warning: listening on ${host}, not loopback: anyone who can reach it and has the token can run tools\n`,
+        );
+      }
+      const sig = await signal;
+      ctx.stderr.write(`sluice serve: ${sig}: shutting down\n`);
+      await server.close();
+    } finally {
+      await engine.close();
+    }
+    ctx.stderr.write('sluice serve: stopped\n');
+    return EXIT_OK;
+  },
+};

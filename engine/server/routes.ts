@@ -1,0 +1,304 @@
+/**
+ * The endpoints of the HTTP API (docs/http.md), each a handler of one
+ * authenticated request. Bodies and queries are validated with the schemas of
+ * engine/protocol/wire.ts; errors become `{ error: { code, message } }`
+ * through {@link sendError} in the server.
+ */
+import { readFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { z } from 'zod';
+import type { Engine } from '../engine.js';
+import { BadArgumentsError, ClosedError, NotFoundError, ResourceLimitError } from '../protocol/errors.js';
+import {
+  type callAcceptedSchema,
+  type callPendingSchema,
+  callRequestSchema,
+  cancelRequestSchema,
+  type cancelResponseSchema,
+  type infoResponseSchema,
+  PROTOCOL_VERSION,
+  readQuerySchema,
+  type toolsResponseSchema,
+} from '../protocol/wire.js';
+import { HttpError, parseWith, readJsonBody, sendJson } from './http.js';
+import { streamCallEvents } from './sse.js';
+import type { CallTracker, TrackedCall } from './tracker.js';
+
+/** The type a response schema describes. */
+type Body<S extends z.ZodType> = z.output<S>;
+
+/** What handlers share: the engine, the calls, the limits, and the server's shutdown signal. */
+export interface RouteContext {
+  engine: Engine;
+  tracker: CallTracker;
+  /** Aborted when the server starts shutting down: long polls and reads stop waiting. */
+  shutdown: AbortSignal;
+  maxBodyBytes: number;
+  maxActiveCalls: number;
+  heartbeatMs: number;
+  /** Open event streams; shutdown waits for them to deliver their terminal frames. */
+  streams: Set<Promise<void>>;
+}
+
+type Handler = (
+  ctx: RouteContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  params: string[],
+  url: URL,
+) => Promise<void>;
+
+interface Route {
+  method: 'GET' | 'POST';
+  pattern: RegExp;
+  handler: Handler;
+}
+
+/** Ids in paths: call ids (UUIDs) and session ids; exact checks happen downstream. */
+const ID = '([A-Za-z0-9._-]{1,256})';
+
+/** Longest `wait` of `GET /v1/calls/:id`, in seconds. */
+export const MAX_WAIT_SECONDS = 60;
+
+let version: string | undefined;
+/** The package's version, read once. */
+function packageVersion(): string {
+  version ??= readPackageVersion();
+  return version;
+}
+
+function readPackageVersion(): string {
+  // From engine/server/ (sources) or dist/engine/server/ (built).
+  for (const rel of ['../../package.json', '../../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as {
+        name?: unknown;
+        version?: unknown;
+      };
+      if (pkg.name === 'sluice') return String(pkg.version);
+    } catch {
+      // Try the next candidate.
+    }
+  }
+  return 'unknown';
+}
+
+/** The query of `url` as an object; a repeated parameter is a 400. */
+function queryObject(url: URL): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of url.searchParams) {
+    if (Object.hasOwn(out, k)) throw new HttpError(new BadArgumentsError(`query parameter ${k} is repeated`));
+    out[k] = v;
+  }
+  return out;
+}
+
+function lookup(ctx: RouteContext, id: string): TrackedCall {
+  const call = ctx.tracker.get(id);
+  if (!call) {
+    throw new NotFoundError(`no call ${JSON.stringify(id)} on this server (unknown, or its result is no longer kept)`, {
+      callId: id,
+    });
+  }
+  return call;
+}
+
+/** A signal aborted when the server shuts down or the client goes away before the response is sent. */
+function requestSignal(ctx: RouteContext, res: ServerResponse): AbortSignal {
+  const gone = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) gone.abort();
+  });
+  return AbortSignal.any([ctx.shutdown, gone.signal]);
+}
+
+/** A decimal count from a header or query value, or a 400. */
+function parseCount(what: string, value: string | undefined, max = Number.MAX_SAFE_INTEGER): number | undefined {
+  if (value === undefined) return undefined;
+  const n = /^[0-9]{1,16}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(n <= max)) {
+    throw new HttpError(
+      new BadArgumentsError(`${what} must be an integer from 0 to ${max}, got ${JSON.stringify(value)}`),
+    );
+  }
+  return n;
+}
+
+function onlyParams(url: URL, allowed: string[], what: string): Record<string, string> {
+  const q = queryObject(url);
+  for (const k of Object.keys(q)) {
+    if (!allowed.includes(k)) {
+      throw new HttpError(new BadArgumentsError(`${what} takes no query parameter ${JSON.stringify(k)}`));
+    }
+  }
+  return q;
+}
+
+const info: Handler = async (_ctx, _req, res, _p, url) => {
+  onlyParams(url, [], 'GET /v1/info');
+  const body: Body<typeof infoResponseSchema> = {
+    name: 'sluice',
+    version: packageVersion(),
+    protocolVersion: PROTOCOL_VERSION,
+  };
+  sendJson(res, 200, body);
+};
+
+const tools: Handler = async (ctx, _req, res, _p, url) => {
+  onlyParams(url, [], 'GET /v1/tools');
+  const body: Body<typeof toolsResponseSchema> = {
+    tools: ctx.engine.tools().map((t) => ({
+      name: t.name,
+      description: t.description,
+      source: t.source,
+      output: t.output,
+      selfPaginating: t.selfPaginating,
+      argsSchema: t.argsSchema,
+    })),
+  };
+  sendJson(res, 200, body);
+};
+
+const startCall: Handler = async (ctx, req, res, _p, url) => {
+  onlyParams(url, [], 'POST /v1/calls');
+  const body = parseWith(callRequestSchema, await readJsonBody(req, ctx.maxBodyBytes), 'POST /v1/calls body');
+  // The body may have arrived after shutdown began, when the calls to cancel were already counted.
+  if (ctx.shutdown.aborted) throw new HttpError(new ClosedError('the server is shutting down'), 503);
+  if (ctx.tracker.active >= ctx.maxActiveCalls) {
+    throw new HttpError(
+      new ResourceLimitError(`${ctx.tracker.active} calls are running, the most this server runs at once`, {
+        limit: ctx.maxActiveCalls,
+      }),
+      429,
+    );
+  }
+  const handle = ctx.engine.call(body.tool, body.args, {
+    ...(body.session !== undefined ? { session: body.session } : {}),
+    ...(body.timeoutMs !== undefined ? { timeoutMs: body.timeoutMs } : {}),
+  });
+  ctx.tracker.track(handle, body.tool, body.session);
+  const accepted: Body<typeof callAcceptedSchema> = { callId: handle.callId };
+  sendJson(res, 202, accepted, { location: `/v1/calls/${handle.callId}` });
+};
+
+const getCall: Handler = async (ctx, _req, res, [id], url) => {
+  const q = onlyParams(url, ['wait'], 'GET /v1/calls/:id');
+  const call = lookup(ctx, id as string);
+  const wait = parseCount('wait', q.wait, MAX_WAIT_SECONDS) ?? 0;
+  if (call.resultJson === undefined && wait > 0) {
+    const stop = new AbortController();
+    const timer = sleep(wait * 1000, undefined, { signal: AbortSignal.any([requestSignal(ctx, res), stop.signal]) });
+    await Promise.race([call.done, timer.catch(() => {})]);
+    // The result came first: the timer must not outlive the request.
+    stop.abort();
+  }
+  if (call.resultJson !== undefined) {
+    res.writeHead(200, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(call.resultJson),
+      'cache-control': 'no-store',
+    });
+    res.end(call.resultJson);
+    return;
+  }
+  const pending: Body<typeof callPendingSchema> = {
+    callId: call.callId,
+    tool: call.tool,
+    ...(call.session !== undefined ? { session: call.session } : {}),
+    status: 'running',
+    startedAt: call.startedAt,
+  };
+  sendJson(res, 202, pending);
+};
+
+const events: Handler = async (ctx, req, res, [id], url) => {
+  const q = onlyParams(url, ['lastEventId'], 'GET /v1/calls/:id/events');
+  const call = lookup(ctx, id as string);
+  const header = req.headers['last-event-id'];
+  const lastEventId = parseCount('Last-Event-ID', typeof header === 'string' ? header.trim() : q.lastEventId) ?? 0;
+  const terminal = call.terminal;
+  if (terminal && lastEventId >= terminal.id) {
+    // The client has the terminal event: 204 tells an EventSource to stop reconnecting.
+    res.writeHead(204, { 'cache-control': 'no-store' });
+    res.end();
+    return;
+  }
+  if (lastEventId > call.lastId) {
+    throw new HttpError(
+      new BadArgumentsError(
+        `Last-Event-ID ${lastEventId} is past the last event (${call.lastId}) of call ${call.callId}`,
+      ),
+    );
+  }
+  const stream = streamCallEvents(call, req, res, { lastEventId, heartbeatMs: ctx.heartbeatMs });
+  ctx.streams.add(stream);
+  try {
+    await stream;
+  } finally {
+    ctx.streams.delete(stream);
+  }
+};
+
+const cancel: Handler = async (ctx, req, res, [id], url) => {
+  onlyParams(url, [], 'POST /v1/calls/:id/cancel');
+  const call = lookup(ctx, id as string);
+  const body = parseWith(cancelRequestSchema, await readJsonBody(req, ctx.maxBodyBytes, {}), 'cancel body');
+  if (call.status !== undefined) {
+    const done: Body<typeof cancelResponseSchema> = { callId: call.callId, status: call.status };
+    sendJson(res, 200, done);
+    return;
+  }
+  call.handle.cancel(body.reason ?? 'cancelled over HTTP');
+  const accepted: Body<typeof cancelResponseSchema> = { callId: call.callId, status: 'cancelling' };
+  sendJson(res, 202, accepted);
+};
+
+const read: Handler = async (ctx, _req, res, _p, url) => {
+  const q = parseWith(readQuerySchema, queryObject(url), 'GET /v1/read query');
+  const offset = parseCount('offset', q.offset);
+  const limit = parseCount('limit', q.limit);
+  const page = await ctx.engine.read(q.filePath, {
+    ...(offset !== undefined ? { offset } : {}),
+    ...(limit !== undefined ? { limit } : {}),
+    signal: requestSignal(ctx, res),
+  });
+  sendJson(res, 200, page);
+};
+
+const sessions: Handler = async (ctx, _req, res, _p, url) => {
+  onlyParams(url, [], 'GET /v1/sessions');
+  sendJson(res, 200, { sessions: await ctx.engine.sessions() });
+};
+
+const replay: Handler = async (ctx, _req, res, [id], url) => {
+  onlyParams(url, [], 'GET /v1/sessions/:id/replay');
+  sendJson(res, 200, await ctx.engine.replay(id as string));
+};
+
+const ROUTES: Route[] = [
+  { method: 'GET', pattern: /^\/v1\/info$/, handler: info },
+  { method: 'GET', pattern: /^\/v1\/tools$/, handler: tools },
+  { method: 'POST', pattern: /^\/v1\/calls$/, handler: startCall },
+  { method: 'GET', pattern: new RegExp(`^/v1/calls/${ID}$`), handler: getCall },
+  { method: 'GET', pattern: new RegExp(`^/v1/calls/${ID}/events$`), handler: events },
+  { method: 'POST', pattern: new RegExp(`^/v1/calls/${ID}/cancel$`), handler: cancel },
+  { method: 'GET', pattern: /^\/v1\/read$/, handler: read },
+  { method: 'GET', pattern: /^\/v1\/sessions$/, handler: sessions },
+  { method: 'GET', pattern: new RegExp(`^/v1/sessions/${ID}/replay$`), handler: replay },
+];
+
+/** The handler for `method` and `pathname`, or the methods the path allows (405), or nothing (404). */
+export function route(
+  method: string,
+  pathname: string,
+): { handler: Handler; params: string[] } | { allow: string[] } | undefined {
+  const allow: string[] = [];
+  for (const r of ROUTES) {
+    const m = r.pattern.exec(pathname);
+    if (!m) continue;
+    if (r.method === method) return { handler: r.handler, params: m.slice(1) };
+    allow.push(r.method);
+  }
+  return allow.length > 0 ? { allow } : undefined;
+}

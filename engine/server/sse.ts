@@ -1,0 +1,124 @@
+/**
+ * One server-sent-events connection on one call: the buffered frames after
+ * the client's Last-Event-ID, then live frames from its own bounded hub
+ * subscription, then the terminal `completed` frame, then the end of the
+ * response.
+ *
+ * Writes respect backpressure: when `res.write` returns false the loop waits
+ * for 'drain' (or the client going away) before taking the next frame, and
+ * meanwhile the hub keeps queueing for it, up to its bound. Gaps are found by
+ * id, whatever caused them (the hub dropped frames for a slow client, the
+ * resume buffer no longer holds what a reconnecting client missed), and
+ * reported as one `lagged` frame whose id is that of the last missed frame,
+ * so a client that reconnects after it resumes from the right place.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type Frame, sseFrame, type TrackedCall } from './tracker.js';
+
+/** Headers of an event stream. */
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-store',
+  connection: 'keep-alive',
+  // Tell buffering proxies to pass frames through as they come.
+  'x-accel-buffering': 'no',
+};
+
+/** Milliseconds an EventSource waits before reconnecting (sent as `retry:`). */
+const RETRY_MS = 1000;
+
+/**
+ * Writes `text`, resolving true once the response can take more, false when
+ * the client is gone. Waits for 'drain' when the socket is backed up: this is
+ * what keeps a slow client's frames in its bounded hub queue, not in memory
+ * here.
+ */
+export function writeWithBackpressure(res: ServerResponse, text: string): Promise<boolean> {
+  if (res.destroyed || res.writableEnded) return Promise.resolve(false);
+  if (res.write(text)) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const settle = (ok: boolean) => {
+      res.off('drain', onDrain);
+      res.off('close', onClose);
+      resolve(ok);
+    };
+    const onDrain = () => settle(true);
+    const onClose = () => settle(false);
+    res.on('drain', onDrain);
+    res.on('close', onClose);
+  });
+}
+
+/** Options of {@link streamCallEvents}. */
+export interface StreamOptions {
+  /** Last-Event-ID of a reconnecting client (0 for a new one). */
+  lastEventId: number;
+  /** Milliseconds between keep-alive comments while nothing else is sent. */
+  heartbeatMs: number;
+}
+
+/**
+ * Streams the events of `call` after `lastEventId` on `res` (the caller has
+ * checked that the client does not already have the terminal frame). Resolves
+ * when the response has ended or the client went away.
+ */
+export async function streamCallEvents(
+  call: TrackedCall,
+  req: IncomingMessage,
+  res: ServerResponse,
+  options: StreamOptions,
+): Promise<void> {
+  // Subscribe before reading the buffer: every frame is then in one or the other (or both, deduplicated by id).
+  const sub = call.hub.subscribe();
+  const onClose = () => void sub.return?.();
+  res.on('close', onClose);
+  req.socket.setNoDelay(true);
+  res.writeHead(200, SSE_HEADERS);
+  let sent = options.lastEventId;
+  let lastWrite = Date.now();
+  const write = async (text: string): Promise<boolean> => {
+    lastWrite = Date.now();
+    return writeWithBackpressure(res, text);
+  };
+  const heartbeat = setInterval(() => {
+    // Only when idle and not backed up: a comment must never add to a stalled client's backlog.
+    if (Date.now() - lastWrite >= options.heartbeatMs && !res.writableNeedDrain && !res.writableEnded) {
+      lastWrite = Date.now();
+      res.write(': keep-alive\n\n');
+    }
+  }, options.heartbeatMs);
+  heartbeat.unref();
+
+  const emit = async (f: Frame): Promise<boolean> => {
+    if (f.id <= sent) return true;
+    if (f.id > sent + 1) {
+      const dropped = f.id - sent - 1;
+      const ok = await write(sseFrame(f.id - 1, 'lagged', `{"type":"lagged","dropped":${dropped}}`));
+      if (!ok) return false;
+    }
+    sent = f.id;
+    return write(f.text);
+  };
+
+  try {
+    if (!(await write(`retry: ${RETRY_MS}\n\n`))) return;
+    for (const f of call.framesAfter(sent)) {
+      if (!(await emit(f))) return;
+    }
+    for await (const item of sub) {
+      // The hub's own lagged markers carry no id; the gap they leave is reported by emit() from the ids.
+      if (!('id' in item)) continue;
+      if (!(await emit(item))) return;
+      if (item.event === 'completed') break;
+    }
+    await new Promise<void>((resolve) => {
+      if (res.destroyed) return resolve();
+      res.once('close', resolve);
+      res.end(resolve);
+    });
+  } finally {
+    clearInterval(heartbeat);
+    res.off('close', onClose);
+    await sub.return?.();
+  }
+}

@@ -1,0 +1,236 @@
+/**
+ * The calls a server started, each with its live events numbered for
+ * server-sent events and resume.
+ *
+ * One pump per call reads the call's own event subscription (in-process and
+ * prompt, so it practically never lags), gives every event the next id,
+ * renders its SSE frame once, keeps it in a bounded ring for resume, and
+ * republishes it on a per-call {@link EventHub}. Each SSE connection consumes
+ * its own bounded subscription of that hub, so a stalled client costs at most
+ * `subscriberQueue` shared frames and never slows the pump, let alone the
+ * tool. The terminal frame is kept apart from the ring and is never dropped.
+ *
+ * Finished calls are kept for resume and `GET /v1/calls/:id` within bounds of
+ * count, bytes and age; the oldest go first.
+ */
+import type { CallHandle } from '../engine.js';
+import { EventHub } from '../events/hub.js';
+import type { CallStatus } from '../result.js';
+
+/** The event names of the SSE stream. */
+export type SseEventName = 'started' | 'display' | 'lagged' | 'completed';
+
+/** One numbered event, rendered once as its SSE frame and shared by every connection. */
+export interface Frame {
+  /** Position in the call's event sequence, from 1; the terminal frame has the largest id. */
+  readonly id: number;
+  readonly event: SseEventName;
+  /** The whole SSE frame: `id:`, `event:`, `data:` lines and the blank line. */
+  readonly text: string;
+  /** UTF-8 bytes of {@link text}. */
+  readonly bytes: number;
+}
+
+/** Bounds of the tracker; see {@link ServerOptions} for what they mean and their defaults. */
+export interface TrackerLimits {
+  /** Frames a connection may have queued before it lags. */
+  subscriberQueue: number;
+  /** Frames kept per call for resume. */
+  bufferEvents: number;
+  /** Bytes of frames kept per call for resume. */
+  bufferBytes: number;
+  /** Finished calls kept. */
+  retainCalls: number;
+  /** Bytes of finished calls (frames and results) kept. */
+  retainBytes: number;
+  /** Milliseconds a finished call is kept. */
+  retainMs: number;
+}
+
+/** Largest display text in one SSE frame, in UTF-16 code units; longer deltas become several frames. */
+export const MAX_DISPLAY_FRAME_CHARS = 16 * 1024;
+
+/** An SSE frame; `data` must be one line (JSON.stringify output is). */
+export function sseFrame(id: number | undefined, event: SseEventName, data: string): string {
+  return `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${data}\n\n`;
+}
+
+/** `text` in pieces of at most `max` code units, never splitting a surrogate pair. */
+export function splitDisplay(text: string, max = MAX_DISPLAY_FRAME_CHARS): string[] {
+  if (text.length <= max) return [text];
+  const pieces: string[] = [];
+  let i = 0;
+  while (i < text.length) {
+    let end = Math.min(i + max, text.length);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
+    pieces.push(text.slice(i, end));
+    i = end;
+  }
+  return pieces;
+}
+
+/** A call started through the server. */
+export class TrackedCall {
+  readonly callId: string;
+  readonly tool: string;
+  readonly session: string | undefined;
+  readonly handle: CallHandle;
+  /** Numbered frames for live subscribers; closed with the terminal frame. */
+  readonly hub: EventHub<Frame>;
+  /** Resolves once the terminal frame exists (the result is final and recorded). */
+  readonly done: Promise<void>;
+  /** ISO time of the `started` event (or of tracking, until it arrives). */
+  startedAt = new Date().toISOString();
+  /** The terminal result as JSON, once ended. */
+  resultJson: string | undefined;
+  status: CallStatus | undefined;
+  finishedAt: number | undefined;
+  private terminalFrame: Frame | undefined;
+  private ring: Frame[] = [];
+  private ringBytes = 0;
+  private seq = 0;
+  private readonly limits: TrackerLimits;
+
+  constructor(handle: CallHandle, tool: string, session: string | undefined, limits: TrackerLimits, onEnd: () => void) {
+    this.callId = handle.callId;
+    this.tool = tool;
+    this.session = session;
+    this.handle = handle;
+    this.limits = limits;
+    this.hub = new EventHub<Frame>({ queueLimit: limits.subscriberQueue });
+    // Subscribed before this constructor returns, so `started` (published a microtask later) is seen.
+    const events = handle.events();
+    // pump() cannot fail (a subscription never throws, a result never rejects); done must never reject either.
+    this.done = this.pump(events).then(onEnd, onEnd);
+  }
+
+  /** Id of the newest frame so far (the terminal frame's once ended). */
+  get lastId(): number {
+    return this.seq;
+  }
+
+  /** The terminal frame, once ended. */
+  get terminal(): Frame | undefined {
+    return this.terminalFrame;
+  }
+
+  /** Bytes this call holds in frames and its result. */
+  get retainedBytes(): number {
+    return this.ringBytes + (this.terminalFrame?.bytes ?? 0) + (this.resultJson?.length ?? 0);
+  }
+
+  /** Buffered frames with an id above `id`, oldest first (the terminal frame is not among them). */
+  framesAfter(id: number): Frame[] {
+    return this.ring.filter((f) => f.id > id);
+  }
+
+  private async pump(events: ReturnType<CallHandle['events']>): Promise<void> {
+    for await (const ev of events) {
+      if (ev.type === 'started') {
+        this.startedAt = ev.at;
+        this.push('started', JSON.stringify(ev));
+      } else if (ev.type === 'display') {
+        for (const text of splitDisplay(ev.text)) this.push('display', JSON.stringify({ ...ev, text }));
+      } else if (ev.type === 'lagged') {
+        this.push('lagged', JSON.stringify(ev));
+      } else {
+        this.resultJson = JSON.stringify(ev.result);
+        this.status = ev.result.status;
+        this.finish(`{"type":"completed","callId":${JSON.stringify(this.callId)},"result":${this.resultJson}}`);
+        return;
+      }
+    }
+    // Unreachable while the hub keeps its promise of a terminal event; never leave subscribers hanging.
+    const result = await this.handle.result;
+    this.resultJson = JSON.stringify(result);
+    this.status = result.status;
+    this.finish(`{"type":"completed","callId":${JSON.stringify(this.callId)},"result":${this.resultJson}}`);
+  }
+
+  private frame(event: SseEventName, data: string): Frame {
+    const id = ++this.seq;
+    const text = sseFrame(id, event, data);
+    return { id, event, text, bytes: Buffer.byteLength(text) };
+  }
+
+  private push(event: SseEventName, data: string): void {
+    const f = this.frame(event, data);
+    this.ring.push(f);
+    this.ringBytes += f.bytes;
+    const { bufferEvents, bufferBytes } = this.limits;
+    let drop = 0;
+    let bytes = this.ringBytes;
+    // The newest frame always stays, even when it alone is over the byte bound.
+    while (this.ring.length - drop > 1 && (this.ring.length - drop > bufferEvents || bytes > bufferBytes)) {
+      bytes -= (this.ring[drop] as Frame).bytes;
+      drop++;
+    }
+    if (drop > 0) {
+      this.ring = this.ring.slice(drop);
+      this.ringBytes = bytes;
+    }
+    this.hub.publish(f);
+  }
+
+  private finish(data: string): void {
+    if (this.terminalFrame) return;
+    this.terminalFrame = this.frame('completed', data);
+    this.finishedAt = Date.now();
+    this.hub.close(this.terminalFrame);
+  }
+}
+
+/** The calls of one server: running ones, and finished ones within the retention bounds. */
+export class CallTracker {
+  private readonly calls = new Map<string, TrackedCall>();
+  /** Finished calls, oldest first. */
+  private readonly finished = new Map<string, TrackedCall>();
+  private finishedBytes = 0;
+  private readonly limits: TrackerLimits;
+
+  constructor(limits: TrackerLimits) {
+    this.limits = limits;
+  }
+
+  /** Starts following a call the server just started. */
+  track(handle: CallHandle, tool: string, session: string | undefined): TrackedCall {
+    const call: TrackedCall = new TrackedCall(handle, tool, session, this.limits, () => this.ended(call));
+    this.calls.set(call.callId, call);
+    return call;
+  }
+
+  /** The call `id`, running or still retained. */
+  get(id: string): TrackedCall | undefined {
+    this.evict();
+    return this.calls.get(id);
+  }
+
+  /** Calls that have not ended. */
+  running(): TrackedCall[] {
+    return [...this.calls.values()].filter((c) => c.finishedAt === undefined);
+  }
+
+  /** Number of calls that have not ended. */
+  get active(): number {
+    return this.calls.size - this.finished.size;
+  }
+
+  private ended(call: TrackedCall): void {
+    this.finished.set(call.callId, call);
+    this.finishedBytes += call.retainedBytes;
+    this.evict();
+  }
+
+  private evict(): void {
+    const { retainCalls, retainBytes, retainMs } = this.limits;
+    const now = Date.now();
+    for (const [id, c] of this.finished) {
+      const expired = now - (c.finishedAt ?? now) > retainMs;
+      if (!expired && this.finished.size <= retainCalls && this.finishedBytes <= retainBytes) break;
+      this.finished.delete(id);
+      this.calls.delete(id);
+      this.finishedBytes -= c.retainedBytes;
+    }
+  }
+}
