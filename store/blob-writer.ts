@@ -203,7 +203,7 @@ export class BlobWriter {
         this.indexFile = handle;
         this.indexPath = path;
       }
-      await this.indexFile.write(encodeIndexHeader(bytes, lines, this.indexEntries), 0, INDEX_HEADER_BYTES, 0);
+      await this.writeFully(this.indexFile, encodeIndexHeader(bytes, lines, this.indexEntries), 0);
       await this.indexFile.close();
       this.indexFile = undefined;
       await this.store.placeIndex(this.indexPath as string, digest);

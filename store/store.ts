@@ -143,22 +143,55 @@ export class Store {
     this.assertOpen();
     const path = `${this.layout.pins}/${process.pid}-${randomBytes(8).toString('hex')}.pin`;
     const held = [...digests];
-    await fsp.writeFile(path, held.map((d) => `${d}\n`).join(''), { mode: 0o600 });
+    const io = this.io;
+    // Through `io` like every other write, so faults in pin files are testable. No fsync: a pin
+    // only matters while its owner lives, and a crash makes its owner dead (docs/operations.md).
+    let fh: FileHandle;
+    try {
+      fh = await io.open(path, CREATE_FLAGS, 0o600);
+    } catch (err) {
+      throw toSluiceError(err, 'EDISK');
+    }
+    let size = 0;
+    const append = async (text: string): Promise<void> => {
+      const buf = Buffer.from(text, 'latin1');
+      let off = 0;
+      while (off < buf.length) {
+        const n = await io.write(fh, buf, off, buf.length - off, size + off);
+        if (!(n > 0)) throw Object.assign(new Error('pin write made no progress'), { code: 'EIO', syscall: 'write' });
+        off += n;
+      }
+      size += buf.length;
+    };
+    try {
+      if (held.length > 0) await append(held.map((d) => `${d}\n`).join(''));
+    } catch (err) {
+      await fh.close().catch(() => {});
+      await io.unlink(path).catch(() => {});
+      throw toSluiceError(err, 'EDISK');
+    }
     let released = false;
+    // Adds are serialised: each writes at the end the previous one left.
+    let tail: Promise<void> = Promise.resolve();
     return {
       get digests() {
         return held;
       },
-      add: async (more: readonly string[]) => {
-        if (released) throw new Error('pin already released');
-        if (more.length === 0) return;
+      add: (more: readonly string[]) => {
+        if (released) return Promise.reject(new Error('pin already released'));
+        if (more.length === 0) return Promise.resolve();
         held.push(...more);
-        await fsp.appendFile(path, more.map((d) => `${d}\n`).join(''));
+        const done = tail.then(() => append(more.map((d) => `${d}\n`).join('')));
+        tail = done.catch(() => {});
+        return done.catch((err: unknown) => Promise.reject(toSluiceError(err, 'EDISK')));
       },
       release: async () => {
         if (released) return;
         released = true;
-        await fsp.unlink(path).catch(() => {});
+        await tail;
+        await fh.close().catch(() => {});
+        // A pin that cannot be removed protects its digests until this process ends; GC then reclaims it.
+        await io.unlink(path).catch(() => {});
       },
     };
   }

@@ -15,6 +15,7 @@
 import { constants, promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import type { StoreIO } from '../../store/io.js';
 import type { Store } from '../../store/store.js';
 import { toSluiceError } from '../protocol/errors.js';
 import { eventLogPath } from './session-id.js';
@@ -27,47 +28,47 @@ export interface LogWriterStats {
   syncs: number;
 }
 
-async function fsyncDir(dir: string): Promise<void> {
-  const fh = await fsp.open(dir, constants.O_RDONLY);
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
 /** An open session event log. Create with {@link EventLogWriter.open}. */
 export class EventLogWriter {
   /** Counters (appends, fsyncs). */
   readonly stats: LogWriterStats = { appends: 0, syncs: 0 };
   private readonly handle: FileHandle;
+  private readonly io: StoreIO;
+  /**
+   * Set when a write failed: part of a line may be in the file. The next batch
+   * starts with `\n`, so that fragment stays one (skipped) line instead of
+   * swallowing the next record (an empty line is skipped silently).
+   */
+  private torn = false;
   private pending: Array<{ buf: Buffer; durable: boolean; resolve: () => void; reject: (e: unknown) => void }> = [];
   private flushing: Promise<void> | undefined;
   private closed = false;
 
-  private constructor(handle: FileHandle) {
+  private constructor(handle: FileHandle, io: StoreIO) {
     this.handle = handle;
+    this.io = io;
   }
 
   /** Opens (creating durably when needed) the log of session `id`. */
   static async open(store: Store, id: string): Promise<EventLogWriter> {
     const path = eventLogPath(store.layout, id);
     const dir = dirname(path);
+    const io = store.io;
     try {
       const created = (await fsp.mkdir(dir, { recursive: true, mode: 0o700 })) !== undefined;
-      const handle = await fsp.open(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o600);
+      const handle = await io.open(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o600);
       try {
         if (created) {
           // The new directory entry must survive a crash as well as the lines in it.
-          await fsyncDir(dir);
-          await fsyncDir(store.layout.sessions);
+          await io.fsyncDir(dir);
+          await io.fsyncDir(store.layout.sessions);
         }
-        await repairTornTail(path, handle);
+        await repairTornTail(io, path, handle);
       } catch (err) {
         await handle.close();
         throw err;
       }
-      return new EventLogWriter(handle);
+      return new EventLogWriter(handle, io);
     } catch (err) {
       throw toSluiceError(err, 'EDISK');
     }
@@ -96,14 +97,19 @@ export class EventLogWriter {
       const batch = this.pending;
       this.pending = [];
       try {
-        await this.writeAll(batch.length === 1 ? (batch[0]?.buf as Buffer) : Buffer.concat(batch.map((b) => b.buf)));
+        const bufs = batch.map((b) => b.buf);
+        if (this.torn) bufs.unshift(Buffer.from('\n'));
+        this.torn = true;
+        await this.writeAll(bufs.length === 1 ? (bufs[0] as Buffer) : Buffer.concat(bufs));
+        this.torn = false;
         this.stats.appends += batch.length;
         if (batch.some((b) => b.durable)) {
           this.stats.syncs++;
-          await this.handle.datasync();
+          await this.io.datasync(this.handle);
         }
         for (const b of batch) b.resolve();
       } catch (err) {
+        // A failed fsync fails every line of its batch: durability was not confirmed.
         const e = toSluiceError(err, 'EDISK');
         for (const b of batch) b.reject(e);
       }
@@ -114,7 +120,7 @@ export class EventLogWriter {
   private async writeAll(buf: Buffer): Promise<void> {
     let off = 0;
     while (off < buf.length) {
-      const { bytesWritten } = await this.handle.write(buf, off, buf.length - off);
+      const bytesWritten = await this.io.write(this.handle, buf, off, buf.length - off, null);
       if (!(bytesWritten > 0))
         throw Object.assign(new Error('write made no progress'), { code: 'EIO', syscall: 'write' });
       off += bytesWritten;
@@ -131,7 +137,7 @@ export class EventLogWriter {
 }
 
 /** Ends a torn last line with `\n` so the next record starts on a line of its own. */
-async function repairTornTail(path: string, handle: FileHandle): Promise<void> {
+async function repairTornTail(io: StoreIO, path: string, handle: FileHandle): Promise<void> {
   const { size } = await handle.stat();
   if (size === 0) return;
   const reader = await fsp.open(path, constants.O_RDONLY);
@@ -139,8 +145,10 @@ async function repairTornTail(path: string, handle: FileHandle): Promise<void> {
     const last = Buffer.alloc(1);
     await reader.read(last, 0, 1, size - 1);
     if (last[0] !== 0x0a) {
-      await handle.write('\n');
-      await handle.datasync();
+      if ((await io.write(handle, Buffer.from('\n'), 0, 1, null)) !== 1) {
+        throw Object.assign(new Error('write made no progress'), { code: 'EIO', syscall: 'write' });
+      }
+      await io.datasync(handle);
     }
   } finally {
     await reader.close();

@@ -1,0 +1,75 @@
+/**
+ * Per-call overhead (target 3): a no-op JS tool writing 100 bytes of single
+ * output, published and recorded in a session, 16 calls in flight, against
+ * bare piscina no-op tasks with the same concurrency in the same run.
+ *
+ *   SLUICE_BENCH_CALLS (default 5000)
+ */
+import { Piscina } from 'piscina';
+import { Engine } from '../engine/engine.js';
+import { distPath } from '../engine/paths.js';
+import { envInt, median, report, tempDir } from './util.js';
+
+const CALLS = envInt('SLUICE_BENCH_CALLS', 5000);
+const IN_FLIGHT = 16;
+
+async function inFlight(n: number, one: (i: number) => Promise<void>): Promise<number> {
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (next < n) await one(next++);
+    }),
+  );
+  return performance.now() - t0;
+}
+
+async function bare(): Promise<number> {
+  const pool = new Piscina({ filename: distPath('bench/overhead-worker.js'), minThreads: 2, maxThreads: IN_FLIGHT });
+  await inFlight(200, async (i) => void (await pool.run(i)));
+  const ms = await inFlight(CALLS, async (i) => void (await pool.run(i)));
+  await pool.destroy();
+  return CALLS / (ms / 1000);
+}
+
+async function sluice(dir: string): Promise<{ perSec: number; failed: number }> {
+  const engine = await Engine.open({ store: dir, concurrency: IN_FLIGHT, minThreads: 2 });
+  await engine.register(distPath('bench/tools/noop.js'));
+  let failed = 0;
+  const one = async (i: number) => {
+    const r = await engine.run('noop', { i }, { session: 'bench' });
+    if (r.status !== 'success') failed++;
+  };
+  await inFlight(200, one);
+  const ms = await inFlight(CALLS, (i) => one(i + 1_000_000));
+  await engine.close();
+  return { perSec: CALLS / (ms / 1000), failed };
+}
+
+const tmp = tempDir('sluice-bench-overhead-');
+try {
+  const bareRuns: number[] = [];
+  const sluiceRuns: number[] = [];
+  let failed = 0;
+  for (let i = 0; i < 3; i++) {
+    bareRuns.push(await bare());
+    const s = await sluice(`${tmp.dir}/store-${i}`);
+    sluiceRuns.push(s.perSec);
+    failed += s.failed;
+  }
+  const s = median(sluiceRuns);
+  const b = median(bareRuns);
+  report({
+    bench: 'overhead',
+    calls: CALLS,
+    inFlight: IN_FLIGHT,
+    sluiceCallsPerSec: Math.round(s),
+    barePiscinaTasksPerSec: Math.round(b),
+    ratioToBare: Math.round((s / b) * 1000) / 1000,
+    failed,
+    target: '>= 1500 calls/s (published and recorded), 16 in flight',
+    pass: s >= 1500 && failed === 0,
+  });
+} finally {
+  tmp.remove();
+}
