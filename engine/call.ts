@@ -61,10 +61,13 @@ export interface CallSettings {
 
 /** Options of one call. */
 export interface CallOptions {
+  /** Record the call in this session's event log (`[A-Za-z0-9._-]`, 1 to 128 characters); EBADARGS otherwise. */
   session?: string;
+  /** Aborting it cancels the call (as {@link CallHandle.cancel} does). */
   signal?: AbortSignal;
   /** Fails the call with ETIMEOUT after this many milliseconds. */
   timeoutMs?: number;
+  /** The call's id. @default a random UUID */
   callId?: string;
 }
 
@@ -256,7 +259,8 @@ export class Call {
         return;
       }
       case 'proc':
-        this.pgids.add(m.pid);
+        // Only real process groups: kill(-0) would signal the engine's own group, kill(-1) every process it may signal.
+        if (Number.isSafeInteger(m.pid) && m.pid > 1 && m.pid !== process.pid) this.pgids.add(m.pid);
         return;
       case 'rpc':
         this.endpoint.deliver(m.m);
@@ -454,9 +458,13 @@ export class Call {
     try {
       await this.deps.recorder?.completed(result);
     } catch (err) {
+      // Not recorded (or not durably): the call fails, and its model view and display say why.
+      const e = toSluiceError(err, 'EDISK');
       result.status = 'failed';
       result.complete = false;
-      result.error = serializeError(toSluiceError(err, 'EDISK'));
+      result.error = serializeError(e);
+      result.model = this.withStatusLine(result.model, 'failed', false, e, undefined);
+      result.display = this.finalDisplay('failed', completion, e, result.durationMs);
     } finally {
       // Terminal references are durable (or recording failed): the publication protection can go.
       await pin?.release();

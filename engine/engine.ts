@@ -50,6 +50,7 @@ export interface EngineOpenOptions extends EngineOptions {
 
 /** A handle on a running call. */
 export interface CallHandle {
+  /** The call's id: in its events, its terminal result and its session log records. */
   readonly callId: string;
   /** Settles with the terminal result (never rejects for tool-level failures). */
   readonly result: Promise<TerminalResult>;
@@ -284,6 +285,8 @@ export class Engine {
     const pending = [...this.calls.values()];
     for (const c of pending) c.cancel('the engine is closing');
     await Promise.all(pending.map((c) => c.result));
+    // Every call has published its completed event: subscribers of all calls can finish now.
+    this.hub.end();
     await this.mcp?.close();
     await this.sessionLog.close();
     await this.pool.close().catch((err) => {

@@ -1,5 +1,7 @@
 /**
- * sluice's public API. See docs/sdk.md for a tour.
+ * sluice's public API (`import … from 'sluice'`). See docs/sdk.md for a tour;
+ * tool authors import `sluice/tool`, the store is `sluice/store`, and the
+ * wire schemas (zod) are `sluice/protocol`.
  */
 export type { ApprovalPolicy, CallOptions, CallRecorder } from './call.js';
 export { type ArtifactReadTarget, artifactReadTarget, isArtifactRead, READ_TOOL } from './compaction/artifact-read.js';
@@ -27,6 +29,7 @@ export { ARTIFACT_READ_OMITTED, pruneForRetry } from './compaction/prune.js';
 export { renderHistory } from './compaction/render.js';
 export type { CallHandle, EngineOpenOptions } from './engine.js';
 export { defaultApproval, Engine } from './engine.js';
+export type { LaggedMarker } from './events/hub.js';
 export type { McpServerConfig } from './mcp/config.js';
 export type { EngineOptions } from './options.js';
 export type { ToolOutputOptions } from './presentation/options.js';
@@ -38,6 +41,8 @@ export { MAX_STREAM_NAME_BYTES, MAX_STREAMS, validateDeclaration } from './proto
 export type { ReadOptions, ReadResult } from './read.js';
 export type { ToolInfo } from './registry.js';
 export type { CallEvent, CallStatus, OutputRef, StreamRef, TerminalResult } from './result.js';
+export type { ServerOptions, ServerToken } from './server/index.js';
+export { DEFAULT_HOST, DEFAULT_PORT, loadOrCreateToken, SluiceServer, startServer } from './server/index.js';
 export type {
   EventLogContents,
   GcOptions,

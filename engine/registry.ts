@@ -16,11 +16,15 @@ import { type OutputDeclaration, validateDeclaration } from './protocol/streams.
 
 /** A registered tool. */
 export interface ToolInfo {
+  /** The name calls use (`<server>.<tool>` for MCP tools). */
   name: string;
+  /** What the tool does, for a model. */
   description: string;
+  /** Single output or named streams, in rendering order. */
   output: OutputDeclaration;
   /** Only built-ins may opt out of retention and truncation. */
   selfPaginating: boolean;
+  /** JSON Schema of the arguments. */
   argsSchema: unknown;
   /** Module specifier loaded by workers. */
   module: string;

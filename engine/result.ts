@@ -11,10 +11,15 @@ export type CallStatus = 'success' | 'failed' | 'cancelled';
 
 /** One published stream of named output. */
 export interface StreamRef {
+  /** The declared stream name. */
   name: string;
+  /** SHA-256 of the stream's bytes: read it as `artifact://<manifest>/<name>` (or by this digest). */
   digest: string;
+  /** Size of the whole stream. */
   bytes: number;
+  /** Lines in the whole stream (a final `\n` ends the last line). */
   lines: number;
+  /** True when the model view shows only a prefix (and a read hint for the rest). */
   truncated: boolean;
 }
 
@@ -26,9 +31,13 @@ export type OutputRef =
 
 /** Everything known about a finished call. */
 export interface TerminalResult {
+  /** The call's id. */
   callId: string;
+  /** The tool's registered name. */
   tool: string;
+  /** The session it is recorded in, if any. */
   session?: string;
+  /** How it ended: `success`, `failed` or `cancelled`. */
   status: CallStatus;
   /** True only when the tool finished normally and all of its output was captured. */
   complete: boolean;
@@ -38,13 +47,17 @@ export interface TerminalResult {
   model: string;
   /** Published output; null when nothing could be published (e.g. a disk error). `page` for self-paginating tools, whose output is not retained. */
   output: OutputRef | null;
+  /** The tool's result metadata (bash: exitCode, signal, timedOut, ...). */
   metadata: Record<string, unknown>;
+  /** Images and other media the tool returned (none for a cancelled call). */
   attachments: Attachment[];
+  /** Messages the tool emitted into the conversation. */
   messages: EmittedMessage[];
   /** Why the call did not succeed. */
   error?: SerializedError;
   /** ISO time the call started. */
   startedAt: string;
+  /** Milliseconds from start to the terminal result. */
   durationMs: number;
 }
 

@@ -13,26 +13,19 @@ import { realIO, type StoreIO } from './io.js';
 import { StoreLayout } from './layout.js';
 import type { Manifest } from './manifest.js';
 import { loadManifest } from './manifest-load.js';
+import { type Pin, PinJournal } from './pins.js';
 import { type ReadPage, type ReadPageOptions, readPage } from './read.js';
 import { type VerifyReport, verifyStore } from './verify.js';
 
 /** The default store directory, relative to the working directory. */
 export const DEFAULT_STORE_DIR = '.sluice';
 
+export type { Pin } from './pins.js';
+
 /** Options of {@link Store.open}. */
 export interface StoreOptions {
   /** Filesystem calls to use; tests inject faults here. @default realIO */
   io?: StoreIO;
-}
-
-/** A GC root held by this process until released. */
-export interface Pin {
-  /** The digests this pin protects. */
-  readonly digests: readonly string[];
-  /** Protects more digests (before they are placed in the store). */
-  add(digests: readonly string[]): Promise<void>;
-  /** Releases the pin (idempotent). */
-  release(): Promise<void>;
 }
 
 const CREATE_FLAGS = constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY;
@@ -53,11 +46,13 @@ export class Store {
   /** Filesystem calls (replaceable for fault injection). */
   readonly io: StoreIO;
   private readonly knownDirs = new Set<string>();
+  private readonly pins: PinJournal;
   private closed = false;
 
   private constructor(root: string, io: StoreIO) {
     this.layout = new StoreLayout(root);
     this.io = io;
+    this.pins = new PinJournal(this.layout.pins, io);
   }
 
   /** Opens (creating when needed) the store at `dir`. Opening never reads blobs, so corrupt content cannot prevent it. */
@@ -139,61 +134,9 @@ export class Store {
    * add a digest *before* placing the blob, so a GC that sees the blob also
    * sees the pin (see docs/operations.md).
    */
-  async pin(digests: readonly string[] = []): Promise<Pin> {
+  pin(digests: readonly string[] = []): Promise<Pin> {
     this.assertOpen();
-    const path = `${this.layout.pins}/${process.pid}-${randomBytes(8).toString('hex')}.pin`;
-    const held = [...digests];
-    const io = this.io;
-    // Through `io` like every other write, so faults in pin files are testable. No fsync: a pin
-    // only matters while its owner lives, and a crash makes its owner dead (docs/operations.md).
-    let fh: FileHandle;
-    try {
-      fh = await io.open(path, CREATE_FLAGS, 0o600);
-    } catch (err) {
-      throw toSluiceError(err, 'EDISK');
-    }
-    let size = 0;
-    const append = async (text: string): Promise<void> => {
-      const buf = Buffer.from(text, 'latin1');
-      let off = 0;
-      while (off < buf.length) {
-        const n = await io.write(fh, buf, off, buf.length - off, size + off);
-        if (!(n > 0)) throw Object.assign(new Error('pin write made no progress'), { code: 'EIO', syscall: 'write' });
-        off += n;
-      }
-      size += buf.length;
-    };
-    try {
-      if (held.length > 0) await append(held.map((d) => `${d}\n`).join(''));
-    } catch (err) {
-      await fh.close().catch(() => {});
-      await io.unlink(path).catch(() => {});
-      throw toSluiceError(err, 'EDISK');
-    }
-    let released = false;
-    // Adds are serialised: each writes at the end the previous one left.
-    let tail: Promise<void> = Promise.resolve();
-    return {
-      get digests() {
-        return held;
-      },
-      add: (more: readonly string[]) => {
-        if (released) return Promise.reject(new Error('pin already released'));
-        if (more.length === 0) return Promise.resolve();
-        held.push(...more);
-        const done = tail.then(() => append(more.map((d) => `${d}\n`).join('')));
-        tail = done.catch(() => {});
-        return done.catch((err: unknown) => Promise.reject(toSluiceError(err, 'EDISK')));
-      },
-      release: async () => {
-        if (released) return;
-        released = true;
-        await tail;
-        await fh.close().catch(() => {});
-        // A pin that cannot be removed protects its digests until this process ends; GC then reclaims it.
-        await io.unlink(path).catch(() => {});
-      },
-    };
+    return this.pins.pin(digests);
   }
 
   /**

@@ -7,6 +7,7 @@
  * The bearer token is created on first start in `<store>/server.token`
  * (mode 0600) and printed that once; later starts reuse it silently.
  */
+import { promises as fsp } from 'node:fs';
 import { Engine } from '../engine.js';
 import { BadArgumentsError } from '../protocol/errors.js';
 import { PROTOCOL_VERSION } from '../protocol/messages.js';
@@ -94,6 +95,10 @@ export const command: Command = {
         host,
         port,
         ...(queue !== undefined ? { subscriberQueue: queue } : {}),
+      }).catch(async (err: unknown) => {
+        // A token nobody was shown must not stay: the next start would reuse it without printing it.
+        if (token.created) await fsp.rm(token.path, { force: true });
+        throw err;
       });
       const lines = [
         `sluice serve: listening on ${server.url} (protocol ${PROTOCOL_VERSION}, store ${engine.store.root})`,

@@ -50,6 +50,7 @@ class Subscription<E> implements EventSubscription<E> {
   private head = 0;
   private lagged = 0;
   private terminal: { event: E } | undefined;
+  private ending = false;
   private finished = false;
   private waiters: Array<(result: IteratorResult<Item<E>, undefined>) => void> = [];
 
@@ -88,6 +89,13 @@ class Subscription<E> implements EventSubscription<E> {
     if (waiter) this.settle(waiter);
   }
 
+  /** Called by the hub when it ends without a terminal event: queued events are still delivered, then done. */
+  endQuietly(): void {
+    if (this.finished || this.terminal) return;
+    this.ending = true;
+    if (this.pending === 0 && this.lagged === 0) this.finish();
+  }
+
   next(): Promise<IteratorResult<Item<E>, undefined>> {
     if (this.finished) return Promise.resolve({ value: undefined, done: true });
     if (this.lagged > 0) {
@@ -97,6 +105,10 @@ class Subscription<E> implements EventSubscription<E> {
     }
     if (this.pending > 0) return Promise.resolve({ value: this.shift(), done: false });
     if (this.terminal) return new Promise((resolve) => this.settle(resolve));
+    if (this.ending) {
+      this.finish();
+      return Promise.resolve({ value: undefined, done: true });
+    }
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
@@ -152,6 +164,7 @@ export class EventHub<E> {
   readonly queueLimit: number;
   private readonly subscribers = new Set<Subscription<E>>();
   private terminal: { event: E } | undefined;
+  private ended = false;
 
   constructor(opts: EventHubOptions = {}) {
     const limit = opts.queueLimit ?? DEFAULT_QUEUE_LIMIT;
@@ -161,9 +174,9 @@ export class EventHub<E> {
     this.queueLimit = limit;
   }
 
-  /** True once {@link close} was called. */
+  /** True once {@link close} or {@link end} was called. */
   get closed(): boolean {
-    return this.terminal !== undefined;
+    return this.terminal !== undefined || this.ended;
   }
 
   /** Subscribers still attached (not finished, not returned). */
@@ -173,6 +186,7 @@ export class EventHub<E> {
 
   /** Sends `event` to every current subscriber. Throws {@link ClosedError} after {@link close}. */
   publish(event: E): void {
+    if (this.ended) throw new ClosedError('event hub has ended');
     if (this.terminal) throw new ClosedError('event hub is closed: no event can follow the terminal event');
     for (const sub of this.subscribers) sub.deliver(event);
   }
@@ -199,7 +213,21 @@ export class EventHub<E> {
   subscribe(): EventSubscription<E> {
     const sub = new Subscription<E>(this.queueLimit, (s) => this.subscribers.delete(s));
     if (this.terminal) sub.end(this.terminal.event);
+    else if (this.ended) sub.endQuietly();
     else this.subscribers.add(sub);
     return sub;
+  }
+
+  /**
+   * Ends the hub without a terminal event (a stream with no natural last
+   * event, like all of an engine's calls): subscribers get what is queued,
+   * then their iteration finishes. Idempotent.
+   */
+  end(): void {
+    if (this.ended || this.terminal) return;
+    this.ended = true;
+    const subs = [...this.subscribers];
+    this.subscribers.clear();
+    for (const sub of subs) sub.endQuietly();
   }
 }

@@ -36,14 +36,19 @@ export interface PreparedOperation {
 
 /** An attachment produced by a tool (an image, a PDF): bytes as base64 with their media type. */
 export interface Attachment {
+  /** e.g. `image/png`, `application/pdf`. */
   mediaType: string;
+  /** The bytes, base64. */
   data: string;
+  /** A file name to show. */
   name?: string;
 }
 
 /** A message a tool emits into the conversation (roles are constrained). */
 export interface EmittedMessage {
+  /** Who speaks: tools may not speak as the assistant. */
   role: 'user' | 'system';
+  /** The message text. */
   content: string;
 }
 

@@ -31,9 +31,9 @@ import {
   type WorkerMessage,
   wireCompletionSchema,
 } from './messages.js';
-import { MAX_STREAM_NAME_BYTES, MAX_STREAMS, type OutputDeclaration } from './streams.js';
+import { isStreamName, MAX_STREAM_NAME_BYTES, MAX_STREAMS, type OutputDeclaration } from './streams.js';
 
-export { PROTOCOL_VERSION };
+export { PROTOCOL_VERSION } from './messages.js';
 
 // ── Building blocks ─────────────────────────────────────────────────────────
 
@@ -50,10 +50,15 @@ export const serializedErrorSchema = z.object({
 /** A SHA-256 digest: 64 lowercase hex digits. */
 export const digestSchema = z.string().regex(/^[0-9a-f]{64}$/);
 
-/** A stream name (the one rule of engine/protocol/streams.ts, as a pattern). */
+/**
+ * A stream name. Validation is the one rule of engine/protocol/streams.ts
+ * (`isStreamName`); the pattern states the same rule for JSON Schema, and a
+ * property test keeps the two equal.
+ */
 export const streamNameSchema = z
   .string()
-  .regex(new RegExp(`^(?!\\.\\.?$)[A-Za-z0-9._-]{1,${MAX_STREAM_NAME_BYTES}}$`));
+  .regex(new RegExp(`^(?!\\.\\.?$)[A-Za-z0-9._-]{1,${MAX_STREAM_NAME_BYTES}}$`))
+  .refine(isStreamName, { message: 'not a valid stream name' });
 
 /** A tool's output declaration. */
 export const outputDeclarationSchema = z.discriminatedUnion('kind', [
@@ -186,7 +191,8 @@ export const workerMessageSchema = z.discriminatedUnion('t', [
   z.object({ t: z.literal('start'), c: z.string(), output: outputDeclarationSchema }),
   z.object({ t: z.literal('chunk'), c: z.string(), s: count, b: chunkBytes }),
   z.object({ t: z.literal('display'), c: z.string(), text: z.string(), n: count }),
-  z.object({ t: z.literal('proc'), c: z.string(), pid: z.number().int().positive() }),
+  // A process group id: 0 and 1 are never one a tool started (the engine ignores them).
+  z.object({ t: z.literal('proc'), c: z.string(), pid: z.number().int().min(2) }),
   z.object({ t: z.literal('rpc'), c: z.string(), m: z.unknown() }),
   z.object({ t: z.literal('done'), c: z.string(), completion: wireCompletionSchema }),
   z.object({ t: z.literal('fail'), c: z.string(), error: serializedErrorSchema, cancelled: z.boolean() }),
@@ -222,7 +228,7 @@ export const eventLogRecordSchema = z.discriminatedUnion('type', [
   sessionRevertRecordSchema,
 ]);
 
-export { spillRefSchema };
+export { spillRefSchema } from '../sessions/records.js';
 
 // ── HTTP API bodies (docs/http.md) ──────────────────────────────────────────
 

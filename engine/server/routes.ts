@@ -32,7 +32,7 @@ type Body<S extends z.ZodType> = z.output<S>;
 export interface RouteContext {
   engine: Engine;
   tracker: CallTracker;
-  /** Aborted when the server starts shutting down: long polls and reads stop waiting. */
+  /** Aborted when the server starts shutting down: reads in progress are cancelled. */
   shutdown: AbortSignal;
   maxBodyBytes: number;
   maxActiveCalls: number;
@@ -104,13 +104,18 @@ function lookup(ctx: RouteContext, id: string): TrackedCall {
   return call;
 }
 
-/** A signal aborted when the server shuts down or the client goes away before the response is sent. */
-function requestSignal(ctx: RouteContext, res: ServerResponse): AbortSignal {
+/** A signal aborted when the client goes away before the response is sent. */
+function clientGone(res: ServerResponse): AbortSignal {
   const gone = new AbortController();
   res.once('close', () => {
     if (!res.writableFinished) gone.abort();
   });
-  return AbortSignal.any([ctx.shutdown, gone.signal]);
+  return gone.signal;
+}
+
+/** A signal aborted when the server shuts down or the client goes away before the response is sent. */
+function requestSignal(ctx: RouteContext, res: ServerResponse): AbortSignal {
+  return AbortSignal.any([ctx.shutdown, clientGone(res)]);
 }
 
 /** A decimal count from a header or query value, or a 400. */
@@ -188,7 +193,8 @@ const getCall: Handler = async (ctx, _req, res, [id], url) => {
   const wait = parseCount('wait', q.wait, MAX_WAIT_SECONDS) ?? 0;
   if (call.resultJson === undefined && wait > 0) {
     const stop = new AbortController();
-    const timer = sleep(wait * 1000, undefined, { signal: AbortSignal.any([requestSignal(ctx, res), stop.signal]) });
+    // Not cut short by shutdown: shutdown cancels the call, so the terminal result is on its way.
+    const timer = sleep(wait * 1000, undefined, { signal: AbortSignal.any([clientGone(res), stop.signal]) });
     await Promise.race([call.done, timer.catch(() => {})]);
     // The result came first: the timer must not outlive the request.
     stop.abort();

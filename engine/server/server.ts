@@ -39,7 +39,7 @@ export interface ServerOptions {
   subscriberQueue?: number;
   /** Events kept per call for Last-Event-ID resume. @default 512 */
   bufferEvents?: number;
-  /** Bytes of events kept per call for resume. @default 1 MiB */
+  /** Bytes of events kept per call for resume (so at most `maxActiveCalls` × this for running calls). @default 256 KiB */
   bufferBytes?: number;
   /** Finished calls whose results and events are kept. @default 1000 */
   retainCalls?: number;
@@ -65,7 +65,7 @@ const optionsSchema = z.strictObject({
   maxBodyBytes: positive.default(MiB),
   subscriberQueue: positive.default(256),
   bufferEvents: positive.default(512),
-  bufferBytes: positive.default(MiB),
+  bufferBytes: positive.default(256 * 1024),
   retainCalls: z.number().int().nonnegative().default(1000),
   retainBytes: z
     .number()

@@ -30,6 +30,7 @@ export interface SpillRef {
   fields: string[];
 }
 
+/** Reads a record's `spill` reference. */
 const spillSchema = z.object({ digest, bytes: count, fields: z.array(z.string()) });
 
 /** A `call.started` record: what was called, with which arguments and output declaration. */
@@ -76,6 +77,7 @@ export interface RevertRecord {
 /** Any record this version understands. */
 export type SessionRecord = StartedRecord | CompletedRecord | RevertRecord;
 
+/** Reads a `call.started` record leniently. */
 const startedSchema = z.object({
   type: z.literal(CALL_STARTED),
   callId: z.string().min(1),
@@ -86,6 +88,7 @@ const startedSchema = z.object({
   spill: spillSchema.optional().catch(undefined),
 });
 
+/** Reads a `call.completed` record leniently: what replay can do without is optional, odd values fall back. */
 const completedSchema = z.object({
   type: z.literal(CALL_COMPLETED),
   callId: z.string().min(1),
@@ -109,6 +112,7 @@ const completedSchema = z.object({
   spill: spillSchema.optional().catch(undefined),
 });
 
+/** Reads a `session.revert` record leniently. */
 const revertSchema = z.object({
   type: z.literal(SESSION_REVERT),
   before: z.string().min(1),

@@ -14,13 +14,12 @@
  */
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
+import { parsePinJournal } from '../../store/pins.js';
 import type { Store } from '../../store/store.js';
 import { toSluiceError } from '../protocol/errors.js';
 import { foldReferences, listSessionIds } from './catalog.js';
 import { type OwnerCheck, ownerPid } from './owners.js';
 import { callReferences } from './state.js';
-
-const DIGEST_LINE = /^[0-9a-f]{64}$/;
 
 /** What the pins say. */
 export interface PinScan {
@@ -55,7 +54,7 @@ export async function scanPins(store: Store, owners: OwnerCheck): Promise<PinSca
       continue;
     }
     scan.live++;
-    for (const line of text.split('\n')) if (DIGEST_LINE.test(line)) scan.digests.add(line);
+    for (const d of parsePinJournal(text)) scan.digests.add(d);
   }
   return scan;
 }

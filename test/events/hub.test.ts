@@ -212,3 +212,29 @@ describe('event hub with a slow subscriber', () => {
     expect(deltas.at(-1)?.n).toBe(99_999);
   });
 });
+
+describe('EventHub.end', () => {
+  it('ends subscriptions without a terminal event after delivering what is queued', async () => {
+    const hub = new EventHub<number>({ queueLimit: 8 });
+    const sub = hub.subscribe();
+    hub.publish(1);
+    hub.publish(2);
+    hub.end();
+    const got: unknown[] = [];
+    for await (const e of sub) got.push(e);
+    expect(got).toEqual([1, 2]);
+    expect(hub.closed).toBe(true);
+    expect(() => hub.publish(3)).toThrow(expect.objectContaining({ code: 'ECLOSED' }));
+    const late: unknown[] = [];
+    for await (const e of hub.subscribe()) late.push(e);
+    expect(late).toEqual([]);
+  });
+
+  it('finishes a waiting subscriber at once', async () => {
+    const hub = new EventHub<number>();
+    const sub = hub.subscribe();
+    const next = sub.next();
+    hub.end();
+    await expect(next).resolves.toEqual({ value: undefined, done: true });
+  });
+});

@@ -84,8 +84,8 @@ describe('injected disk faults', () => {
   });
 
   it('ENOSPC while publishing the manifest of named streams fails with EDISK and output null', async () => {
-    // Three opens: stdout capture, stderr capture, then the manifest's blob.
-    const { engine } = await engineWith([], { io: failNth('open', 3, 'ENOSPC') });
+    // Four opens: stdout capture, stderr capture, the publication pin, then the manifest's blob.
+    const { engine } = await engineWith([], { io: failNth('open', 4, 'ENOSPC') });
     const r = await engine.run('bash', { command: 'echo out; echo err >&2' });
     expect(r).toMatchObject({ status: 'failed', complete: false, output: null, error: { code: 'EDISK' } });
     await expectStoreClean(engine);

@@ -52,6 +52,22 @@ describe('live events', () => {
     expect(seen.map((e) => e.type)).toEqual(events.map((e) => e.type));
   });
 
+  // How the bug shows if it returns: an embedder's `for await (engine.events())` hangs forever after close.
+  it('engine.events() ends after the engine closes, with every completed event delivered', async () => {
+    const { engine } = await engineWith([]);
+    const seen: string[] = [];
+    const pump = (async () => {
+      for await (const ev of engine.events()) seen.push(ev.type);
+    })();
+    const handle = engine.call('bash', { command: 'sleep 5' });
+    await new Promise((r) => setTimeout(r, 100));
+    await engine.close();
+    await pump;
+    expect((await handle.result).status).toBe('cancelled');
+    expect(seen[0]).toBe('started');
+    expect(seen.at(-1)).toBe('completed');
+  });
+
   it('a handle looked up with running() follows the live display as it grows', async () => {
     const { engine } = await engineWith(['cooperative']);
     const handle = engine.call('cooperative', {});

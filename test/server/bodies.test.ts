@@ -72,12 +72,12 @@ describe('request bodies', () => {
     expect(await expectError(await post(s, '/v1/calls', '{"tool":"bash","extra":1}'), 400, 'EBADARGS')).toMatch(
       /extra/,
     );
-    expect(
-      await expectError(await post(s, '/v1/calls', '{"tool":"bash","timeoutMs":-1}'), 400, 'EBADARGS'),
-    ).toMatch(/timeoutMs/);
-    expect(
-      await expectError(await post(s, '/v1/calls', '{"tool":"bash","session":"a/b"}'), 400, 'EBADARGS'),
-    ).toMatch(/session id "a\/b"/);
+    expect(await expectError(await post(s, '/v1/calls', '{"tool":"bash","timeoutMs":-1}'), 400, 'EBADARGS')).toMatch(
+      /timeoutMs/,
+    );
+    expect(await expectError(await post(s, '/v1/calls', '{"tool":"bash","session":"a/b"}'), 400, 'EBADARGS')).toMatch(
+      /session id "a\/b"/,
+    );
     expect(await expectError(await post(s, '/v1/calls', '{"tool":"nope"}'), 400, 'EUNKNOWNTOOL')).toMatch(/nope/);
     await expectError(await post(s, '/v1/calls', ''), 400, 'EBADARGS');
     expect(await s.engine.sessions()).toEqual([]);
@@ -89,7 +89,12 @@ describe('request bodies', () => {
     const msg = await expectError(await post(s, '/v1/calls', '{"tool":"bash"}', 'text/plain'), 415, 'EBADARGS');
     expect(msg).toMatch(/application\/json.*text\/plain/);
     // A charset parameter is fine.
-    const ok = await post(s, '/v1/calls', '{"tool":"bash","args":{"command":"true"}}', 'application/json; charset=utf-8');
+    const ok = await post(
+      s,
+      '/v1/calls',
+      '{"tool":"bash","args":{"command":"true"}}',
+      'application/json; charset=utf-8',
+    );
     expect(ok.status).toBe(202);
   });
 

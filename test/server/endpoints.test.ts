@@ -53,7 +53,10 @@ describe('endpoints', () => {
     const { tools } = toolsResponseSchema.parse(await json(res));
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
     expect(Object.keys(byName).sort()).toEqual(['bash', 'read', 'script-streams']);
-    expect(byName.bash).toMatchObject({ source: 'builtin', output: { kind: 'streams', streams: ['stdout', 'stderr'] } });
+    expect(byName.bash).toMatchObject({
+      source: 'builtin',
+      output: { kind: 'streams', streams: ['stdout', 'stderr'] },
+    });
     expect(byName.read).toMatchObject({ source: 'builtin', selfPaginating: true, output: { kind: 'single' } });
     expect(byName['script-streams']).toMatchObject({ source: 'plugin', selfPaginating: false });
     // The server's module paths are not part of the API.
@@ -95,9 +98,19 @@ describe('endpoints', () => {
     expect(r.status).toBe('success');
     const manifest = r.output?.kind === 'streams' ? r.output.manifest : '';
     const q = (p: string) => s.api(`/v1/read?${p}`);
-    const page = readPageSchema.parse(await json(await q(`filePath=artifact://${manifest}/stdout&offset=2490&limit=5`)));
-    expect(page).toEqual({ content: '2491\n2492\n2493\n2494\n2495\n', offset: 2490, lines: 5, totalLines: 2500, nextOffset: 2495 });
-    const last = readPageSchema.parse(await json(await q(`filePath=${encodeURIComponent(`artifact://${manifest}/stderr`)}`)));
+    const page = readPageSchema.parse(
+      await json(await q(`filePath=artifact://${manifest}/stdout&offset=2490&limit=5`)),
+    );
+    expect(page).toEqual({
+      content: '2491\n2492\n2493\n2494\n2495\n',
+      offset: 2490,
+      lines: 5,
+      totalLines: 2500,
+      nextOffset: 2495,
+    });
+    const last = readPageSchema.parse(
+      await json(await q(`filePath=${encodeURIComponent(`artifact://${manifest}/stderr`)}`)),
+    );
     expect(last).toEqual({ content: 'err\n', offset: 0, lines: 1, totalLines: 1, nextOffset: null });
     const bare = readPageSchema.parse(await json(await q(`filePath=artifact://${manifest}`)));
     expect(JSON.parse(bare.content).streams.map((x: { name: string }) => x.name)).toEqual(['stdout', 'stderr']);

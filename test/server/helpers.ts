@@ -5,7 +5,7 @@
  * and a `sluice serve` child process.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { promises as fsp, readdirSync, readFileSync } from 'node:fs';
+import { promises as fsp, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -265,6 +265,11 @@ export function memoryOf(pid: number): { rss: number; hwm: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN) * 1024;
   return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+}
+
+/** Resets the peak resident set (VmHWM) of process `pid` to its current size, so the next peak is one run's own. */
+export function resetPeak(pid: number): void {
+  writeFileSync(`/proc/${pid}/clear_refs`, '5');
 }
 
 /** Resolves after `ms` milliseconds. */

@@ -61,7 +61,11 @@ describe('server-sent events', () => {
     const rest = await readEvents(await events(s, id, { 'last-event-id': '3' }));
     expect(ids(rest)).toEqual(rest.map((_, i) => i + 4));
     expect(rest.at(-1)?.event).toBe('completed');
-    expect(displayText([...first, ...rest])).toBe(displaySteps(8, 0).map((x) => x.display).join(''));
+    expect(displayText([...first, ...rest])).toBe(
+      displaySteps(8, 0)
+        .map((x) => x.display)
+        .join(''),
+    );
   });
 
   it('after the end: the rest and the terminal event, 204 once the client has it, the whole story for a new client', async () => {
@@ -134,7 +138,8 @@ describe('server-sent events', () => {
     const res = await events(s, id);
     const reading = readEvents(res);
     // Wait until the tool said it is ready (its sleep child is running).
-    for (let i = 0; i < 100 && s.engine.running(id)?.liveDisplay !== 'ready'; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 100 && s.engine.running(id)?.liveDisplay !== 'ready'; i++)
+      await new Promise((r) => setTimeout(r, 20));
     const cancel = await s.api(`/v1/calls/${id}/cancel`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -145,11 +150,19 @@ describe('server-sent events', () => {
     const done = parsed(list).at(-1);
     expect(done?.type).toBe('completed');
     const result = done?.type === 'completed' ? done.result : undefined;
-    expect(result).toMatchObject({ status: 'cancelled', complete: false, error: { code: 'ECANCELLED', message: 'user pressed stop' } });
+    expect(result).toMatchObject({
+      status: 'cancelled',
+      complete: false,
+      error: { code: 'ECANCELLED', message: 'user pressed stop' },
+    });
     const again = await s.api(`/v1/calls/${id}/cancel`, { method: 'POST' });
     expect([again.status, await again.json()]).toEqual([200, { callId: id, status: 'cancelled' }]);
-    const replay = (await (await s.api('/v1/sessions/cx/replay')).json()) as { calls: Array<{ result: unknown; interrupted: boolean }> };
-    expect(replay.calls).toEqual([{ callId: id, tool: 'cooperative', args: expect.anything(), result, interrupted: false }]);
+    const replay = (await (await s.api('/v1/sessions/cx/replay')).json()) as {
+      calls: Array<{ result: unknown; interrupted: boolean }>;
+    };
+    expect(replay.calls).toEqual([
+      { callId: id, tool: 'cooperative', args: expect.anything(), result, interrupted: false },
+    ]);
     await expectNoLeaks(s);
   });
 

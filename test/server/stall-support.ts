@@ -17,7 +17,7 @@ export const MiB = 1024 * 1024;
 export const BIG = 256 * MiB;
 /** How much more the server may hold at its peak than before the big calls (it streams 256 MiB). */
 export const MAX_GROWTH = 128 * MiB;
-/** How much higher the peak may go when a stalled subscriber is added to the same call. */
+/** How much higher one run's peak may be with a stalled subscriber than without (the flood displays 64 MiB). */
 export const MAX_STALL_GROWTH = 32 * MiB;
 
 const children: ServeChild[] = [];
@@ -95,4 +95,3 @@ export function expectGapsAccounted(events: SseEvent[]): { lagged: number; dropp
   expect(events.filter((e) => e.event === 'completed')).toHaveLength(1);
   return { lagged, dropped };
 }
-

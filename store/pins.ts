@@ -1,0 +1,193 @@
+/**
+ * Pins: GC roots held by a live process, as in Nix's temporary roots.
+ *
+ * Each open Store keeps one journal file `pins/<pid>-<random>.pin` while it
+ * holds any pin: a line `+<digest>` adds a hold, `-<digest>` drops one (a
+ * digest is pinned while its adds outnumber its drops; a bare `<digest>` line
+ * counts as an add). One append per pin and one per release, on a file that
+ * stays open, instead of creating and deleting a file per call. The journal
+ * is rewritten when mostly drops, and removed when nothing is held, so an idle
+ * store has an empty pins/.
+ *
+ * No fsync: a pin matters only while its owner lives, and a crash makes the
+ * owner dead (GC then reclaims the file). Writes go through the store's
+ * {@link StoreIO} so faults are testable.
+ */
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { toSluiceError } from '../engine/protocol/errors.js';
+import type { StoreIO } from './io.js';
+
+/** A GC root held by this process until released. */
+export interface Pin {
+  /** The digests this pin protects. */
+  readonly digests: readonly string[];
+  /** Protects more digests (before they are placed in the store). */
+  add(digests: readonly string[]): Promise<void>;
+  /** Releases the pin (idempotent). */
+  release(): Promise<void>;
+}
+
+/** Rewrite the journal once it has this many lines and most of them are dead. */
+const COMPACT_LINES = 4096;
+
+const APPEND_FLAGS = constants.O_CREAT | constants.O_WRONLY | constants.O_APPEND;
+
+/** Parses pin-file text into held digests (count > 0). */
+export function parsePinJournal(text: string): Set<string> {
+  const counts = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    let sign = 1;
+    let d = line;
+    if (line.startsWith('+')) d = line.slice(1);
+    else if (line.startsWith('-')) {
+      sign = -1;
+      d = line.slice(1);
+    }
+    if (!/^[0-9a-f]{64}$/.test(d)) continue;
+    counts.set(d, (counts.get(d) ?? 0) + sign);
+  }
+  const held = new Set<string>();
+  for (const [d, n] of counts) if (n > 0) held.add(d);
+  return held;
+}
+
+/** The pin journal of one Store instance. */
+export class PinJournal {
+  private readonly dir: string;
+  private readonly io: StoreIO;
+  private readonly held = new Map<string, number>();
+  private fh: FileHandle | undefined;
+  private path: string | undefined;
+  private lines = 0;
+  private pins = 0;
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(dir: string, io: StoreIO) {
+    this.dir = dir;
+    this.io = io;
+  }
+
+  /** A new pin holding `digests`. */
+  async pin(digests: readonly string[]): Promise<Pin> {
+    const own: string[] = [];
+    this.pins++;
+    try {
+      await this.hold(digests, own);
+    } catch (err) {
+      await this.drop(own, true);
+      throw err;
+    }
+    let released = false;
+    return {
+      get digests() {
+        return own;
+      },
+      add: (more) => {
+        if (released) return Promise.reject(new Error('pin already released'));
+        return this.hold(more, own);
+      },
+      release: async () => {
+        if (released) return;
+        released = true;
+        await this.drop(own, true);
+      },
+    };
+  }
+
+  private hold(digests: readonly string[], own: string[]): Promise<void> {
+    if (digests.length === 0) return Promise.resolve();
+    return this.serial(async () => {
+      await this.append(digests.map((d) => `+${d}\n`).join(''));
+      own.push(...digests);
+      for (const d of digests) this.held.set(d, (this.held.get(d) ?? 0) + 1);
+    });
+  }
+
+  private drop(digests: readonly string[], closing: boolean): Promise<void> {
+    return this.serial(async () => {
+      if (closing) this.pins--;
+      for (const d of digests) {
+        const n = (this.held.get(d) ?? 0) - 1;
+        if (n > 0) this.held.set(d, n);
+        else this.held.delete(d);
+      }
+      try {
+        if (this.pins === 0 && this.held.size === 0) await this.remove();
+        else if (digests.length > 0) {
+          await this.append(digests.map((d) => `-${d}\n`).join(''));
+          if (this.lines >= COMPACT_LINES && this.lines > 4 * this.held.size) await this.compact();
+        }
+      } catch {
+        // A drop that cannot be written only keeps a digest alive until this process ends.
+      }
+    });
+  }
+
+  private serial(fn: () => Promise<void>): Promise<void> {
+    const next = this.chain.then(fn);
+    this.chain = next.catch(() => {});
+    return next.catch((err: unknown) => Promise.reject(toSluiceError(err, 'EDISK')));
+  }
+
+  private async open(): Promise<FileHandle> {
+    if (this.fh) return this.fh;
+    this.path ??= `${this.dir}/${process.pid}-${randomBytes(8).toString('hex')}.pin`;
+    this.fh = await this.io.open(this.path, APPEND_FLAGS, 0o600);
+    return this.fh;
+  }
+
+  private async append(text: string): Promise<void> {
+    const fh = await this.open();
+    const buf = Buffer.from(text, 'latin1');
+    let off = 0;
+    while (off < buf.length) {
+      // O_APPEND: the position is ignored, every write lands at the end.
+      const n = await this.io.write(fh, buf, off, buf.length - off, 0);
+      if (!(n > 0)) throw Object.assign(new Error('pin write made no progress'), { code: 'EIO', syscall: 'write' });
+      off += n;
+    }
+    this.lines += text.split('\n').length - 1;
+  }
+
+  /** Rewrites the journal with only what is held (atomically: a reader sees the old or the new file). */
+  private async compact(): Promise<void> {
+    const path = this.path as string;
+    const tmp = `${path}.tmp`;
+    const text = [...this.held].map(([d, n]) => `+${d}\n`.repeat(n)).join('');
+    const fh = await this.io.open(tmp, constants.O_CREAT | constants.O_TRUNC | constants.O_WRONLY, 0o600);
+    try {
+      const buf = Buffer.from(text, 'latin1');
+      let off = 0;
+      while (off < buf.length) {
+        const n = await this.io.write(fh, buf, off, buf.length - off, off);
+        if (!(n > 0)) throw Object.assign(new Error('pin write made no progress'), { code: 'EIO', syscall: 'write' });
+        off += n;
+      }
+    } finally {
+      await fh.close();
+    }
+    await this.io.rename(tmp, path);
+    await this.fh?.close().catch(() => {});
+    this.fh = undefined;
+    this.lines = text.split('\n').length - 1;
+  }
+
+  private async remove(): Promise<void> {
+    const fh = this.fh;
+    const path = this.path;
+    this.fh = undefined;
+    this.path = undefined;
+    this.lines = 0;
+    await fh?.close().catch(() => {});
+    if (path) await this.io.unlink(path).catch(() => {});
+  }
+
+  /** Closes the journal file (pins still held stop protecting anything once the process ends). */
+  async close(): Promise<void> {
+    await this.chain;
+    await this.fh?.close().catch(() => {});
+    this.fh = undefined;
+  }
+}

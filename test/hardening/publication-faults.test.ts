@@ -1,0 +1,235 @@
+/**
+ * Every filesystem fault at every step of a publication, through the real
+ * engine: a dry run records the store operations of one call (bash's named
+ * streams, a single-output tool, each fresh and deduplicated, in a new
+ * session), then the call is repeated once per (operation, nth occurrence,
+ * errno) with that one operation failing. Each must end in a typed EDISK
+ * carrying the errno (a short write must simply succeed), with tmp/ and
+ * pins/ empty, no blob whose content differs from its name, no manifest or
+ * live session record pointing at a missing blob, and an engine that still
+ * serves the next call. An fsync that fails is never success.
+ */
+import { promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Engine } from '../../engine/engine.js';
+import type { TerminalResult } from '../../engine/result.js';
+import { replaySession } from '../../engine/sessions/replay.js';
+import { fixture, expectPublished } from '../runtime/helpers.js';
+import { FaultyIO, type IoOp, label, type OpRecord, type Role } from './faulty-io.js';
+import { expectNoHalfState, expectNoLeftovers, makeTempDir, removeDir, tag, within } from './helpers.js';
+
+interface Scenario {
+  name: string;
+  tool: 'bash' | 'echo';
+  args(t: string): unknown;
+  /** Publish the same content first, so every publish of the call deduplicates. */
+  dedup: boolean;
+}
+
+const SCENARIOS: Scenario[] = [
+  {
+    name: 'named streams (bash)',
+    tool: 'bash',
+    args: (t) => ({ command: `printf 'out ${t}\\n'; printf 'err ${t}\\n' >&2` }),
+    dedup: false,
+  },
+  {
+    name: 'named streams (bash), deduplicated',
+    tool: 'bash',
+    args: (t) => ({ command: `printf 'out ${t}\\n'; printf 'err ${t}\\n' >&2` }),
+    dedup: true,
+  },
+  { name: 'single output', tool: 'echo', args: (t) => ({ text: `single ${t}\n` }), dedup: false },
+  { name: 'single output, deduplicated', tool: 'echo', args: (t) => ({ text: `single ${t}\n` }), dedup: true },
+];
+
+const ERRNOS_ALL = ['ENOSPC', 'EIO'];
+const ERRNOS_PATH = ['EACCES'];
+const PATH_OPS: readonly IoOp[] = ['open', 'mkdir', 'rename', 'unlink', 'utimes'];
+const WRITE_OPS: readonly IoOp[] = ['write', 'writev'];
+const SYNC_OPS: readonly IoOp[] = ['fsync', 'datasync', 'fsyncDir'];
+
+const dirs: string[] = [];
+const engines: Engine[] = [];
+afterEach(async () => {
+  for (const e of engines.splice(0)) await e.close();
+  for (const d of dirs.splice(0)) await removeDir(d);
+});
+
+async function openFaulty(): Promise<{ engine: Engine; io: FaultyIO; dir: string }> {
+  const dir = await makeTempDir();
+  dirs.push(dir);
+  const storeDir = join(dir, 'store');
+  const io = new FaultyIO(storeDir);
+  const engine = await Engine.open({ store: storeDir, cwd: dir, io });
+  engines.push(engine);
+  await engine.register(fixture('echo'));
+  return { engine, io, dir };
+}
+
+/** One injection: the n-th operation of a kind on a role (and rename target role) fails with errno. */
+interface Injection {
+  op: IoOp;
+  role: Role;
+  toRole: Role | undefined;
+  nth: number;
+  errno: string;
+}
+
+function describeInjection(i: Injection): string {
+  return `${i.errno} at ${label(i)} #${i.nth}`;
+}
+
+/** The injections for a recorded call: each distinct step, each of its occurrences, each errno that fits it. */
+function injectionsFor(ops: readonly OpRecord[]): Injection[] {
+  const seen = new Map<string, number>();
+  const out: Injection[] = [];
+  for (const rec of ops) {
+    // Releasing the pin is not part of publishing: its failure is tested on its own below.
+    if (rec.op === 'unlink' && rec.role === 'pin') continue;
+    const key = label(rec);
+    const nth = (seen.get(key) ?? 0) + 1;
+    seen.set(key, nth);
+    const errnos = [...ERRNOS_ALL];
+    if (PATH_OPS.includes(rec.op)) errnos.push(...ERRNOS_PATH);
+    if (WRITE_OPS.includes(rec.op)) errnos.push('short');
+    for (const errno of errnos) out.push({ op: rec.op, role: rec.role, toRole: rec.toRole, nth, errno });
+  }
+  return out;
+}
+
+/** True when a failure of this step happens after the outputs are published (the terminal record's own I/O). */
+function isRecordStep(i: Injection, ops: readonly OpRecord[]): boolean {
+  if (i.role !== 'log') return false;
+  // The first write to the log is the started record; later ones (and the datasync) are the terminal record.
+  const logWrites = ops.filter((r) => r.role === 'log' && r.op === 'write');
+  return i.op === 'datasync' || (i.op === 'write' && i.nth === logWrites.length && logWrites.length > 1);
+}
+
+async function expectConsistent(engine: Engine, r: TerminalResult, session: string, context: string): Promise<void> {
+  await expectNoLeftovers(engine.store, context);
+  await expectNoHalfState(engine.store, context);
+  // Replay never throws; a call whose terminal record is in the log replays exactly as it was returned.
+  const replayed = await replaySession(engine.store, session).catch((e: { code?: string }) => e);
+  if (!('calls' in replayed)) {
+    expect(replayed.code, context).toBe('ENOTFOUND');
+    return;
+  }
+  const call = replayed.calls.find((c) => c.callId === r.callId);
+  if (r.status === 'success') expect(call?.result, context).toEqual(r);
+  else if (call && !call.interrupted) expect(call.result.output, context).toEqual(r.output);
+}
+
+describe('faults at every step of a publication', () => {
+  for (const scenario of SCENARIOS) {
+    it(`${scenario.name}: each fault fails with EDISK and leaves no half-state`, async () => {
+      const { engine, io } = await openFaulty();
+      const fixed = tag();
+      if (scenario.dedup) {
+        const first = await engine.run(scenario.tool, scenario.args(fixed));
+        expect(first.status).toBe('success');
+      }
+      const argsFor = () => scenario.args(scenario.dedup ? fixed : tag());
+
+      // Dry run: which operations does one call perform?
+      io.clearLog();
+      const dry = await engine.run(scenario.tool, argsFor(), { session: `dry-${tag()}` });
+      expect(dry).toMatchObject({ status: 'success', complete: true });
+      const ops = io.log.filter((r) => r.role !== 'other');
+      expect(ops.some((r) => r.op === 'fsync')).toBe(true);
+
+      const injections = injectionsFor(ops);
+      const problems: string[] = [];
+      const firedSteps = new Set<string>();
+      let fired = 0;
+      for (const inj of injections) {
+        const context = `${scenario.name}: ${describeInjection(inj)}`;
+        const session = `s-${tag()}`;
+        io.clearLog();
+        const fault = io.inject({
+          op: inj.op,
+          role: inj.role,
+          nth: inj.nth,
+          errno: inj.errno,
+          when: (rec) => rec.role === inj.role && rec.toRole === inj.toRole,
+        });
+        const r = await within(30_000, context, engine.run(scenario.tool, argsFor(), { session }));
+        io.reset();
+        try {
+          if (fault.fired === 0 || inj.errno === 'short') {
+            // Not reached this time (a shard directory that already existed), or a short write: plain success.
+            expect(r, context).toMatchObject({ status: 'success', complete: true });
+            expect(r.error, context).toBeUndefined();
+            await expectPublished(engine, r.output);
+          } else {
+            fired++;
+            firedSteps.add(`${label(inj)} #${inj.nth}`);
+            expect(r, context).toMatchObject({
+              status: 'failed',
+              complete: false,
+              error: { code: 'EDISK', details: { errno: inj.errno } },
+            });
+            if (isRecordStep(inj, ops)) {
+              // Outputs were published before the record failed: they stay valid (orphans until GC).
+              await expectPublished(engine, r.output);
+            } else {
+              expect(r.output, context).toBeNull();
+            }
+          }
+          await expectConsistent(engine, r, session, context);
+        } catch (err) {
+          problems.push(`${context}: ${(err as Error).message.split("\n")[0]} ${JSON.stringify({ status: r.status, error: r.error })}`);
+        }
+      }
+      expect(problems).toEqual([]);
+      // The matrix was not vacuous: every step but a shard mkdir (which only happens for a new prefix) fired.
+      const steps = new Set(injections.map((i) => `${label(i)} #${i.nth}`));
+      const missed = [...steps].filter((s) => !firedSteps.has(s) && !s.startsWith('mkdir'));
+      expect(missed).toEqual([]);
+      expect(fired).toBeGreaterThan(10);
+      // And the engine still serves calls.
+      const after = await engine.run(scenario.tool, argsFor(), { session: `after-${tag()}` });
+      expect(after).toMatchObject({ status: 'success', complete: true });
+    });
+  }
+});
+
+describe('fsync failures are never success', () => {
+  it.each([
+    ['fsync of a capture file', { op: 'fsync', role: 'capture' }],
+    ['fsync of a blob directory after the rename', { op: 'fsyncDir', role: 'blob-dir' }],
+    ['fdatasync of the terminal record', { op: 'datasync', role: 'log', nth: 1 }],
+    ['fsync of a new session directory', { op: 'fsyncDir', role: 'session-dir' }],
+  ] as const)('%s fails the call with EDISK', async (_label, rule) => {
+    const { engine, io } = await openFaulty();
+    // The terminal record's datasync is the only one (the started record is not fsynced).
+    const fault = io.inject({ ...rule, errno: 'EIO' });
+    const r = await engine.run('bash', { command: `echo ${tag()}` }, { session: `fs-${tag()}` });
+    io.reset();
+    expect(fault.fired).toBe(1);
+    expect(r).toMatchObject({ status: 'failed', complete: false, error: { code: 'EDISK', details: { errno: 'EIO' } } });
+    expect(r.model).toContain('EDISK');
+    await expectNoLeftovers(engine.store);
+    await expectNoHalfState(engine.store);
+  });
+});
+
+describe('releasing the publication pin', () => {
+  it('a pin that cannot be removed does not fail the call; it protects only that call’s blobs until the process ends', async () => {
+    const { engine, io } = await openFaulty();
+    const fault = io.inject({ op: 'unlink', role: 'pin', errno: 'EIO' });
+    const r = await engine.run('bash', { command: `echo ${tag()}` }, { session: `pin-${tag()}` });
+    io.reset();
+    expect(fault.fired).toBe(1);
+    expect(r).toMatchObject({ status: 'success', complete: true });
+    await expectPublished(engine, r.output);
+    const pins = await fsp.readdir(engine.store.layout.pins);
+    expect(pins).toHaveLength(1);
+    expect(pins[0]?.startsWith(`${process.pid}-`)).toBe(true);
+    const held = (await fsp.readFile(join(engine.store.layout.pins, pins[0] as string), 'latin1')).split('\n');
+    if (r.output?.kind !== 'streams') throw new Error('expected streams');
+    expect(held.filter(Boolean).sort()).toEqual([r.output.manifest, ...r.output.streams.map((s) => s.digest)].sort());
+    await expectNoHalfState(engine.store);
+  });
+});
