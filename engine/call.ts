@@ -252,9 +252,12 @@ export class Call {
         return;
       case 'display': {
         this.live.append(m.text);
-        const ev: CallEvent = { type: 'display', callId: this.callId, text: m.text };
-        this.hub.publish(ev);
-        this.deps.engineHub.publish(ev);
+        // Subscriber queues are bounded in events; bounded events make them bounded in bytes.
+        for (const text of displayFrames(m.text)) {
+          const ev: CallEvent = { type: 'display', callId: this.callId, text };
+          this.hub.publish(ev);
+          this.deps.engineHub.publish(ev);
+        }
         this.credit(Math.min(m.n, this.deps.settings.window));
         return;
       }
@@ -540,4 +543,22 @@ function summarizeArgs(args: unknown): string {
   } catch {
     return '';
   }
+}
+
+/** Largest display event, in UTF-16 code units (so a subscriber's queue holds at most queueLimit × 16 KiB). */
+export const MAX_DISPLAY_EVENT_CHARS = 8192;
+
+/** Splits display text into events of at most {@link MAX_DISPLAY_EVENT_CHARS}, never inside a surrogate pair. */
+export function displayFrames(text: string): string[] {
+  if (text.length <= MAX_DISPLAY_EVENT_CHARS) return [text];
+  const frames: string[] = [];
+  let i = 0;
+  while (i < text.length) {
+    let end = Math.min(text.length, i + MAX_DISPLAY_EVENT_CHARS);
+    const c = text.charCodeAt(end - 1);
+    if (end < text.length && c >= 0xd800 && c <= 0xdbff) end--;
+    frames.push(text.slice(i, end));
+    i = end;
+  }
+  return frames;
 }

@@ -108,3 +108,16 @@ describe('live events', () => {
     expect(r.display.startsWith(live)).toBe(false);
   });
 });
+
+describe('display frames', () => {
+  it('splits long display text into bounded events without breaking a surrogate pair', async () => {
+    const { displayFrames, MAX_DISPLAY_EVENT_CHARS } = await import('../../engine/call.js');
+    const text = `${'a'.repeat(MAX_DISPLAY_EVENT_CHARS - 1)}😀${'b'.repeat(MAX_DISPLAY_EVENT_CHARS * 2)}`;
+    const frames = displayFrames(text);
+    expect(frames.join('')).toBe(text);
+    expect(frames.every((f) => f.length <= MAX_DISPLAY_EVENT_CHARS)).toBe(true);
+    expect(frames[0]).toBe('a'.repeat(MAX_DISPLAY_EVENT_CHARS - 1));
+    expect(frames[1]?.startsWith('😀')).toBe(true);
+    expect(displayFrames('short')).toEqual(['short']);
+  });
+});
