@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-const ALL = ['capture', 'read-pages', 'channel', 'mcp'];
+const ALL = ['capture', 'memory', 'overhead', 'concurrency', 'read-pages', 'startup', 'channel', 'mcp'];
 
 async function runOne(name: string): Promise<Record<string, unknown>> {
   const file = fileURLToPath(new URL(`./${name}.js`, import.meta.url));
