@@ -114,6 +114,7 @@ export class Call {
   private readonly pgids = new Set<number>();
   private readonly endpoint: CallEndpoint;
   private port: MessagePort | undefined;
+  private exposed = false;
   private inFlight = 0;
   private ended = false;
   private cancelRequested: SluiceError | undefined;
@@ -147,7 +148,6 @@ export class Call {
     this.endpoint = new CallEndpoint((m) => {
       if (this.port) this.deps.pool.send(this.port, { t: 'rpc', c: this.callId, m });
     });
-    Comlink.expose(this.hostServices(), this.endpoint.asComlink());
     if (options.signal) {
       const onAbort = () => this.cancel('cancelled by the caller');
       if (options.signal.aborted) queueMicrotask(onAbort);
@@ -268,6 +268,11 @@ export class Call {
         if (Number.isSafeInteger(m.pid) && m.pid > 1 && m.pid !== process.pid) this.pgids.add(m.pid);
         return;
       case 'rpc':
+        // Host services are exposed on first use: most calls never ask for them.
+        if (!this.exposed) {
+          this.exposed = true;
+          Comlink.expose(this.hostServices(), this.endpoint.asComlink());
+        }
         this.endpoint.deliver(m.m);
         return;
       case 'done': {

@@ -83,7 +83,7 @@ export class CallRun {
   /** The first contract violation (undeclared stream), which fails the call whatever the tool does. */
   violation: Error | undefined;
   private readonly endpoint: CallEndpoint;
-  private readonly host: HostServices;
+  private hostProxy: HostServices | undefined;
   private displayPending = '';
   private displayFlushing: Promise<void> | undefined;
 
@@ -93,7 +93,12 @@ export class CallRun {
     this.names = channelNames(output);
     installErrorTransfer();
     this.endpoint = new CallEndpoint((m) => post({ t: 'rpc', c: callId, m }));
-    this.host = Comlink.wrap<HostServices>(this.endpoint.asComlink()) as unknown as HostServices;
+  }
+
+  /** Host services, through comlink; the proxy is made on first use (most calls never need one). */
+  get host(): HostServices {
+    this.hostProxy ??= Comlink.wrap<HostServices>(this.endpoint.asComlink()) as unknown as HostServices;
+    return this.hostProxy;
   }
 
   /** Delivers an rpc message from the engine. */
@@ -175,6 +180,7 @@ export class CallRun {
 
   /** The context handed to the tool. */
   context(cwd: string, artifacts: ArtifactReader): ToolContext {
+    const run = this;
     return {
       artifacts,
       callId: this.callId,
@@ -182,7 +188,9 @@ export class CallRun {
       cwd,
       stream: (name?: string) => this.writer(name),
       display: (text: string) => this.display(text),
-      host: this.host,
+      get host() {
+        return run.host;
+      },
       trackProcessGroup: (pid: number) => post({ t: 'proc', c: this.callId, pid }),
     };
   }
