@@ -2,11 +2,14 @@
  * The engine: one store, one worker pool, a registry of tools, and the calls
  * running on them. This is the library's entry point.
  */
+// First: sizes libuv's threadpool before any filesystem call starts it.
+import './threadpool.js';
 import { resolve } from 'node:path';
 import type { StoreIO } from '../store/io.js';
 import { resolveStoreDir, Store } from '../store/store.js';
 import { type ApprovalPolicy, Call, type CallOptions, type CallRecorder } from './call.js';
 import { EventHub } from './events/hub.js';
+import { assertJsonArgs } from './json-args.js';
 import type { McpServerConfig } from './mcp/config.js';
 import { McpServers } from './mcp/servers.js';
 import { type EngineOptions, type ResolvedOptions, resolveOptions } from './options.js';
@@ -158,13 +161,15 @@ export class Engine {
 
   /**
    * Starts a call. Unknown tools fail synchronously with EUNKNOWNTOOL, an
-   * invalid `session` id with EBADARGS. A call with a `session` is recorded
+   * invalid `session` id or arguments that are not plain JSON (functions,
+   * BigInts, NaN, class instances, cycles) with EBADARGS. A call with a `session` is recorded
    * in that session's event log (see {@link Engine.replay}).
    */
   call(tool: string, args: unknown, options: CallOptions = {}): CallHandle {
     this.assertOpen();
     const info = this.registry.get(tool);
     if (options.session !== undefined) assertSessionId(options.session);
+    assertJsonArgs(tool, args);
     const call = new Call(
       {
         pool: this.pool,
