@@ -51,7 +51,8 @@ const mib = (n: number) => Math.round((n / 1024 / 1024) * 10) / 10;
 const tmp = tempDir('sluice-bench-memory-');
 try {
   const engine = await Engine.open({ store: join(tmp.dir, 'store') });
-  await engine.run('bash', { command: 'true' }); // warm
+  // Warm: the first capture grows the heaps once (pool, buffers); that is not growth with output size.
+  await engine.run('bash', { command: command(Math.floor(SMALL / 4)) });
   const measure = async (bytes: number) => {
     global.gc?.();
     const { value: r, peakGrowth } = await withPeakRss(() => engine.run('bash', { command: command(bytes) }));

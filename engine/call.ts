@@ -21,6 +21,7 @@ import {
   DeniedError,
   deserializeError,
   ProtocolError,
+  ResourceLimitError,
   type SerializedError,
   type SluiceError,
   serializeError,
@@ -92,7 +93,8 @@ type Outcome =
   | { kind: 'fail'; error: SerializedError; cancelled: boolean }
   | { kind: 'crash'; error: unknown };
 
-const STATUS_DETAIL_MAX = 400;
+/** UTF-8 bytes of the status line's detail: the line, with its wrapper, stays inside MODEL_STATUS_RESERVE. */
+const STATUS_DETAIL_MAX_BYTES = 700;
 
 /** A running call. */
 export class Call {
@@ -285,7 +287,15 @@ export class Call {
           });
           return;
         }
-        void this.finish({ kind: 'done', completion: parsed.data });
+        const oversized = oversizedCompletion(parsed.data);
+        if (oversized) {
+          void this.finish({ kind: 'fail', error: serializeError(oversized), cancelled: false });
+          return;
+        }
+        const completion = parsed.data;
+        if (completion.display !== undefined)
+          completion.display = clipDisplay(completion.display, this.deps.settings.liveDisplayBytes);
+        void this.finish({ kind: 'done', completion });
         return;
       }
       case 'fail':
@@ -440,10 +450,14 @@ export class Call {
         assertModelViewWithinBound(model, this.deps.settings.toolOutput.maxModelBytes);
       }
     } catch (err) {
-      error = toSluiceError(err);
-      status = 'failed';
+      // Cannot happen with the reserve the status line has; if it ever does, the view is replaced
+      // by the status line alone (never cut), and a success becomes a failure that says why.
+      if (status === 'success') {
+        status = 'failed';
+        error = toSluiceError(err);
+      }
       complete = false;
-      model = this.withStatusLine('', status, complete, error, undefined);
+      model = this.withStatusLine('', status, complete, error, completion);
     }
 
     const durationMs = Date.now() - this.startedAt;
@@ -494,10 +508,10 @@ export class Call {
     completion: WireCompletion | undefined,
   ): string {
     if (status === 'success') return model;
-    let detail = error ? `${error.code}: ${error.message}` : (completion?.note ?? 'the tool reported failure');
-    if (detail.length > STATUS_DETAIL_MAX) detail = `${detail.slice(0, STATUS_DETAIL_MAX)}…`;
+    const raw = error ? `${error.code}: ${error.message}` : (completion?.note ?? 'the tool reported failure');
+    const detail = clipUtf8(raw.replace(/\s+/g, ' '), STATUS_DETAIL_MAX_BYTES);
     const incomplete = complete ? '' : ' Output is incomplete.';
-    const line = `[Status: ${status}. ${detail.replace(/\s+/g, ' ')}.${incomplete}]`;
+    const line = `[Status: ${status}. ${detail}.${incomplete}]`;
     if (model.length === 0) return line;
     return model.endsWith('\n') ? `${model}\n${line}` : `${model}\n\n${line}`;
   }
@@ -525,7 +539,8 @@ export class Call {
     });
   }
 
-  private killProcessGroups(): void {
+  /** Kills every process group the tool registered (synchronous: also used from a process 'exit' hook). */
+  killProcessGroups(): void {
     for (const pid of this.pgids) {
       try {
         process.kill(-pid, 'SIGKILL');
@@ -568,4 +583,44 @@ export function displayFrames(text: string): string[] {
     i = end;
   }
   return frames;
+}
+
+/** `text` cut to at most `max` UTF-8 bytes on a code point boundary, with an ellipsis when cut. */
+function clipUtf8(text: string, max: number): string {
+  const full = Buffer.from(text);
+  if (full.length <= max) return text;
+  let end = max - 3; // room for the ellipsis
+  while (end > 0 && ((full[end] as number) & 0xc0) === 0x80) end--; // back to the start of a character
+  return `${full.subarray(0, end).toString('utf8')}…`;
+}
+
+/** Bound on a completion's metadata and emitted messages together (JSON bytes); attachments have their own. */
+export const MAX_COMPLETION_FIELDS_BYTES = 1024 * 1024;
+/** Bound on a completion's attachments together (base64 bytes): the read tool's 20 MiB image bound, encoded. */
+export const MAX_ATTACHMENTS_BYTES = 28 * 1024 * 1024;
+
+/** The resource-limit error of a completion whose terminal fields are too large to keep, if any. */
+function oversizedCompletion(c: WireCompletion): ResourceLimitError | undefined {
+  const fields = Buffer.byteLength(JSON.stringify({ m: c.metadata ?? null, e: c.messages ?? null }));
+  if (fields > MAX_COMPLETION_FIELDS_BYTES) {
+    return new ResourceLimitError(
+      `the completion's metadata and messages take ${fields} bytes, more than ${MAX_COMPLETION_FIELDS_BYTES}`,
+    );
+  }
+  let attached = 0;
+  for (const a of c.attachments ?? []) attached += a.data.length;
+  if (attached > MAX_ATTACHMENTS_BYTES) {
+    return new ResourceLimitError(
+      `the completion's attachments take ${attached} bytes, more than ${MAX_ATTACHMENTS_BYTES}`,
+    );
+  }
+  return undefined;
+}
+
+/** A final display bounded like the live one: its beginning, and a marker saying how much was elided. */
+function clipDisplay(display: string, maxBytes: number): string {
+  const bytes = Buffer.byteLength(display);
+  if (bytes <= maxBytes) return display;
+  const kept = clipUtf8(display, maxBytes - 64);
+  return `${kept}\n[… ${bytes - Buffer.byteLength(kept)} more bytes of display elided]`;
 }

@@ -13,7 +13,7 @@ import { encodeManifest } from '../store/manifest.js';
 import type { Pin, Store } from '../store/store.js';
 import type { OutputView } from './presentation/model-view.js';
 import { type Preview, PreviewBuilder } from './presentation/preview.js';
-import { ResourceLimitError, SizeLimitError } from './protocol/errors.js';
+import { ProtocolError, SizeLimitError } from './protocol/errors.js';
 import type { OutputDeclaration } from './protocol/streams.js';
 import type { OutputRef } from './result.js';
 
@@ -78,7 +78,7 @@ export class Capture {
    */
   accept(index: number, bytes: Uint8Array): Promise<void> {
     const ch = this.channels[index];
-    if (!ch) throw new ResourceLimitError(`chunk for channel ${index}, but only ${this.channels.length} declared`);
+    if (!ch) throw new ProtocolError(`chunk for channel ${index}, but only ${this.channels.length} declared`);
     if (ch.writer.bytes + bytes.length > this.limits.maxStreamBytes) {
       throw new SizeLimitError(
         `${ch.name ? `stream ${ch.name}` : 'output'} passed the size bound of ${this.limits.maxStreamBytes} bytes`,

@@ -4,6 +4,7 @@
  */
 // First: sizes libuv's threadpool before any filesystem call starts it.
 import './threadpool.js';
+import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { StoreIO } from '../store/io.js';
 import { resolveStoreDir, Store } from '../store/store.js';
@@ -67,6 +68,16 @@ export interface CallHandle {
   readonly maxInFlight: number;
 }
 
+/**
+ * Open engines, for the process 'exit' hook: a host that exits without closing
+ * (a second Ctrl-C, process.exit) must not leave tool processes behind. Tools'
+ * process groups are detached from the terminal, so no signal reaches them.
+ */
+const openEngines = new Set<Engine>();
+process.on('exit', () => {
+  for (const e of openEngines) e.killAllProcesses();
+});
+
 /** The sluice engine. */
 export class Engine {
   /** The artifact store. */
@@ -107,6 +118,7 @@ export class Engine {
     });
     const store = await Store.open(resolveStoreDir(init.store), io ? { io } : {});
     const engine = new Engine(store, options, init);
+    openEngines.add(engine);
     if (init.builtins !== false) {
       try {
         for (const name of ['bash', 'read'] as const) await engine.registerModule(builtinTool(name), 'builtin');
@@ -284,6 +296,11 @@ export class Engine {
   }
 
   /** Cancels running calls, waits for their terminal results, and stops the workers. */
+  /** Kills the process groups of every running call, synchronously. @internal */
+  killAllProcesses(): void {
+    for (const c of this.calls.values()) c.killProcessGroups();
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -298,6 +315,7 @@ export class Engine {
       throw toSluiceError(err);
     });
     this.store.close();
+    openEngines.delete(this);
   }
 
   private assertOpen(): void {
@@ -311,7 +329,13 @@ export class Engine {
  * of the root are refused too).
  */
 export function defaultApproval(root: string): ApprovalPolicy {
-  const base = resolve(root);
+  // Compared with real paths, so the root must be one too (a symlinked working directory).
+  let base = resolve(root);
+  try {
+    base = realpathSync(base);
+  } catch {
+    // A root that does not exist allows nothing beyond its own path.
+  }
   return (op) => {
     if (op.kind !== 'fs.read') return true;
     const path = typeof op.realPath === 'string' ? op.realPath : typeof op.path === 'string' ? op.path : '';

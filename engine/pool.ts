@@ -53,7 +53,9 @@ export class WorkerPool {
       // Calls beyond the limit wait their turn instead of failing.
       maxQueue: Number.POSITIVE_INFINITY,
       idleTimeout: opts.idleTimeout,
-      resourceLimits: { maxOldGenerationSizeMb: opts.maxOldGenerationSizeMb },
+      // A small young generation: a worker moving output allocates and drops many 64 KiB chunks,
+      // and with V8's default each of 16 threads grows tens of MiB of nursery (bench/concurrency.ts).
+      resourceLimits: { maxOldGenerationSizeMb: opts.maxOldGenerationSizeMb, maxYoungGenerationSizeMb: 4 },
       // The worker must see process.env changes made by the host (PATH, HOME).
       env: process.env,
     });

@@ -14,6 +14,9 @@ import {
 import type { DescribeResult, ToolDescription } from './protocol/messages.js';
 import { type OutputDeclaration, validateDeclaration } from './protocol/streams.js';
 
+/** The tool-name rule of defineTool, enforced again on the main side. */
+const TOOL_NAME_RULE = /^[a-z][a-z0-9_.-]{0,63}$/;
+
 /** A registered tool. */
 export interface ToolInfo {
   /** The name calls use (`<server>.<tool>` for MCP tools). */
@@ -82,6 +85,12 @@ export class Registry {
       throw new BadModuleError(`${module}: a tool named ${d.name} is already registered from ${existing.module}`, {
         module,
         tool: d.name,
+      });
+    }
+    // defineTool checks the name, but a module can forge its brand: the main side checks again.
+    if (typeof d.name !== 'string' || !TOOL_NAME_RULE.test(d.name)) {
+      throw new BadDeclarationError(`${module}: tool name ${JSON.stringify(d.name)} must match ${TOOL_NAME_RULE}`, {
+        module,
       });
     }
     const info: ToolInfo = {

@@ -189,8 +189,13 @@ export async function rebuildIndex(store: Store, digest: string, fh: FileHandle,
 async function openBlobFile(store: Store, digest: string): Promise<FileHandle> {
   if (!isDigest(digest)) throw new BadUriError(`${JSON.stringify(digest)} is not a 64-character lowercase hex digest`);
   try {
-    return await store.io.open(store.layout.blobPath(digest), constants.O_RDONLY);
+    // Never through a symbolic link: a link planted in blobs/ must not make the store read (and hash,
+    // and report the hash of) a file elsewhere.
+    return await store.io.open(store.layout.blobPath(digest), constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (err) {
+    if ((err as { code?: unknown }).code === 'ELOOP') {
+      throw new IntegrityError(`artifact ${digest} is a symbolic link in the store, not a blob`, { digest });
+    }
     if ((err as { code?: unknown }).code === 'ENOENT') {
       // A collection may have it aside for an instant while it re-checks the pins.
       const tombstoned = await openTombstoned(store, digest);
@@ -255,6 +260,7 @@ export async function checkBlob(store: Store, digest: string): Promise<BlobCheck
     blob = await openBlobFile(store, digest);
   } catch (err) {
     if (err instanceof NotFoundError) return { status: 'missing' };
+    if (err instanceof IntegrityError) return { status: 'corrupt', actual: '', bytes: 0 };
     throw err;
   }
   try {

@@ -143,8 +143,8 @@ export class PinJournal {
     const buf = Buffer.from(text, 'latin1');
     let off = 0;
     while (off < buf.length) {
-      // O_APPEND: the position is ignored, every write lands at the end.
-      const n = await this.io.write(fh, buf, off, buf.length - off, 0);
+      // O_APPEND and no position (write, not pwrite): every write lands at the end, on every platform.
+      const n = await this.io.write(fh, buf, off, buf.length - off, null);
       if (!(n > 0)) throw Object.assign(new Error('pin write made no progress'), { code: 'EIO', syscall: 'write' });
       off += n;
     }

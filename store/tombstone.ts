@@ -25,13 +25,13 @@ export async function openTombstoned(store: Store, digest: string): Promise<File
   }
   for (const owner of owners) {
     try {
-      return await store.io.open(join(store.layout.trash, owner, digest), constants.O_RDONLY);
+      return await store.io.open(join(store.layout.trash, owner, digest), constants.O_RDONLY | constants.O_NOFOLLOW);
     } catch {
       // Not in this one.
     }
   }
   try {
-    return await store.io.open(store.layout.blobPath(digest), constants.O_RDONLY);
+    return await store.io.open(store.layout.blobPath(digest), constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch {
     return undefined;
   }

@@ -12,8 +12,10 @@ import {
   BadModuleError,
   CancelledError,
   MixedModeError,
+  ProtocolError,
   serializeError,
   toSluiceError,
+  UndeclaredStreamError,
 } from '../engine/protocol/errors.js';
 import type {
   CallTask,
@@ -167,13 +169,13 @@ async function runCall(task: CallTask): Promise<void> {
 async function feedFull(run: CallRun, tool: ToolDefinition, output: string | Record<string, string>): Promise<void> {
   if (tool.output.kind === 'single') {
     if (typeof output !== 'string') {
-      throw new BadArgumentsError(`${tool.name} has single output; full output must be a string`);
+      throw new ProtocolError(`${tool.name} has single output; its full output must be a string`);
     }
     if (output.length > 0) await writeAll(run.writer(), output);
     return;
   }
   if (typeof output !== 'object' || output === null) {
-    throw new BadArgumentsError(`${tool.name} declares named streams; full output must map stream names to text`);
+    throw new ProtocolError(`${tool.name} declares named streams; its full output must map stream names to text`);
   }
   for (const name of Object.keys(output)) {
     if (!tool.output.streams.includes(name)) {

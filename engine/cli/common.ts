@@ -6,6 +6,7 @@
 import { promises as fsp } from 'node:fs';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { resolveStoreDir, Store } from '../../store/store.js';
+import { sanitizeForTerminal } from '../presentation/sanitize.js';
 import {
   BadArgumentsError,
   BadOptionError,
@@ -71,7 +72,8 @@ export function exitCodeFor(err: SluiceError): number {
  */
 export function reportError(err: unknown, ctx: CliContext, fallback: ErrorCode = 'EPROTOCOL'): number {
   const e = toSluiceError(err, fallback);
-  ctx.stderr.write(`${e.code}: ${e.message}\n`);
+  // Messages quote what they reject (a tool's error, a URI, a path): never let that text drive the terminal.
+  ctx.stderr.write(`${e.code}: ${sanitizeForTerminal(e.message)}\n`);
   if (ctx.env.SLUICE_DEBUG && err instanceof Error && err.stack) ctx.stderr.write(`${err.stack}\n`);
   return exitCodeFor(e);
 }
@@ -116,6 +118,16 @@ export async function openExistingStore(explicit: string | undefined, env: NodeJ
     throw new NotFoundError(`no sluice store at ${dir} (choose one with --store DIR or $SLUICE_STORE)`, { dir });
   }
   return Store.open(dir);
+}
+
+/**
+ * `text` as it may be written to `stream`: unchanged for a pipe or file (the
+ * exact bytes are the contract there), made inert by
+ * {@link sanitizeForTerminal} when the stream is a terminal, since stored
+ * output and model views carry whatever bytes a tool produced.
+ */
+export function forTerminal(stream: NodeJS.WritableStream, text: string): string {
+  return (stream as NodeJS.WriteStream).isTTY === true ? sanitizeForTerminal(text) : text;
 }
 
 /** Writes `text` and resolves once the stream has accepted it (so large output is not cut off at exit). */

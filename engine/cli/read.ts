@@ -15,7 +15,16 @@ import { isArtifactUri, parseArtifactUri } from '../../store/uri.js';
 import { Engine } from '../engine.js';
 import { BadArgumentsError, NotFoundError } from '../protocol/errors.js';
 import type { ReadResult } from '../read.js';
-import { type Command, EXIT_OK, HELP_OPTION, parseCommandLine, parseCount, STORE_OPTION, writeOut } from './common.js';
+import {
+  type Command,
+  EXIT_OK,
+  forTerminal,
+  HELP_OPTION,
+  parseCommandLine,
+  parseCount,
+  STORE_OPTION,
+  writeOut,
+} from './common.js';
 
 const USAGE = `Usage: sluice read <filePath> [--offset N] [--limit N] [--json] [--store DIR]
 
@@ -102,7 +111,7 @@ export const command: Command = {
     } finally {
       await store.dispose();
     }
-    await writeOut(ctx.stdout, values.json ? `${jsonOf(page)}\n` : page.content);
+    await writeOut(ctx.stdout, values.json ? `${jsonOf(page)}\n` : forTerminal(ctx.stdout, page.content));
     return EXIT_OK;
   },
 };

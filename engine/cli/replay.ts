@@ -4,12 +4,12 @@
  * writing to the store. Prints each surviving call's final display (never the
  * live display deltas), or its model view with --model.
  */
-import { sanitizeForTerminal } from '../presentation/sanitize.js';
 import { BadArgumentsError } from '../protocol/errors.js';
 import { type ReplayedCall, replaySession } from '../sessions/replay.js';
 import {
   type Command,
   EXIT_OK,
+  forTerminal,
   HELP_OPTION,
   openExistingStore,
   parseCommandLine,
@@ -40,6 +40,7 @@ const OPTIONS = {
 function heading(c: ReplayedCall): string {
   const r = c.result;
   const state = c.interrupted ? 'interrupted' : r.complete ? r.status : `${r.status}, incomplete`;
+  // Tool names and call ids come from the log, which anyone with write access to the store can shape.
   return `── ${c.tool} ${c.callId} (${state})`;
 }
 
@@ -63,8 +64,8 @@ export const command: Command = {
     } else {
       const blocks = replayed.calls.map((c) => {
         const body = values.model ? c.result.model : c.result.display;
-        const text = sanitizeForTerminal(body);
-        return `${heading(c)}\n${text}${text.endsWith('\n') || text.length === 0 ? '' : '\n'}`;
+        const text = forTerminal(ctx.stdout, body);
+        return `${forTerminal(ctx.stdout, heading(c))}\n${text}${text.endsWith('\n') || text.length === 0 ? '' : '\n'}`;
       });
       await writeOut(ctx.stdout, blocks.join('\n'));
     }

@@ -13,6 +13,7 @@ import {
   EXIT_FAILURE,
   EXIT_OK,
   EXIT_USAGE,
+  forTerminal,
   HELP_OPTION,
   parseCommandLine,
   STORE_OPTION,
@@ -110,10 +111,17 @@ export const command: Command = {
       const result = await handle.result;
       await pump;
       if (live) stderr.write(`\n${sanitizeForTerminal(result.display)}\n`);
-      await writeOut(ctx.stdout, values.json ? `${JSON.stringify(result)}\n` : `${result.model}\n`);
+      await writeOut(
+        ctx.stdout,
+        values.json
+          ? `${JSON.stringify(result)}\n`
+          : forTerminal(ctx.stdout, result.model.endsWith('\n') ? result.model : `${result.model}\n`),
+      );
       if (result.status === 'success') return EXIT_OK;
       if (result.status === 'cancelled') return EXIT_CANCELLED;
-      if (!values.json && result.error) ctx.stderr.write(`${result.error.code}: ${result.error.message}\n`);
+      if (!values.json && result.error) {
+        ctx.stderr.write(`${result.error.code}: ${sanitizeForTerminal(result.error.message)}\n`);
+      }
       return result.error && USAGE_RESULT_CODES.has(result.error.code) ? EXIT_USAGE : EXIT_FAILURE;
     } finally {
       process.off('SIGINT', onSigint);

@@ -3,6 +3,7 @@
  * and blobs that manifests reference but the store lacks. Exit 1 when either
  * list is non-empty. Removes nothing.
  */
+import { sanitizeForTerminal } from '../presentation/sanitize.js';
 import { BadArgumentsError } from '../protocol/errors.js';
 import { verifyWithSessions } from '../sessions/verify.js';
 import {
@@ -52,8 +53,11 @@ export const command: Command = {
           `${report.corrupt.length} corrupt, ${report.missing.length} missing`,
         ...report.corrupt.map((d) => `corrupt ${d}`),
         ...report.missing.map((d) => `missing ${d}`),
-        ...report.unexpected.map((p) => `unexpected ${p} (not a blob name; left alone)`),
-        ...report.records.map((r) => `record ${r.session}/${r.callId} references missing ${r.role} ${r.digest}`),
+        // File names under blobs/ and call ids in logs are not ours to trust on a terminal.
+        ...report.unexpected.map((p) => `unexpected ${sanitizeForTerminal(p)} (not a blob name; left alone)`),
+        ...report.records.map(
+          (r) => `record ${r.session}/${sanitizeForTerminal(r.callId)} references missing ${r.role} ${r.digest}`,
+        ),
       ];
       if (report.corruptLines > 0) lines.push(`${report.corruptLines} torn or corrupt session log lines (skipped)`);
       await writeOut(ctx.stdout, `${lines.join('\n')}\n`);

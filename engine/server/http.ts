@@ -166,6 +166,19 @@ function collect(req: IncomingMessage, limit: number): Promise<{ chunks: Buffer[
   });
 }
 
+/**
+ * At most 200 characters of `value` as JSON. A value nested deeply enough
+ * overflows JSON.stringify's stack (a request body of 20,000 nested arrays
+ * did): that must stay a 400 about the field, not become a 500.
+ */
+function quote(value: unknown): string {
+  try {
+    return JSON.stringify(value)?.slice(0, 200) ?? String(value);
+  } catch {
+    return Array.isArray(value) ? '[…]' : typeof value === 'object' && value !== null ? '{…}' : String(value);
+  }
+}
+
 /** `value` validated by `schema`, or a 400 EBADARGS naming the first bad field and quoting its value. */
 export function parseWith<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
   const r = schema.safeParse(value);
@@ -174,7 +187,7 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, what: 
   const path = issue?.path.map(String).join('.') ?? '';
   let got = value;
   for (const key of issue?.path ?? []) got = (got as Record<PropertyKey, unknown> | undefined)?.[key as PropertyKey];
-  const quoted = got === undefined ? '' : ` (got ${JSON.stringify(got)?.slice(0, 200)})`;
+  const quoted = got === undefined ? '' : ` (got ${quote(got)})`;
   throw new HttpError(
     new BadArgumentsError(`${what}${path ? ` field ${path}` : ''}: ${issue?.message ?? 'invalid'}${quoted}`, {
       field: path,

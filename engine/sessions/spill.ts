@@ -10,7 +10,7 @@
  * sees it unreferenced and unpinned.
  */
 import { createHash } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
+import { constants, promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import type { Pin, Store } from '../../store/store.js';
 import { openTombstoned } from '../../store/tombstone.js';
@@ -95,6 +95,9 @@ export async function readBlobWhole(store: Store, digest: string, maxBytes = MAX
         digest,
       });
     }
+    if ((err as { code?: unknown }).code === 'ELOOP') {
+      throw new IntegrityError(`artifact ${digest} is a symbolic link in the store, not a blob`, { digest });
+    }
     throw toSluiceError(err, 'EDISK');
   }
   const actual = createHash('sha256').update(buf).digest('hex');
@@ -106,7 +109,8 @@ export async function readBlobWhole(store: Store, digest: string, maxBytes = MAX
 
 async function openBlobOrTombstone(store: Store, digest: string): Promise<FileHandle> {
   try {
-    return await fsp.open(store.layout.blobPath(digest), 'r');
+    // Not through a symbolic link planted in the store (see store/integrity.ts).
+    return await fsp.open(store.layout.blobPath(digest), constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (err) {
     if ((err as { code?: unknown }).code !== 'ENOENT') throw err;
     // A collection may have it aside for an instant (store/tombstone.ts).

@@ -116,6 +116,10 @@ describe('durable operation order', () => {
     }
     // Every capture file was removed (the copies were not needed).
     const captures = new Set(log.filter((x) => x.op === 'open' && x.role === 'capture').map((x) => x.path));
-    for (const p of captures) expect(log.some((x) => x.op === 'unlink' && x.path === p), p).toBe(true);
+    for (const p of captures)
+      expect(
+        log.some((x) => x.op === 'unlink' && x.path === p),
+        p,
+      ).toBe(true);
   });
 });

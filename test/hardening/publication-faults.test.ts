@@ -15,7 +15,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../engine/engine.js';
 import type { TerminalResult } from '../../engine/result.js';
 import { replaySession } from '../../engine/sessions/replay.js';
-import { fixture, expectPublished } from '../runtime/helpers.js';
+import { parsePinJournal } from '../../store/pins.js';
+import { expectPublished, fixture } from '../runtime/helpers.js';
 import { FaultyIO, type IoOp, label, type OpRecord, type Role } from './faulty-io.js';
 import { expectNoHalfState, expectNoLeftovers, makeTempDir, removeDir, tag, within } from './helpers.js';
 
@@ -48,7 +49,6 @@ const ERRNOS_ALL = ['ENOSPC', 'EIO'];
 const ERRNOS_PATH = ['EACCES'];
 const PATH_OPS: readonly IoOp[] = ['open', 'mkdir', 'rename', 'unlink', 'utimes'];
 const WRITE_OPS: readonly IoOp[] = ['write', 'writev'];
-const SYNC_OPS: readonly IoOp[] = ['fsync', 'datasync', 'fsyncDir'];
 
 const dirs: string[] = [];
 const engines: Engine[] = [];
@@ -179,7 +179,9 @@ describe('faults at every step of a publication', () => {
           }
           await expectConsistent(engine, r, session, context);
         } catch (err) {
-          problems.push(`${context}: ${(err as Error).message.split("\n")[0]} ${JSON.stringify({ status: r.status, error: r.error })}`);
+          problems.push(
+            `${context}: ${(err as Error).message.split('\n')[0]} ${JSON.stringify({ status: r.status, error: r.error })}`,
+          );
         }
       }
       expect(problems).toEqual([]);
@@ -216,7 +218,7 @@ describe('fsync failures are never success', () => {
 });
 
 describe('releasing the publication pin', () => {
-  it('a pin that cannot be removed does not fail the call; it protects only that call’s blobs until the process ends', async () => {
+  it('a pin journal that cannot be removed does not fail the call; it holds only that call’s blobs until the process ends', async () => {
     const { engine, io } = await openFaulty();
     const fault = io.inject({ op: 'unlink', role: 'pin', errno: 'EIO' });
     const r = await engine.run('bash', { command: `echo ${tag()}` }, { session: `pin-${tag()}` });
@@ -227,9 +229,13 @@ describe('releasing the publication pin', () => {
     const pins = await fsp.readdir(engine.store.layout.pins);
     expect(pins).toHaveLength(1);
     expect(pins[0]?.startsWith(`${process.pid}-`)).toBe(true);
-    const held = (await fsp.readFile(join(engine.store.layout.pins, pins[0] as string), 'latin1')).split('\n');
+    const held = parsePinJournal(await fsp.readFile(join(engine.store.layout.pins, pins[0] as string), 'latin1'));
     if (r.output?.kind !== 'streams') throw new Error('expected streams');
-    expect(held.filter(Boolean).sort()).toEqual([r.output.manifest, ...r.output.streams.map((s) => s.digest)].sort());
+    expect([...held].sort()).toEqual([r.output.manifest, ...r.output.streams.map((s) => s.digest)].sort());
+    // The next call starts a new journal and releases it normally.
+    const next = await engine.run('bash', { command: `echo ${tag()}` }, { session: `pin-${tag()}` });
+    expect(next.status).toBe('success');
+    expect(await fsp.readdir(engine.store.layout.pins)).toEqual(pins);
     await expectNoHalfState(engine.store);
   });
 });

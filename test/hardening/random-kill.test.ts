@@ -82,7 +82,7 @@ function refsOf(ref: OutputRef | null): string[] {
 
 describe('SIGKILL at random moments of captures and publications', () => {
   const random = rng(SEED);
-  const delays = Array.from({ length: KILLS }, () => Math.floor(200 + random() * 2300));
+  const delays = Array.from({ length: KILLS }, () => Math.floor(200 + random() * 2300 * Math.min(soak(1), 4)));
   it.each(delays.map((d, i) => [i, d]))(
     `kill #%i after %i ms (seed ${SEED}): nothing referenced lost, nothing half-written, orphans reclaimed`,
     async (_i, delayMs) => {

@@ -34,3 +34,33 @@ describe('Engine.close', () => {
     }
   });
 });
+
+describe('process exit without close', () => {
+  // How the bug shows if it returns: a second Ctrl-C on `sluice run` exits at once and the
+  // command's processes, in their own detached group, keep running.
+  it('kills the process groups of running calls when the host exits abruptly', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-exit-'));
+    const marker = `sluice-exit-marker-${process.pid}-${Date.now()}`;
+    const exitScript = `
+import { Engine } from ${JSON.stringify(new URL('../../dist/engine/engine.js', import.meta.url).href)};
+const engine = await Engine.open({ store: process.argv[1] });
+const h = engine.call('bash', { command: 'exec -a ${marker} sleep 1000' });
+for await (const ev of h.events()) if (ev.type === 'display' || ev.type === 'started') break;
+await new Promise((r) => setTimeout(r, 300));
+process.exit(0);
+`;
+    try {
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', exitScript, join(dir, 'store')], {
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      expect(r.status).toBe(0);
+      await new Promise((res) => setTimeout(res, 200));
+      const left = spawnSync('pgrep', ['-f', marker], { encoding: 'utf8' }).stdout.trim();
+      expect(left).toBe('');
+    } finally {
+      spawnSync('pkill', ['-f', marker]);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

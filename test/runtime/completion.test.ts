@@ -174,3 +174,25 @@ describe('completion modes', () => {
     await expectStoreClean(engine);
   });
 });
+
+describe('completion bounds', () => {
+  it('a final display larger than liveDisplayBytes is kept bounded: its beginning and an elision marker', async () => {
+    const { engine } = await engineWith(['script-single'], { liveDisplayBytes: 4096 });
+    const r = await engine.run('script-single', { steps: [{ text: 'out\n' }], finalDisplay: 'd'.repeat(100_000) });
+    expect(r.status).toBe('success');
+    expect(Buffer.byteLength(r.display)).toBeLessThanOrEqual(4096);
+    expect(r.display.startsWith('d'.repeat(1000))).toBe(true);
+    expect(r.display).toMatch(/\[… \d+ more bytes of display elided\]$/);
+  });
+
+  it('metadata beyond the completion bound fails the call with ERESOURCELIMIT, output kept', async () => {
+    const { engine } = await engineWith(['script-single']);
+    const r = await engine.run('script-single', {
+      steps: [{ text: 'kept\n' }],
+      metadata: { blob: 'm'.repeat(1024 * 1024 + 10) },
+    });
+    expect(r).toMatchObject({ status: 'failed', complete: false, error: { code: 'ERESOURCELIMIT' } });
+    expect(await singleText(engine, r)).toBe('kept\n');
+    expect(r.metadata).toEqual({});
+  });
+});

@@ -9,10 +9,12 @@
  * metadata, and a note tells the model how the command ended. Invalid UTF-8 in the output becomes U+FFFD; characters split between
  * reads are kept whole.
  */
-import { spawn } from 'node:child_process';
-import { Transform, type TransformCallback } from 'node:stream';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { serializeError, TimeoutError } from '../../engine/protocol/errors.js';
+import { StringDecoder } from 'node:string_decoder';
+import { BadArgumentsError, serializeError, TimeoutError, ToolFailedError } from '../../engine/protocol/errors.js';
 import { complete, defineTool, z } from '../tool.js';
 
 /** Live display: the first bytes of output verbatim, then a progress line at most this often. */
@@ -45,6 +47,28 @@ function fmtBytes(n: number): string {
   return `${(n / 1024 ** 3).toFixed(2)} GiB`;
 }
 
+/**
+ * A failed spawn is not a disk error (which is what an fs-style error would
+ * otherwise become): a command too long for the kernel or a missing working
+ * directory is the caller's mistake (EBADARGS), anything else is the tool
+ * failing (ETOOLFAILED).
+ */
+function spawnError(err: unknown, command: string, cwd: string): Error {
+  const code = (err as { code?: unknown })?.code;
+  const message = (err as Error)?.message ?? String(err);
+  if (code === 'E2BIG') {
+    return new BadArgumentsError(`the command is too long to run (${Buffer.byteLength(command)} bytes): ${message}`, {
+      errno: code,
+    });
+  }
+  if (code === 'ENOENT' && !existsSync(cwd)) {
+    return new BadArgumentsError(`the working directory ${JSON.stringify(cwd)} does not exist`, { errno: code });
+  }
+  return new ToolFailedError(`bash could not be started: ${message}`, {
+    errno: typeof code === 'string' ? code : null,
+  });
+}
+
 export default defineTool({
   name: 'bash',
   description:
@@ -61,26 +85,38 @@ export default defineTool({
   async run(args, ctx) {
     const started = Date.now();
     const cwd = args.cwd ?? ctx.cwd;
-    const child = spawn('bash', ['-c', args.command], {
-      cwd,
-      detached: true, // its own process group, so the whole tree can be killed
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    let child: ChildProcessByStdio<null, Readable, Readable>;
+    try {
+      child = spawn('bash', ['-c', args.command], {
+        cwd,
+        detached: true, // its own process group, so the whole tree can be killed
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+    } catch (err) {
+      // Some failures (E2BIG) are thrown at once rather than emitted.
+      throw spawnError(err, args.command, cwd);
+    }
     const spawned = new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
       child.once('error', reject);
     });
-    await spawned;
+    try {
+      await spawned;
+    } catch (err) {
+      throw spawnError(err, args.command, cwd);
+    }
     const pid = child.pid as number;
     ctx.trackProcessGroup(pid);
 
     let shown = 0;
+    // Decodes across chunks, so a character split between two reads shows whole.
+    const shownText = new StringDecoder('utf8');
     let lastProgress = Date.now();
     const show = (chunk: Buffer) => {
       if (shown < VERBATIM_DISPLAY_BYTES) {
         const part = chunk.subarray(0, VERBATIM_DISPLAY_BYTES - shown);
         shown += part.length;
-        ctx.display(part.toString('utf8'));
+        ctx.display(shownText.write(part));
         if (shown >= VERBATIM_DISPLAY_BYTES) ctx.display('\n…\n');
         return;
       }

@@ -17,6 +17,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import {
   BadArgumentsError,
   BinaryFileError,
+  DeniedError,
   NotFoundError,
   ResourceLimitError,
   toSluiceError,
@@ -284,6 +285,15 @@ async function mediaOf(fh: FileHandle, size: number, mediaType: string, name: st
   return { kind: 'media', bytes: got, attachment: { mediaType, data: data.subarray(0, got).toString('base64'), name } };
 }
 
+/** The path the kernel has for an open descriptor (Linux /proc), or undefined where it cannot tell. */
+async function openedPath(fh: FileHandle): Promise<string | undefined> {
+  try {
+    return await fsp.readlink(`/proc/self/fd/${fh.fd}`);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Reads the approved `target`: a page of a text file or directory, or a
  * whole image/PDF. The file is opened without following a final symlink and
@@ -306,8 +316,22 @@ export async function readFsTarget(
     throw toSluiceError(err, 'EDISK');
   }
   try {
+    const opened = await openedPath(fh);
+    // The approval judged realPath. O_NOFOLLOW covers only the last component: a directory on the
+    // way may have been swapped for a symlink since realpath() ran. Where the kernel can say what
+    // the descriptor really is (/proc on Linux), anything else than the approved path is refused.
+    if (opened !== undefined && opened !== target.realPath) {
+      throw new DeniedError(
+        `${target.path} changed while it was being opened (it now leads to ${JSON.stringify(opened)}); not read`,
+        { path: target.path },
+      );
+    }
     const st = await fh.stat();
-    if (st.isDirectory()) return await directoryPage(target.realPath, offset, limit, signal);
+    if (st.isDirectory()) {
+      // List the directory that was opened and checked, not whatever the path names by now.
+      const listed = opened === undefined ? target.realPath : `/proc/self/fd/${fh.fd}`;
+      return await directoryPage(listed, offset, limit, signal);
+    }
     if (!st.isFile()) {
       throw new BadArgumentsError(`${target.path} is not a regular file or directory; read cannot read it`, {
         path: target.path,
