@@ -54,11 +54,11 @@ function sluiceRun(args: string[], store: string): Promise<Ran> {
 }
 
 describe('sluice run', () => {
-  it('prints the model view and exits 0 on success', async () => {
+  it('prints the model view byte for byte (one newline at the end, never two) and exits 0 on success', async () => {
     const store = await storeDir();
     const r = await sluiceRun(['bash', '--args', JSON.stringify({ command: 'echo hello; echo warn >&2' })], store);
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe('[stdout]\nhello\n\n[stderr]\nwarn\n\n');
+    expect(r.stdout).toBe('[stdout]\nhello\n\n[stderr]\nwarn\n');
   });
 
   it('--json prints the terminal result with output references', async () => {
