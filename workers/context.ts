@@ -34,7 +34,10 @@ class ChannelWriter extends Writable {
 
   override _write(chunk: unknown, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
     const b = this.toUtf8(chunk);
-    if (b instanceof Error) return cb(b);
+    if (b instanceof Error) {
+      cb(b);
+      return;
+    }
     this.send(b.bytes, b.owned).then(() => cb(), cb);
   }
 
@@ -51,7 +54,10 @@ class ChannelWriter extends Writable {
     const parts: Uint8Array[] = [];
     for (const { chunk } of chunks) {
       const b = this.toUtf8(chunk);
-      if (b instanceof Error) return cb(b);
+      if (b instanceof Error) {
+        cb(b);
+        return;
+      }
       parts.push(b.bytes);
     }
     this.send(parts.length === 1 ? (parts[0] as Uint8Array) : Buffer.concat(parts), parts.length > 1).then(

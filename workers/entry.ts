@@ -14,7 +14,6 @@ import {
   MixedModeError,
   ProtocolError,
   serializeError,
-  toSluiceError,
   UndeclaredStreamError,
 } from '../engine/protocol/errors.js';
 import type {
@@ -179,9 +178,8 @@ async function feedFull(run: CallRun, tool: ToolDefinition, output: string | Rec
   }
   for (const name of Object.keys(output)) {
     if (!tool.output.streams.includes(name)) {
-      throw toSluiceError({
-        code: 'EUNDECLAREDSTREAM',
-        message: `full output names undeclared stream ${JSON.stringify(name)}`,
+      throw new UndeclaredStreamError(`${tool.name}: full output names undeclared stream ${JSON.stringify(name)}`, {
+        stream: name,
       });
     }
   }

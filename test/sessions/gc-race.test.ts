@@ -14,7 +14,6 @@ import { describe, expect, it } from 'vitest';
 import { SessionRecorder } from '../../engine/sessions/recorder.js';
 import { verifyWithSessions } from '../../engine/sessions/verify.js';
 import { encodeManifest } from '../../store/manifest.js';
-import type { Store } from '../../store/store.js';
 import { tempStore } from '../store/helpers.js';
 import { allBlobsIntact, streamsResult, unreadable } from './helpers.js';
 
