@@ -234,7 +234,17 @@ export class Call {
 
   /** Handles one message of this call from its worker. @internal */
   onMessage(m: WorkerMessage, port: MessagePort): void {
-    if (this.ended) return;
+    if (this.ended) {
+      // A process group reported after the end (the report was in flight when the call finished) dies now.
+      if (m.t === 'proc' && Number.isSafeInteger(m.pid) && m.pid > 1 && m.pid !== process.pid) {
+        try {
+          process.kill(-m.pid, 'SIGKILL');
+        } catch {
+          // Already gone.
+        }
+      }
+      return;
+    }
     switch (m.t) {
       case 'start':
         this.port = port;

@@ -295,12 +295,12 @@ export class Engine {
     return this.pool.threads;
   }
 
-  /** Cancels running calls, waits for their terminal results, and stops the workers. */
   /** Kills the process groups of every running call, synchronously. @internal */
   killAllProcesses(): void {
     for (const c of this.calls.values()) c.killProcessGroups();
   }
 
+  /** Cancels running calls, waits for their terminal results, and stops the workers. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

@@ -71,8 +71,13 @@ export class WorkerPool {
     this.ports.add(port);
     port.on('message', (msg: WorkerMessage) => {
       const sink = this.sinks.get(msg.c);
-      // Messages for a call that already ended (late chunks after a crash or cancel) are dropped on purpose.
-      sink?.onMessage(msg, port);
+      if (sink) {
+        sink.onMessage(msg, port);
+        return;
+      }
+      // Messages for a call that already ended (late chunks after a crash or cancel) are dropped on purpose,
+      // except a process group reported too late to be killed with its call: nothing may outlive a call.
+      if (msg?.t === 'proc') killLateGroup(msg.pid);
     });
     port.on('close', () => this.ports.delete(port));
     port.unref();
@@ -103,6 +108,20 @@ export class WorkerPool {
   async close(): Promise<void> {
     for (const p of this.ports) p.close();
     await this.piscina.destroy();
+  }
+}
+
+/**
+ * Kills a process group a call reported after it ended (its worker was
+ * terminated or crashed while the report was in flight). Only real groups:
+ * kill(-0) would signal the engine's own group, kill(-1) every process it may.
+ */
+function killLateGroup(pid: unknown): void {
+  if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 1 || pid === process.pid) return;
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // Already gone.
   }
 }
 

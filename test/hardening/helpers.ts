@@ -7,7 +7,7 @@
  * `SLUICE_SOAK_FACTOR=N` by N (docs/operations.md).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
@@ -111,6 +111,20 @@ export async function ageBlobs(store: Store, ms: number): Promise<void> {
     const all = await fsp.readdir(base, { withFileTypes: true, recursive: true }).catch(() => []);
     for (const e of all) if (e.isFile()) await fsp.utimes(join(e.parentPath, e.name), when, when);
   }
+}
+
+/** `pid: command line` of each process, for failure messages (a process that is gone shows as such). */
+export function describeProcesses(pids: readonly number[]): string[] {
+  return pids.map((pid) => {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const ppid = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1];
+      return `${pid} (parent ${ppid}): ${cmd}`;
+    } catch {
+      return `${pid}: gone`;
+    }
+  });
 }
 
 /** Resolves after `ms` milliseconds. */

@@ -184,6 +184,9 @@ describe('faults at every step of a publication', () => {
           );
         }
       }
+      process.stdout.write(
+        `${scenario.name}: ${injections.length} injections over ${ops.length} operations, ${fired} fired\n`,
+      );
       expect(problems).toEqual([]);
       // The matrix was not vacuous: every step but a shard mkdir (which only happens for a new prefix) fired.
       const steps = new Set(injections.map((i) => `${label(i)} #${i.nth}`));

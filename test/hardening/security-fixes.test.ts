@@ -10,19 +10,21 @@
  *   controls survive JSON quoting);
  * - a deeply nested HTTP body made the server answer 500;
  * - arguments JSON cannot carry (functions, BigInts, cycles) crashed a worker
- *   or failed as a disk error instead of EBADARGS.
+ *   or failed as a disk error instead of EBADARGS;
+ * - a process group reported after its call had ended was never killed.
  */
 import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { forTerminal, reportError } from '../../engine/cli/common.js';
 import { Engine } from '../../engine/engine.js';
 import { distPath } from '../../engine/paths.js';
+import { uniqueSleep, waitNoProcess } from '../runtime/helpers.js';
 import { CLI } from '../store/helpers.js';
-import { makeTempDir, removeDir, sha256 } from './helpers.js';
+import { describeProcesses, makeTempDir, removeDir, sha256 } from './helpers.js';
 
 const cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -186,5 +188,25 @@ describe('arguments JSON cannot carry', () => {
     expect(long.error?.message).toContain('too long');
     const nowhere = await engine.run('bash', { command: 'true', cwd: '/nonexistent/dir/for/sure' });
     expect(nowhere.error).toMatchObject({ code: 'EBADARGS' });
+  });
+});
+
+describe('processes reported late', () => {
+  it('a process group reported after its call ended is killed, not left running', async () => {
+    const { root, engine } = await setup();
+    await engine.register(fileURLToPath(new URL('../fixtures/hardening/late-proc.mjs', import.meta.url)));
+    const sleeper = uniqueSleep();
+    const pidFile = join(root, 'late.pid');
+    const r = await engine.run('late-proc', { sleep: sleeper.seconds, pidFile });
+    expect(r.status).toBe('success');
+    // The child starts after the result: wait until it has (its pid is written after it is reported).
+    const deadline = Date.now() + 5000;
+    let pid = 0;
+    while (!(pid > 0) && Date.now() < deadline) {
+      pid = Number(await fsp.readFile(pidFile, 'utf8').catch(() => '0'));
+      if (!(pid > 0)) await new Promise((res) => setTimeout(res, 10));
+    }
+    expect(pid).toBeGreaterThan(0);
+    expect(describeProcesses(await waitNoProcess(sleeper.marker, 3000))).toEqual([]);
   });
 });

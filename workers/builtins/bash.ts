@@ -100,13 +100,15 @@ export default defineTool({
       child.once('spawn', resolve);
       child.once('error', reject);
     });
+    // Reported at once (the pid exists as soon as spawn() returns): a call that ends in the meantime,
+    // its worker terminated, must still kill this group.
+    if (child.pid !== undefined) ctx.trackProcessGroup(child.pid);
     try {
       await spawned;
     } catch (err) {
       throw spawnError(err, args.command, cwd);
     }
     const pid = child.pid as number;
-    ctx.trackProcessGroup(pid);
 
     let shown = 0;
     // Decodes across chunks, so a character split between two reads shows whole.
