@@ -17,8 +17,8 @@ async function measure(mode: 'fresh' | 'shared' | 'none'): Promise<number> {
   const pool = new Piscina({ filename: distPath('bench/channel-worker.js'), minThreads: 2, maxThreads: 2 });
   const waiting = new Map<number, () => void>();
   pool.on('message', (m: { benchPort?: MessagePort }) => {
+    // Kept referenced: an unreferenced port with a message in flight lets the process exit mid-run.
     m.benchPort?.on('message', (msg: { id: number }) => waiting.get(msg.id)?.());
-    m.benchPort?.unref();
   });
   const one = async (id: number): Promise<void> => {
     if (mode === 'none') {
