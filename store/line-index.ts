@@ -35,6 +35,8 @@ export const INDEX_ENTRY_BYTES = 16;
 export const INDEX_MAGIC = 'SLXIDX01';
 
 const LF = 0x0a;
+/** Below this many bytes per line on average, counting words beats one indexOf per newline (scratch measurements: indexOf 1.7 GB/s at 37-byte lines, 0.1 GB/s at 2-byte lines; the word loop ~1.1–1.7 GB/s throughout). */
+const DENSE_GAP = 24;
 
 /**
  * Scans bytes in order, counting lines and collecting index entries. Entries
@@ -54,63 +56,73 @@ export class LineScanner {
 
   /**
    * Feeds the next chunk. Hot on the capture path (it runs on the main thread
-   * for every byte of output), so the aligned middle of the chunk is scanned
-   * four bytes at a time: a word with no `\n` (the common case) costs a few
-   * integer operations instead of four comparisons.
+   * for every byte of output), so it picks its method by density: `indexOf`
+   * (native, memchr-fast) while lines are long, and a word-at-a-time count
+   * once they are short, where one native call per newline would cost more
+   * than looking at every word. Exact positions are only computed where an
+   * index entry may fall.
    */
   push(chunk: Uint8Array): void {
     const base = this.bytes;
     const len = chunk.length;
-    let newlines = this.newlines;
-    let lastLine = this.lastLine;
-    let lastOffset = this.lastOffset;
-    const pending = this.pending;
-    let i = 0;
-    const head = Math.min(len, (4 - (chunk.byteOffset & 3)) & 3);
-    const words = (len - head) >>> 2;
-    const tail = head + words * 4;
-    for (;;) {
-      // Bytes before the first aligned word, then (second pass) after the last one.
-      const stop = i < head ? head : len;
-      for (; i < stop; i++) {
-        if (chunk[i] !== LF) continue;
-        newlines++;
-        const start = base + i + 1;
-        // Entries only at line starts, and only when enough has passed since the last one.
-        if (newlines - lastLine >= INDEX_EVERY_LINES || start - lastOffset >= INDEX_EVERY_BYTES) {
-          pending.push(newlines, start);
-          lastLine = newlines;
-          lastOffset = start;
-        }
-      }
-      if (i >= len) break;
-      if (words > 0 && i === head) {
-        const w32 = new Uint32Array(chunk.buffer, chunk.byteOffset + head, words);
-        for (let k = 0; k < words; k++) {
-          // Exact zero-byte mask of (word ^ 0x0a0a0a0a): the high bit of each byte that was \n.
-          const x = (w32[k] as number) ^ 0x0a0a0a0a;
-          let y = ~(((x & 0x7f7f7f7f) + 0x7f7f7f7f) | x | 0x7f7f7f7f);
-          while (y !== 0) {
-            const low = y & -y;
-            newlines++;
-            // Little-endian: bit 8j+7 marks byte j of the word.
-            const start = base + head + k * 4 + ((31 - Math.clz32(low)) >>> 3) + 1;
-            if (newlines - lastLine >= INDEX_EVERY_LINES || start - lastOffset >= INDEX_EVERY_BYTES) {
-              pending.push(newlines, start);
-              lastLine = newlines;
-              lastOffset = start;
-            }
-            y ^= low;
-          }
-        }
-        i = tail;
+    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, len);
+    let p = 0;
+    let found = 0;
+    while (p < len) {
+      const q = buf.indexOf(LF, p);
+      if (q === -1) break;
+      this.newline(base + q + 1);
+      p = q + 1;
+      // Short lines: switch to the word loop for the rest of the chunk.
+      if (++found >= 32 && p < found * DENSE_GAP) {
+        this.scanWords(chunk, p, base);
+        break;
       }
     }
     if (len > 0) this.endsWithNewline = chunk[len - 1] === LF;
-    this.newlines = newlines;
-    this.lastLine = lastLine;
-    this.lastOffset = lastOffset;
     this.bytes = base + len;
+  }
+
+  /** Records the newline that ends at `start` (the next line's first byte), adding an index entry when due. */
+  private newline(start: number): void {
+    this.newlines++;
+    if (this.newlines - this.lastLine >= INDEX_EVERY_LINES || start - this.lastOffset >= INDEX_EVERY_BYTES) {
+      this.pending.push(this.newlines, start);
+      this.lastLine = this.newlines;
+      this.lastOffset = start;
+    }
+  }
+
+  /** Counts newlines in `chunk[from..]`, four bytes at a time where aligned. */
+  private scanWords(chunk: Uint8Array, from: number, base: number): void {
+    const len = chunk.length;
+    let i = from;
+    const alignedStart = Math.min(len, i + ((4 - ((chunk.byteOffset + i) & 3)) & 3));
+    for (; i < alignedStart; i++) if (chunk[i] === LF) this.newline(base + i + 1);
+    const words = (len - i) >>> 2;
+    if (words > 0) {
+      const w32 = new Int32Array(chunk.buffer, chunk.byteOffset + i, words);
+      let newlines = this.newlines;
+      for (let k = 0; k < words; k++) {
+        const x = (w32[k] as number) ^ 0x0a0a0a0a;
+        // Exact zero-byte mask of x: bit 8j+7 set where byte j was \n.
+        const y = ~(((x & 0x7f7f7f7f) + 0x7f7f7f7f) | x | 0x7f7f7f7f);
+        if (y === 0) continue;
+        const wordEnd = base + i + k * 4 + 4;
+        const count = Math.imul((y >>> 7) & 0x01010101, 0x01010101) >>> 24;
+        if (newlines + count - this.lastLine < INDEX_EVERY_LINES && wordEnd - this.lastOffset < INDEX_EVERY_BYTES) {
+          newlines += count; // no index entry can fall in this word
+          continue;
+        }
+        // An entry may be due: take the newlines one by one (little-endian: byte j is bits 8j..8j+7).
+        this.newlines = newlines;
+        for (let j = 0; j < 4; j++) if ((y >>> (8 * j + 7)) & 1) this.newline(wordEnd - 4 + j + 1);
+        newlines = this.newlines;
+      }
+      this.newlines = newlines;
+      i += words * 4;
+    }
+    for (; i < len; i++) if (chunk[i] === LF) this.newline(base + i + 1);
   }
 
   /** Lines so far, by the shared line rule. */
