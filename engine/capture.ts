@@ -31,8 +31,6 @@ export interface CaptureLimits {
 export interface CapturedOutput {
   ref: OutputRef;
   view: OutputView;
-  /** Every digest published (blobs and manifest), for the publication pin. */
-  digests: string[];
 }
 
 interface Channel {
@@ -122,7 +120,6 @@ export class Capture {
           truncated: preview.truncated,
         },
         view: { kind: 'single', digest: info.digest, preview },
-        digests: [info.digest],
       };
     }
     const entries = this.channels.map((c, i) => {
@@ -142,7 +139,6 @@ export class Capture {
         manifest: manifest.digest,
         streams: entries.map((e, i) => ({ name: e.name, preview: previews[i] as Preview })),
       },
-      digests: [...entries.map((e) => e.digest), manifest.digest],
     };
   }
 
