@@ -16,6 +16,7 @@ import { formatBytes, formatDuration, incompleteDisplay, LiveDisplay } from './p
 import { assertModelViewWithinBound, previewBudget, renderModelView } from './presentation/model-view.js';
 import type { ToolOutputOptions } from './presentation/options.js';
 import { renderPageView } from './presentation/page-view.js';
+import { isToolProcessGroup, killProcessGroup } from './process-group.js';
 import {
   CancelledError,
   DeniedError,
@@ -234,17 +235,7 @@ export class Call {
 
   /** Handles one message of this call from its worker. @internal */
   onMessage(m: WorkerMessage, port: MessagePort): void {
-    if (this.ended) {
-      // A process group reported after the end (the report was in flight when the call finished) dies now.
-      if (m.t === 'proc' && Number.isSafeInteger(m.pid) && m.pid > 1 && m.pid !== process.pid) {
-        try {
-          process.kill(-m.pid, 'SIGKILL');
-        } catch {
-          // Already gone.
-        }
-      }
-      return;
-    }
+    if (this.ended) return;
     switch (m.t) {
       case 'start':
         this.port = port;
@@ -276,8 +267,7 @@ export class Call {
         return;
       }
       case 'proc':
-        // Only real process groups: kill(-0) would signal the engine's own group, kill(-1) every process it may signal.
-        if (Number.isSafeInteger(m.pid) && m.pid > 1 && m.pid !== process.pid) this.pgids.add(m.pid);
+        if (isToolProcessGroup(m.pid)) this.pgids.add(m.pid);
         return;
       case 'rpc':
         // Host services are exposed on first use: most calls never ask for them.
@@ -551,13 +541,7 @@ export class Call {
 
   /** Kills every process group the tool registered (synchronous: also used from a process 'exit' hook). */
   killProcessGroups(): void {
-    for (const pid of this.pgids) {
-      try {
-        process.kill(-pid, 'SIGKILL');
-      } catch {
-        // Already gone: the normal case.
-      }
-    }
+    for (const pid of this.pgids) killProcessGroup(pid);
   }
 
   /** The live display so far (bounded). */

@@ -7,6 +7,7 @@ import { availableParallelism } from 'node:os';
 import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { workerEntry } from './paths.js';
+import { killProcessGroup } from './process-group.js';
 import { type EngineMessage, PORT_HANDSHAKE, type Task, type WorkerMessage } from './protocol/messages.js';
 
 /** Receives the messages of one call. */
@@ -77,7 +78,7 @@ export class WorkerPool {
       }
       // Messages for a call that already ended (late chunks after a crash or cancel) are dropped on purpose,
       // except a process group reported too late to be killed with its call: nothing may outlive a call.
-      if (msg?.t === 'proc') killLateGroup(msg.pid);
+      if (msg?.t === 'proc') killProcessGroup(msg.pid);
     });
     port.on('close', () => this.ports.delete(port));
     port.unref();
@@ -108,20 +109,6 @@ export class WorkerPool {
   async close(): Promise<void> {
     for (const p of this.ports) p.close();
     await this.piscina.destroy();
-  }
-}
-
-/**
- * Kills a process group a call reported after it ended (its worker was
- * terminated or crashed while the report was in flight). Only real groups:
- * kill(-0) would signal the engine's own group, kill(-1) every process it may.
- */
-function killLateGroup(pid: unknown): void {
-  if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 1 || pid === process.pid) return;
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    // Already gone.
   }
 }
 
