@@ -1,7 +1,8 @@
 /**
  * Startup (target 6): wall time from a cold process start to the end of the
  * first bash call (`true`) after Engine.open, beside a bare `node -e ''`
- * start for contrast. Median of several cold processes.
+ * start for contrast. Median of several cold processes, with the median of
+ * each phase (Node's start-up, importing the engine, Engine.open, the call).
  *
  *   SLUICE_BENCH_STARTUP_RUNS (default 7)
  */
@@ -17,14 +18,16 @@ const tmp = tempDir('sluice-bench-startup-');
 try {
   const wall: number[] = [];
   const inProcess: number[] = [];
+  const phases = { bootMs: [] as number[], importMs: [] as number[], openMs: [] as number[], callMs: [] as number[] };
   const bare: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     let t0 = performance.now();
     const r = spawnSync(process.execPath, [once, join(tmp.dir, 'store')], { encoding: 'utf8' });
     wall.push(performance.now() - t0);
-    const out = JSON.parse(r.stdout.trim()) as { ms: number; status: string };
+    const out = JSON.parse(r.stdout.trim()) as { ms: number; status: string } & Record<keyof typeof phases, number>;
     if (out.status !== 'success') throw new Error(`first call failed: ${r.stdout} ${r.stderr}`);
     inProcess.push(out.ms);
+    for (const k of Object.keys(phases) as (keyof typeof phases)[]) phases[k].push(out[k]);
     t0 = performance.now();
     spawnSync(process.execPath, ['-e', ''], { encoding: 'utf8' });
     bare.push(performance.now() - t0);
@@ -34,6 +37,7 @@ try {
     bench: 'startup',
     runs: RUNS,
     openPlusFirstCallMs: Math.round(ms),
+    phasesMs: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k.replace(/Ms$/, ''), Math.round(median(v))])),
     processWallMs: Math.round(median(wall)),
     bareNodeWallMs: Math.round(median(bare)),
     target: 'engine open + first bash call < 300 ms from a cold process',

@@ -119,6 +119,7 @@ export class Call {
   private port: MessagePort | undefined;
   private exposed = false;
   private inFlight = 0;
+  private creditDue = 0;
   private ended = false;
   private cancelRequested: SluiceError | undefined;
   private failure: SluiceError | undefined;
@@ -340,7 +341,19 @@ export class Call {
     );
   }
 
+  /**
+   * Returns credit. Chunks written by one writev settle together: their credit
+   * goes back as one message at the end of the microtask queue, not one each.
+   */
   private credit(n: number): void {
+    if (n <= 0) return;
+    this.creditDue += n;
+    if (this.creditDue === n) queueMicrotask(() => this.sendCredit());
+  }
+
+  private sendCredit(): void {
+    const n = this.creditDue;
+    this.creditDue = 0;
     if (this.port && !this.ended && n > 0) this.deps.pool.send(this.port, { t: 'credit', c: this.callId, n });
   }
 

@@ -7,34 +7,51 @@ import './threadpool.js';
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { StoreIO } from '../store/io.js';
-import { resolveStoreDir, Store } from '../store/store.js';
-import { type ApprovalPolicy, Call, type CallOptions, type CallRecorder } from './call.js';
-import { EventHub } from './events/hub.js';
-import { assertJsonArgs } from './json-args.js';
+import type { Store } from '../store/store.js';
+import type { ApprovalPolicy, Call, CallOptions, CallRecorder } from './call.js';
+import type { EventHub } from './events/hub.js';
+import type { LazySessionLog } from './lazy-session-log.js';
 import type { McpServerConfig } from './mcp/config.js';
-import { McpServers } from './mcp/servers.js';
-import { type EngineOptions, type ResolvedOptions, resolveOptions } from './options.js';
-import { builtinTool } from './paths.js';
-import { defaultPoolOptions, WorkerPool } from './pool.js';
-import { ClosedError, toSluiceError } from './protocol/errors.js';
-import { READ_TOOL, type ReadOptions, type ReadResult, readArgs, readCallOptions, readResultOf } from './read.js';
-import { Registry, type ToolInfo } from './registry.js';
+import type { McpServers } from './mcp/servers.js';
+import type { EngineOptions, ResolvedOptions } from './options.js';
+import { BUILTIN_NAMES, builtinTool } from './paths.js';
+import { defaultPoolOptions, earlyPoolOptions, type PoolOptions, WorkerPool } from './pool.js';
+import type { ReadOptions, ReadResult } from './read.js';
+import type { Registry, ToolInfo } from './registry.js';
 import type { CallEvent, TerminalResult } from './result.js';
-import {
-  assertSessionId,
-  collectGarbage,
-  type GcOptions,
-  type GcReport,
-  listSessions,
-  type ReplayedSession,
-  type RevertResult,
-  replaySession,
-  revertSession,
-  SessionRecorder,
-  type SessionSummary,
-  type SessionVerifyReport,
-  verifyWithSessions,
+import type {
+  GcOptions,
+  GcReport,
+  ReplayedSession,
+  RevertResult,
+  SessionSummary,
+  SessionVerifyReport,
 } from './sessions/index.js';
+
+/** The modules Engine.open loads once the first worker has started (engine/runtime.ts). */
+type Runtime = typeof import('./runtime.js');
+
+/** Sessions, replay, revert, GC and verify: loaded on first use. */
+const sessionsModule = () => import('./sessions/index.js');
+
+/** The pool options of resolved settings. */
+function poolOptionsOf(o: ResolvedOptions): PoolOptions {
+  return {
+    concurrency: o.concurrency,
+    minThreads: o.minThreads,
+    maxOldGenerationSizeMb: o.workerHeapMb,
+    idleTimeout: defaultPoolOptions().idleTimeout,
+  };
+}
+
+function samePoolOptions(a: PoolOptions, b: PoolOptions): boolean {
+  return (
+    a.concurrency === b.concurrency &&
+    a.minThreads === b.minThreads &&
+    a.maxOldGenerationSizeMb === b.maxOldGenerationSizeMb &&
+    a.idleTimeout === b.idleTimeout
+  );
+}
 
 /** Options of {@link Engine.open} beyond the plain settings. */
 export interface EngineOpenOptions extends EngineOptions {
@@ -85,49 +102,72 @@ export class Engine {
   /** Resolved settings. */
   readonly options: ResolvedOptions;
   private readonly pool: WorkerPool;
-  private readonly registry = new Registry();
+  private readonly registry: Registry;
   private mcp: McpServers | undefined;
+  /** Loads the MCP adapter (on the first {@link addMcpServer}) and resolves to {@link mcp}. */
+  private mcpLoad: Promise<McpServers> | undefined;
   private readonly calls = new Map<string, Call>();
   private readonly hub: EventHub<CallEvent>;
   private readonly approve: ApprovalPolicy;
   private readonly recorder: CallRecorder | undefined;
-  private readonly sessionLog: SessionRecorder;
+  private readonly sessionLog: LazySessionLog;
+  private readonly runtime: Runtime;
   private closed = false;
 
-  private constructor(store: Store, options: ResolvedOptions, init: EngineOpenOptions) {
+  private constructor(
+    runtime: Runtime,
+    store: Store,
+    pool: WorkerPool,
+    options: ResolvedOptions,
+    init: EngineOpenOptions,
+  ) {
+    this.runtime = runtime;
     this.store = store;
+    this.pool = pool;
     this.options = options;
-    this.pool = new WorkerPool({
-      concurrency: options.concurrency,
-      minThreads: options.minThreads,
-      maxOldGenerationSizeMb: options.workerHeapMb,
-      idleTimeout: 30_000,
-    });
-    this.hub = new EventHub<CallEvent>({ queueLimit: options.subscriberQueue });
+    this.registry = new runtime.Registry();
+    this.hub = new runtime.EventHub<CallEvent>({ queueLimit: options.subscriberQueue });
     this.approve = init.approve ?? defaultApproval(options.cwd);
-    this.sessionLog = new SessionRecorder(store);
+    this.sessionLog = new runtime.LazySessionLog(store);
     this.recorder = init.recorder ?? this.sessionLog;
   }
 
   /** Opens an engine on a store (created when missing). */
   static async open(init: EngineOpenOptions = {}): Promise<Engine> {
     const { approve: _a, recorder: _r, builtins: _b, io, ...settings } = init;
-    const options = resolveOptions(settings, {
-      concurrency: defaultPoolOptions().concurrency,
-      cwd: process.cwd(),
-    });
-    const store = await Store.open(resolveStoreDir(init.store), io ? { io } : {});
-    const engine = new Engine(store, options, init);
-    openEngines.add(engine);
-    if (init.builtins !== false) {
-      try {
-        for (const name of ['bash', 'read'] as const) await engine.registerModule(builtinTool(name), 'builtin');
-      } catch (err) {
-        await engine.close();
-        throw err;
+    // The first worker (a new V8 isolate importing zod and the tool API) is the slowest part of
+    // opening: start it first, so it boots on another core while this thread loads the rest.
+    const early = earlyPoolOptions(settings);
+    let pool = early ? new WorkerPool(early) : undefined;
+    let store: Store | undefined;
+    try {
+      const runtime = await import('./runtime.js');
+      const options = runtime.resolveOptions(settings, {
+        concurrency: defaultPoolOptions().concurrency,
+        cwd: process.cwd(),
+      });
+      const wanted = poolOptionsOf(options);
+      if (pool && !samePoolOptions(pool.options, wanted)) {
+        await pool.close();
+        pool = undefined;
       }
+      pool ??= new WorkerPool(wanted);
+      store = await runtime.Store.open(runtime.resolveStoreDir(init.store), io ? { io } : {});
+      const engine = new Engine(runtime, store, pool, options, init);
+      // Built-ins are registered from their generated descriptions: no worker round trip, so the
+      // first call waits only for the worker to be up, never for a describe task.
+      if (init.builtins !== false) {
+        for (const name of BUILTIN_NAMES) {
+          engine.registry.add(runtime.BUILTIN_TOOLS[name], builtinTool(name), 'builtin');
+        }
+      }
+      openEngines.add(engine);
+      return engine;
+    } catch (err) {
+      await pool?.close().catch(() => {});
+      store?.close();
+      throw err;
     }
-    return engine;
   }
 
   /**
@@ -157,13 +197,16 @@ export class Engine {
    */
   addMcpServer(config: McpServerConfig): Promise<ToolInfo[]> {
     this.assertOpen();
-    this.mcp ??= new McpServers({
-      cwd: this.options.cwd,
-      register: (module, overrides) => this.registry.register(this.pool, module, 'mcp', overrides),
-      tools: () => this.registry.list(),
-      unregister: (name) => this.registry.unregister(name),
+    this.mcpLoad ??= import('./mcp/servers.js').then((m) => {
+      this.mcp = new m.McpServers({
+        cwd: this.options.cwd,
+        register: (module, overrides) => this.registry.register(this.pool, module, 'mcp', overrides),
+        tools: () => this.registry.list(),
+        unregister: (name) => this.registry.unregister(name),
+      });
+      return this.mcp;
     });
-    return this.mcp.add(config);
+    return this.mcpLoad.then((servers) => servers.add(config));
   }
 
   /** Registered tools. */
@@ -180,9 +223,9 @@ export class Engine {
   call(tool: string, args: unknown, options: CallOptions = {}): CallHandle {
     this.assertOpen();
     const info = this.registry.get(tool);
-    if (options.session !== undefined) assertSessionId(options.session);
-    assertJsonArgs(tool, args);
-    const call = new Call(
+    if (options.session !== undefined) this.runtime.assertSessionId(options.session);
+    this.runtime.assertJsonArgs(tool, args);
+    const call = new this.runtime.Call(
       {
         pool: this.pool,
         store: this.store,
@@ -224,6 +267,7 @@ export class Engine {
    * of a failed read (EBADURI, ENOTFOUND, EINTEGRITY, EDENIED, ...).
    */
   async read(filePath: string, options: ReadOptions = {}): Promise<ReadResult> {
+    const { READ_TOOL, readArgs, readCallOptions, readResultOf } = this.runtime;
     return readResultOf(await this.run(READ_TOOL, readArgs(filePath, options), readCallOptions(options)));
   }
 
@@ -234,7 +278,7 @@ export class Engine {
    * record comes back interrupted. ENOTFOUND for an unknown session.
    */
   replay(session: string): Promise<ReplayedSession> {
-    return replaySession(this.store, session);
+    return sessionsModule().then((s) => s.replaySession(this.store, session));
   }
 
   /**
@@ -245,12 +289,14 @@ export class Engine {
    */
   revert(session: string, beforeCallId: string): Promise<RevertResult> {
     this.assertOpen();
-    return revertSession(this.store, this.sessionLog, session, beforeCallId);
+    return Promise.all([sessionsModule(), this.sessionLog.get()]).then(([s, log]) =>
+      s.revertSession(this.store, log, session, beforeCallId),
+    );
   }
 
   /** The sessions of the store, with counts of live, reverted and interrupted calls. */
   sessions(): Promise<SessionSummary[]> {
-    return listSessions(this.store);
+    return sessionsModule().then((s) => s.listSessions(this.store));
   }
 
   /**
@@ -258,12 +304,12 @@ export class Engine {
    * and older than the grace period (default one hour). Safe while calls run.
    */
   gc(options: GcOptions = {}): Promise<GcReport> {
-    return collectGarbage(this.store, options);
+    return sessionsModule().then((s) => s.collectGarbage(this.store, options));
   }
 
   /** Hashes every blob; lists corrupt and missing blobs and live session records that reference missing blobs. */
   verify(): Promise<SessionVerifyReport> {
-    return verifyWithSessions(this.store);
+    return sessionsModule().then((s) => s.verifyWithSessions(this.store));
   }
 
   /** Live events of every call. */
@@ -309,17 +355,18 @@ export class Engine {
     await Promise.all(pending.map((c) => c.result));
     // Every call has published its completed event: subscribers of all calls can finish now.
     this.hub.end();
-    await this.mcp?.close();
+    // An MCP module that failed to load has no servers to stop (addMcpServer already rejected).
+    await (await this.mcpLoad?.catch(() => undefined))?.close();
     await this.sessionLog.close();
     await this.pool.close().catch((err) => {
-      throw toSluiceError(err);
+      throw this.runtime.toSluiceError(err);
     });
     this.store.close();
     openEngines.delete(this);
   }
 
   private assertOpen(): void {
-    if (this.closed) throw new ClosedError('the engine is closed');
+    if (this.closed) throw new this.runtime.ClosedError('the engine is closed');
   }
 }
 

@@ -2,16 +2,17 @@
  * Engine options: validated with zod, defaults documented here and in
  * docs/architecture.md. Bad values fail with EBADOPTION quoting the value.
  */
-import { z } from 'zod';
 import { minModelViewBytes } from './presentation/model-view.js';
 import { parseToolOutputOptions, type ToolOutputOptions } from './presentation/options.js';
 import { MAX_STREAMS } from './protocol/streams.js';
+import { z } from './protocol/zod.js';
 
 /** Bytes of the model-view bound kept for the status line of a failed or cancelled call. */
 export const MODEL_STATUS_RESERVE = 1024;
 
+import { MAX_CONCURRENCY, MIN_WORKER_HEAP_MB } from './pool.js';
 import { BadOptionError } from './protocol/errors.js';
-import { MAX_CHUNK_BYTES } from './protocol/messages.js';
+import { MIN_WINDOW_BYTES } from './protocol/messages.js';
 
 /** Options of {@link Engine.open}. */
 export interface EngineOptions {
@@ -44,15 +45,15 @@ const positiveInt = z.number().int().positive();
 const schema = z.strictObject({
   store: z.string().min(1).optional(),
   toolOutput: z.unknown().optional(),
-  concurrency: positiveInt.max(1024).optional(),
+  concurrency: positiveInt.max(MAX_CONCURRENCY).optional(),
   minThreads: z.number().int().nonnegative().optional(),
   window: positiveInt
-    .min(MAX_CHUNK_BYTES)
+    .min(MIN_WINDOW_BYTES)
     .max(1024 * 1024 * 1024)
     .optional(),
   graceMs: z.number().int().nonnegative().optional(),
   maxStreamBytes: positiveInt.optional(),
-  workerHeapMb: positiveInt.min(16).optional(),
+  workerHeapMb: positiveInt.min(MIN_WORKER_HEAP_MB).optional(),
   liveDisplayBytes: positiveInt.min(256).optional(),
   subscriberQueue: positiveInt.optional(),
   cwd: z.string().min(1).optional(),

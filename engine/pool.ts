@@ -3,12 +3,21 @@
  * MessagePort at startup (through piscina's message event) that carries every
  * call's data and control messages, tagged by call id.
  */
+import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import type { MessagePort } from 'node:worker_threads';
-import { Piscina } from 'piscina';
+import type { Piscina as PiscinaPool } from 'piscina';
 import { workerEntry } from './paths.js';
 import { killProcessGroup } from './process-group.js';
-import { type EngineMessage, PORT_HANDSHAKE, type Task, type WorkerMessage } from './protocol/messages.js';
+import type { EngineMessage, Task, WorkerMessage } from './protocol/messages.js';
+import { PORT_HANDSHAKE } from './protocol/port.js';
+
+/**
+ * piscina is CommonJS: required directly, it loads ~10 ms sooner in a cold
+ * process than through its ESM wrapper (which has Node lex the module for
+ * its exports), and Engine.open can start the first worker only once it has.
+ */
+const { Piscina } = createRequire(import.meta.url)('piscina') as typeof import('piscina');
 
 /** Receives the messages of one call. */
 export interface CallSink {
@@ -28,6 +37,11 @@ export interface PoolOptions {
   idleTimeout: number;
 }
 
+/** Most calls an engine may run at once (the `concurrency` option's upper bound). */
+export const MAX_CONCURRENCY = 1024;
+/** Smallest worker heap limit in MiB (the `workerHeapMb` option's lower bound). */
+export const MIN_WORKER_HEAP_MB = 16;
+
 /** Default options. */
 export function defaultPoolOptions(): PoolOptions {
   return {
@@ -38,13 +52,44 @@ export function defaultPoolOptions(): PoolOptions {
   };
 }
 
+/** The engine settings that shape the pool. */
+export interface PoolSettings {
+  concurrency?: unknown;
+  minThreads?: unknown;
+  workerHeapMb?: unknown;
+}
+
+/**
+ * Pool options from engine settings that have not been validated yet, when
+ * the pool's own settings are plainly valid (absent, or integers within the
+ * bounds the option schema enforces); undefined otherwise. Engine.open uses
+ * it to start the first worker before it loads the option schema (zod), so
+ * the worker boots while the main thread loads the rest; the full validation
+ * still runs, and settings it rejects close this pool.
+ */
+export function earlyPoolOptions(s: PoolSettings): PoolOptions | undefined {
+  const d = defaultPoolOptions();
+  const int = (v: unknown, min: number, max: number, fallback: number): number | undefined => {
+    if (v === undefined) return fallback;
+    return Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max ? (v as number) : undefined;
+  };
+  const concurrency = int(s.concurrency, 1, MAX_CONCURRENCY, d.concurrency);
+  const minThreads = int(s.minThreads, 0, Number.MAX_SAFE_INTEGER, d.minThreads);
+  const heap = int(s.workerHeapMb, MIN_WORKER_HEAP_MB, Number.MAX_SAFE_INTEGER, d.maxOldGenerationSizeMb);
+  if (concurrency === undefined || minThreads === undefined || heap === undefined) return undefined;
+  return { concurrency, minThreads, maxOldGenerationSizeMb: heap, idleTimeout: d.idleTimeout };
+}
+
 /** piscina plus the per-worker ports. */
 export class WorkerPool {
-  readonly piscina: Piscina;
+  readonly piscina: PiscinaPool;
+  /** The options the pool was started with. */
+  readonly options: PoolOptions;
   private readonly sinks = new Map<string, CallSink>();
   private readonly ports = new Set<MessagePort>();
 
   constructor(opts: PoolOptions) {
+    this.options = { ...opts };
     this.piscina = new Piscina({
       filename: workerEntry(),
       minThreads: Math.min(opts.minThreads, opts.concurrency),

@@ -45,6 +45,22 @@ export interface RegisterOverrides {
   argsSchema?: unknown;
 }
 
+/**
+ * Asks a worker to describe a tool module: EBADMODULE when it cannot be
+ * imported or exports no tool, EBADDECL for an invalid declaration.
+ */
+export async function describeModule(pool: WorkerPool, module: string): Promise<ToolDescription> {
+  try {
+    const r = (await pool.run({ kind: 'describe', module })) as DescribeResult;
+    if ('error' in r) throw deserializeError(r.error);
+    return r;
+  } catch (err) {
+    const e = toSluiceError(err, 'EBADMODULE');
+    if (e.code === 'EBADMODULE' || e.code === 'EBADDECL') throw e;
+    throw new BadModuleError(`${module}: ${e.message}`, { module });
+  }
+}
+
 /** Tools by name. */
 export class Registry {
   private readonly tools = new Map<string, ToolInfo>();
@@ -56,16 +72,15 @@ export class Registry {
     source: ToolInfo['source'],
     overrides: RegisterOverrides = {},
   ): Promise<ToolInfo> {
-    let d: ToolDescription;
-    try {
-      const r = (await pool.run({ kind: 'describe', module })) as DescribeResult;
-      if ('error' in r) throw deserializeError(r.error);
-      d = r;
-    } catch (err) {
-      const e = toSluiceError(err, 'EBADMODULE');
-      if (e.code === 'EBADMODULE' || e.code === 'EBADDECL') throw e;
-      throw new BadModuleError(`${module}: ${e.message}`, { module });
-    }
+    return this.add(await describeModule(pool, module), module, source, overrides);
+  }
+
+  /**
+   * Validates a description obtained without a worker (the built-ins' generated
+   * descriptions, engine/builtin-tools.ts) and registers it, with the same
+   * checks as {@link register}.
+   */
+  add(d: ToolDescription, module: string, source: ToolInfo['source'], overrides: RegisterOverrides = {}): ToolInfo {
     let output: OutputDeclaration;
     try {
       output = validateDeclaration(d.output, `tool ${d.name}`);

@@ -9,9 +9,9 @@
  * batches.
  */
 import { createHash, type Hash } from 'node:crypto';
-import type { FileHandle } from 'node:fs/promises';
 import { DigestMismatchError, toSluiceError } from '../engine/protocol/errors.js';
 import { crashPoint } from './crash-point.js';
+import type { StoreFile } from './file.js';
 import { encodeIndexHeader, INDEX_HEADER_BYTES, INDEX_MIN_BLOB_BYTES, LineScanner } from './line-index.js';
 import type { Pin, Store } from './store.js';
 
@@ -30,6 +30,14 @@ export interface BlobInfo {
 /** At most this many chunks in one writev (IOV_MAX is 1024 on Linux). */
 const MAX_BATCH_CHUNKS = 512;
 
+/**
+ * Start an fdatasync in the background after this many bytes. A capture is
+ * CPU-bound well below what the disk takes, so flushing while it runs leaves
+ * the final fsync (which the publication waits for) little to do; without it
+ * a 1 GiB capture ends with seconds of writeback (docs/benchmarks.md).
+ */
+const WRITEBACK_EVERY_BYTES = Number(process.env.WB ?? 32 * 1024 * 1024);
+
 /** Spill index entries once this many are pending. */
 const INDEX_SPILL_ENTRIES = 4096;
 
@@ -42,13 +50,15 @@ export class BlobWriter {
   private readonly store: Store;
   private readonly hash: Hash = createHash('sha256');
   private readonly scanner = new LineScanner();
-  private file: FileHandle | undefined;
+  private file: StoreFile | undefined;
   private filePath: string | undefined;
-  private indexFile: FileHandle | undefined;
+  private indexFile: StoreFile | undefined;
   private indexPath: string | undefined;
   private indexEntries = 0;
   private indexBytesWritten = 0;
   private position = 0;
+  private syncedUpTo = 0;
+  private writeback: Promise<void> | undefined;
   private readonly queue: Array<{ chunk: Uint8Array; resolve: () => void; reject: (e: unknown) => void }> = [];
   private queuedBytes = 0;
   private flushing: Promise<void> | undefined;
@@ -111,6 +121,7 @@ export class BlobWriter {
           this.position,
         );
         this.position += total;
+        if (this.position - this.syncedUpTo >= WRITEBACK_EVERY_BYTES && !this.writeback) this.startWriteback(fh);
         if (this.scanner.pendingEntries >= INDEX_SPILL_ENTRIES) await this.spillIndex();
         for (const q of batch) q.resolve();
       } catch (err) {
@@ -121,9 +132,25 @@ export class BlobWriter {
     this.flushing = undefined;
   }
 
+  /** Flushes what is written so far without waiting; the final fsync at commit is what counts. */
+  private startWriteback(fh: StoreFile): void {
+    const upTo = this.position;
+    this.writeback = this.store.io.datasync(fh).then(
+      () => {
+        this.syncedUpTo = upTo;
+        this.writeback = undefined;
+      },
+      () => {
+        // Only an early start: a real failure shows again at the final fsync.
+        this.writeback = undefined;
+      },
+    );
+  }
+
   /** Resolves when every accepted chunk has been written (or failed). */
   private async drained(): Promise<void> {
     while (this.flushing) await this.flushing;
+    await this.writeback;
   }
 
   /**
@@ -172,7 +199,7 @@ export class BlobWriter {
     await this.cleanup();
   }
 
-  private async open(): Promise<FileHandle> {
+  private async open(): Promise<StoreFile> {
     const { handle, path } = await this.store.createTemp('blob');
     this.file = handle;
     this.filePath = path;
@@ -214,7 +241,7 @@ export class BlobWriter {
   }
 
   /** Writes all of `bufs` at `position` with writev, finishing short writes with plain writes. */
-  private async writevFully(fh: FileHandle, bufs: Uint8Array[], position: number): Promise<void> {
+  private async writevFully(fh: StoreFile, bufs: Uint8Array[], position: number): Promise<void> {
     if (bufs.length === 1) return this.writeFully(fh, bufs[0] as Uint8Array, position);
     let done = await this.store.io.writev(fh, bufs, position);
     let pos = position;
@@ -231,7 +258,7 @@ export class BlobWriter {
   }
 
   /** Writes all of `buf` at `position`, retrying short writes; a write that makes no progress is EIO, not a hang. */
-  private async writeFully(fh: FileHandle, buf: Uint8Array, position: number): Promise<void> {
+  private async writeFully(fh: StoreFile, buf: Uint8Array, position: number): Promise<void> {
     let off = 0;
     while (off < buf.length) {
       const n = await this.store.io.write(fh, buf, off, buf.length - off, position + off);

@@ -7,7 +7,7 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import { constants } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
+import type { StoreFile } from './file.js';
 import {
   decodeIndexHeader,
   encodeIndexHeader,
@@ -51,7 +51,7 @@ export function wantsIndex(bytes: number): boolean {
   return bytes >= INDEX_MIN_BLOB_BYTES;
 }
 
-async function openIndex(store: Store, digest: string): Promise<FileHandle | undefined> {
+async function openIndex(store: Store, digest: string): Promise<StoreFile | undefined> {
   try {
     return await store.io.open(store.layout.indexPath(digest), constants.O_RDONLY);
   } catch {
@@ -60,7 +60,7 @@ async function openIndex(store: Store, digest: string): Promise<FileHandle | und
   }
 }
 
-async function readExactly(fh: FileHandle, buf: Buffer, position: number): Promise<boolean> {
+async function readExactly(fh: StoreFile, buf: Buffer, position: number): Promise<boolean> {
   let off = 0;
   while (off < buf.length) {
     const { bytesRead } = await fh.read(buf, off, buf.length - off, position + off);
@@ -75,7 +75,7 @@ async function readExactly(fh: FileHandle, buf: Buffer, position: number): Promi
  * bytes: magic, recorded size, and a file size that holds exactly the recorded
  * number of entries. Returns undefined when any of that is off.
  */
-async function readHeader(fh: FileHandle, blobBytes: number): Promise<IndexHeaderInfo | undefined> {
+async function readHeader(fh: StoreFile, blobBytes: number): Promise<IndexHeaderInfo | undefined> {
   const { size: fileSize } = await fh.stat();
   const buf = Buffer.alloc(INDEX_HEADER_BYTES);
   if (!(await readExactly(fh, buf, 0))) return undefined;
@@ -122,7 +122,7 @@ function entryAt(buf: Buffer, at: number): LineAnchor {
 export async function findAnchor(
   store: Store,
   digest: string,
-  blob: FileHandle,
+  blob: StoreFile,
   blobBytes: number,
   blobLines: number,
   line: number,
@@ -186,7 +186,7 @@ export async function findAnchor(
  */
 export class IndexBuilder {
   private readonly store: Store;
-  private fh: FileHandle | undefined;
+  private fh: StoreFile | undefined;
   private path: string | undefined;
   private position = INDEX_HEADER_BYTES;
   private entries = 0;
@@ -214,7 +214,7 @@ export class IndexBuilder {
     if (this.failed) return false;
     try {
       await this.writeAt(encodeIndexHeader(bytes, lines, this.entries), 0);
-      const fh = this.fh as FileHandle;
+      const fh = this.fh as StoreFile;
       this.fh = undefined;
       await fh.close();
       await this.store.placeIndex(this.path as string, digest);

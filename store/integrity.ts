@@ -11,8 +11,8 @@
  */
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
 import { BadUriError, IntegrityError, NotFoundError, toSluiceError } from '../engine/protocol/errors.js';
+import type { StoreFile } from './file.js';
 import { IndexBuilder, IndexComparer, probeIndexHeader, wantsIndex } from './index-file.js';
 import { LineScanner } from './line-index.js';
 import type { Store } from './store.js';
@@ -24,7 +24,7 @@ export interface VerifiedBlob {
   /** SHA-256 of the content, 64 lowercase hex. */
   readonly digest: string;
   /** The open descriptor; close it with {@link close}. */
-  readonly handle: FileHandle;
+  readonly handle: StoreFile;
   /** Size in bytes. */
   readonly bytes: number;
   /** Lines by the shared line rule. */
@@ -76,7 +76,7 @@ function remember(store: Store, digest: string, v: Verified): void {
 }
 
 /** The identity of the file behind `fh`: a later write, truncate, utimes or replacement changes it. */
-async function fileKey(fh: FileHandle): Promise<{ key: string; size: number; isFile: boolean }> {
+async function fileKey(fh: StoreFile): Promise<{ key: string; size: number; isFile: boolean }> {
   const st = await fh.stat({ bigint: true });
   return {
     key: `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`,
@@ -91,7 +91,7 @@ async function fileKey(fh: FileHandle): Promise<{ key: string; size: number; isF
  * size. Returns the number of bytes read. The chunk is only valid during the call.
  */
 export async function readSequentially(
-  fh: FileHandle,
+  fh: StoreFile,
   onChunk: (chunk: Buffer) => void | Promise<void>,
   chunkSize = HASH_CHUNK,
 ): Promise<number> {
@@ -129,7 +129,7 @@ function corrupt(digest: string, actual: string, bytes: number): IntegrityError 
  * new one (when it does not); an index that fails the check is rebuilt with a
  * second, hash-free pass. Throws {@link IntegrityError} on a digest mismatch.
  */
-async function verifyPass(store: Store, digest: string, fh: FileHandle, size: number): Promise<number> {
+async function verifyPass(store: Store, digest: string, fh: StoreFile, size: number): Promise<number> {
   const hash = createHash('sha256');
   const scanner = new LineScanner();
   const indexed = wantsIndex(size);
@@ -166,7 +166,7 @@ async function verifyPass(store: Store, digest: string, fh: FileHandle, size: nu
  * hashing). Returns true when a new index was placed; failures leave no
  * temporary file and are otherwise ignored, as the index is only a cache.
  */
-export async function rebuildIndex(store: Store, digest: string, fh: FileHandle, size: number): Promise<boolean> {
+export async function rebuildIndex(store: Store, digest: string, fh: StoreFile, size: number): Promise<boolean> {
   if (!wantsIndex(size)) return false;
   const scanner = new LineScanner();
   const builder = new IndexBuilder(store);
@@ -186,7 +186,7 @@ export async function rebuildIndex(store: Store, digest: string, fh: FileHandle,
   }
 }
 
-async function openBlobFile(store: Store, digest: string): Promise<FileHandle> {
+async function openBlobFile(store: Store, digest: string): Promise<StoreFile> {
   if (!isDigest(digest)) throw new BadUriError(`${JSON.stringify(digest)} is not a 64-character lowercase hex digest`);
   try {
     // Never through a symbolic link: a link planted in blobs/ must not make the store read (and hash,
@@ -255,7 +255,7 @@ export async function openVerifiedBlob(store: Store, digest: string): Promise<Ve
  * Other filesystem failures are thrown as {@link DiskError}s.
  */
 export async function checkBlob(store: Store, digest: string): Promise<BlobCheck> {
-  let blob: FileHandle;
+  let blob: StoreFile;
   try {
     blob = await openBlobFile(store, digest);
   } catch (err) {

@@ -3,25 +3,27 @@
  * {@link realIO}; tests wrap it to inject ENOSPC, EIO, EACCES, short writes and
  * fsync failures, and to record the order of durable operations.
  */
-import { constants, promises as fsp } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
+import { constants, mkdir, rename, unlink, utimes } from 'node:fs';
+import { StoreFile } from './file.js';
+
+export { StoreFile } from './file.js';
 
 /** Filesystem operations the store performs. Every method may reject with a Node fs error. */
 export interface StoreIO {
   /** Opens `path` with `flags` and `mode`. */
-  open(path: string, flags: number, mode?: number): Promise<FileHandle>;
+  open(path: string, flags: number, mode?: number): Promise<StoreFile>;
   /**
    * Writes `buf[off, off+len)` at `position`, or at the file's current offset
    * when `position` is null (the end, for a file opened with O_APPEND);
    * resolves to bytes written (may be short).
    */
-  write(fh: FileHandle, buf: Uint8Array, off: number, len: number, position: number | null): Promise<number>;
+  write(fh: StoreFile, buf: Uint8Array, off: number, len: number, position: number | null): Promise<number>;
   /** Writes `bufs` in order starting at `position`; resolves to bytes written (may be short). */
-  writev(fh: FileHandle, bufs: Uint8Array[], position: number): Promise<number>;
+  writev(fh: StoreFile, bufs: Uint8Array[], position: number): Promise<number>;
   /** Flushes a file's data and metadata to stable storage. */
-  fsync(fh: FileHandle): Promise<void>;
+  fsync(fh: StoreFile): Promise<void>;
   /** Flushes a file's data (and the metadata needed to read it back, such as its size) to stable storage. */
-  datasync(fh: FileHandle): Promise<void>;
+  datasync(fh: StoreFile): Promise<void>;
   /** Flushes a directory entry to stable storage (after a rename into it). */
   fsyncDir(dir: string): Promise<void>;
   /** Atomically renames `from` onto `to`. */
@@ -34,25 +36,29 @@ export interface StoreIO {
   mkdir(path: string): Promise<void>;
 }
 
+/** Adapts a Node callback to a promise (the callback API costs the main thread less than fs/promises). */
+function settle(resolve: () => void, reject: (e: unknown) => void): (err: NodeJS.ErrnoException | null) => void {
+  return (err) => (err ? reject(err) : resolve());
+}
+
 /** The real filesystem. */
 export const realIO: StoreIO = {
-  open: (path, flags, mode) => fsp.open(path, flags, mode),
+  open: (path, flags, mode) => StoreFile.open(path, flags, mode),
   write: async (fh, buf, off, len, position) => (await fh.write(buf, off, len, position)).bytesWritten,
   writev: async (fh, bufs, position) => (await fh.writev(bufs, position)).bytesWritten,
   fsync: (fh) => fh.sync(),
   datasync: (fh) => fh.datasync(),
   fsyncDir: async (dir) => {
-    const fh = await fsp.open(dir, constants.O_RDONLY);
+    const fh = await StoreFile.open(dir, constants.O_RDONLY);
     try {
       await fh.sync();
     } finally {
       await fh.close();
     }
   },
-  rename: (from, to) => fsp.rename(from, to),
-  unlink: (path) => fsp.unlink(path),
-  utimes: (path, atime, mtime) => fsp.utimes(path, atime, mtime),
-  mkdir: async (path) => {
-    await fsp.mkdir(path, { recursive: true, mode: 0o700 });
-  },
+  rename: (from, to) => new Promise((resolve, reject) => rename(from, to, settle(resolve, reject))),
+  unlink: (path) => new Promise((resolve, reject) => unlink(path, settle(resolve, reject))),
+  utimes: (path, atime, mtime) => new Promise((resolve, reject) => utimes(path, atime, mtime, settle(resolve, reject))),
+  mkdir: (path) =>
+    new Promise((resolve, reject) => mkdir(path, { recursive: true, mode: 0o700 }, settle(resolve, reject))),
 };

@@ -4,8 +4,9 @@
  * order, no whitespace, trailing newline), so the same streams always give the
  * same bytes and so the same digest.
  */
-import { z } from 'zod';
+
 import { isStreamName } from '../engine/protocol/streams.js';
+import { z } from '../engine/protocol/zod.js';
 
 /** Marks a blob as a sluice manifest. */
 export const MANIFEST_KIND = 'sluice.manifest/1';

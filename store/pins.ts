@@ -15,8 +15,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
 import { toSluiceError } from '../engine/protocol/errors.js';
+import type { StoreFile } from './file.js';
 import type { StoreIO } from './io.js';
 
 /** A GC root held by this process until released. */
@@ -53,16 +53,29 @@ export function parsePinJournal(text: string): Set<string> {
   return held;
 }
 
+/** A hold or drop waiting for the journal's next write. */
+interface JournalOp {
+  add: boolean;
+  digests: readonly string[];
+  /** The pin's own list, extended once an add is written. */
+  own: string[] | undefined;
+  /** A release: the pin stops counting as alive. */
+  closing: boolean;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
 /** The pin journal of one Store instance. */
 export class PinJournal {
   private readonly dir: string;
   private readonly io: StoreIO;
   private readonly held = new Map<string, number>();
-  private fh: FileHandle | undefined;
+  private fh: StoreFile | undefined;
   private path: string | undefined;
   private lines = 0;
   private pins = 0;
-  private chain: Promise<void> = Promise.resolve();
+  private ops: JournalOp[] = [];
+  private flushing: Promise<void> | undefined;
 
   constructor(dir: string, io: StoreIO) {
     this.dir = dir;
@@ -98,40 +111,73 @@ export class PinJournal {
 
   private hold(digests: readonly string[], own: string[]): Promise<void> {
     if (digests.length === 0) return Promise.resolve();
-    return this.serial(async () => {
-      await this.append(digests.map((d) => `+${d}\n`).join(''));
-      own.push(...digests);
-      for (const d of digests) this.held.set(d, (this.held.get(d) ?? 0) + 1);
-    });
+    return this.enqueue({ add: true, digests, own, closing: false });
   }
 
   private drop(digests: readonly string[], closing: boolean): Promise<void> {
-    return this.serial(async () => {
-      if (closing) this.pins--;
-      for (const d of digests) {
-        const n = (this.held.get(d) ?? 0) - 1;
-        if (n > 0) this.held.set(d, n);
-        else this.held.delete(d);
-      }
-      try {
-        if (this.pins === 0 && this.held.size === 0) await this.remove();
-        else if (digests.length > 0) {
-          await this.append(digests.map((d) => `-${d}\n`).join(''));
-          if (this.lines >= COMPACT_LINES && this.lines > 4 * this.held.size) await this.compact();
-        }
-      } catch {
-        // A drop that cannot be written only keeps a digest alive until this process ends.
-      }
+    return this.enqueue({ add: false, digests, own: undefined, closing });
+  }
+
+  private enqueue(op: Omit<JournalOp, 'resolve' | 'reject'>): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.ops.push({ ...op, resolve, reject });
+      this.flushing ??= this.flush();
     });
   }
 
-  private serial(fn: () => Promise<void>): Promise<void> {
-    const next = this.chain.then(fn);
-    this.chain = next.catch(() => {});
-    return next.catch((err: unknown) => Promise.reject(toSluiceError(err, 'EDISK')));
+  /**
+   * Group commit: every hold and drop queued while a write is in flight goes
+   * out in the next single write, in queue order. With many calls publishing
+   * at once this is one write per batch instead of two per call.
+   */
+  private async flush(): Promise<void> {
+    while (this.ops.length > 0) {
+      const batch = this.ops;
+      this.ops = [];
+      let text = '';
+      let adds = false;
+      for (const op of batch) {
+        if (op.add) {
+          adds = true;
+          for (const d of op.digests) text += `+${d}\n`;
+          continue;
+        }
+        // A drop takes effect in memory at once; its line only keeps a dead hold from looking live.
+        if (op.closing) this.pins--;
+        for (const d of op.digests) {
+          text += `-${d}\n`;
+          const n = (this.held.get(d) ?? 0) - 1;
+          if (n > 0) this.held.set(d, n);
+          else this.held.delete(d);
+        }
+      }
+      let failure: unknown;
+      try {
+        if (!adds && this.pins === 0 && this.held.size === 0) await this.remove();
+        else if (text.length > 0) await this.append(text);
+      } catch (err) {
+        failure = toSluiceError(err, 'EDISK');
+      }
+      for (const op of batch) {
+        if (!op.add) {
+          // A drop that cannot be written only keeps a digest alive until this process ends.
+          op.resolve();
+        } else if (failure !== undefined) {
+          op.reject(failure);
+        } else {
+          op.own?.push(...op.digests);
+          for (const d of op.digests) this.held.set(d, (this.held.get(d) ?? 0) + 1);
+          op.resolve();
+        }
+      }
+      if (failure === undefined && this.lines >= COMPACT_LINES && this.lines > 4 * this.held.size) {
+        await this.compact().catch(() => {});
+      }
+    }
+    this.flushing = undefined;
   }
 
-  private async open(): Promise<FileHandle> {
+  private async open(): Promise<StoreFile> {
     if (this.fh) return this.fh;
     this.path ??= `${this.dir}/${process.pid}-${randomBytes(8).toString('hex')}.pin`;
     this.fh = await this.io.open(this.path, APPEND_FLAGS, 0o600);
@@ -186,7 +232,7 @@ export class PinJournal {
 
   /** Closes the journal file (pins still held stop protecting anything once the process ends). */
   async close(): Promise<void> {
-    await this.chain;
+    while (this.flushing) await this.flushing;
     await this.fh?.close().catch(() => {});
     this.fh = undefined;
   }

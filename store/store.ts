@@ -4,11 +4,12 @@
  * area where every write starts.
  */
 import { randomBytes } from 'node:crypto';
-import { constants, promises as fsp } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
+import { constants, promises as fsp, type Stats, stat } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { ClosedError, toSluiceError } from '../engine/protocol/errors.js';
 import { type BlobInfo, BlobWriter } from './blob-writer.js';
+import { DirSync } from './dir-sync.js';
+import type { StoreFile } from './file.js';
 import { realIO, type StoreIO } from './io.js';
 import { StoreLayout } from './layout.js';
 import type { Manifest } from './manifest.js';
@@ -46,13 +47,21 @@ export class Store {
   /** Filesystem calls (replaceable for fault injection). */
   readonly io: StoreIO;
   private readonly knownDirs = new Set<string>();
+  /**
+   * Temporary names are `<pid>-<12 hex of this store><counter>.<kind>`: unique
+   * without a random draw per file (the owner pattern GC reads is unchanged).
+   */
+  private readonly tmpPrefix = `${process.pid}-${randomBytes(6).toString('hex')}`;
+  private tmpCounter = 0;
   private readonly pins: PinJournal;
+  private readonly dirSync: DirSync;
   private closed = false;
 
   private constructor(root: string, io: StoreIO) {
     this.layout = new StoreLayout(root);
     this.io = io;
     this.pins = new PinJournal(this.layout.pins, io);
+    this.dirSync = new DirSync(io, io === realIO);
   }
 
   /** Opens (creating when needed) the store at `dir`. Opening never reads blobs, so corrupt content cannot prevent it. */
@@ -74,6 +83,7 @@ export class Store {
   /** Marks the store closed; later writes fail with ECLOSED. */
   close(): void {
     this.closed = true;
+    this.dirSync.close();
   }
 
   /** Starts a streaming blob write. */
@@ -144,9 +154,9 @@ export class Store {
    * can tell live owners from dead ones.
    * @internal
    */
-  async createTemp(kind: string): Promise<{ handle: FileHandle; path: string }> {
+  async createTemp(kind: string): Promise<{ handle: StoreFile; path: string }> {
     this.assertOpen();
-    const path = `${this.layout.tmp}/${process.pid}-${randomBytes(8).toString('hex')}.${kind}`;
+    const path = `${this.layout.tmp}/${this.tmpPrefix}${(this.tmpCounter++).toString(36)}.${kind}`;
     try {
       return { handle: await this.io.open(path, CREATE_FLAGS, 0o600), path };
     } catch (err) {
@@ -164,7 +174,7 @@ export class Store {
    */
   async placeBlob(tmpPath: string, digest: string, bytes: number): Promise<boolean> {
     const target = this.layout.blobPath(digest);
-    const existing = await fsp.stat(target).catch(() => undefined);
+    const existing = await statOrUndefined(target);
     if (existing?.isFile() && existing.size === bytes) {
       const now = new Date();
       const refreshed = await this.io.utimes(target, now, now).then(
@@ -183,7 +193,7 @@ export class Store {
     const dir = dirname(target);
     await this.ensureDir(dir);
     await this.io.rename(tmpPath, target);
-    await this.io.fsyncDir(dir);
+    await this.dirSync.sync(dir);
     return false;
   }
 
@@ -207,4 +217,9 @@ export class Store {
   private assertOpen(): void {
     if (this.closed) throw new ClosedError('the store is closed');
   }
+}
+
+/** stat(2) through the callback API (cheaper for the main thread than fs/promises), undefined on any error. */
+function statOrUndefined(path: string): Promise<Stats | undefined> {
+  return new Promise((resolve) => stat(path, (err, st) => resolve(err ? undefined : st)));
 }

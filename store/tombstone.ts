@@ -11,12 +11,12 @@
  * stays valid even if the tombstone is unlinked afterwards.
  */
 import { constants, promises as fsp } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { StoreFile } from './file.js';
 import type { Store } from './store.js';
 
 /** Opens the blob `digest` from a tombstone, or from its address if it was restored meanwhile; undefined when neither. */
-export async function openTombstoned(store: Store, digest: string): Promise<FileHandle | undefined> {
+export async function openTombstoned(store: Store, digest: string): Promise<StoreFile | undefined> {
   let owners: string[];
   try {
     owners = await fsp.readdir(store.layout.trash);

@@ -42,10 +42,13 @@ export function post(m: WorkerMessage): void {
  * Posts a chunk. Its bytes are transferred, never cloned: a view into a larger
  * buffer would otherwise clone the whole backing buffer. `owned` says the
  * runtime made these bytes itself; anything else is copied first, because
- * transferring would detach a buffer the tool may still hold.
+ * transferring would detach a buffer the tool may still hold. An owned view
+ * is transferred with its buffer when it uses at least half of it (the rest
+ * travels along unused), and copied to its size otherwise, so a message never
+ * carries more than twice its bytes.
  */
 export function postChunk(c: string, s: number, b: Uint8Array, owned: boolean): void {
-  const whole = b.byteOffset === 0 && b.byteLength === b.buffer.byteLength;
-  const bytes = owned && whole ? b : new Uint8Array(b);
+  const transfer = owned && b.byteOffset === 0 && b.byteLength * 2 >= b.buffer.byteLength;
+  const bytes = transfer ? b : new Uint8Array(b);
   enginePort().postMessage({ t: 'chunk', c, s, b: bytes } satisfies WorkerMessage, [bytes.buffer as ArrayBuffer]);
 }

@@ -11,10 +11,20 @@ import { channelNames, type OutputDeclaration } from '../engine/protocol/streams
 import { post, postChunk } from './channel.js';
 import { CreditGate } from './credit.js';
 import type { ArtifactReader, HostServices, ToolContext } from './tool.js';
+import { isHandedOver } from './transfer.js';
 import { codePointCut, StringCarry, Utf8Carry } from './utf8.js';
 
 /** Pending display text is capped at this many characters (oldest part elided). */
 const DISPLAY_PENDING_MAX = 64 * 1024;
+
+/**
+ * Largest message a channel sends: a quarter of the credit window, so several
+ * are in flight at once and a message never needs more credit than the window
+ * holds, within the protocol's bound.
+ */
+function chunkBytesFor(window: number): number {
+  return Math.max(16 * 1024, Math.min(MAX_CHUNK_BYTES, Math.floor(window / 4)));
+}
 
 /** The writer of one output channel. */
 class ChannelWriter extends Writable {
@@ -22,14 +32,17 @@ class ChannelWriter extends Writable {
   private readonly index: number;
   private readonly bytesCarry = new Utf8Carry();
   private readonly textCarry = new StringCarry();
+  private readonly chunkBytes: number;
   /** Bytes sent so far. */
   sent = 0;
 
   constructor(run: CallRun, index: number) {
+    const chunkBytes = chunkBytesFor(run.gate.window);
     // decodeStrings: false keeps strings as strings, so we encode once.
-    super({ decodeStrings: false, highWaterMark: MAX_CHUNK_BYTES });
+    super({ decodeStrings: false, highWaterMark: chunkBytes });
     this.run = run;
     this.index = index;
+    this.chunkBytes = chunkBytes;
   }
 
   override _write(chunk: unknown, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
@@ -43,7 +56,8 @@ class ChannelWriter extends Writable {
 
   /**
    * Writes that arrive while a chunk is on its way are buffered by the stream
-   * and handed over together: they leave as one message of up to 64 KiB
+   * and handed over together: they leave as one message of up to a quarter
+   * of the window (at most 256 KiB)
    * instead of one per write (a pipe yields reads of a few KiB; each message
    * costs the engine a dispatch, a hash update and a credit).
    */
@@ -77,7 +91,9 @@ class ChannelWriter extends Writable {
       const flushed = this.textCarry.end();
       const valid = this.bytesCarry.push(chunk);
       if (flushed.length > 0) return { bytes: Buffer.concat([flushed, valid]), owned: true };
-      return { bytes: valid, owned: valid !== chunk };
+      // A view into the tool's own buffer (an incomplete character held back) is still the tool's,
+      // unless the tool handed the buffer over (workers/transfer.ts).
+      return { bytes: valid, owned: valid.buffer !== chunk.buffer || isHandedOver(chunk) };
     }
     return new TypeError('stream writers accept strings and Uint8Arrays');
   }
@@ -91,7 +107,7 @@ class ChannelWriter extends Writable {
     let off = 0;
     while (off < bytes.length) {
       const rest = bytes.subarray(off);
-      const cut = codePointCut(rest, MAX_CHUNK_BYTES);
+      const cut = codePointCut(rest, this.chunkBytes);
       const piece = rest.subarray(0, cut);
       const wait = this.run.gate.acquire(piece.length);
       if (wait) await wait;

@@ -9,7 +9,8 @@ import { CancelledError } from '../engine/protocol/errors.js';
 /** A byte-credit account with FIFO waiters. */
 export class CreditGate {
   private credit: number;
-  private readonly window: number;
+  /** The window this gate was opened with. */
+  readonly window: number;
   private readonly waiters: Array<{ n: number; resolve: () => void; reject: (e: unknown) => void }> = [];
   private closedWith: unknown;
 

@@ -5,7 +5,6 @@
  * output and report the completion on the thread's port.
  */
 import { pathToFileURL } from 'node:url';
-import { z } from 'zod';
 import {
   BadArgumentsError,
   BadDeclarationError,
@@ -24,8 +23,8 @@ import type {
   ToolDescription,
   WireCompletion,
 } from '../engine/protocol/messages.js';
-import { readPage } from '../store/read.js';
-import { Store } from '../store/store.js';
+import { z } from '../engine/protocol/zod.js';
+import type { Store } from '../store/store.js';
 import { enginePort, onEngineMessage, post } from './channel.js';
 import { CallRun } from './context.js';
 import { type ArtifactReader, type Completion, isToolDefinition, type ToolDefinition } from './tool.js';
@@ -33,16 +32,22 @@ import { type ArtifactReader, type Completion, isToolDefinition, type ToolDefini
 const modules = new Map<string, Promise<ToolDefinition>>();
 const stores = new Map<string, Promise<Store>>();
 
-/** Artifact reads for tools, on a store opened once per thread (its integrity cache lives with it). */
+/**
+ * Artifact reads for tools, on a store opened once per thread (its integrity
+ * cache lives with it). The store's modules load on the first read: most
+ * calls never read an artifact, and a worker's first call waits for every
+ * module its thread loads before it.
+ */
 function artifactReader(storeDir: string): ArtifactReader {
   return {
     readPage: async (uri, opts) => {
       let store = stores.get(storeDir);
       if (!store) {
-        store = Store.open(storeDir);
+        store = import('../store/store.js').then((m) => m.Store.open(storeDir));
         store.catch(() => stores.delete(storeDir));
         stores.set(storeDir, store);
       }
+      const { readPage } = await import('../store/read.js');
       return readPage(await store, uri, opts);
     },
   };

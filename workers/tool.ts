@@ -15,10 +15,10 @@
  * ```
  */
 import type { Writable } from 'node:stream';
-import { z } from 'zod';
 import { BadDeclarationError } from '../engine/protocol/errors.js';
 import type { CompletionFields, PreparedOperation } from '../engine/protocol/messages.js';
 import { type OutputDeclaration, validateDeclaration } from '../engine/protocol/streams.js';
+import type { z } from '../engine/protocol/zod.js';
 
 export type { Attachment, CompletionFields, EmittedMessage, PreparedOperation } from '../engine/protocol/messages.js';
 
@@ -163,4 +163,6 @@ export function isToolDefinition(v: unknown): v is ToolDefinition {
   return typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[TOOL_BRAND] === true;
 }
 
-export { z };
+// zod's `z` for tool authors: the engine's own copy in this thread (see engine/protocol/zod.ts).
+export { z } from '../engine/protocol/zod.js';
+export { handOver } from './transfer.js';

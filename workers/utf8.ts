@@ -42,7 +42,8 @@ export class Utf8Carry {
     }
     const cut = incompleteTailStart(data);
     if (cut < data.length) {
-      this.carry = data.slice(cut);
+      // A copy (at most 3 bytes), not a view: the chunk's buffer may move to the engine or be reused by the tool.
+      this.carry = Uint8Array.prototype.slice.call(data, cut);
       data = data.subarray(0, cut);
     }
     return isUtf8(data) ? data : Buffer.from(decoder.decode(data), 'utf8');

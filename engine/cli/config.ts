@@ -16,10 +16,10 @@
  */
 import { promises as fsp } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { z } from 'zod';
 import type { Engine } from '../engine.js';
 import { MCP_SERVER_NAME, type McpServerConfig, mcpServerFields } from '../mcp/config.js';
 import { BadOptionError, NotFoundError } from '../protocol/errors.js';
+import { z } from '../protocol/zod.js';
 import type { ToolInfo } from '../registry.js';
 
 /** What to add to an engine: plugin modules, then MCP servers, in order. */

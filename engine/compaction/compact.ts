@@ -12,8 +12,8 @@
  * the caller's history as it was. Compaction writes nothing anywhere: the
  * retry snapshot lives only in the summarizer input.
  */
-import { z } from 'zod';
 import { BadOptionError } from '../protocol/errors.js';
+import { z } from '../protocol/zod.js';
 import { type HistoryItem, parseHistory, type SummaryItem } from './history.js';
 import { copyHistory, pruneForRetry } from './prune.js';
 import { renderHistory } from './render.js';

@@ -9,10 +9,10 @@
  * zod schema; {@link parseHistory} checks a value against it and against the
  * pairing rules, and returns the same array (never a copy) typed.
  */
-import { z } from 'zod';
 import { BadArgumentsError, ERROR_CODES, type SerializedError } from '../protocol/errors.js';
 import type { Attachment, EmittedMessage } from '../protocol/messages.js';
 import { MAX_STREAMS, streamNameProblem } from '../protocol/streams.js';
+import { z } from '../protocol/zod.js';
 import type { CallStatus, OutputRef, TerminalResult } from '../result.js';
 import { cloneJson, isJsonObject, isJsonValue, type JsonObject, type JsonValue } from './json.js';
 

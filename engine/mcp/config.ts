@@ -5,9 +5,9 @@
  */
 import { createHash } from 'node:crypto';
 import { resolve } from 'node:path';
-import { z } from 'zod';
 import { BadOptionError } from '../protocol/errors.js';
 import { MCP_DEFAULT_MAX_MESSAGE_BYTES, type McpServerSpec } from '../protocol/mcp.js';
+import { z } from '../protocol/zod.js';
 
 /** One MCP server, started over stdio. */
 export interface McpServerConfig {

@@ -3,9 +3,9 @@
  * aggregate bound on the whole model view. Validated with zod; a bad value is
  * a {@link BadOptionError} that quotes it.
  */
-import { z } from 'zod';
 import { BadOptionError } from '../protocol/errors.js';
 import { MAX_STREAMS } from '../protocol/streams.js';
+import { z } from '../protocol/zod.js';
 import { minModelViewBytes } from './model-view.js';
 
 /** Default {@link ToolOutputOptions.maxLines}. */

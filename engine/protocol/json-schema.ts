@@ -6,8 +6,8 @@
  * rewrites it and test/protocol/schema-drift.test.ts fails when it differs
  * from what this module renders.
  */
-import { z } from 'zod';
 import { PROTOCOL_VERSION, WIRE_SCHEMAS } from './wire.js';
+import { z } from './zod.js';
 
 /** Where the committed schema lives, relative to the package root. */
 export const PROTOCOL_SCHEMA_PATH = 'docs/schema/sluice-protocol.json';

@@ -14,18 +14,25 @@
  * (`credit`) only after a chunk is written to its capture file, so bytes in
  * flight never exceed the window.
  */
-import { z } from 'zod';
 import type { SerializedError } from './errors.js';
 import type { OutputDeclaration } from './streams.js';
+import { z } from './zod.js';
 
 /** Version of the worker ↔ engine and wire contracts. Moves with any change to these shapes (see AGENTS.md). */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
-/** Key of the message a worker posts on startup to hand its port to the engine. */
-export const PORT_HANDSHAKE = 'sluice.port/1';
+export { PORT_HANDSHAKE } from './port.js';
 
-/** Largest chunk on the wire; larger writes are split at code point boundaries. */
-export const MAX_CHUNK_BYTES = 64 * 1024;
+/**
+ * Largest chunk on the wire; larger writes are split at code point boundaries.
+ * A worker gathers small writes up to a quarter of its call's window (capped
+ * here): fewer, larger messages are what keeps capture off the main thread's
+ * critical path (docs/benchmarks.md). Version 1 allowed 64 KiB.
+ */
+export const MAX_CHUNK_BYTES = 256 * 1024;
+
+/** Smallest credit window an engine accepts. */
+export const MIN_WINDOW_BYTES = 64 * 1024;
 
 /** An operation a tool prepared, for the host's approval policy. */
 export interface PreparedOperation {

@@ -14,7 +14,6 @@
  * cycle, nothing that workers could not load), tightened where the reader
  * deliberately accepts anything.
  */
-import { z } from 'zod';
 import type { ReadResult } from '../read.js';
 import type { CallEvent, OutputRef, TerminalResult } from '../result.js';
 import type { ReplayedSession, SessionSummary } from '../sessions/index.js';
@@ -32,6 +31,7 @@ import {
   wireCompletionSchema,
 } from './messages.js';
 import { isStreamName, MAX_STREAM_NAME_BYTES, MAX_STREAMS, type OutputDeclaration } from './streams.js';
+import { z } from './zod.js';
 
 export { PROTOCOL_VERSION } from './messages.js';
 

@@ -3,7 +3,6 @@
  * size-bounded JSON request bodies validated with zod.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { z } from 'zod';
 import {
   BadArgumentsError,
   type ErrorCode,
@@ -11,6 +10,7 @@ import {
   type SluiceError,
   toSluiceError,
 } from '../protocol/errors.js';
+import type { z } from '../protocol/zod.js';
 
 /**
  * The HTTP status of each error code. A `Record` over every code, so adding

@@ -7,7 +7,6 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { z } from 'zod';
 import type { Engine } from '../engine.js';
 import { BadArgumentsError, ClosedError, NotFoundError, ResourceLimitError } from '../protocol/errors.js';
 import {
@@ -21,6 +20,7 @@ import {
   readQuerySchema,
   type toolsResponseSchema,
 } from '../protocol/wire.js';
+import type { z } from '../protocol/zod.js';
 import { HttpError, parseWith, readJsonBody, sendJson } from './http.js';
 import { streamCallEvents } from './sse.js';
 import type { CallTracker, TrackedCall } from './tracker.js';

@@ -11,10 +11,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { z } from 'zod';
 import type { Engine } from '../engine.js';
 import { BadArgumentsError, BadOptionError, ClosedError, NotFoundError } from '../protocol/errors.js';
 import { PROTOCOL_VERSION } from '../protocol/wire.js';
+import { z } from '../protocol/zod.js';
 import { bearerMatches } from './auth.js';
 import { HttpError, sendError } from './http.js';
 import { type RouteContext, route } from './routes.js';

@@ -13,8 +13,8 @@
  * swallowing the next record.
  */
 import { constants, promises as fsp } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import type { StoreFile } from '../../store/file.js';
 import type { StoreIO } from '../../store/io.js';
 import type { Store } from '../../store/store.js';
 import { toSluiceError } from '../protocol/errors.js';
@@ -32,7 +32,7 @@ export interface LogWriterStats {
 export class EventLogWriter {
   /** Counters (appends, fsyncs). */
   readonly stats: LogWriterStats = { appends: 0, syncs: 0 };
-  private readonly handle: FileHandle;
+  private readonly handle: StoreFile;
   private readonly io: StoreIO;
   /**
    * Set when a write failed: part of a line may be in the file. The next batch
@@ -44,7 +44,7 @@ export class EventLogWriter {
   private flushing: Promise<void> | undefined;
   private closed = false;
 
-  private constructor(handle: FileHandle, io: StoreIO) {
+  private constructor(handle: StoreFile, io: StoreIO) {
     this.handle = handle;
     this.io = io;
   }
@@ -137,7 +137,7 @@ export class EventLogWriter {
 }
 
 /** Ends a torn last line with `\n` so the next record starts on a line of its own. */
-async function repairTornTail(io: StoreIO, path: string, handle: FileHandle): Promise<void> {
+async function repairTornTail(io: StoreIO, path: string, handle: StoreFile): Promise<void> {
   const { size } = await handle.stat();
   if (size === 0) return;
   const reader = await fsp.open(path, constants.O_RDONLY);

@@ -7,8 +7,8 @@
  * counted and skipped rather than failing the log. Writers always write the
  * current layout (see {@link encodeCompleted}).
  */
-import { z } from 'zod';
 import type { Attachment, EmittedMessage } from '../protocol/messages.js';
+import { z } from '../protocol/zod.js';
 import type { CallStatus, OutputRef, StreamRef, TerminalResult } from '../result.js';
 
 /** Record type of a call that started. */

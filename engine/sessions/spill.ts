@@ -10,8 +10,8 @@
  * sees it unreferenced and unpinned.
  */
 import { createHash } from 'node:crypto';
-import { constants, promises as fsp } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import type { StoreFile } from '../../store/file.js';
 import type { Pin, Store } from '../../store/store.js';
 import { openTombstoned } from '../../store/tombstone.js';
 import { IntegrityError, NotFoundError, ResourceLimitError, toSluiceError } from '../protocol/errors.js';
@@ -107,10 +107,10 @@ export async function readBlobWhole(store: Store, digest: string, maxBytes = MAX
   return buf;
 }
 
-async function openBlobOrTombstone(store: Store, digest: string): Promise<FileHandle> {
+async function openBlobOrTombstone(store: Store, digest: string): Promise<StoreFile> {
   try {
     // Not through a symbolic link planted in the store (see store/integrity.ts).
-    return await fsp.open(store.layout.blobPath(digest), constants.O_RDONLY | constants.O_NOFOLLOW);
+    return await store.io.open(store.layout.blobPath(digest), constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (err) {
     if ((err as { code?: unknown }).code !== 'ENOENT') throw err;
     // A collection may have it aside for an instant (store/tombstone.ts).

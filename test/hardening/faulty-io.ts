@@ -13,8 +13,9 @@
  *
  * Pass it as `Store.open(dir, { io })` or `Engine.open({ io })`.
  */
-import type { FileHandle } from 'node:fs/promises';
+
 import { relative, sep } from 'node:path';
+import type { StoreFile } from '../../store/file.js';
 import { realIO, type StoreIO } from '../../store/io.js';
 
 /** The operations of {@link StoreIO}. */
@@ -165,8 +166,8 @@ export class FaultyIO implements StoreIO {
   readonly log: OpRecord[] = [];
   private readonly root: string;
   private readonly base: StoreIO;
-  private readonly paths = new WeakMap<FileHandle, string>();
-  private readonly handles = new Set<FileHandle>();
+  private readonly paths = new WeakMap<StoreFile, string>();
+  private readonly handles = new Set<StoreFile>();
   private faults: ActiveFault[] = [];
   private crashRule: ActiveFault | undefined;
   private dead = false;
@@ -229,7 +230,7 @@ export class FaultyIO implements StoreIO {
   }
 
   /** Path a handle was opened with. */
-  pathOf(fh: FileHandle): string {
+  pathOf(fh: StoreFile): string {
     return this.paths.get(fh) ?? '?';
   }
 
@@ -266,7 +267,7 @@ export class FaultyIO implements StoreIO {
     return real();
   }
 
-  open = async (path: string, flags: number, mode?: number): Promise<FileHandle> => {
+  open = async (path: string, flags: number, mode?: number): Promise<StoreFile> => {
     const rec = this.record('open', path);
     const fh = await this.run(rec, () => this.base.open(path, flags, mode));
     this.paths.set(fh, path);
@@ -274,7 +275,7 @@ export class FaultyIO implements StoreIO {
     return fh;
   };
 
-  write = async (fh: FileHandle, buf: Uint8Array, off: number, len: number, position: number | null) => {
+  write = async (fh: StoreFile, buf: Uint8Array, off: number, len: number, position: number | null) => {
     const rec = this.record('write', this.pathOf(fh), {
       bytes: len,
       ...(len <= 1024 ? { text: Buffer.from(buf.buffer, buf.byteOffset + off, len).toString('latin1') } : {}),
@@ -285,7 +286,7 @@ export class FaultyIO implements StoreIO {
     return this.base.write(fh, buf, off, len, position);
   };
 
-  writev = async (fh: FileHandle, bufs: Uint8Array[], position: number) => {
+  writev = async (fh: StoreFile, bufs: Uint8Array[], position: number) => {
     const bytes = bufs.reduce((n, b) => n + b.length, 0);
     const rec = this.record('writev', this.pathOf(fh), { bytes });
     const fate = this.decide(rec);
@@ -298,8 +299,8 @@ export class FaultyIO implements StoreIO {
     return this.base.writev(fh, bufs, position);
   };
 
-  fsync = (fh: FileHandle) => this.run(this.record('fsync', this.pathOf(fh)), () => this.base.fsync(fh));
-  datasync = (fh: FileHandle) => this.run(this.record('datasync', this.pathOf(fh)), () => this.base.datasync(fh));
+  fsync = (fh: StoreFile) => this.run(this.record('fsync', this.pathOf(fh)), () => this.base.fsync(fh));
+  datasync = (fh: StoreFile) => this.run(this.record('datasync', this.pathOf(fh)), () => this.base.datasync(fh));
   fsyncDir = (dir: string) => this.run(this.record('fsyncDir', dir), () => this.base.fsyncDir(dir));
   rename = (from: string, to: string) =>
     this.run(this.record('rename', from, { to }), () => this.base.rename(from, to));

@@ -1,7 +1,7 @@
 /**
  * UTF-8 across writes and chunks: a character split between two writes (bash
  * reads, JS Buffers, or the two halves of a surrogate pair) is stored whole;
- * invalid bytes and dangling halves become U+FFFD; the 64 KiB wire split
+ * invalid bytes and dangling halves become U+FFFD; the wire split
  * never cuts a character.
  */
 import { afterEach, describe, expect, it } from 'vitest';
@@ -68,10 +68,40 @@ describe('UTF-8 from JS tools', () => {
     expect(await singleText(engine, dangling)).toBe(`${FFFD}text`);
   });
 
-  it('the 64 KiB wire split never cuts a character', async () => {
+  it('a tool reusing its buffer after each write loses nothing, even with a character held back between writes', async () => {
     const { engine } = await engineWith(['utf8-split']);
-    // One write of 3 × 64 KiB + change with a 4-byte character straddling every 64 KiB boundary.
-    const text = `${'a'.repeat(65534)}${GRIN}`.repeat(3);
+    // Regression: the held-back start of a character was a view into the tool's buffer, so
+    // overwriting that buffer after the write's callback changed bytes not yet sent.
+    const r = await engine.run('utf8-split', {
+      parts: [
+        [0x41, 0xf0, 0x9f],
+        [0x98, 0x80, 0x42],
+      ],
+      reuse: true,
+      gapMs: 0,
+    });
+    expect(await singleText(engine, r)).toBe(`A${GRIN}B`);
+    expect(r.metadata).toEqual({ lengthsAfter: [3, 3] });
+  });
+
+  it('handed-over buffers move to the engine uncopied and arrive intact, a split character included', async () => {
+    const { engine } = await engineWith(['utf8-split']);
+    const r = await engine.run('utf8-split', {
+      parts: [[0x41, 0xf0, 0x9f], [0x98, 0x80, 0x42], Array.from(Buffer.from('tail\n'))],
+      handOver: true,
+    });
+    expect(await singleText(engine, r)).toBe(`A${GRIN}Btail\n`);
+    // The third buffer moved (its view is empty afterwards). The first two did not: the first ends inside
+    // a character, so only one byte of it can go (copied), and the second is joined to those held-back bytes.
+    expect(r.metadata).toEqual({ lengthsAfter: [3, 3, 0] });
+    await expectStoreClean(engine);
+  });
+
+  it('the wire split never cuts a character', async () => {
+    const { engine } = await engineWith(['utf8-split']);
+    // One write of 3 × 256 KiB + change with a 4-byte character straddling every 256 KiB boundary
+    // (messages are a quarter of the default 1 MiB window).
+    const text = `${'a'.repeat(262142)}${GRIN}`.repeat(3);
     const r = await engine.run('utf8-split', { parts: [text] });
     expect(r.output).toMatchObject({ bytes: Buffer.byteLength(text), digest: sha256(text) });
     await expectStoreClean(engine);

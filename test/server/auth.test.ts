@@ -6,6 +6,7 @@
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { PROTOCOL_VERSION } from '../../engine/protocol/messages.js';
 import { bearerMatches, loadOrCreateToken, TOKEN_FILE } from '../../engine/server/auth.js';
 import { cleanup, printedToken, spawnServe, startTestServer, tempDir } from './helpers.js';
 
@@ -59,8 +60,8 @@ describe('bearer token', () => {
     for (const scheme of ['Bearer', 'bearer']) {
       const res = await fetch(`${s.url}/v1/info`, { headers: { authorization: `${scheme} ${s.token}` } });
       expect(res.status).toBe(200);
-      expect(res.headers.get('sluice-protocol')).toBe('1');
-      expect(await res.json()).toMatchObject({ name: 'sluice', protocolVersion: 1 });
+      expect(res.headers.get('sluice-protocol')).toBe(String(PROTOCOL_VERSION));
+      expect(await res.json()).toMatchObject({ name: 'sluice', protocolVersion: PROTOCOL_VERSION });
     }
   });
 

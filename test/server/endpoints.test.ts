@@ -7,6 +7,7 @@
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { PROTOCOL_VERSION } from '../../engine/protocol/messages.js';
 import {
   callPendingSchema,
   errorBodySchema,
@@ -46,7 +47,7 @@ describe('endpoints', () => {
   it('GET /v1/info and /v1/tools describe the server and its tools', async () => {
     const s = await startTestServer(['script-streams']);
     const info = infoResponseSchema.parse(await json(await s.api('/v1/info')));
-    expect(info.protocolVersion).toBe(1);
+    expect(info.protocolVersion).toBe(PROTOCOL_VERSION);
     expect(info.version).toMatch(/^\d+\.\d+\.\d+/);
     const res = await s.api('/v1/tools');
     expect(res.status).toBe(200);

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { onTestFinished } from 'vitest';
+import { StoreFile } from '../../store/file.js';
 import { realIO, type StoreIO } from '../../store/io.js';
 import { Store, type StoreOptions } from '../../store/store.js';
 
@@ -70,13 +71,11 @@ export async function flipBit(path: string, position: number, bit = 0): Promise<
 }
 
 /**
- * Runs `fn` while counting the bytes every FileHandle.read returns, so a test
- * can tell O(page) reads from O(offset) scans without timing anything.
+ * Runs `fn` while counting the bytes every store file read returns, so a
+ * test can tell O(page) reads from O(offset) scans without timing anything.
  */
 export async function countBytesRead<T>(fn: () => Promise<T>): Promise<{ result: T; bytesRead: number }> {
-  const probe = await fsp.open(process.execPath, 'r');
-  const proto = Object.getPrototypeOf(probe) as { read: (...args: unknown[]) => Promise<{ bytesRead: number }> };
-  await probe.close();
+  const proto = StoreFile.prototype as unknown as { read: (...args: unknown[]) => Promise<{ bytesRead: number }> };
   const original = proto.read;
   let bytesRead = 0;
   proto.read = async function (this: unknown, ...args: unknown[]) {

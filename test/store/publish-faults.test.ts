@@ -1,6 +1,6 @@
 import { promises as fsp } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
+import type { StoreFile } from '../../store/file.js';
 import { realIO, type StoreIO } from '../../store/io.js';
 import { Store } from '../../store/store.js';
 import { filesUnder, fsError, ioWith, sha256, tempDir, tmpEntries } from './helpers.js';
@@ -114,7 +114,7 @@ describe('publication faults', () => {
 
     /** I/O whose writes to index temp files fail, while blob writes succeed. */
     function indexWritesFail(): StoreIO {
-      const indexHandles = new WeakSet<FileHandle>();
+      const indexHandles = new WeakSet<StoreFile>();
       return ioWith({
         open: async (path, flags, mode) => {
           const fh = await realIO.open(path, flags, mode);

@@ -15,7 +15,7 @@ import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { BadArgumentsError, serializeError, TimeoutError, ToolFailedError } from '../../engine/protocol/errors.js';
-import { complete, defineTool, z } from '../tool.js';
+import { complete, defineTool, handOver, z } from '../tool.js';
 
 /** Live display: the first bytes of output verbatim, then a progress line at most this often. */
 const PROGRESS_EVERY_MS = 500;
@@ -36,7 +36,8 @@ class Meter extends Transform {
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     this.bytes += chunk.length;
     this.onData(chunk);
-    cb(null, chunk);
+    // Pipe reads come in buffers of their own that nothing here keeps: they move to the engine uncopied.
+    cb(null, handOver(chunk));
   }
 }
 

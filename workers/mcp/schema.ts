@@ -12,8 +12,8 @@
  * fields and leaves the rest to the server, which validates its own input.
  * Validation never rewrites the arguments: defaults are the server's to apply.
  */
-import { z } from 'zod';
 import { BadArgumentsError } from '../../engine/protocol/errors.js';
+import { z } from '../../engine/protocol/zod.js';
 
 /** Checks arguments; throws EBADARGS naming each bad field. */
 export type ArgsValidator = (args: unknown) => void;

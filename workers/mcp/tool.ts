@@ -12,8 +12,8 @@
  * output (`complete.full`): captured, retained and truncated like any other.
  * An `isError` result is a failed call whose text is its output.
  */
-import { z } from 'zod';
 import type { Attachment } from '../../engine/protocol/messages.js';
+import { z } from '../../engine/protocol/zod.js';
 import { type CompletionFields, complete, defineTool, type ToolContext, type ToolDefinition } from '../tool.js';
 import { hostCall, hostDef } from './client.js';
 import { type ArgsValidator, compileInputSchema } from './schema.js';

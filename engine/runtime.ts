@@ -1,0 +1,19 @@
+/**
+ * What an open engine runs on beyond engine.ts and its worker pool: zod
+ * (through the option and wire schemas), the store, the call path, the
+ * registry. Engine.open imports this module only after it has started the
+ * first worker, so that the worker boots and loads its own modules on another
+ * core while this thread loads these; engine.ts imports nothing else
+ * statically but the pool (docs/architecture.md, "Opening an engine").
+ */
+export { resolveStoreDir, Store } from '../store/store.js';
+export { BUILTIN_TOOLS } from './builtin-tools.js';
+export { Call } from './call.js';
+export { EventHub } from './events/hub.js';
+export { assertJsonArgs } from './json-args.js';
+export { LazySessionLog } from './lazy-session-log.js';
+export { resolveOptions } from './options.js';
+export { ClosedError, toSluiceError } from './protocol/errors.js';
+export { READ_TOOL, readArgs, readCallOptions, readResultOf } from './read.js';
+export { Registry } from './registry.js';
+export { assertSessionId } from './sessions/session-id.js';

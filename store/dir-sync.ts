@@ -1,0 +1,88 @@
+/**
+ * fsync of a directory after a rename into it, with the directory kept open.
+ *
+ * Every publication renames a blob into one of 256 shard directories and must
+ * then fsync that directory. Opening and closing it each time triples the
+ * thread-pool round trips of that step, and on a small machine each round trip
+ * costs the main thread far more than the syscall (docs/benchmarks.md). So a
+ * store keeps up to {@link MAX_OPEN_DIRS} directory descriptors open while it is
+ * open. Only with the real filesystem: an injected {@link StoreIO} sees every
+ * `fsyncDir` as before, so fault tests keep their exact operation sequence.
+ *
+ * A cached descriptor names the directory that existed when it was opened.
+ * The store never removes a blob shard directory, and a rename into a
+ * directory that has been removed fails (ENOENT) before its fsync is reached.
+ */
+import { constants } from 'node:fs';
+import { StoreFile } from './file.js';
+import type { StoreIO } from './io.js';
+
+/** Directory descriptors a store keeps open at most (beyond it, idle ones are closed, oldest first). */
+export const MAX_OPEN_DIRS = 300;
+
+interface OpenDir {
+  file: Promise<StoreFile>;
+  /** fsyncs in flight: a descriptor is never closed under one. */
+  users: number;
+}
+
+/** Directory fsyncs of one store. */
+export class DirSync {
+  private readonly io: StoreIO;
+  private readonly cache: boolean;
+  private readonly dirs = new Map<string, OpenDir>();
+  private closed = false;
+
+  /** With `cache` false every sync goes to `io.fsyncDir`. */
+  constructor(io: StoreIO, cache: boolean) {
+    this.io = io;
+    this.cache = cache;
+  }
+
+  /** Flushes `dir`'s entries to stable storage. */
+  async sync(dir: string): Promise<void> {
+    if (!this.cache || this.closed) return this.io.fsyncDir(dir);
+    let entry = this.dirs.get(dir);
+    if (entry === undefined) {
+      entry = { file: StoreFile.open(dir, constants.O_RDONLY | constants.O_DIRECTORY), users: 0 };
+      this.dirs.set(dir, entry);
+    }
+    entry.users++;
+    this.evict();
+    try {
+      const file = await entry.file;
+      await file.sync();
+    } catch (err) {
+      // A failed open or fsync is not cached: the next publication tries afresh.
+      if (this.dirs.get(dir) === entry) this.dirs.delete(dir);
+      throw err;
+    } finally {
+      entry.users--;
+      if (entry.users === 0 && (this.closed || this.dirs.get(dir) !== entry)) release(entry);
+    }
+  }
+
+  /** Closes every idle descriptor; ones in use close when their fsync ends. */
+  close(): void {
+    this.closed = true;
+    for (const entry of this.dirs.values()) if (entry.users === 0) release(entry);
+    this.dirs.clear();
+  }
+
+  private evict(): void {
+    if (this.dirs.size <= MAX_OPEN_DIRS) return;
+    for (const [dir, entry] of this.dirs) {
+      if (this.dirs.size <= MAX_OPEN_DIRS) return;
+      if (entry.users > 0) continue;
+      this.dirs.delete(dir);
+      release(entry);
+    }
+  }
+}
+
+function release(entry: OpenDir): void {
+  entry.file.then(
+    (f) => f.close().catch(() => {}),
+    () => {},
+  );
+}
