@@ -1,11 +1,16 @@
 /**
  * The store's durable path is fsync-bound: every publish fsyncs a file and a
- * directory, and every terminal record fsyncs its log. libuv runs those on its
- * threadpool, 4 threads by default, so 16 calls in flight queue behind 4
- * fsyncs (bench/overhead.ts: about 1.7x more publishes per second with 16
- * threads). The pool size is read once, when the pool first starts, so this
- * module runs before anything touches the filesystem. A value the host set
- * itself is kept.
+ * directory, every terminal record fsyncs its log, and a long capture flushes
+ * in the background. libuv runs those on its threadpool, 4 threads by
+ * default, where a slow fsync holds a thread that writes could use.
+ *
+ * The pool size is read once, when the pool first starts. A CommonJS host
+ * that loads sluice before touching the filesystem gets 16 threads from this
+ * module. An ESM entry point does not: Node starts the pool (with 4 threads)
+ * while it loads the entry's modules, before any of them runs, so there the
+ * size has to come from the environment (`UV_THREADPOOL_SIZE=16 node ...`).
+ * Measured effect (docs/benchmarks.md): concurrency aggregate +0–9%, per-call
+ * overhead within noise. A value the host set itself is kept.
  */
 if (!process.env.UV_THREADPOOL_SIZE) process.env.UV_THREADPOOL_SIZE = '16';
 

@@ -36,7 +36,7 @@ const MAX_BATCH_CHUNKS = 512;
  * the final fsync (which the publication waits for) little to do; without it
  * a 1 GiB capture ends with seconds of writeback (docs/benchmarks.md).
  */
-const WRITEBACK_EVERY_BYTES = Number(process.env.WB ?? 32 * 1024 * 1024);
+const WRITEBACK_EVERY_BYTES = 32 * 1024 * 1024;
 
 /** Spill index entries once this many are pending. */
 const INDEX_SPILL_ENTRIES = 4096;
@@ -140,8 +140,10 @@ export class BlobWriter {
         this.syncedUpTo = upTo;
         this.writeback = undefined;
       },
-      () => {
-        // Only an early start: a real failure shows again at the final fsync.
+      (err: unknown) => {
+        // Fails the blob: after a failed fsync the kernel may have dropped the dirty pages and
+        // cleared the error, so a later fsync that succeeds would not prove the bytes are on disk.
+        this.failure ??= toSluiceError(err, 'EDISK');
         this.writeback = undefined;
       },
     );

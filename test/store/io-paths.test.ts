@@ -1,0 +1,120 @@
+/**
+ * The store's cheaper I/O paths keep their guarantees: directory descriptors
+ * kept open for the fsync after a rename are closed with the store; pins
+ * taken at once share journal writes but each still protects its digest; a
+ * long capture flushes in the background, and a failed background flush
+ * fails the blob; store files behave like file handles after close.
+ */
+import { createHash } from 'node:crypto';
+import { constants, promises as fsp } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { MAX_OPEN_DIRS } from '../../store/dir-sync.js';
+import { StoreFile } from '../../store/file.js';
+import { parsePinJournal } from '../../store/pins.js';
+import { Store } from '../../store/store.js';
+import { FaultyIO, label } from '../hardening/faulty-io.js';
+import { sha256, tempDir, tmpEntries } from './helpers.js';
+
+/** Open descriptors of this process that point into `dir`. */
+async function fdsUnder(dir: string): Promise<number> {
+  let n = 0;
+  for (const fd of await fsp.readdir('/proc/self/fd')) {
+    const target = await fsp.readlink(`/proc/self/fd/${fd}`).catch(() => '');
+    if (target.startsWith(dir)) n++;
+  }
+  return n;
+}
+
+/** Waits until `check` holds (descriptors close on the thread pool, after close() returns). */
+async function eventually(check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 100 && !(await check()); i++) await new Promise((r) => setTimeout(r, 10));
+}
+
+describe('store I/O paths', () => {
+  it('keeps one descriptor per shard directory it published into, and closes them all with the store', async () => {
+    const dir = await tempDir();
+    const store = await Store.open(dir);
+    const digests = new Set<string>();
+    for (let i = 0; i < 40; i++) digests.add((await store.publishBytes(`blob ${i}\n`)).digest);
+    const shards = new Set([...digests].map((d) => d.slice(0, 2)));
+    // Publishing again into the same shards opens nothing new.
+    for (let i = 0; i < 40; i++) await store.publishBytes(`blob ${i}\n`);
+    expect(await fdsUnder(`${dir}/blobs`)).toBe(shards.size);
+    expect(shards.size).toBeLessThanOrEqual(MAX_OPEN_DIRS);
+    store.close();
+    await eventually(async () => (await fdsUnder(dir)) === 0);
+    expect(await fdsUnder(dir)).toBe(0);
+    expect(await tmpEntries(store)).toEqual([]);
+  });
+
+  it('pins taken at once share journal writes, each digest is held, and releasing all leaves pins/ empty', async () => {
+    const dir = await tempDir();
+    const io = new FaultyIO(dir);
+    const store = await Store.open(dir, { io });
+    const digests = Array.from({ length: 40 }, (_, i) => sha256(`pin ${i}`));
+    const pins = await Promise.all(digests.map((d) => store.pin([d])));
+    const pinWrites = io.log.filter((r) => label(r) === 'write pin').length;
+    expect(pinWrites).toBeGreaterThan(0);
+    expect(pinWrites).toBeLessThan(digests.length);
+    const [journal] = await fsp.readdir(store.layout.pins);
+    const held = parsePinJournal(await fsp.readFile(`${store.layout.pins}/${journal}`, 'latin1'));
+    expect([...held].sort()).toEqual([...digests].sort());
+    await Promise.all(pins.map((p) => p.release()));
+    expect(await fsp.readdir(store.layout.pins)).toEqual([]);
+    expect(io.openHandles()).toEqual([]);
+  });
+
+  it('a capture past 32 MiB is flushed in the background before its final fsync, and publishes the right digest', async () => {
+    const dir = await tempDir();
+    const io = new FaultyIO(dir);
+    const store = await Store.open(dir, { io });
+    const w = store.writer();
+    const hash = createHash('sha256');
+    const chunk = Buffer.alloc(1024 * 1024, 'background writeback\n');
+    for (let i = 0; i < 40; i++) {
+      hash.update(chunk);
+      await w.write(chunk);
+    }
+    const info = await w.commit();
+    expect(info).toMatchObject({ digest: hash.digest('hex'), bytes: 40 * 1024 * 1024 });
+    const ops = io.log.map(label);
+    const early = ops.indexOf('datasync capture');
+    expect(early).toBeGreaterThan(-1);
+    expect(early).toBeLessThan(ops.indexOf('fsync capture'));
+    expect(await tmpEntries(store)).toEqual([]);
+  });
+
+  it('a failed background flush fails the blob with EDISK even though the final fsync would succeed', async () => {
+    const dir = await tempDir();
+    const io = new FaultyIO(dir);
+    io.inject({ op: 'datasync', role: 'capture', errno: 'EIO' });
+    const store = await Store.open(dir, { io });
+    const w = store.writer();
+    const chunk = Buffer.alloc(1024 * 1024, 'x');
+    let failed: unknown;
+    try {
+      for (let i = 0; i < 40; i++) await w.write(chunk);
+      await w.commit();
+    } catch (err) {
+      failed = err;
+      await w.abort();
+    }
+    expect(failed).toMatchObject({ code: 'EDISK', details: { errno: 'EIO' } });
+    expect(await tmpEntries(store)).toEqual([]);
+    expect(await fsp.readdir(store.layout.pins)).toEqual([]);
+    expect(io.openHandles()).toEqual([]);
+  });
+
+  it('a store file reports fd -1 once closed, closes twice harmlessly, and rejects use after close with EBADF', async () => {
+    const dir = await tempDir();
+    const f = await StoreFile.open(`${dir}/f`, constants.O_CREAT | constants.O_RDWR, 0o600);
+    expect(f.fd).toBeGreaterThan(2);
+    expect((await f.write(Buffer.from('abc'), 0, 3, 0)).bytesWritten).toBe(3);
+    expect((await f.readFile()).toString()).toBe('abc');
+    await f.close();
+    expect(f.fd).toBe(-1);
+    await expect(f.close()).resolves.toBeUndefined();
+    await expect(f.read(Buffer.alloc(1), 0, 1, 0)).rejects.toMatchObject({ code: 'EBADF' });
+    expect(await fdsUnder(dir)).toBe(0);
+  });
+});
