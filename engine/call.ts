@@ -67,7 +67,11 @@ export interface CallOptions {
   session?: string;
   /** Aborting it cancels the call (as {@link CallHandle.cancel} does). */
   signal?: AbortSignal;
-  /** Fails the call with ETIMEOUT after this many milliseconds. */
+  /**
+   * Fails the call with ETIMEOUT after this many milliseconds, counted from
+   * the call's start: time spent waiting for a free worker (and, for the first
+   * call of a fresh engine, for a worker to boot) counts.
+   */
   timeoutMs?: number;
   /** The call's id. @default a random UUID */
   callId?: string;

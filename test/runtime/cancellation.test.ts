@@ -148,6 +148,8 @@ describe('time limits', () => {
 
   it("the engine's timeoutMs fails a bash call with ETIMEOUT, keeping its accepted output", async () => {
     const { engine } = await engineWith([]);
+    // Warm: the first call also waits for a worker to boot, which can take most of 300 ms on a loaded machine.
+    expect((await engine.run('bash', { command: 'true' })).status).toBe('success');
     const sleeper = uniqueSleep();
     const r = await engine.run('bash', { command: `echo started; ${sleeper.command}` }, { timeoutMs: 300 });
     expect(r).toMatchObject({ status: 'failed', complete: false, error: { code: 'ETIMEOUT' } });
