@@ -172,10 +172,18 @@ export class BlobWriter {
           actual: digest,
         });
       }
+      let pinned = false;
+      if (this.file === undefined && this.scanner.bytes === 0) {
+        // Empty content (the stderr of most commands): no temporary file at all when the empty blob
+        // is already in the store, which saves a file creation, an fsync and a rename per stream.
+        await pin?.add([digest]);
+        pinned = true;
+        if (await this.store.refreshBlob(digest, 0)) return { digest, bytes: 0, lines: 0, deduplicated: true };
+      }
       const fh = this.file ?? (await this.open());
       await this.store.io.fsync(fh);
       // Pinned before it becomes visible, so a concurrent GC that sees the blob also sees the pin.
-      await pin?.add([digest]);
+      if (!pinned) await pin?.add([digest]);
       crashPoint('capture-written');
       await fh.close();
       this.file = undefined;

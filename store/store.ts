@@ -174,27 +174,36 @@ export class Store {
    */
   async placeBlob(tmpPath: string, digest: string, bytes: number): Promise<boolean> {
     const target = this.layout.blobPath(digest);
-    const existing = await statOrUndefined(target);
-    if (existing?.isFile() && existing.size === bytes) {
-      const now = new Date();
-      const refreshed = await this.io.utimes(target, now, now).then(
-        () => true,
-        (err: { code?: unknown }) => {
-          // Removed (by GC) since the stat: publish our copy instead of failing.
-          if (err?.code === 'ENOENT') return false;
-          throw err;
-        },
-      );
-      if (refreshed) {
-        await this.io.unlink(tmpPath);
-        return true;
-      }
+    if (await this.refreshBlob(digest, bytes)) {
+      await this.io.unlink(tmpPath);
+      return true;
     }
     const dir = dirname(target);
     await this.ensureDir(dir);
     await this.io.rename(tmpPath, target);
     await this.dirSync.sync(dir);
     return false;
+  }
+
+  /**
+   * True when blob `digest` is present with `bytes` bytes; its mtime is then
+   * refreshed, so a concurrent GC sees it as fresh. A same-named file of
+   * another size is corrupt and does not count.
+   * @internal
+   */
+  async refreshBlob(digest: string, bytes: number): Promise<boolean> {
+    const target = this.layout.blobPath(digest);
+    const existing = await statOrUndefined(target);
+    if (!existing?.isFile() || existing.size !== bytes) return false;
+    const now = new Date();
+    return this.io.utimes(target, now, now).then(
+      () => true,
+      (err: { code?: unknown }) => {
+        // Removed (by GC) since the stat: the caller publishes its own copy instead of failing.
+        if (err?.code === 'ENOENT') return false;
+        throw err;
+      },
+    );
   }
 
   /**

@@ -105,6 +105,25 @@ describe('store I/O paths', () => {
     expect(io.openHandles()).toEqual([]);
   });
 
+  it('empty content creates no temporary file once the empty blob exists, and is still pinned first', async () => {
+    const dir = await tempDir();
+    const io = new FaultyIO(dir);
+    const store = await Store.open(dir, { io });
+    const empty = sha256('');
+    const first = await store.publishBytes('');
+    expect(first).toMatchObject({ digest: empty, bytes: 0, lines: 0, deduplicated: false });
+    expect(io.log.map(label)).toContain('open capture');
+    io.clearLog();
+    const pin = await store.pin();
+    const again = await store.writer().commit(undefined, pin);
+    expect(again).toMatchObject({ digest: empty, bytes: 0, lines: 0, deduplicated: true });
+    expect(io.log.map(label)).toEqual(['open pin', 'write pin', 'utimes blob']);
+    expect(pin.digests).toEqual([empty]);
+    await pin.release();
+    expect(await fsp.readdir(store.layout.pins)).toEqual([]);
+    expect(await tmpEntries(store)).toEqual([]);
+  });
+
   it('a store file reports fd -1 once closed, closes twice harmlessly, and rejects use after close with EBADF', async () => {
     const dir = await tempDir();
     const f = await StoreFile.open(`${dir}/f`, constants.O_CREAT | constants.O_RDWR, 0o600);
