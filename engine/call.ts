@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { MessagePort } from 'node:worker_threads';
 import type { Pin, Store } from '../store/store.js';
 import { Capture } from './capture.js';
+import { freeChunk } from './free-buffer.js';
 import { EventHub } from './events/hub.js';
 import { MODEL_STATUS_RESERVE } from './options.js';
 import { PageCapture } from './page-capture.js';
@@ -335,6 +336,9 @@ export class Call {
       () => {
         this.inFlight -= len;
         this.credit(len);
+        // On disk, hashed, scanned and previewed (the preview copies): nothing refers to these bytes
+        // now. A page capture keeps its parts until the page is rendered, so those stay.
+        if (this.capture instanceof Capture) freeChunk(bytes);
       },
       (err: unknown) => {
         this.inFlight -= len;
