@@ -121,7 +121,8 @@ export class BlobWriter {
           this.position,
         );
         this.position += total;
-        if (this.position - this.syncedUpTo >= WRITEBACK_EVERY_BYTES && !this.writeback) this.startWriteback(fh);
+        if (this.position - this.syncedUpTo >= WRITEBACK_EVERY_BYTES && !this.writeback && this.store.beginWriteback())
+          this.startWriteback(fh);
         if (this.scanner.pendingEntries >= INDEX_SPILL_ENTRIES) await this.spillIndex();
         for (const q of batch) q.resolve();
       } catch (err) {
@@ -132,15 +133,17 @@ export class BlobWriter {
     this.flushing = undefined;
   }
 
-  /** Flushes what is written so far without waiting; the final fsync at commit is what counts. */
+  /** Flushes what is written so far without waiting for it; a failure fails the blob. */
   private startWriteback(fh: StoreFile): void {
     const upTo = this.position;
     this.writeback = this.store.io.datasync(fh).then(
       () => {
+        this.store.endWriteback();
         this.syncedUpTo = upTo;
         this.writeback = undefined;
       },
       (err: unknown) => {
+        this.store.endWriteback();
         // Fails the blob: after a failed fsync the kernel may have dropped the dirty pages and
         // cleared the error, so a later fsync that succeeds would not prove the bytes are on disk.
         this.failure ??= toSluiceError(err, 'EDISK');
@@ -178,7 +181,11 @@ export class BlobWriter {
         // is already in the store, which saves a file creation, an fsync and a rename per stream.
         await pin?.add([digest]);
         pinned = true;
-        if (await this.store.refreshBlob(digest, 0)) return { digest, bytes: 0, lines: 0, deduplicated: true };
+        if (await this.store.refreshBlob(digest, 0)) {
+          // The same step sequence as a written capture, for the crash-injection tests.
+          crashPoint('capture-written');
+          return { digest, bytes: 0, lines: 0, deduplicated: true };
+        }
       }
       const fh = this.file ?? (await this.open());
       await this.store.io.fsync(fh);

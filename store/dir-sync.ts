@@ -5,9 +5,10 @@
  * then fsync that directory. Opening and closing it each time triples the
  * thread-pool round trips of that step, and on a small machine each round trip
  * costs the main thread far more than the syscall (docs/benchmarks.md). So a
- * store keeps up to {@link MAX_OPEN_DIRS} directory descriptors open while it is
- * open. Only with the real filesystem: an injected {@link StoreIO} sees every
- * `fsyncDir` as before, so fault tests keep their exact operation sequence.
+ * store keeps the descriptors of the shard directories it published into open
+ * while it is open: at most 256, one per shard. Only with the real filesystem:
+ * an injected {@link StoreIO} sees every `fsyncDir` as before, so fault tests
+ * keep their exact operation sequence.
  *
  * A cached descriptor names the directory that existed when it was opened.
  * The store never removes a blob shard directory, and a rename into a
@@ -16,9 +17,6 @@
 import { constants } from 'node:fs';
 import { StoreFile } from './file.js';
 import type { StoreIO } from './io.js';
-
-/** Directory descriptors a store keeps open at most (beyond it, idle ones are closed, oldest first). */
-export const MAX_OPEN_DIRS = 300;
 
 interface OpenDir {
   file: Promise<StoreFile>;
@@ -39,7 +37,7 @@ export class DirSync {
     this.cache = cache;
   }
 
-  /** Flushes `dir`'s entries to stable storage. */
+  /** Flushes `dir`'s entries to stable storage (`dir` is a blob shard directory). */
   async sync(dir: string): Promise<void> {
     if (!this.cache || this.closed) return this.io.fsyncDir(dir);
     let entry = this.dirs.get(dir);
@@ -48,7 +46,6 @@ export class DirSync {
       this.dirs.set(dir, entry);
     }
     entry.users++;
-    this.evict();
     try {
       const file = await entry.file;
       await file.sync();
@@ -67,16 +64,6 @@ export class DirSync {
     this.closed = true;
     for (const entry of this.dirs.values()) if (entry.users === 0) release(entry);
     this.dirs.clear();
-  }
-
-  private evict(): void {
-    if (this.dirs.size <= MAX_OPEN_DIRS) return;
-    for (const [dir, entry] of this.dirs) {
-      if (this.dirs.size <= MAX_OPEN_DIRS) return;
-      if (entry.users > 0) continue;
-      this.dirs.delete(dir);
-      release(entry);
-    }
   }
 }
 

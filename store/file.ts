@@ -12,6 +12,9 @@ import { type BigIntStats, close, fdatasync, fstat, fsync, open, read, type Stat
 /** An open file of the store. Close it exactly once. */
 export class StoreFile {
   private descriptor: number;
+  /** Operations submitted and not finished: close waits for them, so their descriptor is never reused under them. */
+  private inFlight = 0;
+  private idle: (() => void) | undefined;
 
   private constructor(fd: number) {
     this.descriptor = fd;
@@ -36,11 +39,9 @@ export class StoreFile {
     length: number,
     position: number | null,
   ): Promise<{ bytesRead: number; buffer: T }> {
-    return new Promise((resolve, reject) => {
-      read(this.live(), buffer, offset, length, position, (err, bytesRead) =>
-        err ? reject(err) : resolve({ bytesRead, buffer }),
-      );
-    });
+    return this.track((done) =>
+      read(this.live(), buffer, offset, length, position, (err, n) => done(err, { bytesRead: n, buffer })),
+    );
   }
 
   /** Writes `buffer[offset, offset+length)` at `position` (null: the current offset, the end under O_APPEND). */
@@ -50,36 +51,31 @@ export class StoreFile {
     length: number,
     position: number | null,
   ): Promise<{ bytesWritten: number; buffer: T }> {
-    return new Promise((resolve, reject) => {
-      write(this.live(), buffer, offset, length, position, (err, bytesWritten) =>
-        err ? reject(err) : resolve({ bytesWritten, buffer }),
-      );
-    });
+    return this.track((done) =>
+      write(this.live(), buffer, offset, length, position, (err, n) => done(err, { bytesWritten: n, buffer })),
+    );
   }
 
   /** Writes `buffers` in order at `position`; may be short. */
   writev(buffers: NodeJS.ArrayBufferView[], position: number): Promise<{ bytesWritten: number }> {
-    return new Promise((resolve, reject) => {
-      writev(this.live(), buffers, position, (err, bytesWritten) => (err ? reject(err) : resolve({ bytesWritten })));
-    });
+    return this.track((done) => writev(this.live(), buffers, position, (err, n) => done(err, { bytesWritten: n })));
   }
 
   /** fsync(2). */
   sync(): Promise<void> {
-    return new Promise((resolve, reject) => fsync(this.live(), (err) => (err ? reject(err) : resolve())));
+    return this.track((done) => fsync(this.live(), (err) => done(err, undefined)));
   }
 
   /** fdatasync(2). */
   datasync(): Promise<void> {
-    return new Promise((resolve, reject) => fdatasync(this.live(), (err) => (err ? reject(err) : resolve())));
+    return this.track((done) => fdatasync(this.live(), (err) => done(err, undefined)));
   }
 
   /** fstat(2). */
   stat(): Promise<Stats>;
   stat(options: { bigint: true }): Promise<BigIntStats>;
   stat(options?: { bigint?: boolean }): Promise<Stats | BigIntStats> {
-    return new Promise((resolve, reject) => {
-      const done = (err: NodeJS.ErrnoException | null, st: Stats | BigIntStats) => (err ? reject(err) : resolve(st));
+    return this.track<Stats | BigIntStats>((done) => {
       if (options?.bigint) fstat(this.live(), { bigint: true }, done);
       else fstat(this.live(), done);
     });
@@ -99,14 +95,34 @@ export class StoreFile {
   }
 
   /**
-   * Closes the descriptor. The number is forgotten first, so a second close
-   * (or a use after close) fails with EBADF instead of touching a reused one.
+   * Closes the descriptor once the operations already submitted have
+   * finished (as FileHandle does). The number is forgotten at once, so a use
+   * after close fails with EBADF instead of touching a reused descriptor, and a
+   * second close does nothing.
    */
-  close(): Promise<void> {
+  async close(): Promise<void> {
     const fd = this.descriptor;
-    if (fd === -1) return Promise.resolve();
+    if (fd === -1) return;
     this.descriptor = -1;
-    return new Promise((resolve, reject) => close(fd, (err) => (err ? reject(err) : resolve())));
+    if (this.inFlight > 0) await new Promise<void>((resolve) => (this.idle = resolve));
+    await new Promise<void>((resolve, reject) => close(fd, (err) => (err ? reject(err) : resolve())));
+  }
+
+  /** Runs one callback-style operation as a promise, counted while it is in flight. */
+  private track<T>(start: (done: (err: NodeJS.ErrnoException | null, value: T) => void) => void): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      start((err, value) => {
+        if (--this.inFlight === 0 && this.idle) {
+          const idle = this.idle;
+          this.idle = undefined;
+          idle();
+        }
+        if (err) reject(err);
+        else resolve(value);
+      });
+      // Counted only once submitted: start() throws (EBADF) before submitting on a closed file.
+      this.inFlight++;
+    });
   }
 
   private live(): number {

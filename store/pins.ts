@@ -93,17 +93,23 @@ export class PinJournal {
       throw err;
     }
     let released = false;
+    // Adds still being written: a release waits for them, so it drops what they added (an add and a
+    // release in one journal batch would otherwise drop before the add is counted, pinning it for good).
+    let adding: Promise<unknown> = Promise.resolve();
     return {
       get digests() {
         return own;
       },
       add: (more) => {
         if (released) return Promise.reject(new Error('pin already released'));
-        return this.hold(more, own);
+        const added = this.hold(more, own);
+        adding = Promise.all([adding, added.catch(() => {})]);
+        return added;
       },
       release: async () => {
         if (released) return;
         released = true;
+        await adding;
         await this.drop(own, true);
       },
     };

@@ -29,6 +29,9 @@ export interface StoreOptions {
   io?: StoreIO;
 }
 
+/** Background flushes of long captures a store runs at once (libuv has 4 threads in an ES module host). */
+export const MAX_BACKGROUND_WRITEBACKS = 2;
+
 const CREATE_FLAGS = constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY;
 
 /**
@@ -53,6 +56,7 @@ export class Store {
    */
   private readonly tmpPrefix = `${process.pid}-${randomBytes(6).toString('hex')}`;
   private tmpCounter = 0;
+  private writebacks = 0;
   private readonly pins: PinJournal;
   private readonly dirSync: DirSync;
   private closed = false;
@@ -84,6 +88,24 @@ export class Store {
   close(): void {
     this.closed = true;
     this.dirSync.close();
+  }
+
+  /**
+   * Reserves one of the store's {@link MAX_BACKGROUND_WRITEBACKS} slots for a
+   * capture's background flush; false when they are all taken (the capture
+   * tries again after its next write). Without a bound, 16 long captures could
+   * hold all of libuv's 4 threads in fdatasync while every write waited.
+   * @internal
+   */
+  beginWriteback(): boolean {
+    if (this.writebacks >= MAX_BACKGROUND_WRITEBACKS) return false;
+    this.writebacks++;
+    return true;
+  }
+
+  /** Frees a slot taken with {@link beginWriteback}. @internal */
+  endWriteback(): void {
+    this.writebacks--;
   }
 
   /** Starts a streaming blob write. */
@@ -192,6 +214,7 @@ export class Store {
    * @internal
    */
   async refreshBlob(digest: string, bytes: number): Promise<boolean> {
+    this.assertOpen();
     const target = this.layout.blobPath(digest);
     const existing = await statOrUndefined(target);
     if (!existing?.isFile() || existing.size !== bytes) return false;

@@ -11,7 +11,7 @@ import { channelNames, type OutputDeclaration } from '../engine/protocol/streams
 import { post, postChunk } from './channel.js';
 import { CreditGate } from './credit.js';
 import type { ArtifactReader, HostServices, ToolContext } from './tool.js';
-import { isHandedOver } from './transfer.js';
+import { takeHandedOver } from './transfer.js';
 import { codePointCut, StringCarry, Utf8Carry } from './utf8.js';
 
 /** Pending display text is capped at this many characters (oldest part elided). */
@@ -23,7 +23,8 @@ const DISPLAY_PENDING_MAX = 64 * 1024;
  * holds, within the protocol's bound.
  */
 function chunkBytesFor(window: number): number {
-  return Math.max(16 * 1024, Math.min(MAX_CHUNK_BYTES, Math.floor(window / 4)));
+  // At least one code point, so a split always makes progress.
+  return Math.max(4, Math.min(MAX_CHUNK_BYTES, Math.floor(window / 4)));
 }
 
 /** The writer of one output channel. */
@@ -93,7 +94,7 @@ class ChannelWriter extends Writable {
       if (flushed.length > 0) return { bytes: Buffer.concat([flushed, valid]), owned: true };
       // A view into the tool's own buffer (an incomplete character held back) is still the tool's,
       // unless the tool handed the buffer over (workers/transfer.ts).
-      return { bytes: valid, owned: valid.buffer !== chunk.buffer || isHandedOver(chunk) };
+      return { bytes: valid, owned: valid.buffer !== chunk.buffer || takeHandedOver(chunk) };
     }
     return new TypeError('stream writers accept strings and Uint8Arrays');
   }

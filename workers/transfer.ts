@@ -16,11 +16,21 @@ const handedOver = new WeakSet<ArrayBufferLike>();
  * other is copied as usual. Returns `bytes`.
  */
 export function handOver<T extends Uint8Array>(bytes: T): T {
-  if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength) handedOver.add(bytes.buffer);
+  const buffer = bytes.buffer;
+  // Only a plain ArrayBuffer can be transferred (not a SharedArrayBuffer, not WebAssembly memory).
+  if (buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === buffer.byteLength) {
+    handedOver.add(buffer);
+  }
   return bytes;
 }
 
-/** True when the buffer under `bytes` was handed over by the tool. @internal */
-export function isHandedOver(bytes: Uint8Array): boolean {
-  return handedOver.has(bytes.buffer);
+/**
+ * True when `bytes` is a whole buffer the tool handed over; the mark is used
+ * up (a handed-over buffer is written once). @internal
+ */
+export function takeHandedOver(bytes: Uint8Array): boolean {
+  const buffer = bytes.buffer;
+  if (!(buffer instanceof ArrayBuffer) || !handedOver.has(buffer)) return false;
+  handedOver.delete(buffer);
+  return bytes.byteOffset === 0 && bytes.byteLength === buffer.byteLength;
 }
