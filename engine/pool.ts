@@ -99,7 +99,7 @@ export class WorkerPool {
       // Calls beyond the limit wait their turn instead of failing.
       maxQueue: Number.POSITIVE_INFINITY,
       idleTimeout: opts.idleTimeout,
-      // A small young generation: a worker moving output allocates and drops many 64 KiB chunks,
+      // A small young generation: a worker moving output allocates and drops many pipe-read buffers,
       // and with V8's default each of 16 threads grows tens of MiB of nursery (bench/concurrency.ts).
       resourceLimits: { maxOldGenerationSizeMb: opts.maxOldGenerationSizeMb, maxYoungGenerationSizeMb: 4 },
       // The worker must see process.env changes made by the host (PATH, HOME).

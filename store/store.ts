@@ -73,7 +73,12 @@ export class Store {
     const store = new Store(resolve(dir), options.io ?? realIO);
     const l = store.layout;
     for (const d of [l.blobs, l.index, l.tmp, l.pins, l.sessions]) {
-      await fsp.mkdir(d, { recursive: true, mode: 0o700 });
+      try {
+        await fsp.mkdir(d, { recursive: true, mode: 0o700 });
+      } catch (err) {
+        // Not a directory, not writable, disk full: a typed EDISK naming the OS code, like every store write.
+        throw toSluiceError(err, 'EDISK');
+      }
       store.knownDirs.add(d);
     }
     return store;

@@ -25,9 +25,9 @@ export { PORT_HANDSHAKE } from './port.js';
 
 /**
  * Largest chunk on the wire; larger writes are split at code point boundaries.
- * A worker gathers small writes up to a quarter of its call's window (capped
- * here): fewer, larger messages are what keeps capture off the main thread's
- * critical path (docs/benchmarks.md). Version 1 allowed 64 KiB.
+ * A worker sends writes that queued up behind a credit wait as one message,
+ * up to a quarter of its call's window (capped here): fewer, larger messages
+ * cost both threads less (docs/benchmarks.md). Version 1 allowed 64 KiB.
  */
 export const MAX_CHUNK_BYTES = 256 * 1024;
 
