@@ -2,8 +2,6 @@
  * The engine: one store, one worker pool, a registry of tools, and the calls
  * running on them. This is the library's entry point.
  */
-// First: sizes libuv's threadpool if nothing has started it yet (CommonJS hosts; see threadpool.ts).
-import './threadpool.js';
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { StoreIO } from '../store/io.js';

@@ -78,6 +78,7 @@ describe('the public API is documented', () => {
   it('every exported name of every entry point has TSDoc', () => {
     const entries = entryPoints();
     expect(entries.map((e) => e.slice(DIST.length + 1))).toEqual([
+      'engine/engine.d.ts',
       'engine/index.d.ts',
       'engine/protocol/wire.d.ts',
       'store/index.d.ts',
