@@ -3,6 +3,7 @@
  */
 export type { BlobInfo } from './blob-writer.js';
 export { BlobWriter } from './blob-writer.js';
+export { StoreFile } from './file.js';
 export type { BlobCheck, VerifiedBlob } from './integrity.js';
 export { checkBlob, openVerifiedBlob } from './integrity.js';
 export type { StoreIO } from './io.js';
