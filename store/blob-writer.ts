@@ -12,6 +12,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { DigestMismatchError, toSluiceError } from '../engine/protocol/errors.js';
 import { crashPoint } from './crash-point.js';
 import type { StoreFile } from './file.js';
+import { writeAll } from './io.js';
 import { encodeIndexHeader, INDEX_HEADER_BYTES, INDEX_MIN_BLOB_BYTES, LineScanner } from './line-index.js';
 import type { Pin, Store } from './store.js';
 
@@ -232,7 +233,7 @@ export class BlobWriter {
       this.indexPath = path;
       this.indexBytesWritten = INDEX_HEADER_BYTES;
     }
-    await this.writeFully(this.indexFile, entries, this.indexBytesWritten);
+    await writeAll(this.store.io, this.indexFile, entries, this.indexBytesWritten);
     this.indexBytesWritten += entries.length;
     this.indexEntries += entries.length / 16;
   }
@@ -247,7 +248,7 @@ export class BlobWriter {
         this.indexFile = handle;
         this.indexPath = path;
       }
-      await this.writeFully(this.indexFile, encodeIndexHeader(bytes, lines, this.indexEntries), 0);
+      await writeAll(this.store.io, this.indexFile, encodeIndexHeader(bytes, lines, this.indexEntries), 0);
       await this.indexFile.close();
       this.indexFile = undefined;
       await this.store.placeIndex(this.indexPath as string, digest);
@@ -259,7 +260,7 @@ export class BlobWriter {
 
   /** Writes all of `bufs` at `position` with writev, finishing short writes with plain writes. */
   private async writevFully(fh: StoreFile, bufs: Uint8Array[], position: number): Promise<void> {
-    if (bufs.length === 1) return this.writeFully(fh, bufs[0] as Uint8Array, position);
+    if (bufs.length === 1) return writeAll(this.store.io, fh, bufs[0] as Uint8Array, position);
     let done = await this.store.io.writev(fh, bufs, position);
     let pos = position;
     for (const b of bufs) {
@@ -268,19 +269,9 @@ export class BlobWriter {
         pos += b.length;
         continue;
       }
-      await this.writeFully(fh, b.subarray(done), pos + done);
+      await writeAll(this.store.io, fh, b.subarray(done), pos + done);
       pos += b.length;
       done = 0;
-    }
-  }
-
-  /** Writes all of `buf` at `position`, retrying short writes; a write that makes no progress is EIO, not a hang. */
-  private async writeFully(fh: StoreFile, buf: Uint8Array, position: number): Promise<void> {
-    let off = 0;
-    while (off < buf.length) {
-      const n = await this.store.io.write(fh, buf, off, buf.length - off, position + off);
-      if (!(n > 0)) throw Object.assign(new Error('write made no progress'), { code: 'EIO', syscall: 'write' });
-      off += n;
     }
   }
 

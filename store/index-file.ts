@@ -8,6 +8,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import { constants } from 'node:fs';
 import type { StoreFile } from './file.js';
+import { writeAll } from './io.js';
 import {
   decodeIndexHeader,
   encodeIndexHeader,
@@ -242,13 +243,7 @@ export class IndexBuilder {
       this.fh = handle;
       this.path = path;
     }
-    let off = 0;
-    while (off < buf.length) {
-      const n = await this.store.io.write(this.fh, buf, off, buf.length - off, position + off);
-      // A write that makes no progress would loop forever; treat it as the I/O error it is.
-      if (n <= 0) throw Object.assign(new Error('index write made no progress'), { code: 'EIO', syscall: 'write' });
-      off += n;
-    }
+    await writeAll(this.store.io, this.fh, buf, position);
   }
 }
 

@@ -62,3 +62,17 @@ export const realIO: StoreIO = {
   mkdir: (path) =>
     new Promise((resolve, reject) => mkdir(path, { recursive: true, mode: 0o700 }, settle(resolve, reject))),
 };
+
+/**
+ * Writes all of `buf` through `io`, retrying short writes: at `position`
+ * onwards, or (null) at the file's current offset, the end under O_APPEND. A
+ * write that makes no progress would loop forever, so it is the EIO it is.
+ */
+export async function writeAll(io: StoreIO, fh: StoreFile, buf: Uint8Array, position: number | null): Promise<void> {
+  let off = 0;
+  while (off < buf.length) {
+    const n = await io.write(fh, buf, off, buf.length - off, position === null ? null : position + off);
+    if (!(n > 0)) throw Object.assign(new Error('write made no progress'), { code: 'EIO', syscall: 'write' });
+    off += n;
+  }
+}

@@ -17,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { toSluiceError } from '../engine/protocol/errors.js';
 import type { StoreFile } from './file.js';
-import type { StoreIO } from './io.js';
+import { type StoreIO, writeAll } from './io.js';
 
 /** A GC root held by this process until released. */
 export interface Pin {
@@ -192,14 +192,8 @@ export class PinJournal {
 
   private async append(text: string): Promise<void> {
     const fh = await this.open();
-    const buf = Buffer.from(text, 'latin1');
-    let off = 0;
-    while (off < buf.length) {
-      // O_APPEND and no position (write, not pwrite): every write lands at the end, on every platform.
-      const n = await this.io.write(fh, buf, off, buf.length - off, null);
-      if (!(n > 0)) throw Object.assign(new Error('pin write made no progress'), { code: 'EIO', syscall: 'write' });
-      off += n;
-    }
+    // O_APPEND and no position (write, not pwrite): every write lands at the end, on every platform.
+    await writeAll(this.io, fh, Buffer.from(text, 'latin1'), null);
     this.lines += text.split('\n').length - 1;
   }
 
@@ -210,13 +204,7 @@ export class PinJournal {
     const text = [...this.held].map(([d, n]) => `+${d}\n`.repeat(n)).join('');
     const fh = await this.io.open(tmp, constants.O_CREAT | constants.O_TRUNC | constants.O_WRONLY, 0o600);
     try {
-      const buf = Buffer.from(text, 'latin1');
-      let off = 0;
-      while (off < buf.length) {
-        const n = await this.io.write(fh, buf, off, buf.length - off, off);
-        if (!(n > 0)) throw Object.assign(new Error('pin write made no progress'), { code: 'EIO', syscall: 'write' });
-        off += n;
-      }
+      await writeAll(this.io, fh, Buffer.from(text, 'latin1'), 0);
     } finally {
       await fh.close();
     }

@@ -15,7 +15,7 @@
 import { constants, promises as fsp } from 'node:fs';
 import { dirname } from 'node:path';
 import type { StoreFile } from '../../store/file.js';
-import type { StoreIO } from '../../store/io.js';
+import { type StoreIO, writeAll } from '../../store/io.js';
 import type { Store } from '../../store/store.js';
 import { toSluiceError } from '../protocol/errors.js';
 import { eventLogPath } from './session-id.js';
@@ -100,7 +100,7 @@ export class EventLogWriter {
         const bufs = batch.map((b) => b.buf);
         if (this.torn) bufs.unshift(Buffer.from('\n'));
         this.torn = true;
-        await this.writeAll(bufs.length === 1 ? (bufs[0] as Buffer) : Buffer.concat(bufs));
+        await writeAll(this.io, this.handle, bufs.length === 1 ? (bufs[0] as Buffer) : Buffer.concat(bufs), null);
         this.torn = false;
         this.stats.appends += batch.length;
         if (batch.some((b) => b.durable)) {
@@ -115,16 +115,6 @@ export class EventLogWriter {
       }
     }
     this.flushing = undefined;
-  }
-
-  private async writeAll(buf: Buffer): Promise<void> {
-    let off = 0;
-    while (off < buf.length) {
-      const bytesWritten = await this.io.write(this.handle, buf, off, buf.length - off, null);
-      if (!(bytesWritten > 0))
-        throw Object.assign(new Error('write made no progress'), { code: 'EIO', syscall: 'write' });
-      off += bytesWritten;
-    }
   }
 
   /** Waits for pending appends and closes the file. */
@@ -145,9 +135,7 @@ async function repairTornTail(io: StoreIO, path: string, handle: StoreFile): Pro
     const last = Buffer.alloc(1);
     await reader.read(last, 0, 1, size - 1);
     if (last[0] !== 0x0a) {
-      if ((await io.write(handle, Buffer.from('\n'), 0, 1, null)) !== 1) {
-        throw Object.assign(new Error('write made no progress'), { code: 'EIO', syscall: 'write' });
-      }
+      await writeAll(io, handle, Buffer.from('\n'), null);
       await io.datasync(handle);
     }
   } finally {

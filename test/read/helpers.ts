@@ -5,15 +5,15 @@
  * generation so no test holds a large output whole.
  */
 import { createHash } from 'node:crypto';
-import { promises as fsp, readdirSync, readFileSync } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { expect, onTestFinished } from 'vitest';
+import { onTestFinished } from 'vitest';
 import type { ApprovalPolicy } from '../../engine/call.js';
 import { defaultApproval, Engine, type EngineOpenOptions } from '../../engine/engine.js';
 import type { PreparedOperation } from '../../engine/protocol/messages.js';
 import { tempDir } from '../store/helpers.js';
 
-export { CLI, flipBit, sha256, sluice, tempDir } from '../store/helpers.js';
+export { CLI, expectNoLeaks, flipBit, sha256, sluice, tempDir } from '../store/helpers.js';
 
 /** A 64-hex digest nothing in any store has. */
 export const ABSENT = 'f'.repeat(64);
@@ -52,30 +52,6 @@ export async function openFixture(options: Omit<EngineOpenOptions, 'store' | 'cw
 export async function blobCount(storeDir: string): Promise<number> {
   const entries = await fsp.readdir(join(storeDir, 'blobs'), { withFileTypes: true, recursive: true });
   return entries.filter((e) => e.isFile()).length;
-}
-
-/** Pids of this process's live child processes (bash and anything it left). */
-export function childPids(): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      // Fields after the command name, which is in parentheses and may contain spaces.
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[1]) === process.pid && fields[0] !== 'Z') out.push(Number(name));
-    } catch {
-      // The process ended while we looked.
-    }
-  }
-  return out;
-}
-
-/** Nothing leaked: the store's tmp/ and pins/ are empty and no child process is left. */
-export async function expectNoLeaks(storeDir: string): Promise<void> {
-  expect(await fsp.readdir(join(storeDir, 'tmp'))).toEqual([]);
-  expect(await fsp.readdir(join(storeDir, 'pins'))).toEqual([]);
-  expect(childPids()).toEqual([]);
 }
 
 /** The failure code of a rejected promise (asserting that it rejected). */

@@ -5,7 +5,7 @@
  * and a `sluice serve` child process.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { promises as fsp, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { promises as fsp, readFileSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -14,6 +14,7 @@ import { expect } from 'vitest';
 import { Engine, type EngineOpenOptions } from '../../engine/index.js';
 import { loadOrCreateToken } from '../../engine/server/auth.js';
 import { type ServerOptions, type SluiceServer, startServer } from '../../engine/server/server.js';
+import { expectNoLeaks as expectStoreNoLeaks } from '../store/helpers.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The repository root. */
@@ -277,26 +278,7 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-/** Pids of this process's live child processes (bash and anything it left). */
-export function childPids(pid = process.pid): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      // Fields after the command name, which is in parentheses and may contain spaces.
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[1]) === pid && fields[0] !== 'Z') out.push(Number(name));
-    } catch {
-      // The process ended while we looked.
-    }
-  }
-  return out;
-}
-
 /** Nothing leaked from the server's calls: the store's tmp/ and pins/ are empty and no child process is left. */
-export async function expectNoLeaks(s: { storeDir: string }): Promise<void> {
-  expect(await fsp.readdir(join(s.storeDir, 'tmp'))).toEqual([]);
-  expect(await fsp.readdir(join(s.storeDir, 'pins'))).toEqual([]);
-  expect(childPids()).toEqual([]);
+export function expectNoLeaks(s: { storeDir: string }): Promise<void> {
+  return expectStoreNoLeaks(s.storeDir);
 }

@@ -5,11 +5,11 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { onTestFinished } from 'vitest';
+import { expect, onTestFinished } from 'vitest';
 import { StoreFile } from '../../store/file.js';
 import { realIO, type StoreIO } from '../../store/io.js';
 import { Store, type StoreOptions } from '../../store/store.js';
@@ -153,4 +153,28 @@ export function sluice(args: readonly string[], opts: { cwd?: string; env?: Node
       resolve({ code, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString('utf8') }),
     );
   });
+}
+
+/** Pids of this process's live child processes (bash and anything it left). */
+export function childPids(): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      // Fields after the command name, which is in parentheses and may contain spaces.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[1]) === process.pid && fields[0] !== 'Z') out.push(Number(name));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return out;
+}
+
+/** Nothing leaked: the store's tmp/ and pins/ are empty and no child process is left. */
+export async function expectNoLeaks(storeDir: string): Promise<void> {
+  expect(await fsp.readdir(join(storeDir, 'tmp'))).toEqual([]);
+  expect(await fsp.readdir(join(storeDir, 'pins'))).toEqual([]);
+  expect(childPids()).toEqual([]);
 }
