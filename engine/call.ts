@@ -336,9 +336,8 @@ export class Call {
       () => {
         this.inFlight -= len;
         this.credit(len);
-        // On disk, hashed, scanned and previewed (the preview copies): nothing refers to these bytes
-        // now. A page capture keeps its parts until the page is rendered, so those stay.
-        if (this.capture instanceof Capture) freeChunk(bytes);
+        // Written (and hashed, scanned, previewed) and not kept by the capture: free the memory now.
+        if (!this.capture.keepsChunks) freeChunk(bytes);
       },
       (err: unknown) => {
         this.inFlight -= len;

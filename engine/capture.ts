@@ -59,6 +59,9 @@ export class Capture {
     }));
   }
 
+  /** Whether accepted chunks are kept after they are written: no, they are on disk (the preview copies). */
+  readonly keepsChunks = false;
+
   /** Number of channels. */
   get size(): number {
     return this.channels.length;

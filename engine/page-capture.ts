@@ -17,6 +17,9 @@ export class PageCapture {
   private total = 0;
 
   /** Accepts a chunk (channel index is always 0: self-paginating tools have single output). */
+  /** Whether accepted chunks are kept after they are written: yes, they make up the page. */
+  readonly keepsChunks = true;
+
   accept(_index: number, bytes: Uint8Array): Promise<void> {
     if (this.total + bytes.length > MAX_PAGE_OUTPUT_BYTES) {
       throw new ResourceLimitError(

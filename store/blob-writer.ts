@@ -61,7 +61,6 @@ export class BlobWriter {
   private syncedUpTo = 0;
   private writeback: Promise<void> | undefined;
   private readonly queue: Array<{ chunk: Uint8Array; resolve: () => void; reject: (e: unknown) => void }> = [];
-  private queuedBytes = 0;
   private flushing: Promise<void> | undefined;
   private failure: unknown;
   private settled = false;
@@ -102,7 +101,6 @@ export class BlobWriter {
     this.scanner.push(chunk);
     return new Promise((resolve, reject) => {
       this.queue.push({ chunk, resolve, reject });
-      this.queuedBytes += chunk.length;
       if (!this.flushing) this.flushing = this.flush();
     });
   }
@@ -112,7 +110,6 @@ export class BlobWriter {
       const batch = this.queue.splice(0, MAX_BATCH_CHUNKS);
       let total = 0;
       for (const q of batch) total += q.chunk.length;
-      this.queuedBytes -= total;
       try {
         if (this.failure !== undefined) throw this.failure;
         const fh = this.file ?? (await this.open());
@@ -176,32 +173,31 @@ export class BlobWriter {
           actual: digest,
         });
       }
-      let pinned = false;
-      if (this.file === undefined && this.scanner.bytes === 0) {
-        // Empty content (the stderr of most commands): no temporary file at all when the empty blob
-        // is already in the store, which saves a file creation, an fsync and a rename per stream.
-        await pin?.add([digest]);
-        pinned = true;
-        if (await this.store.refreshBlob(digest, 0)) {
-          // The same step sequence as a written capture, for the crash-injection tests.
-          crashPoint('capture-written');
-          return { digest, bytes: 0, lines: 0, deduplicated: true };
-        }
+      const bytes = this.scanner.bytes;
+      const lines = this.scanner.lines;
+      // Pinned before the blob is ours to reference (refreshed or placed), so a concurrent GC that
+      // sees it also sees the pin.
+      await pin?.add([digest]);
+      if (await this.store.refreshBlob(digest, bytes)) {
+        // Already stored: our copy never needs to reach the disk. It is removed here, not in the
+        // best-effort cleanup, so a failing unlink fails the publish instead of leaving it in tmp/.
+        crashPoint('capture-written');
+        await this.file?.close();
+        this.file = undefined;
+        if (this.filePath !== undefined) await this.store.io.unlink(this.filePath);
+        this.filePath = undefined;
+        return { digest, bytes, lines, deduplicated: true };
       }
       const fh = this.file ?? (await this.open());
       await this.store.io.fsync(fh);
-      // Pinned before it becomes visible, so a concurrent GC that sees the blob also sees the pin.
-      if (!pinned) await pin?.add([digest]);
       crashPoint('capture-written');
       await fh.close();
       this.file = undefined;
-      const bytes = this.scanner.bytes;
-      const lines = this.scanner.lines;
-      const deduplicated = await this.store.placeBlob(this.filePath as string, digest, bytes);
+      await this.store.placeBlob(this.filePath as string, digest);
       crashPoint('blob-renamed');
       this.filePath = undefined;
-      if (!deduplicated) await this.placeIndex(digest, bytes, lines);
-      return { digest, bytes, lines, deduplicated };
+      await this.placeIndex(digest, bytes, lines);
+      return { digest, bytes, lines, deduplicated: false };
     } catch (err) {
       throw toSluiceError(err, 'EDISK');
     } finally {

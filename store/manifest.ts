@@ -52,7 +52,7 @@ export function encodeManifest(streams: readonly ManifestStream[]): string {
   return `${JSON.stringify({ kind: MANIFEST_KIND, streams: body })}\n`;
 }
 
-/** Decodes manifest text, or returns undefined when it is not a valid manifest. */
+/** Decodes manifest text, or returns undefined when it is not a valid manifest in its canonical encoding. */
 export function decodeManifest(text: string): Manifest | undefined {
   let raw: unknown;
   try {
@@ -61,5 +61,9 @@ export function decodeManifest(text: string): Manifest | undefined {
     return undefined;
   }
   const parsed = manifestSchema.safeParse(raw);
-  return parsed.success ? (parsed.data as Manifest) : undefined;
+  if (!parsed.success) return undefined;
+  // Only the canonical bytes are a manifest: every reader (read, verify, GC, which looks at the
+  // first bytes only) then agrees on which blobs are manifests and what they reference.
+  if (encodeManifest(parsed.data.streams) !== text) return undefined;
+  return parsed.data as Manifest;
 }

@@ -53,14 +53,12 @@ export function parsePinJournal(text: string): Set<string> {
   return held;
 }
 
-/** A hold or drop waiting for the journal's next write. */
+/** A hold (add) or a pin's release, waiting for the journal's next write. */
 interface JournalOp {
   add: boolean;
   digests: readonly string[];
   /** The pin's own list, extended once an add is written. */
   own: string[] | undefined;
-  /** A release: the pin stops counting as alive. */
-  closing: boolean;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -89,7 +87,7 @@ export class PinJournal {
     try {
       await this.hold(digests, own);
     } catch (err) {
-      await this.drop(own, true);
+      await this.release(own);
       throw err;
     }
     let released = false;
@@ -110,18 +108,19 @@ export class PinJournal {
         if (released) return;
         released = true;
         await adding;
-        await this.drop(own, true);
+        await this.release(own);
       },
     };
   }
 
   private hold(digests: readonly string[], own: string[]): Promise<void> {
     if (digests.length === 0) return Promise.resolve();
-    return this.enqueue({ add: true, digests, own, closing: false });
+    return this.enqueue({ add: true, digests, own });
   }
 
-  private drop(digests: readonly string[], closing: boolean): Promise<void> {
-    return this.enqueue({ add: false, digests, own: undefined, closing });
+  /** Ends a pin: drops its digests, and it stops counting as alive. */
+  private release(digests: readonly string[]): Promise<void> {
+    return this.enqueue({ add: false, digests, own: undefined });
   }
 
   private enqueue(op: Omit<JournalOp, 'resolve' | 'reject'>): Promise<void> {
@@ -149,7 +148,7 @@ export class PinJournal {
           continue;
         }
         // A drop takes effect in memory at once; its line only keeps a dead hold from looking live.
-        if (op.closing) this.pins--;
+        this.pins--;
         for (const d of op.digests) {
           text += `-${d}\n`;
           const n = (this.held.get(d) ?? 0) - 1;

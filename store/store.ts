@@ -192,24 +192,17 @@ export class Store {
   }
 
   /**
-   * Moves a fully written and fsynced temporary file to its content address.
-   * When the blob already exists with the same size it is kept, its mtime is
-   * refreshed (so a concurrent GC sees it as fresh) and the temporary file is
-   * removed; a same-named blob of the wrong size is corrupt and is replaced.
-   * Returns true when deduplicated.
+   * Moves a fully written and fsynced temporary file to its content address
+   * (rename, then fsync of the directory). The caller has checked with
+   * {@link refreshBlob} that no good copy is there; a same-named blob of the
+   * wrong size is corrupt and is replaced.
    * @internal
    */
-  async placeBlob(tmpPath: string, digest: string, bytes: number): Promise<boolean> {
-    const target = this.layout.blobPath(digest);
-    if (await this.refreshBlob(digest, bytes)) {
-      await this.io.unlink(tmpPath);
-      return true;
-    }
-    const dir = dirname(target);
+  async placeBlob(tmpPath: string, digest: string): Promise<void> {
+    const dir = dirname(this.layout.blobPath(digest));
     await this.ensureDir(dir);
-    await this.io.rename(tmpPath, target);
+    await this.io.rename(tmpPath, this.layout.blobPath(digest));
     await this.dirSync.sync(dir);
-    return false;
   }
 
   /**

@@ -10,7 +10,7 @@
  * is inside the grace period. Only then is it unlinked, with its index file.
  *
  * A publisher that deduplicates against a blob in the trash finds it gone
- * (Store.placeBlob's utimes fails with ENOENT) and places its own copy;
+ * (Store.refreshBlob's utimes fails with ENOENT) and places its own copy;
  * putting the tombstone back over that copy is harmless, the content is the
  * same. Trash left by a collection that died is restored by the next one.
  */

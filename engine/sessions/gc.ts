@@ -17,7 +17,7 @@
  *    nor files whose names are not of the owned form.
  */
 import { createHash } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
+import { constants, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { decodeManifest, MANIFEST_KIND, MAX_MANIFEST_BYTES } from '../../store/manifest.js';
 import type { Store } from '../../store/store.js';
@@ -211,7 +211,8 @@ async function listBlobs(store: Store): Promise<Map<string, ListedBlob>> {
 async function manifestStreams(store: Store, digest: string): Promise<string[]> {
   let buf: Buffer;
   try {
-    const fh = await fsp.open(store.layout.blobPath(digest), 'r');
+    // Never through a symbolic link planted in the store (see store/integrity.ts).
+    const fh = await fsp.open(store.layout.blobPath(digest), constants.O_RDONLY | constants.O_NOFOLLOW);
     try {
       // Most small blobs are not manifests: their first bytes tell, without reading or hashing the rest.
       const head = Buffer.alloc(MANIFEST_PREFIX.length);
@@ -228,7 +229,6 @@ async function manifestStreams(store: Store, digest: string): Promise<string[]> 
   } catch {
     return [];
   }
-  if (buf.length > MAX_MANIFEST_BYTES) return [];
   if (createHash('sha256').update(buf).digest('hex') !== digest) return [];
   let text: string;
   try {

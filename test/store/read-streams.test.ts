@@ -93,6 +93,16 @@ describe('stream reads through a manifest', () => {
       `{"kind":"sluice.manifest/1","streams":[{"name":"..","digest":"${sha256('')}","bytes":0,"lines":0}]}`,
     ],
     ['invalid UTF-8', Buffer.from([0x7b, 0xff, 0xfe, 0x7d])],
+    // Regression: read accepted any valid encoding while GC (which reads the first bytes only) did not
+    // follow it, so streams a read could resolve were collected. Only the canonical bytes are a manifest.
+    [
+      'a valid manifest in non-canonical JSON (key order)',
+      `{"streams":[{"name":"stdout","digest":"${sha256('')}","bytes":0,"lines":0}],"kind":"sluice.manifest/1"}\n`,
+    ],
+    [
+      'a valid manifest in non-canonical JSON (whitespace)',
+      `{ "kind": "sluice.manifest/1", "streams": [{"name":"stdout","digest":"${sha256('')}","bytes":0,"lines":0}] }\n`,
+    ],
     ['a blob larger than any manifest', `{"kind":"sluice.manifest/1","streams":[]}${' '.repeat(17 * 1024)}`],
   ])('rejects a stream suffix on %s with ENOTMANIFEST', async (_label, content) => {
     const store = await tempStore();
