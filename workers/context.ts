@@ -66,19 +66,51 @@ class ChannelWriter extends Writable {
     chunks: Array<{ chunk: unknown; encoding: BufferEncoding }>,
     cb: (err?: Error | null) => void,
   ): void {
-    const parts: Uint8Array[] = [];
+    const parts: Array<{ bytes: Uint8Array; owned: boolean }> = [];
     for (const { chunk } of chunks) {
       const b = this.toUtf8(chunk);
       if (b instanceof Error) {
         cb(b);
         return;
       }
-      parts.push(b.bytes);
+      parts.push(b);
     }
-    this.send(parts.length === 1 ? (parts[0] as Uint8Array) : Buffer.concat(parts), parts.length > 1).then(
-      () => cb(),
-      cb,
-    );
+    this.sendGathered(parts).then(() => cb(), cb);
+  }
+
+  /**
+   * Sends queued writes as few messages as possible, copying each byte at
+   * most once: small parts are copied together into buffers of at most one
+   * message (each its own allocation, so it is transferred, not copied again);
+   * a part big enough to be a message of its own goes as it is (moved when the
+   * runtime owns it).
+   */
+  private async sendGathered(parts: ReadonlyArray<{ bytes: Uint8Array; owned: boolean }>): Promise<void> {
+    let group: Uint8Array[] = [];
+    let groupBytes = 0;
+    const flush = async () => {
+      if (groupBytes === 0) return;
+      const buf = Buffer.allocUnsafeSlow(groupBytes);
+      let at = 0;
+      for (const g of group) {
+        buf.set(g, at);
+        at += g.length;
+      }
+      group = [];
+      groupBytes = 0;
+      await this.send(buf, true);
+    };
+    for (const p of parts) {
+      if (p.bytes.length >= this.chunkBytes / 2) {
+        await flush();
+        await this.send(p.bytes, p.owned);
+        continue;
+      }
+      if (groupBytes + p.bytes.length > this.chunkBytes) await flush();
+      group.push(p.bytes);
+      groupBytes += p.bytes.length;
+    }
+    await flush();
   }
 
   /** Valid UTF-8 bytes for a write, and whether the runtime owns them (so they may be transferred). */
