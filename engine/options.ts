@@ -12,6 +12,7 @@ export const MODEL_STATUS_RESERVE = 1024;
 
 import { MAX_CONCURRENCY, MIN_WORKER_HEAP_MB } from './pool.js';
 import { BadOptionError } from './protocol/errors.js';
+import { firstIssue } from './protocol/issues.js';
 import { MIN_WINDOW_BYTES } from './protocol/messages.js';
 
 /** Options of {@link Engine.open}. */
@@ -77,12 +78,8 @@ export interface ResolvedOptions {
 export function resolveOptions(input: EngineOptions, defaults: { concurrency: number; cwd: string }): ResolvedOptions {
   const r = schema.safeParse(input ?? {});
   if (!r.success) {
-    const i = r.error.issues[0];
-    const path = i?.path.join('.') ?? '';
-    const value = path ? (input as Record<string, unknown>)[String(i?.path[0])] : input;
-    throw new BadOptionError(`option ${path || '(options)'}: ${i?.message} (got ${JSON.stringify(value)})`, {
-      option: path,
-    });
+    const i = firstIssue(r.error, input ?? {});
+    throw new BadOptionError(`option ${i.path || '(options)'}: ${i.message} (${i.got})`, { option: i.path });
   }
   const o = r.data;
   const toolOutput = parseToolOutputOptions(o.toolOutput ?? {});

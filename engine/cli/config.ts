@@ -19,6 +19,7 @@ import { dirname, resolve } from 'node:path';
 import type { Engine } from '../engine.js';
 import { MCP_SERVER_NAME, type McpServerConfig, mcpServerFields } from '../mcp/config.js';
 import { BadOptionError, NotFoundError } from '../protocol/errors.js';
+import { firstIssue } from '../protocol/issues.js';
 import { z } from '../protocol/zod.js';
 import type { ToolInfo } from '../registry.js';
 
@@ -50,17 +51,9 @@ const isUrl = (s: string) => /^[a-z][a-z0-9+.-]*:/i.test(s);
 export function parseConfig(input: unknown, baseDir: string, origin = 'config'): SluiceConfig {
   const r = fileSchema.safeParse(input);
   if (!r.success) {
-    const i = r.error.issues[0];
-    const path = i?.path ?? [];
-    const value = path.reduce<unknown>(
-      (v, k) => (v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k as PropertyKey] : undefined),
-      input,
-    );
-    const where = path.length > 0 ? path.join('.') : '(top level)';
-    const got = value === undefined ? 'missing' : `got ${JSON.stringify(value).slice(0, 200)}`;
-    throw new BadOptionError(`${origin}: ${where}: ${i?.message} (${got})`, {
-      option: where,
-    });
+    const i = firstIssue(r.error, input);
+    const where = i.path || '(top level)';
+    throw new BadOptionError(`${origin}: ${where}: ${i.message} (${i.got})`, { option: where });
   }
   const c = r.data;
   const mcpServers: McpServerConfig[] = [];

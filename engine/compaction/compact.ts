@@ -13,6 +13,7 @@
  * retry snapshot lives only in the summarizer input.
  */
 import { BadOptionError } from '../protocol/errors.js';
+import { firstIssue } from '../protocol/issues.js';
 import { z } from '../protocol/zod.js';
 import { type HistoryItem, parseHistory, type SummaryItem } from './history.js';
 import { copyHistory, pruneForRetry } from './prune.js';
@@ -197,8 +198,8 @@ export async function compact(
 ): Promise<CompactionResult> {
   const parsedOptions = optionsSchema.safeParse(options);
   if (!parsedOptions.success) {
-    const issue = parsedOptions.error.issues[0];
-    throw new BadOptionError(`compact options.${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`);
+    const i = firstIssue(parsedOptions.error, options);
+    throw new BadOptionError(`compact options.${i.path}: ${i.message} (${i.got})`, { option: i.path });
   }
   if (typeof summarizer !== 'function') {
     throw new BadOptionError(`compact: the summarizer must be a function, got ${typeof summarizer}`);

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { resolve } from 'node:path';
 import { BadOptionError } from '../protocol/errors.js';
+import { firstIssue } from '../protocol/issues.js';
 import { MCP_DEFAULT_MAX_MESSAGE_BYTES, type McpServerSpec } from '../protocol/mcp.js';
 import { z } from '../protocol/zod.js';
 
@@ -55,15 +56,8 @@ const configSchema = z.strictObject({
 export function parseMcpServerConfig(input: unknown, cwd: string): McpServerSpec {
   const r = configSchema.safeParse(input);
   if (!r.success) {
-    const i = r.error.issues[0];
-    const path = i?.path.join('.') ?? '';
-    const value = i?.path.reduce<unknown>(
-      (v, k) => (v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k as PropertyKey] : undefined),
-      input,
-    );
-    const shown = path ? value : input;
-    const got = shown === undefined ? 'missing' : `got ${JSON.stringify(shown)?.slice(0, 200)}`;
-    throw new BadOptionError(`MCP server option ${path || '(config)'}: ${i?.message} (${got})`, { option: path });
+    const i = firstIssue(r.error, input);
+    throw new BadOptionError(`MCP server option ${i.path || '(config)'}: ${i.message} (${i.got})`, { option: i.path });
   }
   const c = r.data;
   return {

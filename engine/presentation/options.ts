@@ -4,6 +4,7 @@
  * a {@link BadOptionError} that quotes it.
  */
 import { BadOptionError } from '../protocol/errors.js';
+import { quoteValue } from '../protocol/issues.js';
 import { MAX_STREAMS } from '../protocol/streams.js';
 import { z } from '../protocol/zod.js';
 import { minModelViewBytes } from './model-view.js';
@@ -59,17 +60,6 @@ export const DEFAULT_TOOL_OUTPUT_OPTIONS: Readonly<ToolOutputOptions> = Object.f
   maxModelBytes: DEFAULT_MAX_MODEL_BYTES,
 });
 
-function quote(value: unknown): string {
-  if (typeof value === 'number' || typeof value === 'bigint') return String(value);
-  if (value === undefined) return 'undefined';
-  try {
-    const s = JSON.stringify(value);
-    return s.length > 80 ? `${s.slice(0, 80)}...` : s;
-  } catch {
-    return String(value);
-  }
-}
-
 /**
  * Validates `toolOutput` options and fills in defaults. `undefined` means all
  * defaults. Throws {@link BadOptionError} (`EBADOPTION`) naming the option and
@@ -78,7 +68,7 @@ function quote(value: unknown): string {
 export function parseToolOutputOptions(input: unknown, path = 'toolOutput'): ToolOutputOptions {
   if (input === undefined) return { ...DEFAULT_TOOL_OUTPUT_OPTIONS };
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
-    throw new BadOptionError(`${path} must be an object, got ${quote(input)}`, { option: path });
+    throw new BadOptionError(`${path} must be an object, got ${quoteValue(input)}`, { option: path });
   }
   const result = toolOutputOptionsSchema.safeParse(input);
   if (!result.success) {
@@ -91,9 +81,9 @@ export function parseToolOutputOptions(input: unknown, path = 'toolOutput'): Too
     }
     const key = String(issue?.path[0] ?? '');
     const value = (input as Record<string, unknown>)[key];
-    throw new BadOptionError(`${path}.${key} must be a positive integer, got ${quote(value)}`, {
+    throw new BadOptionError(`${path}.${key} must be a positive integer, got ${quoteValue(value)}`, {
       option: `${path}.${key}`,
-      value: quote(value),
+      value: quoteValue(value),
     });
   }
   const opts = result.data;

@@ -10,6 +10,7 @@ import {
   type SluiceError,
   toSluiceError,
 } from '../protocol/errors.js';
+import { firstIssue } from '../protocol/issues.js';
 import type { z } from '../protocol/zod.js';
 
 /**
@@ -171,26 +172,13 @@ function collect(req: IncomingMessage, limit: number): Promise<{ chunks: Buffer[
  * overflows JSON.stringify's stack (a request body of 20,000 nested arrays
  * did): that must stay a 400 about the field, not become a 500.
  */
-function quote(value: unknown): string {
-  try {
-    return JSON.stringify(value)?.slice(0, 200) ?? String(value);
-  } catch {
-    return Array.isArray(value) ? '[…]' : typeof value === 'object' && value !== null ? '{…}' : String(value);
-  }
-}
-
 /** `value` validated by `schema`, or a 400 EBADARGS naming the first bad field and quoting its value. */
 export function parseWith<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
   const r = schema.safeParse(value);
   if (r.success) return r.data;
-  const issue = r.error.issues[0];
-  const path = issue?.path.map(String).join('.') ?? '';
-  let got = value;
-  for (const key of issue?.path ?? []) got = (got as Record<PropertyKey, unknown> | undefined)?.[key as PropertyKey];
-  const quoted = got === undefined ? '' : ` (got ${quote(got)})`;
+  const i = firstIssue(r.error, value);
+  const quoted = i.got === 'missing' ? '' : ` (${i.got})`;
   throw new HttpError(
-    new BadArgumentsError(`${what}${path ? ` field ${path}` : ''}: ${issue?.message ?? 'invalid'}${quoted}`, {
-      field: path,
-    }),
+    new BadArgumentsError(`${what}${i.path ? ` field ${i.path}` : ''}: ${i.message}${quoted}`, { field: i.path }),
   );
 }

@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Engine } from '../engine.js';
 import { BadArgumentsError, BadOptionError, ClosedError, NotFoundError } from '../protocol/errors.js';
+import { firstIssue } from '../protocol/issues.js';
 import { PROTOCOL_VERSION } from '../protocol/wire.js';
 import { z } from '../protocol/zod.js';
 import { bearerMatches } from './auth.js';
@@ -139,10 +140,9 @@ export class SluiceServer {
   static async listen(engine: Engine, options: ServerOptions): Promise<SluiceServer> {
     const r = optionsSchema.safeParse(options);
     if (!r.success) {
-      const i = r.error.issues[0];
-      const key = String(i?.path[0] ?? '');
-      const value = key === 'token' ? '(hidden)' : JSON.stringify((options as unknown as Record<string, unknown>)[key]);
-      throw new BadOptionError(`server option ${key || '(options)'}: ${i?.message} (got ${value})`, { option: key });
+      const i = firstIssue(r.error, options);
+      const got = i.key === 'token' ? 'got (hidden)' : i.got;
+      throw new BadOptionError(`server option ${i.key || '(options)'}: ${i.message} (${got})`, { option: i.key });
     }
     const server = createServer({ requestTimeout: 60_000, headersTimeout: 30_000 });
     await new Promise<void>((resolve, reject) => {

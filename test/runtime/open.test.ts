@@ -122,6 +122,10 @@ describe('the early worker pool', () => {
         code: 'EBADOPTION',
         details: { option: 'window' },
       });
+      // Regression: a value JSON cannot show made the message itself throw a TypeError instead.
+      await expect(
+        Engine.open({ store: join(dir, 'store'), cwd: dir, concurrency: 1n as unknown as number }),
+      ).rejects.toMatchObject({ code: 'EBADOPTION', details: { option: 'concurrency' }, message: /got 1n/ });
       expect(await settledThreads()).toBeLessThanOrEqual(before);
     } finally {
       await fsp.rm(dir, { recursive: true, force: true });
