@@ -6,4 +6,4 @@ export { bearerMatches, loadOrCreateToken, type ServerToken, TOKEN_FILE } from '
 export { HTTP_STATUS } from './http.js';
 export { MAX_WAIT_SECONDS } from './routes.js';
 export { DEFAULT_HOST, DEFAULT_PORT, type ServerOptions, SluiceServer, startServer } from './server.js';
-export { MAX_DISPLAY_FRAME_CHARS, type SseEventName } from './tracker.js';
+export type { SseEventName } from './tracker.js';

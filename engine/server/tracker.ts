@@ -15,7 +15,7 @@
  */
 import type { CallHandle } from '../engine.js';
 import { EventHub } from '../events/hub.js';
-import type { CallStatus } from '../result.js';
+import type { CallStatus, TerminalResult } from '../result.js';
 
 /** The event names of the SSE stream. */
 export type SseEventName = 'started' | 'display' | 'lagged' | 'completed';
@@ -47,27 +47,9 @@ export interface TrackerLimits {
   retainMs: number;
 }
 
-/** Largest display text in one SSE frame, in UTF-16 code units; longer deltas become several frames. */
-export const MAX_DISPLAY_FRAME_CHARS = 16 * 1024;
-
 /** An SSE frame; `data` must be one line (JSON.stringify output is). */
 export function sseFrame(id: number | undefined, event: SseEventName, data: string): string {
   return `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${data}\n\n`;
-}
-
-/** `text` in pieces of at most `max` code units, never splitting a surrogate pair. */
-export function splitDisplay(text: string, max = MAX_DISPLAY_FRAME_CHARS): string[] {
-  if (text.length <= max) return [text];
-  const pieces: string[] = [];
-  let i = 0;
-  while (i < text.length) {
-    let end = Math.min(i + max, text.length);
-    const last = text.charCodeAt(end - 1);
-    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
-    pieces.push(text.slice(i, end));
-    i = end;
-  }
-  return pieces;
 }
 
 /** A call started through the server. */
@@ -82,11 +64,11 @@ export class TrackedCall {
   readonly done: Promise<void>;
   /** ISO time of the `started` event (or of tracking, until it arrives). */
   startedAt = new Date().toISOString();
-  /** The terminal result as JSON, once ended. */
-  resultJson: string | undefined;
   status: CallStatus | undefined;
   finishedAt: number | undefined;
   private terminalFrame: Frame | undefined;
+  /** Where the result's JSON sits inside the terminal frame's text: it is kept once, in the frame. */
+  private resultSpan: [number, number] | undefined;
   private ring: Frame[] = [];
   private ringBytes = 0;
   private seq = 0;
@@ -115,9 +97,14 @@ export class TrackedCall {
     return this.terminalFrame;
   }
 
-  /** Bytes this call holds in frames and its result. */
+  /** The terminal result as JSON, once ended (a slice of the terminal frame). */
+  get resultJson(): string | undefined {
+    return this.terminalFrame && this.resultSpan ? this.terminalFrame.text.slice(...this.resultSpan) : undefined;
+  }
+
+  /** Bytes this call holds in frames (its result is inside the terminal frame). */
   get retainedBytes(): number {
-    return this.ringBytes + (this.terminalFrame?.bytes ?? 0) + (this.resultJson?.length ?? 0);
+    return this.ringBytes + (this.terminalFrame?.bytes ?? 0);
   }
 
   /** Buffered frames with an id above `id`, oldest first (the terminal frame is not among them). */
@@ -131,21 +118,17 @@ export class TrackedCall {
         this.startedAt = ev.at;
         this.push('started', JSON.stringify(ev));
       } else if (ev.type === 'display') {
-        for (const text of splitDisplay(ev.text)) this.push('display', JSON.stringify({ ...ev, text }));
+        // Already bounded: the engine cuts display deltas into frames of at most 8192 code units.
+        this.push('display', JSON.stringify(ev));
       } else if (ev.type === 'lagged') {
         this.push('lagged', JSON.stringify(ev));
       } else {
-        this.resultJson = JSON.stringify(ev.result);
-        this.status = ev.result.status;
-        this.finish(`{"type":"completed","callId":${JSON.stringify(this.callId)},"result":${this.resultJson}}`);
+        this.finish(ev.result);
         return;
       }
     }
     // Unreachable while the hub keeps its promise of a terminal event; never leave subscribers hanging.
-    const result = await this.handle.result;
-    this.resultJson = JSON.stringify(result);
-    this.status = result.status;
-    this.finish(`{"type":"completed","callId":${JSON.stringify(this.callId)},"result":${this.resultJson}}`);
+    this.finish(await this.handle.result);
   }
 
   private frame(event: SseEventName, data: string): Frame {
@@ -173,9 +156,15 @@ export class TrackedCall {
     this.hub.publish(f);
   }
 
-  private finish(data: string): void {
+  private finish(result: TerminalResult): void {
     if (this.terminalFrame) return;
+    this.status = result.status;
+    const head = `{"type":"completed","callId":${JSON.stringify(this.callId)},"result":`;
+    const data = `${head}${JSON.stringify(result)}}`;
     this.terminalFrame = this.frame('completed', data);
+    const start = this.terminalFrame.text.indexOf(head) + head.length;
+    // The frame ends with the data, its closing brace, then the blank line.
+    this.resultSpan = [start, this.terminalFrame.text.length - 3];
     this.finishedAt = Date.now();
     this.hub.close(this.terminalFrame);
   }
