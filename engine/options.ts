@@ -10,7 +10,7 @@ import { z } from './protocol/zod.js';
 /** Bytes of the model-view bound kept for the status line of a failed or cancelled call. */
 export const MODEL_STATUS_RESERVE = 1024;
 
-import { MAX_CONCURRENCY, MIN_WORKER_HEAP_MB } from './pool.js';
+import { defaultPoolOptions, MAX_CONCURRENCY, MIN_WORKER_HEAP_MB } from './pool.js';
 import { BadOptionError } from './protocol/errors.js';
 import { firstIssue } from './protocol/issues.js';
 import { MIN_WINDOW_BYTES } from './protocol/messages.js';
@@ -90,14 +90,16 @@ export function resolveOptions(input: EngineOptions, defaults: { concurrency: nu
       { option: 'toolOutput.maxModelBytes' },
     );
   }
+  // Pool defaults come from the pool, so the pool Engine.open starts early and this one always agree.
+  const pool = defaultPoolOptions();
   return {
     toolOutput,
     concurrency: o.concurrency ?? defaults.concurrency,
-    minThreads: o.minThreads ?? 1,
+    minThreads: o.minThreads ?? pool.minThreads,
     window: o.window ?? 1024 * 1024,
     graceMs: o.graceMs ?? 2000,
     maxStreamBytes: o.maxStreamBytes ?? 8 * 1024 ** 3,
-    workerHeapMb: o.workerHeapMb ?? 512,
+    workerHeapMb: o.workerHeapMb ?? pool.maxOldGenerationSizeMb,
     liveDisplayBytes: o.liveDisplayBytes ?? 64 * 1024,
     subscriberQueue: o.subscriberQueue ?? 1024,
     cwd: o.cwd ?? defaults.cwd,
