@@ -163,7 +163,7 @@ export class Engine {
       return engine;
     } catch (err) {
       await pool?.close().catch(() => {});
-      store?.close();
+      await store?.close();
       throw err;
     }
   }
@@ -359,7 +359,7 @@ export class Engine {
     await this.pool.close().catch((err) => {
       throw this.runtime.toSluiceError(err);
     });
-    this.store.close();
+    await this.store.close();
     openEngines.delete(this);
   }
 

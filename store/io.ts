@@ -20,6 +20,8 @@ export interface StoreIO {
   write(fh: StoreFile, buf: Uint8Array, off: number, len: number, position: number | null): Promise<number>;
   /** Writes `bufs` in order starting at `position`; resolves to bytes written (may be short). */
   writev(fh: StoreFile, bufs: Uint8Array[], position: number): Promise<number>;
+  /** Cuts a file to `length` bytes. */
+  truncate(fh: StoreFile, length: number): Promise<void>;
   /** Flushes a file's data and metadata to stable storage. */
   fsync(fh: StoreFile): Promise<void>;
   /** Flushes a file's data (and the metadata needed to read it back, such as its size) to stable storage. */
@@ -46,6 +48,7 @@ export const realIO: StoreIO = {
   open: (path, flags, mode) => StoreFile.open(path, flags, mode),
   write: async (fh, buf, off, len, position) => (await fh.write(buf, off, len, position)).bytesWritten,
   writev: async (fh, bufs, position) => (await fh.writev(bufs, position)).bytesWritten,
+  truncate: (fh, length) => fh.truncate(length),
   fsync: (fh) => fh.sync(),
   datasync: (fh) => fh.datasync(),
   fsyncDir: async (dir) => {

@@ -6,8 +6,14 @@
  * digest is pinned while its adds outnumber its drops; a bare `<digest>` line
  * counts as an add). One append per pin and one per release, on a file that
  * stays open, instead of creating and deleting a file per call. The journal
- * is rewritten when mostly drops, and removed when nothing is held, so an idle
- * store has an empty pins/.
+ * is rewritten when mostly drops, cut to zero length when nothing is held, and
+ * removed when the store closes, so a closed store has an empty pins/.
+ *
+ * Cut, not removed, while the store is open: on ext4 a deleted inode is
+ * skipped by the inode allocator for the next 60 to 300 seconds, and every
+ * file created in that block group scans past it, so a journal deleted and
+ * recreated per call makes each later blob creation there cost up to a
+ * millisecond of kernel time (docs/benchmarks.md).
  *
  * No fsync: a pin matters only while its owner lives, and a crash makes the
  * owner dead (GC then reclaims the file). Writes go through the store's
@@ -158,7 +164,7 @@ export class PinJournal {
       }
       let failure: unknown;
       try {
-        if (!adds && this.pins === 0 && this.held.size === 0) await this.remove();
+        if (!adds && this.pins === 0 && this.held.size === 0) await this.empty();
         else if (text.length > 0) await this.append(text);
       } catch (err) {
         failure = toSluiceError(err, 'EDISK');
@@ -213,6 +219,19 @@ export class PinJournal {
     this.lines = text.split('\n').length - 1;
   }
 
+  /** Nothing is held: the journal keeps its file, with no lines. */
+  private async empty(): Promise<void> {
+    if (!this.fh || this.lines === 0) return;
+    this.lines = 0;
+    try {
+      await this.io.truncate(this.fh, 0);
+    } catch (err) {
+      // The lines left would keep their digests looking held; a journal that cannot be cut goes.
+      await this.remove();
+      throw err;
+    }
+  }
+
   private async remove(): Promise<void> {
     const fh = this.fh;
     const path = this.path;
@@ -223,9 +242,17 @@ export class PinJournal {
     if (path) await this.io.unlink(path).catch(() => {});
   }
 
-  /** Closes the journal file (pins still held stop protecting anything once the process ends). */
+  /**
+   * Closes the journal: removed when nothing is held, else left for GC to
+   * reclaim once this process ends (pins still held stop protecting anything
+   * then).
+   */
   async close(): Promise<void> {
     while (this.flushing) await this.flushing;
+    if (this.held.size === 0) {
+      await this.remove();
+      return;
+    }
     await this.fh?.close().catch(() => {});
     this.fh = undefined;
   }

@@ -89,10 +89,15 @@ export class Store {
     return this.layout.root;
   }
 
-  /** Marks the store closed; later writes fail with ECLOSED. */
-  close(): void {
+  /**
+   * Marks the store closed (later writes fail with ECLOSED), closes its
+   * directory descriptors, and closes its pin journal, removing the file when
+   * nothing is held.
+   */
+  async close(): Promise<void> {
     this.closed = true;
     this.dirSync.close();
+    await this.pins.close();
   }
 
   /**

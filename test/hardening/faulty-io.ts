@@ -84,6 +84,7 @@ const SYSCALL: Record<IoOp, string> = {
   open: 'open',
   write: 'write',
   writev: 'writev',
+  truncate: 'ftruncate',
   fsync: 'fsync',
   datasync: 'fdatasync',
   fsyncDir: 'fsync',
@@ -299,6 +300,8 @@ export class FaultyIO implements StoreIO {
     return this.base.writev(fh, bufs, position);
   };
 
+  truncate = (fh: StoreFile, length: number) =>
+    this.run(this.record('truncate', this.pathOf(fh)), () => this.base.truncate(fh, length));
   fsync = (fh: StoreFile) => this.run(this.record('fsync', this.pathOf(fh)), () => this.base.fsync(fh));
   datasync = (fh: StoreFile) => this.run(this.record('datasync', this.pathOf(fh)), () => this.base.datasync(fh));
   fsyncDir = (dir: string) => this.run(this.record('fsyncDir', dir), () => this.base.fsyncDir(dir));

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import { verifyWithSessions } from '../../engine/sessions/verify.js';
 import type { Store } from '../../store/store.js';
+import { heldPins } from '../store/helpers.js';
 
 /** How much longer soak runs are: 1 normally, 10 with SLUICE_SOAK=1, N with SLUICE_SOAK_FACTOR=N. */
 export const SOAK: number = (() => {
@@ -70,12 +71,12 @@ export async function entriesUnder(dir: string): Promise<string[]> {
   return out.sort();
 }
 
-/** Names in the store's tmp/ and pins/. */
+/** Names in the store's tmp/, and the digests its pin journals still hold. */
 export async function leftovers(store: Store): Promise<{ tmp: string[]; pins: string[] }> {
-  return { tmp: await fsp.readdir(store.layout.tmp), pins: await fsp.readdir(store.layout.pins) };
+  return { tmp: await fsp.readdir(store.layout.tmp), pins: await heldPins(store.root) };
 }
 
-/** Asserts tmp/ and pins/ are empty. */
+/** Asserts tmp/ is empty and no pin is held. */
 export async function expectNoLeftovers(store: Store, context = ''): Promise<void> {
   expect(await leftovers(store), context).toEqual({ tmp: [], pins: [] });
 }

@@ -155,6 +155,8 @@ export async function crashAndRestart(m: Model, r: Real): Promise<Real> {
   r.io.kill();
   // Only closes the descriptors (their unlink fails): the pin files stay, as after SIGKILL.
   for (const p of r.pins.values()) await p.release();
+  // Closes the pin journal's descriptor; its removal fails like every other operation, so the file stays.
+  await r.store.close();
   await r.recorder.close().catch(() => {});
   const dead = await deadPid();
   const mine = `${process.pid}-`;

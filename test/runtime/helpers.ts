@@ -19,6 +19,7 @@ import {
   type OutputRef,
   type TerminalResult,
 } from '../../engine/index.js';
+import { heldPins } from '../store/helpers.js';
 
 const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
@@ -132,7 +133,7 @@ export async function expectPublished(engine: Engine, ref: OutputRef | null): Pr
 /** Asserts the store holds no temporary files and no pins: nothing leaked from a call. */
 export async function expectStoreClean(engine: Engine): Promise<void> {
   expect(await fsp.readdir(engine.store.layout.tmp)).toEqual([]);
-  expect(await fsp.readdir(engine.store.layout.pins)).toEqual([]);
+  expect(await heldPins(engine.store.root)).toEqual([]);
 }
 
 /**

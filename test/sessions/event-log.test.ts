@@ -6,7 +6,7 @@ import { SessionRecorder } from '../../engine/sessions/recorder.js';
 import { replaySession } from '../../engine/sessions/replay.js';
 import { eventLogPath } from '../../engine/sessions/session-id.js';
 import type { Store } from '../../store/store.js';
-import { tempStore } from '../store/helpers.js';
+import { heldPins, tempStore } from '../store/helpers.js';
 import { blobDigests, framedLine, sha256, streamsResult } from './helpers.js';
 
 const TOOL: ToolInfo = {
@@ -232,7 +232,7 @@ describe('session event log', () => {
     expect(replay.calls[0]?.result.display).toBe(result.display);
     expect(replay.calls[0]?.result.model).toBe(result.model);
     // Pins of the spill blobs were released once the records were in the log.
-    expect(await fsp.readdir(store.layout.pins)).toEqual([]);
+    expect(await heldPins(store.root)).toEqual([]);
     expect(await fsp.readdir(store.layout.tmp)).toEqual([]);
     // Without its spill blob the call still replays; the missing fields are named.
     await fsp.unlink(store.layout.blobPath(completed.spill.digest));

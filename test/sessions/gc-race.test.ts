@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { SessionRecorder } from '../../engine/sessions/recorder.js';
 import { verifyWithSessions } from '../../engine/sessions/verify.js';
 import { encodeManifest } from '../../store/manifest.js';
-import { tempStore } from '../store/helpers.js';
+import { heldPins, tempStore } from '../store/helpers.js';
 import { allBlobsIntact, streamsResult, unreadable } from './helpers.js';
 
 const GC_LOOP = fileURLToPath(new URL('../fixtures/sessions/gc-loop.mjs', import.meta.url));
@@ -93,6 +93,6 @@ describe('GC racing publications', () => {
     expect(report).toMatchObject({ corrupt: [], missing: [], records: [], corruptLines: 0 });
     expect(await allBlobsIntact(store)).toBe(true);
     expect(await fsp.readdir(store.layout.tmp)).toEqual([]);
-    expect(await fsp.readdir(store.layout.pins)).toEqual([]);
+    expect(await heldPins(store.root)).toEqual([]);
   });
 });

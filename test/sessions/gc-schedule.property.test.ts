@@ -17,7 +17,7 @@ import { verifyWithSessions } from '../../engine/sessions/verify.js';
 import { realIO, type StoreIO } from '../../store/io.js';
 import { encodeManifest } from '../../store/manifest.js';
 import { type Pin, Store } from '../../store/store.js';
-import { tempDir } from '../store/helpers.js';
+import { heldPins, tempDir } from '../store/helpers.js';
 import { ageStore, allBlobsIntact, streamsResult, unreadable } from './helpers.js';
 
 const POOL = ['alpha\n', 'beta\n', 'gamma\n', 'delta\n'];
@@ -158,7 +158,7 @@ describe('GC and publication interleavings (fast-check scheduler)', () => {
           expect(report.records).toEqual([]);
           expect(report.corrupt).toEqual([]);
           expect(await allBlobsIntact(plain)).toBe(true);
-          expect(await fsp.readdir(plain.layout.pins)).toEqual([]);
+          expect(await heldPins(plain.root)).toEqual([]);
           expect(await fsp.readdir(plain.layout.tmp)).toEqual([]);
           // Every tombstone was either restored or deleted.
           expect(await fsp.readdir(plain.layout.trash).catch(() => [])).toEqual([]);

@@ -12,7 +12,7 @@ import { StoreFile } from '../../store/file.js';
 import { parsePinJournal } from '../../store/pins.js';
 import { Store } from '../../store/store.js';
 import { FaultyIO, label } from '../hardening/faulty-io.js';
-import { sha256, tempDir, tmpEntries } from './helpers.js';
+import { heldPins, sha256, tempDir, tmpEntries } from './helpers.js';
 
 /** Open descriptors of this process that point into `dir`. */
 async function fdsUnder(dir: string): Promise<number> {
@@ -39,13 +39,13 @@ describe('store I/O paths', () => {
     // Publishing again into the same shards opens nothing new.
     for (let i = 0; i < 40; i++) await store.publishBytes(`blob ${i}\n`);
     expect(await fdsUnder(`${dir}/blobs`)).toBe(shards.size);
-    store.close();
+    await store.close();
     await eventually(async () => (await fdsUnder(dir)) === 0);
     expect(await fdsUnder(dir)).toBe(0);
     expect(await tmpEntries(store)).toEqual([]);
   });
 
-  it('pins taken at once share journal writes, each digest is held, and releasing all leaves pins/ empty', async () => {
+  it('pins taken at once share journal writes, each digest is held; releasing all empties the journal and closing removes it', async () => {
     const dir = await tempDir();
     const io = new FaultyIO(dir);
     const store = await Store.open(dir, { io });
@@ -58,6 +58,9 @@ describe('store I/O paths', () => {
     const held = parsePinJournal(await fsp.readFile(`${store.layout.pins}/${journal}`, 'latin1'));
     expect([...held].sort()).toEqual([...digests].sort());
     await Promise.all(pins.map((p) => p.release()));
+    expect(await fsp.readdir(store.layout.pins)).toEqual([journal]);
+    expect((await fsp.stat(`${store.layout.pins}/${journal}`)).size).toBe(0);
+    await store.close();
     expect(await fsp.readdir(store.layout.pins)).toEqual([]);
     expect(io.openHandles()).toEqual([]);
   });
@@ -74,7 +77,7 @@ describe('store I/O paths', () => {
     const released = pin.release();
     await Promise.all([added, released, busy.then((p) => p.release())]);
     await holder.release();
-    expect(await fsp.readdir(store.layout.pins)).toEqual([]);
+    expect(await heldPins(dir)).toEqual([]);
   });
 
   it('closing a store file waits for an operation in flight, so its descriptor is not reused under it', async () => {
@@ -127,7 +130,8 @@ describe('store I/O paths', () => {
     }
     expect(failed).toMatchObject({ code: 'EDISK', details: { errno: 'EIO' } });
     expect(await tmpEntries(store)).toEqual([]);
-    expect(await fsp.readdir(store.layout.pins)).toEqual([]);
+    expect(await heldPins(dir)).toEqual([]);
+    await store.close();
     expect(io.openHandles()).toEqual([]);
   });
 
@@ -146,7 +150,7 @@ describe('store I/O paths', () => {
     expect(io.log.map(label)).toEqual(['open pin', 'write pin', 'utimes blob']);
     expect(pin.digests).toEqual([empty]);
     await pin.release();
-    expect(await fsp.readdir(store.layout.pins)).toEqual([]);
+    expect(await heldPins(dir)).toEqual([]);
     expect(await tmpEntries(store)).toEqual([]);
   });
 

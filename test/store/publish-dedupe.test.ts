@@ -95,7 +95,7 @@ describe('blob publication', () => {
 
   it('refuses new writers after close with ECLOSED', async () => {
     const store = await tempStore();
-    store.close();
+    await store.close();
     expect(() => store.writer()).toThrow(expect.objectContaining({ code: 'ECLOSED' }));
   });
 
