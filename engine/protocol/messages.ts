@@ -93,8 +93,17 @@ const completionFields = {
   messages: z.array(z.object({ role: z.enum(['user', 'system']), content: z.string() }).strict()).optional(),
 };
 
-/** Zod schema of the terminal fields as they arrive from a worker. */
-export const wireCompletionSchema = z.object({ mode: z.enum(['streamed', 'full']), ...completionFields }).strict();
+/**
+ * Zod schema of the terminal fields as they arrive from a worker. An `error`
+ * ends the call failed, so a completion may not also claim `success`.
+ */
+export const wireCompletionSchema = z
+  .object({ mode: z.enum(['streamed', 'full']), ...completionFields })
+  .strict()
+  .refine((c) => !(c.error !== undefined && c.status === 'success'), {
+    message: "a completion with an error ends the call failed; it cannot have status 'success'",
+    path: ['status'],
+  });
 
 /** A completion as sent by the worker runtime (full output already fed as chunks). */
 export type WireCompletion = z.infer<typeof wireCompletionSchema>;

@@ -173,6 +173,19 @@ describe('completion modes', () => {
     expect(r.model).toContain('Output is incomplete.');
     await expectStoreClean(engine);
   });
+
+  it('a completion with an error ends the call failed with it; one that also claims success is EPROTOCOL', async () => {
+    const { engine } = await engineWith(['script-single']);
+    const error = { code: 'ETIMEOUT', message: 'gave up after 5 s' };
+    const failed = await engine.run('script-single', { steps: [{ text: 'partial\n' }], error });
+    expect(failed).toMatchObject({ status: 'failed', complete: false, error });
+    expect(await singleText(engine, failed)).toBe('partial\n');
+    // Regression: the schema took both, so a result could say success while carrying an error.
+    const both = await engine.run('script-single', { steps: [{ text: 'partial\n' }], error, status: 'success' });
+    expect(both).toMatchObject({ status: 'failed', complete: false, error: { code: 'EPROTOCOL' } });
+    expect(both.error?.message).toContain("cannot have status 'success'");
+    await expectStoreClean(engine);
+  });
 });
 
 describe('completion bounds', () => {
