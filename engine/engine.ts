@@ -22,6 +22,7 @@ import type {
   GcReport,
   ReplayedSession,
   RevertResult,
+  SessionReplay,
   SessionSummary,
   SessionVerifyReport,
 } from './sessions/index.js';
@@ -277,6 +278,15 @@ export class Engine {
    */
   replay(session: string): Promise<ReplayedSession> {
     return sessionsModule().then((s) => s.replaySession(this.store, session));
+  }
+
+  /**
+   * Like {@link replay}, but each call is rebuilt (its spilled fields loaded)
+   * only when the iteration of `calls()` reaches it, so a long session can be
+   * streamed in bounded memory. ENOTFOUND for an unknown session.
+   */
+  openReplay(session: string): Promise<SessionReplay> {
+    return sessionsModule().then((s) => s.openReplay(this.store, session));
   }
 
   /**

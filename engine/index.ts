@@ -52,6 +52,7 @@ export type {
   ReplayedSession,
   RevertResult,
   SessionRecorderOptions,
+  SessionReplay,
   SessionSummary,
   SessionVerifyReport,
 } from './sessions/index.js';
@@ -60,6 +61,7 @@ export {
   DEFAULT_GC_GRACE_MS,
   isSessionId,
   MAX_SESSION_ID_LENGTH,
+  openReplay,
   readEventLog,
   replaySession,
   SessionRecorder,

@@ -5,7 +5,7 @@
  * live display deltas), or its model view with --model.
  */
 import { BadArgumentsError } from '../protocol/errors.js';
-import { type ReplayedCall, replaySession } from '../sessions/replay.js';
+import { openReplay, type ReplayedCall } from '../sessions/replay.js';
 import {
   type Command,
   EXIT_OK,
@@ -58,16 +58,26 @@ export const command: Command = {
       throw new BadArgumentsError(`sluice replay takes exactly one <session>, got ${positionals.length}`);
     }
     const store = await openExistingStore(values.store, ctx.env);
-    const replayed = await replaySession(store, positionals[0] as string);
+    // One call at a time: a long session is never held (or printed) whole.
+    const { calls, ...replayed } = await openReplay(store, positionals[0] as string);
     if (values.json) {
-      await writeOut(ctx.stdout, `${JSON.stringify(replayed)}\n`);
+      const head = JSON.stringify(replayed);
+      await writeOut(ctx.stdout, `${head.slice(0, -1)},"calls":[`);
+      let separator = '';
+      for await (const c of calls()) {
+        await writeOut(ctx.stdout, separator + JSON.stringify(c));
+        separator = ',';
+      }
+      await writeOut(ctx.stdout, ']}\n');
     } else {
-      const blocks = replayed.calls.map((c) => {
+      let separator = '';
+      for await (const c of calls()) {
         const body = values.model ? c.result.model : c.result.display;
         const text = forTerminal(ctx.stdout, body);
-        return `${forTerminal(ctx.stdout, heading(c))}\n${text}${text.endsWith('\n') || text.length === 0 ? '' : '\n'}`;
-      });
-      await writeOut(ctx.stdout, blocks.join('\n'));
+        const block = `${forTerminal(ctx.stdout, heading(c))}\n${text}${text.endsWith('\n') || text.length === 0 ? '' : '\n'}`;
+        await writeOut(ctx.stdout, separator + block);
+        separator = '\n';
+      }
     }
     if (replayed.corruptLines > 0) {
       ctx.stderr.write(`${replayed.corruptLines} torn or corrupt log lines were skipped\n`);

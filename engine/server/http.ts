@@ -74,6 +74,46 @@ export function sendJson(
   res.end(text);
 }
 
+/**
+ * Sends `{ ...fields, [key]: [...items] }` as a chunked body, one item
+ * serialised at a time and waiting for the client to drain, so an answer
+ * larger than memory never exists as one string. An error from `items` after
+ * the head is sent destroys the response (the client sees a truncated body);
+ * a client that goes away stops the iteration.
+ */
+export async function sendJsonArrayStream(
+  res: ServerResponse,
+  status: number,
+  fields: Record<string, unknown>,
+  key: string,
+  items: AsyncIterable<unknown>,
+): Promise<void> {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+  const head = JSON.stringify(fields);
+  await writeText(res, `${head.slice(0, -1)}${head === '{}' ? '' : ','}${JSON.stringify(key)}:[`);
+  let separator = '';
+  for await (const item of items) {
+    if (res.destroyed) return;
+    await writeText(res, separator + JSON.stringify(item));
+    separator = ',';
+  }
+  res.end(']}');
+}
+
+/** Writes `text`; resolves once the response can take more (drained or closed). */
+function writeText(res: ServerResponse, text: string): Promise<void> {
+  if (res.write(text)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
 /** Sends `{ error: { code, message } }` with the status of the error (or of an {@link HttpError}). */
 export function sendError(res: ServerResponse, err: unknown): void {
   const http = err instanceof HttpError ? err : undefined;

@@ -21,7 +21,7 @@ import {
   type toolsResponseSchema,
 } from '../protocol/wire.js';
 import type { z } from '../protocol/zod.js';
-import { HttpError, parseWith, readJsonBody, sendJson } from './http.js';
+import { HttpError, parseWith, readJsonBody, sendJson, sendJsonArrayStream } from './http.js';
 import { streamCallEvents } from './sse.js';
 import type { CallTracker, TrackedCall } from './tracker.js';
 
@@ -279,7 +279,9 @@ const sessions: Handler = async (ctx, _req, res, _p, url) => {
 
 const replay: Handler = async (ctx, _req, res, [id], url) => {
   onlyParams(url, [], 'GET /v1/sessions/:id/replay');
-  sendJson(res, 200, await ctx.engine.replay(id as string));
+  // Streamed call by call: a long session's replay (with its spilled fields) never sits in memory whole.
+  const { calls, ...summary } = await ctx.engine.openReplay(id as string);
+  await sendJsonArrayStream(res, 200, summary, 'calls', calls());
 };
 
 const ROUTES: Route[] = [

@@ -59,21 +59,51 @@ export function interruptedDisplay(tool: string): string {
 const INTERRUPTED_MESSAGE = 'the process running the call ended before it finished; no output was recorded';
 
 /**
- * Replays session `id` of `store`.
+ * A replay whose calls are rebuilt one at a time, as they are iterated: only
+ * the log's records (each bounded, large fields spilled to blobs) are held,
+ * and one call's spilled fields at a time, so a long session is served in
+ * bounded memory.
+ */
+export interface SessionReplay extends Omit<ReplayedSession, 'calls'> {
+  /** Surviving calls in log order, each rebuilt when the iteration reaches it. */
+  calls(): AsyncGenerator<ReplayedCall, void, undefined>;
+}
+
+/**
+ * Reads and folds session `id` of `store`; its calls are rebuilt lazily.
+ *
+ * @throws BadArgumentsError (EBADARGS) for an invalid id; NotFoundError (ENOTFOUND) when there is no such session.
+ */
+export async function openReplay(store: Store, id: string): Promise<SessionReplay> {
+  const log = await readEventLog(store, id);
+  const state = foldSession(log.records);
+  return {
+    session: id,
+    reverted: state.calls.length - state.live.length,
+    corruptLines: log.corrupt,
+    skippedLines: log.unknown + log.invalid,
+    async *calls() {
+      for (const e of state.live) yield await replayCall(store, id, e);
+    },
+  };
+}
+
+/**
+ * Replays session `id` of `store`, every call in one object (see
+ * {@link openReplay} for one call at a time).
  *
  * @throws BadArgumentsError (EBADARGS) for an invalid id; NotFoundError (ENOTFOUND) when there is no such session.
  */
 export async function replaySession(store: Store, id: string): Promise<ReplayedSession> {
-  const log = await readEventLog(store, id);
-  const state = foldSession(log.records);
+  const { calls: each, ...summary } = await openReplay(store, id);
   const calls: ReplayedCall[] = [];
-  for (const e of state.live) calls.push(await replayCall(store, id, e));
+  for await (const c of each()) calls.push(c);
   return {
-    session: id,
+    session: summary.session,
     calls,
-    reverted: state.calls.length - state.live.length,
-    corruptLines: log.corrupt,
-    skippedLines: log.unknown + log.invalid,
+    reverted: summary.reverted,
+    corruptLines: summary.corruptLines,
+    skippedLines: summary.skippedLines,
   };
 }
 

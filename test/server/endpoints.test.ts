@@ -5,6 +5,7 @@
  * error code's status), sessions and replay, and unknown routes and methods.
  */
 import { promises as fsp } from 'node:fs';
+import { get as httpGet, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PROTOCOL_VERSION } from '../../engine/protocol/messages.js';
@@ -169,6 +170,40 @@ describe('endpoints', () => {
     expect(replayed.calls.map((c) => c.args)).toEqual([{ command: 'echo one' }, { command: 'echo two; exit 3' }]);
     await expectError(await s.api('/v1/sessions/nobody/replay'), 404, 'ENOTFOUND');
     await expectError(await s.api(`/v1/sessions/${'x'.repeat(129)}/replay`), 400, 'EBADARGS');
+  });
+
+  it('a replay is streamed call by call (chunked, no length) and a slow reader gets every call, spilled fields included', async () => {
+    const s = await startTestServer();
+    // Arguments over the 64 KiB inline limit are spilled to a blob and loaded back call by call.
+    const pad = 'p'.repeat(100 * 1024);
+    const results = [];
+    for (let i = 0; i < 12; i++) {
+      results.push(await result(s, await s.start('bash', { command: `echo ${i} # ${pad}` }, { session: 'long' })));
+    }
+    const res = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = httpGet(
+        `${s.url}/v1/sessions/long/replay`,
+        { headers: { authorization: `Bearer ${s.token}` } },
+        resolve,
+      );
+      req.on('error', reject);
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['transfer-encoding']).toBe('chunked');
+    expect(res.headers['content-length']).toBeUndefined();
+    // Read slowly: the server must wait for the client to drain rather than buffer the rest.
+    const parts: Buffer[] = [];
+    for await (const chunk of res) {
+      parts.push(chunk as Buffer);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    const replayed = replayedSessionSchema.parse(JSON.parse(Buffer.concat(parts).toString('utf8')));
+    expect(replayed).toMatchObject({ session: 'long', reverted: 0, corruptLines: 0, skippedLines: 0 });
+    expect(replayed.calls.map((c) => c.result)).toEqual(results);
+    expect(replayed.calls.map((c) => (c.args as { command: string }).command)).toEqual(
+      results.map((_, i) => `echo ${i} # ${pad}`),
+    );
+    expect(replayed).toEqual(JSON.parse(JSON.stringify(await s.engine.replay('long'))));
   });
 
   it('unknown routes are 404 ENOTFOUND and wrong methods 405 with Allow', async () => {
