@@ -4,7 +4,8 @@
  * startup, multiplexed by call id.
  */
 import { MessageChannel, type MessagePort, parentPort, threadId } from 'node:worker_threads';
-import { type EngineMessage, PORT_HANDSHAKE, type WorkerMessage } from '../engine/protocol/messages.js';
+import type { EngineMessage, WorkerMessage } from '../engine/protocol/messages.js';
+import { PORT_HANDSHAKE } from '../engine/protocol/port.js';
 
 type Handler = (m: EngineMessage) => void;
 

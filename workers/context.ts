@@ -5,7 +5,7 @@
  */
 import { Writable } from 'node:stream';
 import { UndeclaredStreamError } from '../engine/protocol/errors.js';
-import { MAX_CHUNK_BYTES } from '../engine/protocol/messages.js';
+import { MAX_CHUNK_BYTES } from '../engine/protocol/limits.js';
 import { CallEndpoint, Comlink, installErrorTransfer } from '../engine/protocol/rpc.js';
 import { channelNames, type OutputDeclaration } from '../engine/protocol/streams.js';
 import { post, postChunk } from './channel.js';

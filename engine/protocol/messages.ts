@@ -21,18 +21,8 @@ import { z } from './zod.js';
 /** Version of the worker ↔ engine and wire contracts. Moves with any change to these shapes (see AGENTS.md). */
 export const PROTOCOL_VERSION = 2;
 
+export { MAX_CHUNK_BYTES, MIN_WINDOW_BYTES } from './limits.js';
 export { PORT_HANDSHAKE } from './port.js';
-
-/**
- * Largest chunk on the wire; larger writes are split at code point boundaries.
- * A worker sends writes that queued up behind a credit wait as one message,
- * up to a quarter of its call's window (capped here): fewer, larger messages
- * cost both threads less (docs/benchmarks.md). Version 1 allowed 64 KiB.
- */
-export const MAX_CHUNK_BYTES = 256 * 1024;
-
-/** Smallest credit window an engine accepts. */
-export const MIN_WINDOW_BYTES = 64 * 1024;
 
 /** An operation a tool prepared, for the host's approval policy. */
 export interface PreparedOperation {
