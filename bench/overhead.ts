@@ -5,6 +5,7 @@
  *
  *   SLUICE_BENCH_CALLS (default 5000)
  */
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { Piscina } from 'piscina';
 import { Engine } from '../engine/engine.js';
 import { distPath } from '../engine/paths.js';
@@ -46,8 +47,25 @@ async function sluice(dir: string): Promise<{ perSec: number; failed: number }> 
   return { perSec: CALLS / (ms / 1000), failed };
 }
 
+/**
+ * Kernel cost of creating one empty file where the stores live, in µs: every
+ * published call creates at least its blob file. On ext4 this is ~40 µs, but
+ * ~1 ms in a block group where many inodes were deleted in the last few
+ * minutes (docs/benchmarks.md, "Inode churn"), so it is reported beside the
+ * figure. The probe files stay until the directory is removed: deleting them
+ * here would slow the stores' own file creation.
+ */
+function inodeCreateMicros(dir: string): number {
+  mkdirSync(`${dir}/probe`);
+  const t0 = process.cpuUsage();
+  for (let i = 0; i < 64; i++) closeSync(openSync(`${dir}/probe/${i}`, 'wx'));
+  const used = process.cpuUsage(t0);
+  return Math.round((used.user + used.system) / 64);
+}
+
 const tmp = tempDir('sluice-bench-overhead-');
 try {
+  const inodeCreateUs = inodeCreateMicros(tmp.dir);
   const bareRuns: number[] = [];
   const sluiceRuns: number[] = [];
   let failed = 0;
@@ -67,6 +85,8 @@ try {
     barePiscinaTasksPerSec: Math.round(b),
     ratioToBare: Math.round((s / b) * 1000) / 1000,
     failed,
+    storeDir: tmp.dir,
+    inodeCreateUs,
     target: '>= 1500 calls/s (published and recorded), 16 in flight',
     pass: s >= 1500 && failed === 0,
   });
