@@ -4,11 +4,13 @@
  * (target 1's figure), and peak RSS growth.
  *
  * Rounds of (single call, then the concurrent calls) repeat
- * SLUICE_BENCH_CONC_RUNS times; the median ratio and RSS growth are quoted
- * and checked.
+ * SLUICE_BENCH_CONC_RUNS times. The median ratio is quoted and checked; RSS
+ * growth is checked at its largest. The first round of a fresh engine is
+ * the slowest (every worker compiles the capture path and grows its heap);
+ * it counts like the others.
  *
  *   SLUICE_BENCH_CONC_CALLS (default 16), SLUICE_BENCH_CONC_BYTES (default 128 MiB),
- *   SLUICE_BENCH_CONC_RUNS (default 3)
+ *   SLUICE_BENCH_CONC_RUNS (default 5)
  */
 import { join } from 'node:path';
 import { Engine } from '../engine/engine.js';
@@ -16,7 +18,7 @@ import { envInt, median, mibps, report, tempDir, withPeakRss } from './util.js';
 
 const CALLS = envInt('SLUICE_BENCH_CONC_CALLS', 16);
 const EACH = envInt('SLUICE_BENCH_CONC_BYTES', 128 * 1024 ** 2);
-const RUNS = envInt('SLUICE_BENCH_CONC_RUNS', 3);
+const RUNS = envInt('SLUICE_BENCH_CONC_RUNS', 5);
 const cmd = (bytes: number) => `yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c ${bytes}`;
 
 const tmp = tempDir('sluice-bench-conc-');
@@ -44,7 +46,7 @@ try {
   }
   await engine.close();
   const ratio = Math.round(median(rounds.map((r) => r.ratio)) * 1000) / 1000;
-  const growth = median(rounds.map((r) => r.growth));
+  const growth = Math.max(...rounds.map((r) => r.growth));
   report({
     bench: 'concurrency',
     calls: CALLS,
@@ -54,10 +56,11 @@ try {
     aggregateMiBps: mibps(total, median(rounds.map((r) => r.concMs))),
     ratio,
     ratioRuns: rounds.map((r) => Math.round(r.ratio * 1000) / 1000),
-    peakRssGrowthMiB: Math.round(growth / 1024 / 1024),
+    maxPeakRssGrowthMiB: Math.round(growth / 1024 / 1024),
     peakRssGrowthRunsMiB: rounds.map((r) => Math.round(r.growth / 1024 / 1024)),
     failed,
-    target: 'median aggregate >= 0.8x the single-call throughput of the same round, RSS growth <= 256 MiB',
+    target:
+      'median aggregate >= 0.8x the single-call throughput of the same round; RSS growth <= 256 MiB in every round',
     pass: ratio >= 0.8 && growth <= 256 * 1024 * 1024 && failed === 0,
   });
 } finally {

@@ -4,8 +4,9 @@
  * beside a naive in-memory capture (concatenating the output into strings on
  * the main thread) of the same command for contrast.
  *
- * Each size is measured SLUICE_BENCH_MEM_RUNS times, alternating, and the
- * medians are quoted and checked.
+ * Each size is measured SLUICE_BENCH_MEM_RUNS times, alternating: every 2 GiB
+ * round must stay under the bound, and the medians are compared for
+ * flatness.
  *
  *   SLUICE_BENCH_MEM_BYTES (default 2 GiB), SLUICE_BENCH_MEM_SMALL (default 256 MiB),
  *   SLUICE_BENCH_MEM_RUNS (default 3),
@@ -93,8 +94,8 @@ try {
     naiveGrowthPerInputByte: Math.round((n.growth / NAIVE) * 100) / 100,
     naiveOk: n.ok,
     ...(n.error ? { naiveError: n.error } : {}),
-    target: 'median growth for 2 GiB <= 64 MiB and within 16 MiB of the median growth for 256 MiB',
-    pass: big <= 64 * 1024 * 1024 && Math.abs(big - small) <= 16 * 1024 * 1024,
+    target: 'growth for 2 GiB <= 64 MiB in every round, its median within 16 MiB of the median growth for 256 MiB',
+    pass: Math.max(...bigRuns) <= 64 * 1024 * 1024 && Math.abs(big - small) <= 16 * 1024 * 1024,
   });
 } finally {
   tmp.remove();
