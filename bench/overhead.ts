@@ -3,7 +3,12 @@
  * output, published and recorded in a session, 16 calls in flight, against
  * bare piscina no-op tasks with the same concurrency in the same run.
  *
- *   SLUICE_BENCH_CALLS (default 5000)
+ * Both sides are measured in steady state, after SLUICE_BENCH_WARMUP calls:
+ * each engine starts its own 16 workers, and with only a few calls each
+ * their code is still unoptimised (200 warm-up calls gave ~25% fewer calls
+ * per second than 2000 on the same build).
+ *
+ *   SLUICE_BENCH_CALLS (default 5000), SLUICE_BENCH_WARMUP (default 2000)
  */
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { Piscina } from 'piscina';
@@ -13,6 +18,7 @@ import { envInt, median, report, tempDir } from './util.js';
 
 const CALLS = envInt('SLUICE_BENCH_CALLS', 5000);
 const IN_FLIGHT = 16;
+const WARMUP = envInt('SLUICE_BENCH_WARMUP', 2000);
 
 async function inFlight(n: number, one: (i: number) => Promise<void>): Promise<number> {
   let next = 0;
@@ -27,7 +33,7 @@ async function inFlight(n: number, one: (i: number) => Promise<void>): Promise<n
 
 async function bare(): Promise<number> {
   const pool = new Piscina({ filename: distPath('bench/overhead-worker.js'), minThreads: 2, maxThreads: IN_FLIGHT });
-  await inFlight(200, async (i) => void (await pool.run(i)));
+  await inFlight(WARMUP, async (i) => void (await pool.run(i)));
   const ms = await inFlight(CALLS, async (i) => void (await pool.run(i)));
   await pool.destroy();
   return CALLS / (ms / 1000);
@@ -41,7 +47,7 @@ async function sluice(dir: string): Promise<{ perSec: number; failed: number }> 
     const r = await engine.run('noop', { i }, { session: 'bench' });
     if (r.status !== 'success') failed++;
   };
-  await inFlight(200, one);
+  await inFlight(WARMUP, one);
   const ms = await inFlight(CALLS, (i) => one(i + 1_000_000));
   await engine.close();
   return { perSec: CALLS / (ms / 1000), failed };
@@ -80,6 +86,7 @@ try {
   report({
     bench: 'overhead',
     calls: CALLS,
+    warmup: WARMUP,
     inFlight: IN_FLIGHT,
     sluiceCallsPerSec: Math.round(s),
     barePiscinaTasksPerSec: Math.round(b),
