@@ -283,7 +283,8 @@ export class Engine {
   /**
    * Like {@link replay}, but each call is rebuilt (its spilled fields loaded)
    * only when the iteration of `calls()` reaches it, so a long session can be
-   * streamed in bounded memory. ENOTFOUND for an unknown session.
+   * streamed without holding every call's spilled fields at once (its log's
+   * records, each bounded, are read first). ENOTFOUND for an unknown session.
    */
   openReplay(session: string): Promise<SessionReplay> {
     return sessionsModule().then((s) => s.openReplay(this.store, session));
@@ -364,13 +365,17 @@ export class Engine {
     // Every call has published its completed event: subscribers of all calls can finish now.
     this.hub.end();
     // An MCP module that failed to load has no servers to stop (addMcpServer already rejected).
-    await (await this.mcpLoad?.catch(() => undefined))?.close();
-    await this.sessionLog.close();
-    await this.pool.close().catch((err) => {
-      throw this.runtime.toSluiceError(err);
-    });
-    await this.store.close();
-    openEngines.delete(this);
+    try {
+      await (await this.mcpLoad?.catch(() => undefined))?.close();
+      await this.sessionLog.close();
+      await this.pool.close().catch((err) => {
+        throw this.runtime.toSluiceError(err);
+      });
+    } finally {
+      // Whatever failed above, the store's descriptors and its pin journal go.
+      await this.store.close();
+      openEngines.delete(this);
+    }
   }
 
   private assertOpen(): void {

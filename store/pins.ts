@@ -1,19 +1,21 @@
 /**
  * Pins: GC roots held by a live process, as in Nix's temporary roots.
  *
- * Each open Store keeps one journal file `pins/<pid>-<random>.pin` while it
- * holds any pin: a line `+<digest>` adds a hold, `-<digest>` drops one (a
- * digest is pinned while its adds outnumber its drops; a bare `<digest>` line
- * counts as an add). One append per pin and one per release, on a file that
- * stays open, instead of creating and deleting a file per call. The journal
- * is rewritten when mostly drops, cut to zero length when nothing is held, and
- * removed when the store closes, so a closed store has an empty pins/.
+ * Each open Store keeps one journal file `pins/<pid>-<random>.pin` from its
+ * first pin until it closes: a line `+<digest>` adds a hold, `-<digest>`
+ * drops one (a digest is pinned while its adds outnumber its drops; a bare
+ * `<digest>` line counts as an add). One append per pin and one per release,
+ * on a file that stays open, instead of creating and deleting a file per
+ * call. The journal is rewritten when mostly drops, cut to zero length when
+ * nothing is held (or, if it cannot be cut, given the drops), and removed
+ * when the store closes with nothing held (else by the last release after
+ * that), so a closed store leaves an empty pins/.
  *
- * Cut, not removed, while the store is open: on ext4 a deleted inode is
- * skipped by the inode allocator for the next 60 to 300 seconds, and every
- * file created in that block group scans past it, so a journal deleted and
- * recreated per call makes each later blob creation there cost up to a
- * millisecond of kernel time (docs/benchmarks.md).
+ * Cut, not removed, while the store is open: a file per call costs an inode
+ * allocation and a deletion per call, and on ext4 without a journal (this
+ * project's benchmark machine) the allocator scans past every inode deleted
+ * in its block group in the last one to six minutes, so deletions make every
+ * later file creation nearby slower (docs/benchmarks.md, "Inode churn").
  *
  * No fsync: a pin matters only while its owner lives, and a crash makes the
  * owner dead (GC then reclaims the file). Writes go through the store's
@@ -21,7 +23,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { toSluiceError } from '../engine/protocol/errors.js';
+import { ClosedError, toSluiceError } from '../engine/protocol/errors.js';
 import type { StoreFile } from './file.js';
 import { type StoreIO, writeAll } from './io.js';
 
@@ -77,6 +79,9 @@ export class PinJournal {
   private fh: StoreFile | undefined;
   private path: string | undefined;
   private lines = 0;
+  /** The file may hold lines (a write was attempted since it was last cut), whether or not it is open. */
+  private dirty = false;
+  private closed = false;
   private pins = 0;
   private ops: JournalOp[] = [];
   private flushing: Promise<void> | undefined;
@@ -120,6 +125,7 @@ export class PinJournal {
   }
 
   private hold(digests: readonly string[], own: string[]): Promise<void> {
+    if (this.closed) return Promise.reject(new ClosedError('the store is closed'));
     if (digests.length === 0) return Promise.resolve();
     return this.enqueue({ add: true, digests, own });
   }
@@ -164,8 +170,9 @@ export class PinJournal {
       }
       let failure: unknown;
       try {
-        if (!adds && this.pins === 0 && this.held.size === 0) await this.empty();
-        else if (text.length > 0) await this.append(text);
+        if (!adds && this.pins === 0 && this.held.size === 0) await this.empty(text);
+        // Once closed, drops are not written (the descriptor is closed; the last release removes the file).
+        else if (text.length > 0 && (adds || !this.closed)) await this.append(text);
       } catch (err) {
         failure = toSluiceError(err, 'EDISK');
       }
@@ -197,6 +204,7 @@ export class PinJournal {
 
   private async append(text: string): Promise<void> {
     const fh = await this.open();
+    this.dirty = true;
     // O_APPEND and no position (write, not pwrite): every write lands at the end, on every platform.
     await writeAll(this.io, fh, Buffer.from(text, 'latin1'), null);
     this.lines += text.split('\n').length - 1;
@@ -217,18 +225,27 @@ export class PinJournal {
     await this.fh?.close().catch(() => {});
     this.fh = undefined;
     this.lines = text.split('\n').length - 1;
+    this.dirty = this.lines > 0;
   }
 
-  /** Nothing is held: the journal keeps its file, with no lines. */
-  private async empty(): Promise<void> {
-    if (!this.fh || this.lines === 0) return;
-    this.lines = 0;
-    try {
-      await this.io.truncate(this.fh, 0);
-    } catch (err) {
-      // The lines left would keep their digests looking held; a journal that cannot be cut goes.
+  /**
+   * Nothing is held (`drops` are the batch's drop lines): the journal keeps
+   * its file, with no lines; after the store closed, the file goes.
+   */
+  private async empty(drops: string): Promise<void> {
+    if (this.closed) {
       await this.remove();
-      throw err;
+      return;
+    }
+    if (!this.dirty) return;
+    try {
+      // Reopened after a compaction (which replaced the file and closed the old descriptor).
+      await this.io.truncate(await this.open(), 0);
+      this.lines = 0;
+      this.dirty = false;
+    } catch {
+      // Cannot cut: the drops still make the journal say that nothing is held.
+      if (drops.length > 0) await this.append(drops);
     }
   }
 
@@ -238,6 +255,7 @@ export class PinJournal {
     this.fh = undefined;
     this.path = undefined;
     this.lines = 0;
+    this.dirty = false;
     await fh?.close().catch(() => {});
     if (path) await this.io.unlink(path).catch(() => {});
   }
@@ -248,11 +266,13 @@ export class PinJournal {
    * then).
    */
   async close(): Promise<void> {
+    this.closed = true;
     while (this.flushing) await this.flushing;
     if (this.held.size === 0) {
       await this.remove();
       return;
     }
+    // Pins still held: their releases (after this) append no more, they remove the file once nothing is held.
     await this.fh?.close().catch(() => {});
     this.fh = undefined;
   }

@@ -85,15 +85,9 @@ const completionFields = {
 
 /**
  * Zod schema of the terminal fields as they arrive from a worker. An `error`
- * ends the call failed, so a completion may not also claim `success`.
+ * ends the call failed with that error whatever `status` says (engine/call.ts).
  */
-export const wireCompletionSchema = z
-  .object({ mode: z.enum(['streamed', 'full']), ...completionFields })
-  .strict()
-  .refine((c) => !(c.error !== undefined && c.status === 'success'), {
-    message: "a completion with an error ends the call failed; it cannot have status 'success'",
-    path: ['status'],
-  });
+export const wireCompletionSchema = z.object({ mode: z.enum(['streamed', 'full']), ...completionFields }).strict();
 
 /** A completion as sent by the worker runtime (full output already fed as chunks). */
 export type WireCompletion = z.infer<typeof wireCompletionSchema>;

@@ -88,11 +88,14 @@ export async function sendJsonArrayStream(
   key: string,
   items: AsyncIterable<unknown>,
 ): Promise<void> {
+  // The client may have gone while the answer was being prepared: then there is no one to send it to.
+  if (res.destroyed) return;
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
   const head = JSON.stringify(fields);
   await writeText(res, `${head.slice(0, -1)}${head === '{}' ? '' : ','}${JSON.stringify(key)}:[`);
   let separator = '';
   for await (const item of items) {
+    // The client went away: stop rebuilding what no one will read.
     if (res.destroyed) return;
     await writeText(res, separator + JSON.stringify(item));
     separator = ',';
@@ -102,6 +105,8 @@ export async function sendJsonArrayStream(
 
 /** Writes `text`; resolves once the response can take more (drained or closed). */
 function writeText(res: ServerResponse, text: string): Promise<void> {
+  // A closed response never drains, and its 'close' has already been emitted.
+  if (res.destroyed || res.writableEnded) return Promise.resolve();
   if (res.write(text)) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {

@@ -59,10 +59,10 @@ export function interruptedDisplay(tool: string): string {
 const INTERRUPTED_MESSAGE = 'the process running the call ended before it finished; no output was recorded';
 
 /**
- * A replay whose calls are rebuilt one at a time, as they are iterated: only
- * the log's records (each bounded, large fields spilled to blobs) are held,
- * and one call's spilled fields at a time, so a long session is served in
- * bounded memory.
+ * A replay whose calls are rebuilt one at a time, as they are iterated. The
+ * session's records are read and folded first (each record is bounded: large
+ * fields are spilled to blobs); the spilled fields are loaded one call at a
+ * time, so the whole replay, spills included, never exists at once.
  */
 export interface SessionReplay extends Omit<ReplayedSession, 'calls'> {
   /** Surviving calls in log order, each rebuilt when the iteration reaches it. */

@@ -266,26 +266,28 @@ describe('the publication pin journal', () => {
     await expectNoLeftovers(engine.store);
   });
 
-  it('a journal that can be neither cut nor removed does not fail the call; it holds only that call’s blobs until the process ends', async () => {
+  it('a journal that can be neither cut nor given its drops does not fail the call; the next release that empties it clears the stale holds', async () => {
     const { engine, io } = await openFaulty();
     const cut = io.inject({ op: 'truncate', role: 'pin', errno: 'EIO' });
-    const removed = io.inject({ op: 'unlink', role: 'pin', errno: 'EIO' });
+    const drops = io.inject({
+      op: 'write',
+      role: 'pin',
+      errno: 'EIO',
+      when: (rec) => rec.text?.startsWith('-') === true,
+    });
     const r = await engine.run('bash', { command: `echo ${tag()}` }, { session: `pin-${tag()}` });
     io.reset();
-    expect([cut.fired, removed.fired]).toEqual([1, 1]);
+    expect([cut.fired, drops.fired]).toEqual([1, 1]);
     expect(r).toMatchObject({ status: 'success', complete: true });
     await expectPublished(engine, r.output);
-    const stale = await fsp.readdir(engine.store.layout.pins);
-    expect(stale).toHaveLength(1);
-    expect(stale[0]?.startsWith(`${process.pid}-`)).toBe(true);
+    // Over-protection, never loss: the published blobs look pinned while the journal keeps their adds.
     if (r.output?.kind !== 'streams') throw new Error('expected streams');
     const published = [r.output.manifest, ...r.output.streams.map((s) => s.digest)].sort();
     expect((await heldPins(engine.store.root)).sort()).toEqual(published);
-    // The next call starts a new journal and releases it normally; the stale one still holds only the first call's.
     const next = await engine.run('bash', { command: `echo ${tag()}` }, { session: `pin-${tag()}` });
     expect(next.status).toBe('success');
-    expect(await fsp.readdir(engine.store.layout.pins)).toHaveLength(2);
-    expect((await heldPins(engine.store.root)).sort()).toEqual(published);
+    expect(await fsp.readdir(engine.store.layout.pins)).toHaveLength(1);
+    expect(await heldPins(engine.store.root)).toEqual([]);
     await expectNoHalfState(engine.store);
   });
 });

@@ -166,4 +166,55 @@ describe('store I/O paths', () => {
     await expect(f.read(Buffer.alloc(1), 0, 1, 0)).rejects.toMatchObject({ code: 'EBADF' });
     expect(await fdsUnder(dir)).toBe(0);
   });
+
+  it('a journal compacted while pins come and go is still cut to zero once the last pin is released', async () => {
+    // Regression: compaction closed the journal's descriptor and the cut that empties the journal needed
+    // one, so the rewritten file kept its holds (those blobs looked pinned to GC) until the next pin.
+    const dir = await tempDir();
+    const store = await Store.open(dir);
+    const kept = await store.pin([sha256('a'), sha256('c')]);
+    for (let i = 0; i < 2100; i++) await (await store.pin([sha256('b')])).release();
+    const [journal] = await fsp.readdir(store.layout.pins);
+    // Compacted: a rewrite holds only the two kept digests plus what came after it, far fewer than 4200 lines.
+    const text = await fsp.readFile(`${store.layout.pins}/${journal}`, 'latin1');
+    expect(text.split('\n').length).toBeLessThan(1000);
+    await kept.release();
+    expect(await heldPins(dir)).toEqual([]);
+    expect((await fsp.stat(`${store.layout.pins}/${journal}`)).size).toBe(0);
+    await store.close();
+    expect(await fsp.readdir(store.layout.pins)).toEqual([]);
+  });
+
+  it('a journal that cannot be cut gets the drops instead, so it still holds nothing', async () => {
+    const dir = await tempDir();
+    const io = new FaultyIO(dir);
+    const store = await Store.open(dir, { io });
+    const pin = await store.pin([sha256('x'), sha256('y')]);
+    const cut = io.inject({ op: 'truncate', role: 'pin', errno: 'EIO' });
+    await pin.release();
+    expect(cut.fired).toBe(1);
+    const [journal] = await fsp.readdir(store.layout.pins);
+    expect(await fsp.readFile(`${store.layout.pins}/${journal}`, 'latin1')).toBe(
+      `+${sha256('x')}\n+${sha256('y')}\n-${sha256('x')}\n-${sha256('y')}\n`,
+    );
+    expect(await heldPins(dir)).toEqual([]);
+    await store.close();
+    expect(await fsp.readdir(store.layout.pins)).toEqual([]);
+    expect(io.openHandles()).toEqual([]);
+  });
+
+  it('after close a held pin refuses more digests with ECLOSED, and its release removes the journal', async () => {
+    const dir = await tempDir();
+    const io = new FaultyIO(dir);
+    const store = await Store.open(dir, { io });
+    const pin = await store.pin([sha256('held over close')]);
+    await store.close();
+    // Still held: the journal stays (GC honours it while this process lives), its descriptor is closed.
+    expect(await heldPins(dir)).toEqual([sha256('held over close')]);
+    expect(io.openHandles()).toEqual([]);
+    await expect(pin.add([sha256('too late')])).rejects.toMatchObject({ code: 'ECLOSED' });
+    await pin.release();
+    expect(await fsp.readdir(store.layout.pins)).toEqual([]);
+    expect(io.openHandles()).toEqual([]);
+  });
 });
