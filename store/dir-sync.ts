@@ -6,16 +6,16 @@
  * thread-pool round trips of that step, and on a small machine each round trip
  * costs the main thread far more than the syscall (docs/benchmarks.md). So a
  * store keeps the descriptors of the shard directories it published into open
- * while it is open: at most 256, one per shard. Only with the real filesystem:
- * an injected {@link StoreIO} sees every `fsyncDir` as before, so fault tests
- * keep their exact operation sequence.
+ * while it is open: at most 256, one per shard. Both the open and the fsync go
+ * through the store's {@link StoreIO} (`open`, then `fsync` of the directory's
+ * descriptor), so fault injection reaches this path like any other.
  *
  * A cached descriptor names the directory that existed when it was opened.
  * The store never removes a blob shard directory, and a rename into a
  * directory that has been removed fails (ENOENT) before its fsync is reached.
  */
 import { constants } from 'node:fs';
-import { StoreFile } from './file.js';
+import type { StoreFile } from './file.js';
 import type { StoreIO } from './io.js';
 
 interface OpenDir {
@@ -27,28 +27,24 @@ interface OpenDir {
 /** Directory fsyncs of one store. */
 export class DirSync {
   private readonly io: StoreIO;
-  private readonly cache: boolean;
   private readonly dirs = new Map<string, OpenDir>();
   private closed = false;
 
-  /** With `cache` false every sync goes to `io.fsyncDir`. */
-  constructor(io: StoreIO, cache: boolean) {
+  constructor(io: StoreIO) {
     this.io = io;
-    this.cache = cache;
   }
 
   /** Flushes `dir`'s entries to stable storage (`dir` is a blob shard directory). */
   async sync(dir: string): Promise<void> {
-    if (!this.cache || this.closed) return this.io.fsyncDir(dir);
+    if (this.closed) return this.io.fsyncDir(dir);
     let entry = this.dirs.get(dir);
     if (entry === undefined) {
-      entry = { file: StoreFile.open(dir, constants.O_RDONLY | constants.O_DIRECTORY), users: 0 };
+      entry = { file: this.io.open(dir, constants.O_RDONLY | constants.O_DIRECTORY), users: 0 };
       this.dirs.set(dir, entry);
     }
     entry.users++;
     try {
-      const file = await entry.file;
-      await file.sync();
+      await this.io.fsync(await entry.file);
     } catch (err) {
       // A failed open or fsync is not cached: the next publication tries afresh.
       if (this.dirs.get(dir) === entry) this.dirs.delete(dir);

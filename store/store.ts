@@ -65,7 +65,7 @@ export class Store {
     this.layout = new StoreLayout(root);
     this.io = io;
     this.pins = new PinJournal(this.layout.pins, io);
-    this.dirSync = new DirSync(io, io === realIO);
+    this.dirSync = new DirSync(io);
   }
 
   /** Opens (creating when needed) the store at `dir`. Opening never reads blobs, so corrupt content cannot prevent it. */

@@ -71,7 +71,7 @@ describe('durable operation order', () => {
       const pinned = one(`pin of ${d}`, (x) => x.role === 'pin' && x.op === 'write' && (x.text ?? '').includes(d));
       const dirSync = one(
         `fsync of the directory of ${d}`,
-        (x) => x.op === 'fsyncDir' && x.path === dirname(target) && x.seq > rename.seq,
+        (x) => x.op === 'fsync' && x.path === dirname(target) && x.seq > rename.seq,
       );
       for (const w of writes) expect(w.seq).toBeLessThan(fsync.seq);
       // Pinned before the store is even asked whether the blob exists, so before it can become visible.

@@ -45,6 +45,35 @@ describe('store I/O paths', () => {
     expect(await tmpEntries(store)).toEqual([]);
   });
 
+  it('a failed fsync through a kept shard descriptor fails that publish with EDISK; the next one opens the shard afresh', async () => {
+    const dir = await tempDir();
+    const io = new FaultyIO(dir);
+    const store = await Store.open(dir, { io });
+    const first = await store.publishBytes('shard mate 0\n');
+    // Two more contents whose digests fall in the same shard directory as the first.
+    const mates: string[] = [];
+    for (let i = 1; mates.length < 2; i++) {
+      if (sha256(`shard mate ${i}\n`).slice(0, 2) === first.digest.slice(0, 2)) mates.push(`shard mate ${i}\n`);
+    }
+    const shard = `${dir}/blobs/sha256/${first.digest.slice(0, 2)}`;
+    io.clearLog();
+    const fault = io.inject({ op: 'fsync', role: 'blob-dir', errno: 'EIO' });
+    const err = await store.publishBytes(mates[0] as string).catch((e: unknown) => e);
+    io.reset();
+    expect(fault.fired).toBe(1);
+    expect(err).toMatchObject({ code: 'EDISK', details: { errno: 'EIO' } });
+    // The descriptor was kept from the first publish: no open of the shard before the failed fsync.
+    expect(io.log.filter((r) => r.path === shard).map(label)).toEqual(['fsync blob-dir']);
+    io.clearLog();
+    const next = await store.publishBytes(mates[1] as string);
+    expect(next.digest).toBe(sha256(mates[1] as string));
+    expect(io.log.filter((r) => r.path === shard).map(label)).toEqual(['open blob-dir', 'fsync blob-dir']);
+    expect(await tmpEntries(store)).toEqual([]);
+    await store.close();
+    await eventually(async () => io.openHandles().length === 0);
+    expect(io.openHandles()).toEqual([]);
+  });
+
   it('pins taken at once share journal writes, each digest is held; releasing all empties the journal and closing removes it', async () => {
     const dir = await tempDir();
     const io = new FaultyIO(dir);
