@@ -281,10 +281,10 @@ export class Engine {
   }
 
   /**
-   * Like {@link replay}, but each call is rebuilt (its spilled fields loaded)
-   * only when the iteration of `calls()` reaches it, so a long session can be
-   * streamed without holding every call's spilled fields at once (its log's
-   * records, each bounded, are read first). ENOTFOUND for an unknown session.
+   * Like {@link replay}, but in bounded memory: the summary comes from a
+   * first read of the log that keeps only call ids, and each call is rebuilt
+   * (its records read again, its spilled fields loaded) only when the
+   * iteration of `calls()` reaches it. ENOTFOUND for an unknown session.
    */
   openReplay(session: string): Promise<SessionReplay> {
     return sessionsModule().then((s) => s.openReplay(this.store, session));

@@ -58,7 +58,7 @@ export const command: Command = {
       throw new BadArgumentsError(`sluice replay takes exactly one <session>, got ${positionals.length}`);
     }
     const store = await openExistingStore(values.store, ctx.env);
-    // One call at a time: the replay (with every spilled field) is never built whole.
+    // One call at a time, in bounded memory (see openReplay).
     const { calls, ...replayed } = await openReplay(store, positionals[0] as string);
     if (values.json) {
       const head = JSON.stringify(replayed);

@@ -279,7 +279,7 @@ const sessions: Handler = async (ctx, _req, res, _p, url) => {
 
 const replay: Handler = async (ctx, _req, res, [id], url) => {
   onlyParams(url, [], 'GET /v1/sessions/:id/replay');
-  // Streamed call by call: a long session's replay (with its spilled fields) never sits in memory whole.
+  // Streamed call by call, in bounded memory whatever the session's length (see openReplay).
   const { calls, ...summary } = await ctx.engine.openReplay(id as string);
   await sendJsonArrayStream(res, 200, summary, 'calls', calls());
 };

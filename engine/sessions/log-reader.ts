@@ -4,6 +4,7 @@
  * counted, never fatal; the lines after it still count.
  */
 import { promises as fsp } from 'node:fs';
+import type { XXHashAPI } from 'xxhash-wasm';
 import type { Store } from '../../store/store.js';
 import { NotFoundError, toSluiceError } from '../protocol/errors.js';
 import { loadHasher, unframeLine } from './frame.js';
@@ -57,7 +58,6 @@ export async function scanEventLog(
   id: string,
   onRecord: (record: SessionRecord) => void,
 ): Promise<Omit<EventLogContents, 'records'>> {
-  assertSessionId(id);
   const h = await loadHasher();
   const out: Omit<EventLogContents, 'records'> = {
     corrupt: 0,
@@ -67,37 +67,21 @@ export async function scanEventLog(
     bytes: 0,
     modifiedAt: new Date(0),
   };
-  let fh: fsp.FileHandle;
-  try {
-    fh = await fsp.open(eventLogPath(store.layout, id), 'r');
-  } catch (err) {
-    if ((err as { code?: unknown }).code === 'ENOENT') {
-      throw new NotFoundError(`no session ${JSON.stringify(id)} in the store`, { session: id });
-    }
-    throw toSluiceError(err, 'EDISK');
-  }
-  const onLine = (line: Buffer | undefined): void => {
-    if (line === undefined) {
-      out.corrupt++;
-      return;
-    }
-    if (line.length === 0) return;
-    const json = unframeLine(h, line);
-    if (json === undefined) {
-      out.corrupt++;
-      for (const m of line.toString('latin1').matchAll(DIGEST_IN_TEXT)) out.corruptDigests.add(m[0]);
-      return;
-    }
-    const parsed = parseRecord(json);
-    if (parsed.kind === 'record') onRecord(parsed.record);
-    else if (parsed.kind === 'unknown') out.unknown++;
-    else out.invalid++;
-  };
+  const fh = await openLog(store, id);
   try {
     const st = await fh.stat();
     out.bytes = st.size;
     out.modifiedAt = st.mtime;
-    await splitLines(fh, st.size, onLine);
+    for await (const lines of lineBatches(fh, st.size)) {
+      for (const line of lines) {
+        const kind = classifyLine(h, line, onRecord);
+        if (kind === 'corrupt') {
+          out.corrupt++;
+          if (line) for (const m of line.toString('latin1').matchAll(DIGEST_IN_TEXT)) out.corruptDigests.add(m[0]);
+        } else if (kind === 'unknown') out.unknown++;
+        else if (kind === 'invalid') out.invalid++;
+      }
+    }
   } catch (err) {
     throw toSluiceError(err, 'EDISK');
   } finally {
@@ -107,16 +91,70 @@ export async function scanEventLog(
 }
 
 /**
- * Calls `onLine` with each line (without its `\n`) of the first `size` bytes,
- * including a last line without `\n`; a line over {@link MAX_LINE_BYTES} is
- * reported as `undefined` and never buffered whole.
+ * The records of the first `bytes` bytes of session `id`'s log (what an
+ * earlier {@link scanEventLog} counted), one read's worth at a time and only
+ * as the caller pulls: a replay streams a session with it without holding
+ * the log. Lines that are not intact records are skipped (the scan counted
+ * them).
  */
-async function splitLines(fh: fsp.FileHandle, size: number, onLine: (line: Buffer | undefined) => void): Promise<void> {
+export async function* eventLogRecords(store: Store, id: string, bytes: number): AsyncGenerator<SessionRecord[]> {
+  const h = await loadHasher();
+  const fh = await openLog(store, id);
+  try {
+    for await (const lines of lineBatches(fh, bytes)) {
+      const records: SessionRecord[] = [];
+      for (const line of lines) classifyLine(h, line, (r) => records.push(r));
+      yield records;
+    }
+  } catch (err) {
+    throw toSluiceError(err, 'EDISK');
+  } finally {
+    await fh.close();
+  }
+}
+
+async function openLog(store: Store, id: string): Promise<fsp.FileHandle> {
+  assertSessionId(id);
+  try {
+    return await fsp.open(eventLogPath(store.layout, id), 'r');
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ENOENT') {
+      throw new NotFoundError(`no session ${JSON.stringify(id)} in the store`, { session: id });
+    }
+    throw toSluiceError(err, 'EDISK');
+  }
+}
+
+/** What one line is; an intact record goes to `onRecord`. */
+function classifyLine(
+  h: XXHashAPI,
+  line: Buffer | undefined,
+  onRecord: (record: SessionRecord) => void,
+): 'record' | 'empty' | 'corrupt' | 'unknown' | 'invalid' {
+  if (line === undefined) return 'corrupt';
+  if (line.length === 0) return 'empty';
+  const json = unframeLine(h, line);
+  if (json === undefined) return 'corrupt';
+  const parsed = parseRecord(json);
+  if (parsed.kind === 'record') {
+    onRecord(parsed.record);
+    return 'record';
+  }
+  return parsed.kind === 'unknown' ? 'unknown' : 'invalid';
+}
+
+/**
+ * The lines (without their `\n`) of the first `size` bytes, one read's worth
+ * at a time, including a last line without `\n`; a line over
+ * {@link MAX_LINE_BYTES} comes as `undefined` and is never buffered whole.
+ */
+async function* lineBatches(fh: fsp.FileHandle, size: number): AsyncGenerator<Array<Buffer | undefined>> {
   const buf = Buffer.allocUnsafe(READ_CHUNK);
   let parts: Buffer[] = [];
   let partBytes = 0;
   let oversized = false;
   let position = 0;
+  let batch: Array<Buffer | undefined> = [];
   const take = (piece: Buffer) => {
     if (oversized) return;
     if (partBytes + piece.length > MAX_LINE_BYTES) {
@@ -130,7 +168,7 @@ async function splitLines(fh: fsp.FileHandle, size: number, onLine: (line: Buffe
     partBytes += piece.length;
   };
   const endLine = () => {
-    onLine(oversized ? undefined : parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, partBytes));
+    batch.push(oversized ? undefined : parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, partBytes));
     parts = [];
     partBytes = 0;
     oversized = false;
@@ -146,6 +184,11 @@ async function splitLines(fh: fsp.FileHandle, size: number, onLine: (line: Buffe
       start = nl + 1;
     }
     if (start < bytesRead) take(buf.subarray(start, bytesRead));
+    if (batch.length > 0) {
+      yield batch;
+      batch = [];
+    }
   }
   if (partBytes > 0 || oversized) endLine();
+  if (batch.length > 0) yield batch;
 }

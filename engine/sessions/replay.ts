@@ -19,10 +19,17 @@ import type { Store } from '../../store/store.js';
 import { formatDuration } from '../presentation/display.js';
 import { type ErrorCode, type SerializedError, serializeError, WorkerCrashError } from '../protocol/errors.js';
 import type { TerminalResult } from '../result.js';
-import { readEventLog } from './log-reader.js';
-import { type CompletedRecord, parseOutputRef, validAttachments, validMessages } from './records.js';
+import { eventLogRecords, scanEventLog } from './log-reader.js';
+import {
+  CALL_COMPLETED,
+  CALL_STARTED,
+  type CompletedRecord,
+  parseOutputRef,
+  validAttachments,
+  validMessages,
+} from './records.js';
 import { loadSpill } from './spill.js';
-import { type CallEntry, foldSession } from './state.js';
+import { type CallEntry, referenceView, SessionFold } from './state.js';
 
 /** One call as replayed. */
 export interface ReplayedCall {
@@ -59,10 +66,11 @@ export function interruptedDisplay(tool: string): string {
 const INTERRUPTED_MESSAGE = 'the process running the call ended before it finished; no output was recorded';
 
 /**
- * A replay whose calls are rebuilt one at a time, as they are iterated. The
- * session's records are read and folded first (each record is bounded: large
- * fields are spilled to blobs); the spilled fields are loaded one call at a
- * time, so the whole replay, spills included, never exists at once.
+ * A replay whose calls are rebuilt one at a time, as they are iterated, in
+ * bounded memory: the log is read twice, first keeping only each call's id
+ * (to apply reverts and count), then record by record as the iteration pulls,
+ * holding only the calls whose records are still incomplete (calls that ran
+ * at the same time) and one call's spilled fields at a time.
  */
 export interface SessionReplay extends Omit<ReplayedSession, 'calls'> {
   /** Surviving calls in log order, each rebuilt when the iteration reaches it. */
@@ -70,20 +78,61 @@ export interface SessionReplay extends Omit<ReplayedSession, 'calls'> {
 }
 
 /**
- * Reads and folds session `id` of `store`; its calls are rebuilt lazily.
+ * Reads session `id` of `store` once to fold it; its calls are rebuilt when
+ * `calls()` is iterated, from the same bytes of the log (records appended in
+ * between are not part of this replay).
  *
  * @throws BadArgumentsError (EBADARGS) for an invalid id; NotFoundError (ENOTFOUND) when there is no such session.
  */
 export async function openReplay(store: Store, id: string): Promise<SessionReplay> {
-  const log = await readEventLog(store, id);
-  const state = foldSession(log.records);
+  const fold = new SessionFold();
+  const log = await scanEventLog(store, id, (r) => fold.add(referenceView(r)));
+  const state = fold.state();
+  // What each surviving call's records are, so the second pass knows when a call is whole.
+  const order = state.live.map((e) => ({
+    callId: e.callId,
+    started: e.started !== undefined,
+    completed: e.completed !== undefined,
+  }));
   return {
     session: id,
     reverted: state.calls.length - state.live.length,
     corruptLines: log.corrupt,
     skippedLines: log.unknown + log.invalid,
     async *calls() {
-      for (const e of state.live) yield await replayCall(store, id, e);
+      const position = new Map(order.map((o, i) => [o.callId, i]));
+      const pending = new Map<number, CallEntry>();
+      let next = 0;
+      const whole = (i: number): CallEntry | undefined => {
+        const e = pending.get(i);
+        const want = order[i];
+        if (!e || !want) return undefined;
+        return (!want.started || e.started) && (!want.completed || e.completed) ? e : undefined;
+      };
+      for await (const records of eventLogRecords(store, id, log.bytes)) {
+        for (const r of records) {
+          if (r.type !== CALL_STARTED && r.type !== CALL_COMPLETED) continue;
+          const i = position.get(r.callId);
+          if (i === undefined || i < next) continue;
+          let e = pending.get(i);
+          if (!e) {
+            e = { callId: r.callId, reverted: false };
+            pending.set(i, e);
+          }
+          // The first record of each kind counts, as in the fold.
+          if (r.type === CALL_STARTED) e.started ??= r;
+          else e.completed ??= r;
+        }
+        for (let e = whole(next); e !== undefined; e = whole(next)) {
+          pending.delete(next++);
+          yield await replayCall(store, id, e);
+        }
+      }
+      // Only if the log lost bytes between the two reads: what is left, as far as it goes.
+      for (; next < order.length; next++) {
+        const e = pending.get(next);
+        if (e) yield await replayCall(store, id, e);
+      }
     },
   };
 }
