@@ -281,10 +281,12 @@ export class Engine {
   }
 
   /**
-   * Like {@link replay}, but in bounded memory: the summary comes from a
-   * first read of the log that keeps only call ids, and each call is rebuilt
-   * (its records read again, its spilled fields loaded) only when the
-   * iteration of `calls()` reaches it. ENOTFOUND for an unknown session.
+   * Like {@link replay}, but without holding the session's records: one read
+   * of the log keeps each call's id and where its records are, and each call
+   * is read back and rebuilt (its spilled fields loaded) only when the
+   * iteration of `calls()` reaches it. The log stays open until the
+   * iteration ends; call `close()` on a replay you do not iterate. ENOTFOUND
+   * for an unknown session.
    */
   openReplay(session: string): Promise<SessionReplay> {
     return sessionsModule().then((s) => s.openReplay(this.store, session));

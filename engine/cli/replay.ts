@@ -58,26 +58,30 @@ export const command: Command = {
       throw new BadArgumentsError(`sluice replay takes exactly one <session>, got ${positionals.length}`);
     }
     const store = await openExistingStore(values.store, ctx.env);
-    // One call at a time, in bounded memory (see openReplay).
-    const { calls, ...replayed } = await openReplay(store, positionals[0] as string);
-    if (values.json) {
-      const head = JSON.stringify(replayed);
-      await writeOut(ctx.stdout, `${head.slice(0, -1)},"calls":[`);
-      let separator = '';
-      for await (const c of calls()) {
-        await writeOut(ctx.stdout, separator + JSON.stringify(c));
-        separator = ',';
+    // One call at a time, read back from the log (see openReplay).
+    const { calls, close, ...replayed } = await openReplay(store, positionals[0] as string);
+    try {
+      if (values.json) {
+        const head = JSON.stringify(replayed);
+        await writeOut(ctx.stdout, `${head.slice(0, -1)},"calls":[`);
+        let separator = '';
+        for await (const c of calls()) {
+          await writeOut(ctx.stdout, separator + JSON.stringify(c));
+          separator = ',';
+        }
+        await writeOut(ctx.stdout, ']}\n');
+      } else {
+        let separator = '';
+        for await (const c of calls()) {
+          const body = values.model ? c.result.model : c.result.display;
+          const text = forTerminal(ctx.stdout, body);
+          const block = `${forTerminal(ctx.stdout, heading(c))}\n${text}${text.endsWith('\n') || text.length === 0 ? '' : '\n'}`;
+          await writeOut(ctx.stdout, separator + block);
+          separator = '\n';
+        }
       }
-      await writeOut(ctx.stdout, ']}\n');
-    } else {
-      let separator = '';
-      for await (const c of calls()) {
-        const body = values.model ? c.result.model : c.result.display;
-        const text = forTerminal(ctx.stdout, body);
-        const block = `${forTerminal(ctx.stdout, heading(c))}\n${text}${text.endsWith('\n') || text.length === 0 ? '' : '\n'}`;
-        await writeOut(ctx.stdout, separator + block);
-        separator = '\n';
-      }
+    } finally {
+      await close();
     }
     if (replayed.corruptLines > 0) {
       ctx.stderr.write(`${replayed.corruptLines} torn or corrupt log lines were skipped\n`);

@@ -279,9 +279,14 @@ const sessions: Handler = async (ctx, _req, res, _p, url) => {
 
 const replay: Handler = async (ctx, _req, res, [id], url) => {
   onlyParams(url, [], 'GET /v1/sessions/:id/replay');
-  // Streamed call by call, in bounded memory whatever the session's length (see openReplay).
-  const { calls, ...summary } = await ctx.engine.openReplay(id as string);
-  await sendJsonArrayStream(res, 200, summary, 'calls', calls());
+  // Streamed call by call, each read back from the log when the client can take it (see openReplay).
+  const { calls, close, ...summary } = await ctx.engine.openReplay(id as string);
+  try {
+    await sendJsonArrayStream(res, 200, summary, 'calls', calls());
+  } finally {
+    // Also when the client left before the first call was pulled (the iteration never started).
+    await close();
+  }
 };
 
 const ROUTES: Route[] = [

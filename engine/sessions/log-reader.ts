@@ -48,17 +48,81 @@ export async function readEventLog(store: Store, id: string): Promise<EventLogCo
   return { records, ...counts };
 }
 
+/** Where a record's line is in its log: byte offset and length (without the `\n`). */
+export interface LinePlace {
+  offset: number;
+  length: number;
+}
+
 /**
- * Like {@link readEventLog}, but hands each record to `onRecord` as it is
- * read instead of keeping them, so memory stays bounded by what the caller
- * keeps (GC keeps only references).
+ * Like {@link readEventLog}, but hands each record (and where its line is) to
+ * `onRecord` as it is read instead of keeping them, so memory stays bounded
+ * by what the caller keeps (GC keeps only references).
  */
 export async function scanEventLog(
   store: Store,
   id: string,
-  onRecord: (record: SessionRecord) => void,
+  onRecord: (record: SessionRecord, place: LinePlace) => void,
 ): Promise<Omit<EventLogContents, 'records'>> {
+  const log = await openEventLog(store, id);
+  try {
+    return await scanOpenLog(log, onRecord);
+  } finally {
+    await log.close();
+  }
+}
+
+/** An event log opened for reading: scanned once, then read at the places the scan reported. */
+export interface OpenEventLog {
+  /**
+   * The record whose line is at `place`, or undefined if those bytes are no
+   * longer an intact record.
+   */
+  recordAt(place: LinePlace): Promise<SessionRecord | undefined>;
+  /** Closes the log (idempotent). */
+  close(): Promise<void>;
+  /** @internal */
+  readonly fh: fsp.FileHandle;
+  /** @internal */
+  readonly h: XXHashAPI;
+}
+
+/**
+ * Opens session `id`'s log. While it stays open, what it reads is the file it
+ * opened, whatever happens to the session's path.
+ *
+ * @throws BadArgumentsError (EBADARGS), NotFoundError (ENOTFOUND), DiskError (EDISK).
+ */
+export async function openEventLog(store: Store, id: string): Promise<OpenEventLog> {
   const h = await loadHasher();
+  const fh = await openLog(store, id);
+  let closed: Promise<void> | undefined;
+  return {
+    fh,
+    h,
+    async recordAt(place) {
+      const buf = Buffer.allocUnsafe(place.length);
+      try {
+        const { bytesRead } = await fh.read(buf, 0, place.length, place.offset);
+        let found: SessionRecord | undefined;
+        if (bytesRead === place.length) classifyLine(h, buf, (r) => (found = r));
+        return found;
+      } catch (err) {
+        throw toSluiceError(err, 'EDISK');
+      }
+    },
+    close() {
+      closed ??= fh.close().catch(() => {});
+      return closed;
+    },
+  };
+}
+
+/** Scans an open log from its start to its current end (see {@link scanEventLog}). */
+export async function scanOpenLog(
+  log: OpenEventLog,
+  onRecord: (record: SessionRecord, place: LinePlace) => void,
+): Promise<Omit<EventLogContents, 'records'>> {
   const out: Omit<EventLogContents, 'records'> = {
     corrupt: 0,
     unknown: 0,
@@ -67,14 +131,13 @@ export async function scanEventLog(
     bytes: 0,
     modifiedAt: new Date(0),
   };
-  const fh = await openLog(store, id);
   try {
-    const st = await fh.stat();
+    const st = await log.fh.stat();
     out.bytes = st.size;
     out.modifiedAt = st.mtime;
-    for await (const lines of lineBatches(fh, st.size)) {
-      for (const line of lines) {
-        const kind = classifyLine(h, line, onRecord);
+    for await (const lines of lineBatches(log.fh, st.size)) {
+      for (const { line, offset, length } of lines) {
+        const kind = classifyLine(log.h, line, (r) => onRecord(r, { offset, length }));
         if (kind === 'corrupt') {
           out.corrupt++;
           if (line) for (const m of line.toString('latin1').matchAll(DIGEST_IN_TEXT)) out.corruptDigests.add(m[0]);
@@ -84,33 +147,8 @@ export async function scanEventLog(
     }
   } catch (err) {
     throw toSluiceError(err, 'EDISK');
-  } finally {
-    await fh.close();
   }
   return out;
-}
-
-/**
- * The records of the first `bytes` bytes of session `id`'s log (what an
- * earlier {@link scanEventLog} counted), one read's worth at a time and only
- * as the caller pulls: a replay streams a session with it without holding
- * the log. Lines that are not intact records are skipped (the scan counted
- * them).
- */
-export async function* eventLogRecords(store: Store, id: string, bytes: number): AsyncGenerator<SessionRecord[]> {
-  const h = await loadHasher();
-  const fh = await openLog(store, id);
-  try {
-    for await (const lines of lineBatches(fh, bytes)) {
-      const records: SessionRecord[] = [];
-      for (const line of lines) classifyLine(h, line, (r) => records.push(r));
-      yield records;
-    }
-  } catch (err) {
-    throw toSluiceError(err, 'EDISK');
-  } finally {
-    await fh.close();
-  }
 }
 
 async function openLog(store: Store, id: string): Promise<fsp.FileHandle> {
@@ -144,18 +182,25 @@ function classifyLine(
 }
 
 /**
- * The lines (without their `\n`) of the first `size` bytes, one read's worth
- * at a time, including a last line without `\n`; a line over
- * {@link MAX_LINE_BYTES} comes as `undefined` and is never buffered whole.
+ * The lines (without their `\n`) of the first `size` bytes with where each
+ * starts, one read's worth at a time, including a last line without `\n`; a
+ * line over {@link MAX_LINE_BYTES} comes as `undefined` and is never buffered
+ * whole.
  */
-async function* lineBatches(fh: fsp.FileHandle, size: number): AsyncGenerator<Array<Buffer | undefined>> {
+async function* lineBatches(
+  fh: fsp.FileHandle,
+  size: number,
+): AsyncGenerator<Array<{ line: Buffer | undefined; offset: number; length: number }>> {
   const buf = Buffer.allocUnsafe(READ_CHUNK);
   let parts: Buffer[] = [];
   let partBytes = 0;
+  let lineBytes = 0;
   let oversized = false;
   let position = 0;
-  let batch: Array<Buffer | undefined> = [];
+  let lineStart = 0;
+  let batch: Array<{ line: Buffer | undefined; offset: number; length: number }> = [];
   const take = (piece: Buffer) => {
+    lineBytes += piece.length;
     if (oversized) return;
     if (partBytes + piece.length > MAX_LINE_BYTES) {
       oversized = true;
@@ -168,9 +213,12 @@ async function* lineBatches(fh: fsp.FileHandle, size: number): AsyncGenerator<Ar
     partBytes += piece.length;
   };
   const endLine = () => {
-    batch.push(oversized ? undefined : parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, partBytes));
+    const line = oversized ? undefined : parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, partBytes);
+    batch.push({ line, offset: lineStart, length: lineBytes });
+    lineStart += lineBytes + 1;
     parts = [];
     partBytes = 0;
+    lineBytes = 0;
     oversized = false;
   };
   while (position < size) {
@@ -189,6 +237,6 @@ async function* lineBatches(fh: fsp.FileHandle, size: number): AsyncGenerator<Ar
       batch = [];
     }
   }
-  if (partBytes > 0 || oversized) endLine();
+  if (lineBytes > 0 || oversized) endLine();
   if (batch.length > 0) yield batch;
 }

@@ -19,17 +19,19 @@ import type { Store } from '../../store/store.js';
 import { formatDuration } from '../presentation/display.js';
 import { type ErrorCode, type SerializedError, serializeError, WorkerCrashError } from '../protocol/errors.js';
 import type { TerminalResult } from '../result.js';
-import { eventLogRecords, scanEventLog } from './log-reader.js';
+import { type LinePlace, openEventLog, readEventLog, scanOpenLog } from './log-reader.js';
 import {
   CALL_COMPLETED,
   CALL_STARTED,
   type CompletedRecord,
   parseOutputRef,
+  type SessionRecord,
+  type StartedRecord,
   validAttachments,
   validMessages,
 } from './records.js';
 import { loadSpill } from './spill.js';
-import { type CallEntry, referenceView, SessionFold } from './state.js';
+import { type CallEntry, foldSession, SessionFold } from './state.js';
 
 /** One call as replayed. */
 export interface ReplayedCall {
@@ -67,92 +69,93 @@ const INTERRUPTED_MESSAGE = 'the process running the call ended before it finish
 
 /**
  * A replay whose calls are rebuilt one at a time, as they are iterated, in
- * bounded memory: the log is read twice, first keeping only each call's id
- * (to apply reverts and count), then record by record as the iteration pulls,
- * holding only the calls whose records are still incomplete (calls that ran
- * at the same time) and one call's spilled fields at a time.
+ * memory that does not grow with the session's records: the log is read once
+ * keeping only, per call, its id and where its records are, and each call's
+ * records (and spilled fields) are read back when the iteration reaches it.
+ * The log stays open until the iteration ends; end it (or call {@link close})
+ * rather than dropping it.
  */
 export interface SessionReplay extends Omit<ReplayedSession, 'calls'> {
-  /** Surviving calls in log order, each rebuilt when the iteration reaches it. */
+  /** Surviving calls in log order, each rebuilt when the iteration reaches it (once). */
   calls(): AsyncGenerator<ReplayedCall, void, undefined>;
+  /** Closes the log without iterating (idempotent; the end of the iteration closes it too). */
+  close(): Promise<void>;
 }
 
 /**
- * Reads session `id` of `store` once to fold it; its calls are rebuilt when
- * `calls()` is iterated, from the same bytes of the log (records appended in
- * between are not part of this replay).
+ * Reads session `id` of `store` once to fold it; its calls are rebuilt from
+ * the same open file when `calls()` is iterated (records appended in between
+ * are not part of this replay, and a session deleted meanwhile still
+ * replays as it was).
  *
  * @throws BadArgumentsError (EBADARGS) for an invalid id; NotFoundError (ENOTFOUND) when there is no such session.
  */
 export async function openReplay(store: Store, id: string): Promise<SessionReplay> {
+  const log = await openEventLog(store, id);
   const fold = new SessionFold();
-  const log = await scanEventLog(store, id, (r) => fold.add(referenceView(r)));
+  const places = new Map<string, { started?: LinePlace; completed?: LinePlace }>();
+  let counts: Awaited<ReturnType<typeof scanOpenLog>>;
+  try {
+    counts = await scanOpenLog(log, (r, place) => {
+      if (r.type === CALL_STARTED || r.type === CALL_COMPLETED) {
+        // The fold needs only the id; where the record is lets the call be read back later.
+        fold.add({ type: r.type, callId: r.callId } as SessionRecord);
+        const at = places.get(r.callId) ?? {};
+        if (r.type === CALL_STARTED) at.started ??= place;
+        else at.completed ??= place;
+        places.set(r.callId, at);
+      } else {
+        fold.add(r);
+      }
+    });
+  } catch (err) {
+    await log.close();
+    throw err;
+  }
   const state = fold.state();
-  // What each surviving call's records are, so the second pass knows when a call is whole.
-  const order = state.live.map((e) => ({
-    callId: e.callId,
-    started: e.started !== undefined,
-    completed: e.completed !== undefined,
-  }));
+  const live = state.live.map((e) => ({ callId: e.callId, ...places.get(e.callId) }));
+  places.clear();
+  let iterated = false;
   return {
     session: id,
     reverted: state.calls.length - state.live.length,
-    corruptLines: log.corrupt,
-    skippedLines: log.unknown + log.invalid,
+    corruptLines: counts.corrupt,
+    skippedLines: counts.unknown + counts.invalid,
+    close: () => log.close(),
     async *calls() {
-      const position = new Map(order.map((o, i) => [o.callId, i]));
-      const pending = new Map<number, CallEntry>();
-      let next = 0;
-      const whole = (i: number): CallEntry | undefined => {
-        const e = pending.get(i);
-        const want = order[i];
-        if (!e || !want) return undefined;
-        return (!want.started || e.started) && (!want.completed || e.completed) ? e : undefined;
-      };
-      for await (const records of eventLogRecords(store, id, log.bytes)) {
-        for (const r of records) {
-          if (r.type !== CALL_STARTED && r.type !== CALL_COMPLETED) continue;
-          const i = position.get(r.callId);
-          if (i === undefined || i < next) continue;
-          let e = pending.get(i);
-          if (!e) {
-            e = { callId: r.callId, reverted: false };
-            pending.set(i, e);
-          }
-          // The first record of each kind counts, as in the fold.
-          if (r.type === CALL_STARTED) e.started ??= r;
-          else e.completed ??= r;
-        }
-        for (let e = whole(next); e !== undefined; e = whole(next)) {
-          pending.delete(next++);
+      if (iterated) throw new Error('a replay can be iterated once');
+      iterated = true;
+      try {
+        for (const at of live) {
+          const e: CallEntry = { callId: at.callId, reverted: false };
+          if (at.started) e.started = (await log.recordAt(at.started)) as StartedRecord | undefined;
+          if (at.completed) e.completed = (await log.recordAt(at.completed)) as CompletedRecord | undefined;
           yield await replayCall(store, id, e);
         }
-      }
-      // Only if the log lost bytes between the two reads: what is left, as far as it goes.
-      for (; next < order.length; next++) {
-        const e = pending.get(next);
-        if (e) yield await replayCall(store, id, e);
+      } finally {
+        await log.close();
       }
     },
   };
 }
 
 /**
- * Replays session `id` of `store`, every call in one object (see
- * {@link openReplay} for one call at a time).
+ * Replays session `id` of `store`, every call in one object, from one read of
+ * the log (see {@link openReplay} for one call at a time).
  *
  * @throws BadArgumentsError (EBADARGS) for an invalid id; NotFoundError (ENOTFOUND) when there is no such session.
  */
 export async function replaySession(store: Store, id: string): Promise<ReplayedSession> {
-  const { calls: each, ...summary } = await openReplay(store, id);
+  const log = await readEventLog(store, id);
+  const state = foldSession(log.records);
   const calls: ReplayedCall[] = [];
-  for await (const c of each()) calls.push(c);
+  for (const e of state.live) calls.push(await replayCall(store, id, e));
   return {
-    session: summary.session,
+    session: id,
     calls,
-    reverted: summary.reverted,
-    corruptLines: summary.corruptLines,
-    skippedLines: summary.skippedLines,
+    reverted: state.calls.length - state.live.length,
+    corruptLines: log.corrupt,
+    skippedLines: log.unknown + log.invalid,
   };
 }
 

@@ -45,6 +45,8 @@ for (const errno of ['ENOSPC', 'EIO']) {
     ['creating the shard directory', errno, failNth('mkdir', 1, errno, 'mkdir'), false],
     ['the rename into place', errno, failNth('rename', 1, errno, 'rename'), false],
     // The rename happened, so the blob is there, but durability was not confirmed: the publish must fail.
+    // The shard directory is opened (the second open) once, and its descriptor kept for the fsyncs after renames.
+    ['opening the shard directory', errno, failNth('open', 2, errno, 'open'), true],
     // The second fsync: the directory's, through the descriptor the store keeps open for the shard.
     ['fsync of the directory', errno, failNth('fsync', 2, errno, 'fsync'), true],
   );
