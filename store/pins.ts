@@ -40,6 +40,9 @@ export interface Pin {
 /** Rewrite the journal once it has this many lines and most of them are dead. */
 const COMPACT_LINES = 4096;
 
+/** Every line this journal writes: a sign, a 64-hex digest and a newline. */
+const LINE_CHARS = 66;
+
 const APPEND_FLAGS = constants.O_CREAT | constants.O_WRONLY | constants.O_APPEND;
 
 /** Parses pin-file text into held digests (count > 0). */
@@ -207,7 +210,7 @@ export class PinJournal {
     this.dirty = true;
     // O_APPEND and no position (write, not pwrite): every write lands at the end, on every platform.
     await writeAll(this.io, fh, Buffer.from(text, 'latin1'), null);
-    this.lines += text.split('\n').length - 1;
+    this.lines += text.length / LINE_CHARS;
   }
 
   /** Rewrites the journal with only what is held (atomically: a reader sees the old or the new file). */
@@ -224,7 +227,7 @@ export class PinJournal {
     await this.io.rename(tmp, path);
     await this.fh?.close().catch(() => {});
     this.fh = undefined;
-    this.lines = text.split('\n').length - 1;
+    this.lines = text.length / LINE_CHARS;
     this.dirty = this.lines > 0;
   }
 

@@ -4,6 +4,8 @@
  * writing to the store. Prints each surviving call's final display (never the
  * live display deltas), or its model view with --model.
  */
+
+import { writeJsonWithArray } from '../json-stream.js';
 import { BadArgumentsError } from '../protocol/errors.js';
 import { openReplay, type ReplayedCall } from '../sessions/replay.js';
 import {
@@ -62,14 +64,12 @@ export const command: Command = {
     const { calls, close, ...replayed } = await openReplay(store, positionals[0] as string);
     try {
       if (values.json) {
-        const head = JSON.stringify(replayed);
-        await writeOut(ctx.stdout, `${head.slice(0, -1)},"calls":[`);
-        let separator = '';
-        for await (const c of calls()) {
-          await writeOut(ctx.stdout, separator + JSON.stringify(c));
-          separator = ',';
-        }
-        await writeOut(ctx.stdout, ']}\n');
+        const write = async (text: string) => {
+          await writeOut(ctx.stdout, text);
+          return true;
+        };
+        await writeJsonWithArray(write, replayed, 'calls', calls());
+        await writeOut(ctx.stdout, '\n');
       } else {
         let separator = '';
         for await (const c of calls()) {

@@ -3,6 +3,7 @@
  * size-bounded JSON request bodies validated with zod.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { writeJsonWithArray } from '../json-stream.js';
 import {
   BadArgumentsError,
   type ErrorCode,
@@ -91,31 +92,29 @@ export async function sendJsonArrayStream(
   // The client may have gone while the answer was being prepared: then there is no one to send it to.
   if (res.destroyed) return;
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
-  const head = JSON.stringify(fields);
-  await writeText(res, `${head.slice(0, -1)}${head === '{}' ? '' : ','}${JSON.stringify(key)}:[`);
-  let separator = '';
-  for await (const item of items) {
-    // The client went away: stop rebuilding what no one will read.
-    if (res.destroyed) return;
-    await writeText(res, separator + JSON.stringify(item));
-    separator = ',';
-  }
-  res.end(']}');
+  // A client that goes away stops the iteration: nothing more is rebuilt for no one.
+  if (await writeJsonWithArray((text) => writeWithBackpressure(res, text), fields, key, items)) res.end();
 }
 
-/** Writes `text`; resolves once the response can take more (drained or closed). */
-function writeText(res: ServerResponse, text: string): Promise<void> {
+/**
+ * Writes `text`, resolving true once the response can take more, false when
+ * the client is gone. Waits for 'drain' when the socket is backed up, so what
+ * a slow client has not read stays with its producer, not in memory here.
+ */
+export function writeWithBackpressure(res: ServerResponse, text: string): Promise<boolean> {
   // A closed response never drains, and its 'close' has already been emitted.
-  if (res.destroyed || res.writableEnded) return Promise.resolve();
-  if (res.write(text)) return Promise.resolve();
+  if (res.destroyed || res.writableEnded) return Promise.resolve(false);
+  if (res.write(text)) return Promise.resolve(true);
   return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
+    const settle = (ok: boolean) => {
+      res.off('drain', onDrain);
+      res.off('close', onClose);
+      resolve(ok);
     };
-    res.on('drain', done);
-    res.on('close', done);
+    const onDrain = () => settle(true);
+    const onClose = () => settle(false);
+    res.on('drain', onDrain);
+    res.on('close', onClose);
   });
 }
 

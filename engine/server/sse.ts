@@ -13,6 +13,7 @@
  * so a client that reconnects after it resumes from the right place.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { writeWithBackpressure } from './http.js';
 import { type Frame, sseFrame, type TrackedCall } from './tracker.js';
 
 /** Headers of an event stream. */
@@ -26,28 +27,6 @@ const SSE_HEADERS = {
 
 /** Milliseconds an EventSource waits before reconnecting (sent as `retry:`). */
 const RETRY_MS = 1000;
-
-/**
- * Writes `text`, resolving true once the response can take more, false when
- * the client is gone. Waits for 'drain' when the socket is backed up: this is
- * what keeps a slow client's frames in its bounded hub queue, not in memory
- * here.
- */
-export function writeWithBackpressure(res: ServerResponse, text: string): Promise<boolean> {
-  if (res.destroyed || res.writableEnded) return Promise.resolve(false);
-  if (res.write(text)) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const settle = (ok: boolean) => {
-      res.off('drain', onDrain);
-      res.off('close', onClose);
-      resolve(ok);
-    };
-    const onDrain = () => settle(true);
-    const onClose = () => settle(false);
-    res.on('drain', onDrain);
-    res.on('close', onClose);
-  });
-}
 
 /** Options of {@link streamCallEvents}. */
 export interface StreamOptions {
