@@ -3,15 +3,17 @@
  * output, published and recorded in a session, 16 calls in flight, against
  * bare piscina no-op tasks with the same concurrency in the same run.
  *
- * Beside the figure it prints where the CPU goes (`attribution`): the whole
- * process's CPU time per call (all threads: main, workers, libuv, V8's) for
- * the full call, the same call without a session, and a call that writes
- * nothing and has no session (nothing published); the CPU of the system calls
- * that publish one small file durably, made synchronously with nothing
- * around them; and the budget, the CPU per call that the machine's cores
- * allow at 1500 calls/s. `silentNoSession + durableFile` is a floor for any
- * call that publishes its output as a file of its own with today's call
- * machinery, before recording it (docs/benchmarks.md).
+ * Beside the figure it prints where the CPU goes (`attribution`), medians of
+ * the same three rounds: the whole process's CPU time per call (all threads:
+ * main, workers, libuv, V8's) and the main thread's, for the full call, the
+ * same call without a session, and a call that writes nothing and has no
+ * session (its empty output is still pinned and its empty blob refreshed);
+ * the CPU of the system calls that publish one small file durably, made
+ * synchronously with nothing around them; and the budget, the CPU per call
+ * that the machine's cores allow at 1500 calls/s. `silentNoSession +
+ * durableFile` approximates a floor for a call that publishes its output as
+ * a file of its own with today's call machinery, before recording it
+ * (docs/benchmarks.md).
  *
  * Both sides are measured in steady state, after SLUICE_BENCH_WARMUP calls:
  * each engine starts its own 16 workers, and with only a few calls each
@@ -20,7 +22,7 @@
  *
  *   SLUICE_BENCH_CALLS (default 5000), SLUICE_BENCH_WARMUP (default 2000)
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { Engine } from '../engine/engine.js';
@@ -30,6 +32,7 @@ import { envInt, median, report, tempDir } from './util.js';
 const CALLS = envInt('SLUICE_BENCH_CALLS', 5000);
 const IN_FLIGHT = 16;
 const WARMUP = envInt('SLUICE_BENCH_WARMUP', 2000);
+const TARGET_PER_SEC = 1500;
 
 async function inFlight(n: number, one: (i: number) => Promise<void>): Promise<number> {
   let next = 0;
@@ -42,43 +45,83 @@ async function inFlight(n: number, one: (i: number) => Promise<void>): Promise<n
   return performance.now() - t0;
 }
 
-/** Calls per second and CPU µs per call (whole process) of `n` calls, 16 in flight. */
-async function measured(n: number, one: (i: number) => Promise<void>): Promise<{ perSec: number; cpuUs: number }> {
+/** What one measured run gives: calls per second, and CPU µs per call of the process and of its main thread. */
+interface Measured {
+  perSec: number;
+  cpuUs: number;
+  /** Undefined where the thread's CPU time cannot be read (not Linux). */
+  mainUs: number | undefined;
+}
+
+/**
+ * On-CPU µs of the main thread so far, from Linux's per-thread schedstat
+ * (`process.cpuUsage` sums every thread; the main thread is the one that
+ * cannot be spread over more cores).
+ */
+function mainThreadMicros(): number | undefined {
+  try {
+    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]) / 1000;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `n` calls, 16 in flight, measured after a collection so no earlier run's garbage is charged to this one. */
+async function measured(n: number, one: (i: number) => Promise<void>): Promise<Measured> {
+  (globalThis as { gc?: () => void }).gc?.();
+  const main0 = mainThreadMicros();
   const cpu0 = process.cpuUsage();
   const ms = await inFlight(n, one);
   const cpu = process.cpuUsage(cpu0);
-  return { perSec: n / (ms / 1000), cpuUs: (cpu.user + cpu.system) / n };
+  const main1 = mainThreadMicros();
+  return {
+    perSec: n / (ms / 1000),
+    cpuUs: (cpu.user + cpu.system) / n,
+    mainUs: main0 === undefined || main1 === undefined ? undefined : (main1 - main0) / n,
+  };
 }
 
-async function bare(): Promise<{ perSec: number; cpuUs: number }> {
+async function bare(): Promise<Measured> {
   const pool = new Piscina({ filename: distPath('bench/overhead-worker.js'), minThreads: 2, maxThreads: IN_FLIGHT });
-  await inFlight(WARMUP, async (i) => void (await pool.run(i)));
-  const r = await measured(CALLS, async (i) => void (await pool.run(i)));
-  await pool.destroy();
-  return r;
+  try {
+    await inFlight(WARMUP, async (i) => void (await pool.run(i)));
+    return await measured(CALLS, async (i) => void (await pool.run(i)));
+  } finally {
+    await pool.destroy();
+  }
 }
 
 /** What the calls of one engine do: the benchmark's call, or a lighter one for the attribution. */
 interface Variant {
+  name: 'full' | 'noSession' | 'silentNoSession';
   /** `noop` writes 100 bytes; `silent` writes nothing. */
   tool: 'noop' | 'silent';
   /** Recorded in a session. */
   session: boolean;
 }
 
-async function sluice(dir: string, v: Variant): Promise<{ perSec: number; cpuUs: number; failed: number }> {
+const VARIANTS: readonly Variant[] = [
+  { name: 'full', tool: 'noop', session: true },
+  { name: 'noSession', tool: 'noop', session: false },
+  { name: 'silentNoSession', tool: 'silent', session: false },
+];
+
+async function sluice(dir: string, v: Variant): Promise<Measured & { failed: number }> {
   const engine = await Engine.open({ store: dir, concurrency: IN_FLIGHT, minThreads: 2 });
-  await engine.register(distPath(`bench/tools/${v.tool}.js`));
-  let failed = 0;
-  const options = v.session ? { session: 'bench' } : {};
-  const one = async (i: number) => {
-    const r = await engine.run(v.tool, { i }, options);
-    if (r.status !== 'success') failed++;
-  };
-  await inFlight(WARMUP, one);
-  const r = await measured(CALLS, (i) => one(i + 1_000_000));
-  await engine.close();
-  return { ...r, failed };
+  try {
+    await engine.register(distPath(`bench/tools/${v.tool}.js`));
+    let failed = 0;
+    const options = v.session ? { session: 'bench' } : {};
+    const one = async (i: number) => {
+      const r = await engine.run(v.tool, { i }, options);
+      if (r.status !== 'success') failed++;
+    };
+    await inFlight(WARMUP, one);
+    const r = await measured(CALLS, (i) => one(i + 1_000_000));
+    return { ...r, failed };
+  } finally {
+    await engine.close();
+  }
 }
 
 /**
@@ -97,16 +140,23 @@ function inodeCreateMicros(dir: string): number {
   return Math.round((used.user + used.system) / 64);
 }
 
+/** CPU µs of one durable small-file publication's system calls, and of its two fsyncs. */
+interface DurableFile {
+  total: number;
+  fsyncFile: number;
+  fsyncDir: number;
+}
+
 /**
  * CPU µs (user + system) of publishing one 100-byte file durably here, with
  * synchronous calls and nothing else: create, write, fsync, close, rename,
  * fsync of the directory. Also the two fsyncs on their own: on a virtual disk
  * each is a cache flush the guest kernel pays for.
  */
-function durableFileMicros(dir: string): { total: number; fsyncFile: number; fsyncDir: number } {
+function durableFileMicros(dir: string): DurableFile {
   const n = 200;
-  mkdirSync(`${dir}/durable/tmp`, { recursive: true });
-  mkdirSync(`${dir}/durable/blobs`);
+  mkdirSync(`${dir}/tmp`, { recursive: true });
+  mkdirSync(`${dir}/blobs`);
   const bytes = Buffer.alloc(100, 0x78);
   const cpu = () => {
     const u = process.cpuUsage();
@@ -115,18 +165,23 @@ function durableFileMicros(dir: string): { total: number; fsyncFile: number; fsy
   let total = 0;
   let file = 0;
   let directory = 0;
-  const dirFd = openSync(`${dir}/durable/blobs`, 'r');
+  const dirFd = openSync(`${dir}/blobs`, 'r');
   try {
     for (let i = 0; i < n; i++) {
-      const path = `${dir}/durable/tmp/${i}`;
+      const path = `${dir}/tmp/${i}`;
       const t0 = cpu();
       const fd = openSync(path, 'wx');
-      writeSync(fd, bytes);
-      const t1 = cpu();
-      fsyncSync(fd);
-      const t2 = cpu();
-      closeSync(fd);
-      renameSync(path, `${dir}/durable/blobs/${i}`);
+      let t1: number;
+      let t2: number;
+      try {
+        writeSync(fd, bytes);
+        t1 = cpu();
+        fsyncSync(fd);
+        t2 = cpu();
+      } finally {
+        closeSync(fd);
+      }
+      renameSync(path, `${dir}/blobs/${i}`);
       const t3 = cpu();
       fsyncSync(dirFd);
       const t4 = cpu();
@@ -137,54 +192,86 @@ function durableFileMicros(dir: string): { total: number; fsyncFile: number; fsy
   } finally {
     closeSync(dirFd);
   }
-  return { total: Math.round(total / n), fsyncFile: Math.round(file / n), fsyncDir: Math.round(directory / n) };
+  return { total: total / n, fsyncFile: file / n, fsyncDir: directory / n };
+}
+
+const round = (x: number | undefined) => (x === undefined ? null : Math.round(x));
+
+function medianOf(runs: readonly Measured[]): Measured {
+  const main = runs.map((r) => r.mainUs);
+  return {
+    perSec: median(runs.map((r) => r.perSec)),
+    cpuUs: median(runs.map((r) => r.cpuUs)),
+    mainUs: main.every((m) => m !== undefined) ? median(main as number[]) : undefined,
+  };
 }
 
 const tmp = tempDir('sluice-bench-overhead-');
 try {
   const inodeCreateUs = inodeCreateMicros(tmp.dir);
-  const durableFileCpuUs = durableFileMicros(tmp.dir);
-  const bareRuns: Array<{ perSec: number; cpuUs: number }> = [];
-  const sluiceRuns: Array<{ perSec: number; cpuUs: number }> = [];
-  let failed = 0;
+  const bareRuns: Measured[] = [];
+  const durableRuns: DurableFile[] = [];
+  // Every variant runs in every round, in a rotating order, so each median sees the same moments of the
+  // machine and no variant always follows the same one.
+  const runs = new Map<Variant['name'], Measured[]>(VARIANTS.map((v) => [v.name, []]));
+  const failed = new Map<Variant['name'], number>(VARIANTS.map((v) => [v.name, 0]));
   for (let i = 0; i < 3; i++) {
     bareRuns.push(await bare());
-    const s = await sluice(`${tmp.dir}/store-${i}`, { tool: 'noop', session: true });
-    sluiceRuns.push(s);
-    failed += s.failed;
+    durableRuns.push(durableFileMicros(`${tmp.dir}/durable-${i}`));
+    for (let k = 0; k < VARIANTS.length; k++) {
+      const v = VARIANTS[(i + k) % VARIANTS.length] as Variant;
+      const r = await sluice(`${tmp.dir}/store-${v.name}-${i}`, v);
+      runs.get(v.name)?.push(r);
+      failed.set(v.name, (failed.get(v.name) ?? 0) + r.failed);
+    }
   }
-  // One engine each: these only say where the CPU goes, they have no target.
-  const noSession = await sluice(`${tmp.dir}/store-no-session`, { tool: 'noop', session: false });
-  const silent = await sluice(`${tmp.dir}/store-silent`, { tool: 'silent', session: false });
-  failed += noSession.failed + silent.failed;
-  const s = median(sluiceRuns.map((r) => r.perSec));
-  const b = median(bareRuns.map((r) => r.perSec));
-  const round = (x: number) => Math.round(x);
+  const full = medianOf(runs.get('full') ?? []);
+  const noSession = medianOf(runs.get('noSession') ?? []);
+  const silent = medianOf(runs.get('silentNoSession') ?? []);
+  const b = medianOf(bareRuns);
+  const durable = {
+    total: median(durableRuns.map((d) => d.total)),
+    fsyncFile: median(durableRuns.map((d) => d.fsyncFile)),
+    fsyncDir: median(durableRuns.map((d) => d.fsyncDir)),
+  };
+  const fullFailed = failed.get('full') ?? 0;
   report({
     bench: 'overhead',
     calls: CALLS,
     warmup: WARMUP,
     inFlight: IN_FLIGHT,
-    sluiceCallsPerSec: round(s),
-    barePiscinaTasksPerSec: round(b),
-    ratioToBare: Math.round((s / b) * 1000) / 1000,
-    failed,
+    sluiceCallsPerSec: round(full.perSec),
+    barePiscinaTasksPerSec: round(b.perSec),
+    ratioToBare: Math.round((full.perSec / b.perSec) * 1000) / 1000,
+    failed: fullFailed,
     storeDir: tmp.dir,
     inodeCreateUs,
     attribution: {
-      budgetCpuUsPerCall: round((availableParallelism() * 1e6) / 1500),
+      budgetCpuUsPerCall: round((availableParallelism() * 1e6) / TARGET_PER_SEC),
       cpuUsPerCall: {
-        full: round(median(sluiceRuns.map((r) => r.cpuUs))),
+        full: round(full.cpuUs),
         noSession: round(noSession.cpuUs),
         silentNoSession: round(silent.cpuUs),
-        barePiscinaTask: round(median(bareRuns.map((r) => r.cpuUs))),
+        barePiscinaTask: round(b.cpuUs),
       },
+      mainThreadUsPerCall: {
+        full: round(full.mainUs),
+        noSession: round(noSession.mainUs),
+        silentNoSession: round(silent.mainUs),
+      },
+      // Seconds of main-thread CPU per second that the target's rate would take at today's cost per call.
+      mainThreadAtTarget: full.mainUs === undefined ? null : Math.round((full.mainUs * TARGET_PER_SEC) / 1e4) / 100,
       callsPerSec: { noSession: round(noSession.perSec), silentNoSession: round(silent.perSec) },
-      durableFileCpuUs,
-      floorCpuUsPerCall: round(silent.cpuUs + durableFileCpuUs.total),
+      durableFileCpuUs: {
+        total: round(durable.total),
+        fsyncFile: round(durable.fsyncFile),
+        fsyncDir: round(durable.fsyncDir),
+      },
+      floorCpuUsPerCall: round(silent.cpuUs + durable.total),
+      failed: Object.fromEntries(failed),
     },
     target: '>= 1500 calls/s (published and recorded), 16 in flight',
-    pass: s >= 1500 && failed === 0,
+    pass: full.perSec >= TARGET_PER_SEC && fullFailed === 0,
   });
 } finally {
   tmp.remove();

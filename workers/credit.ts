@@ -50,6 +50,7 @@ export class CreditGate {
    * after: every call closes its gate, and almost none of them ever need it.
    */
   close(reason?: unknown): void {
+    if (this.closed) return;
     this.closed = true;
     this.closedWith = reason;
     for (const w of this.waiters.splice(0)) w.reject(this.reason());
