@@ -8,12 +8,12 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 /**
- * Start-up runs first and the per-call overhead late: the overhead benchmark
+ * Start-up runs first and the per-call overhead last: the overhead benchmark
  * creates and then deletes ~40,000 files, and on an ext4 without a journal
  * (this project's benchmark machine) creating files near recently deleted
  * ones is slower for minutes after (docs/benchmarks.md, "Inode churn").
  */
-const ALL = ['startup', 'capture', 'memory', 'concurrency', 'read-pages', 'overhead', 'channel', 'mcp'];
+const ALL = ['startup', 'capture', 'memory', 'concurrency', 'read-pages', 'channel', 'mcp', 'overhead'];
 
 async function runOne(name: string): Promise<Record<string, unknown>> {
   const file = fileURLToPath(new URL(`./${name}.js`, import.meta.url));

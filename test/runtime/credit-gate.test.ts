@@ -3,7 +3,7 @@
  * promise, a writer without credit waits in order until credit comes back,
  * and closing fails waiters and later acquires with ECANCELLED (or the reason
  * given). The closing error is made only when something needs it: every call
- * closes its gate, and building an error per call was ~1.5% of the workers'
+ * closes its gate, and building an error per call was ~1.6% of the workers'
  * CPU in the overhead benchmark's profile (docs/benchmarks.md).
  */
 import { describe, expect, it } from 'vitest';
@@ -47,9 +47,11 @@ describe('credit gate', () => {
   it('closing a gate nobody waits on makes later acquires fail with one ECANCELLED, even with credit left', async () => {
     const gate = new CreditGate(64);
     gate.close();
+    // Nothing waited, so no error was built yet (the point of making it lazily).
+    expect(Reflect.get(gate, 'closedWith')).toBeUndefined();
     const first = gate.acquire(1);
     const second = gate.acquire(1);
-    expect(first).toBeInstanceOf(Promise); // not the no-promise fast path: the window is full, but closed
+    expect(first).toBeInstanceOf(Promise); // not the no-promise fast path: credit is left, but the gate is closed
     const [a, b] = await Promise.all([first?.catch((e: unknown) => e), second?.catch((e: unknown) => e)]);
     expect(a).toMatchObject({ code: 'ECANCELLED' });
     expect(b).toBe(a);
@@ -65,6 +67,13 @@ describe('credit gate', () => {
     await expect(later).rejects.toMatchObject({ code: 'ECANCELLED' });
     // One error for the gate, not one per acquire.
     expect(await later?.catch((e: unknown) => e)).toBe(await waiting?.catch((e: unknown) => e));
+  });
+
+  it('a second close changes nothing: the first reason stays', async () => {
+    const gate = new CreditGate(8);
+    gate.close();
+    gate.close(Object.assign(new Error('later'), { code: 'EPROTOCOL' }));
+    await expect(gate.acquire(1)).rejects.toMatchObject({ code: 'ECANCELLED' });
   });
 
   it('closing with a reason fails waiters and later acquires with that reason', async () => {
