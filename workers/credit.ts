@@ -12,7 +12,7 @@ export class CreditGate {
   /** The window this gate was opened with. */
   readonly window: number;
   private readonly waiters: Array<{ n: number; resolve: () => void; reject: (e: unknown) => void }> = [];
-  /** Why the gate closed; made on first need (an error's stack costs tens of µs, per call). */
+  /** Why the gate closed; made on first need (building an error with its stack cost ~10 µs of every call). */
   private closedWith: unknown;
   private closed = false;
 
