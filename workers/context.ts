@@ -4,7 +4,7 @@
  * the call (which streams were written, whether a rule was broken).
  */
 import { Writable } from 'node:stream';
-import { UndeclaredStreamError } from '../engine/protocol/errors.js';
+import { ResourceLimitError, UndeclaredStreamError } from '../engine/protocol/errors.js';
 import { MAX_CHUNK_BYTES } from '../engine/protocol/limits.js';
 import { CallEndpoint, Comlink, installErrorTransfer } from '../engine/protocol/rpc.js';
 import { channelNames, type OutputDeclaration } from '../engine/protocol/streams.js';
@@ -12,10 +12,25 @@ import { post, postChunk } from './channel.js';
 import { CreditGate } from './credit.js';
 import type { ArtifactReader, HostServices, ToolContext } from './tool.js';
 import { takeHandedOver } from './transfer.js';
-import { codePointCut, StringCarry, Utf8Carry } from './utf8.js';
+import { StringCarry } from './utf8.js';
 
 /** Pending display text is capped at this many characters (oldest part elided). */
 const DISPLAY_PENDING_MAX = 64 * 1024;
+/** What a trim keeps of the pending display: trimming below the cap makes appends amortised O(appended). */
+const DISPLAY_PENDING_LOW = (DISPLAY_PENDING_MAX * 3) / 4;
+/** Starts pending display text whose oldest part was dropped. */
+const DISPLAY_ELIDED = '[… display elided]\n';
+
+/**
+ * Most a stream writer queues (bytes, or UTF-16 units of strings) before it
+ * refuses further writes: a tool that ignores `write()` returning false would
+ * otherwise grow the worker without bound (Buffers live outside the worker's
+ * heap limit). One write of any size is always taken; writing again while
+ * more than this waits fails the call with ERESOURCELIMIT.
+ */
+export function writeQueueBound(window: number): number {
+  return Math.max(16 * 1024 * 1024, 4 * window);
+}
 
 /**
  * Largest message a channel sends: a quarter of the credit window, so several
@@ -31,9 +46,11 @@ function chunkBytesFor(window: number): number {
 class ChannelWriter extends Writable {
   private readonly run: CallRun;
   private readonly index: number;
-  private readonly bytesCarry = new Utf8Carry();
   private readonly textCarry = new StringCarry();
   private readonly chunkBytes: number;
+  /** UTF-16 units of a string encoded at once: at most {@link chunkBytes} bytes of UTF-8. */
+  private readonly stringStep: number;
+  private readonly queueBound: number;
   /** Bytes sent so far. */
   sent = 0;
 
@@ -44,10 +61,34 @@ class ChannelWriter extends Writable {
     this.run = run;
     this.index = index;
     this.chunkBytes = chunkBytes;
+    this.stringStep = Math.max(1, Math.floor(chunkBytes / 3));
+    this.queueBound = writeQueueBound(run.gate.window);
+  }
+
+  override write(
+    chunk: unknown,
+    encoding?: BufferEncoding | ((error: Error | null | undefined) => void),
+    cb?: (error: Error | null | undefined) => void,
+  ): boolean {
+    if (this.writableLength > this.queueBound && !this.destroyed) {
+      // Destroyed without an error event (a tool with no 'error' listener would crash its
+      // worker): the queued writes are dropped and their callbacks fail; the violation fails the call.
+      const name = this.run.names[this.index] || 'output';
+      this.run.violation ??= new ResourceLimitError(
+        `the tool kept writing to ${name} while ${this.writableLength} bytes waited (write() returned false; wait for 'drain'); the bound is ${this.queueBound}`,
+        { stream: name, queued: this.writableLength, bound: this.queueBound },
+      );
+      this.destroy();
+    }
+    return super.write(chunk, encoding as BufferEncoding, cb);
   }
 
   override _write(chunk: unknown, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
-    const b = this.toUtf8(chunk);
+    if (typeof chunk === 'string' && chunk.length > this.stringStep) {
+      this.sendString(chunk).then(() => cb(), cb);
+      return;
+    }
+    const b = this.toBytes(chunk);
     if (b instanceof Error) {
       cb(b);
       return;
@@ -66,9 +107,13 @@ class ChannelWriter extends Writable {
     chunks: Array<{ chunk: unknown; encoding: BufferEncoding }>,
     cb: (err?: Error | null) => void,
   ): void {
-    const parts: Array<{ bytes: Uint8Array; owned: boolean }> = [];
+    const parts: Array<{ bytes: Uint8Array; owned: boolean } | string> = [];
     for (const { chunk } of chunks) {
-      const b = this.toUtf8(chunk);
+      if (typeof chunk === 'string' && chunk.length > this.stringStep) {
+        parts.push(chunk);
+        continue;
+      }
+      const b = this.toBytes(chunk);
       if (b instanceof Error) {
         cb(b);
         return;
@@ -85,7 +130,7 @@ class ChannelWriter extends Writable {
    * a part big enough to be a message of its own goes as it is (moved when the
    * runtime owns it).
    */
-  private async sendGathered(parts: ReadonlyArray<{ bytes: Uint8Array; owned: boolean }>): Promise<void> {
+  private async sendGathered(parts: ReadonlyArray<{ bytes: Uint8Array; owned: boolean } | string>): Promise<void> {
     let group: Uint8Array[] = [];
     let groupBytes = 0;
     const flush = async () => {
@@ -101,6 +146,11 @@ class ChannelWriter extends Writable {
       await this.send(buf, true);
     };
     for (const p of parts) {
+      if (typeof p === 'string') {
+        await flush();
+        await this.sendString(p);
+        continue;
+      }
       if (p.bytes.length >= this.chunkBytes / 2) {
         await flush();
         await this.send(p.bytes, p.owned);
@@ -113,42 +163,53 @@ class ChannelWriter extends Writable {
     await flush();
   }
 
-  /** Valid UTF-8 bytes for a write, and whether the runtime owns them (so they may be transferred). */
-  private toUtf8(chunk: unknown): { bytes: Uint8Array; owned: boolean } | Error {
-    if (typeof chunk === 'string') {
-      const flushed = this.bytesCarry.end();
-      const bytes = this.textCarry.push(chunk);
-      return { bytes: flushed.length > 0 ? Buffer.concat([flushed, bytes]) : bytes, owned: true };
-    }
+  /**
+   * The bytes to store for a write, and whether the runtime owns them (so
+   * they may be transferred). A string is encoded as UTF-8; bytes are stored
+   * exactly as given, valid UTF-8 or not (capture is byte-exact).
+   */
+  private toBytes(chunk: unknown): { bytes: Uint8Array; owned: boolean } | Error {
+    if (typeof chunk === 'string') return { bytes: this.textCarry.push(chunk), owned: true };
     if (chunk instanceof Uint8Array) {
-      const flushed = this.textCarry.end();
-      const valid = this.bytesCarry.push(chunk);
-      if (flushed.length > 0) return { bytes: Buffer.concat([flushed, valid]), owned: true };
-      // A view into the tool's own buffer (an incomplete character held back) is still the tool's,
-      // unless the tool handed the buffer over (workers/transfer.ts).
-      return { bytes: valid, owned: valid.buffer !== chunk.buffer || takeHandedOver(chunk) };
+      // A high surrogate waiting for its pair will not get it: it is stored as U+FFFD before the bytes.
+      if (this.textCarry.holding) return { bytes: Buffer.concat([this.textCarry.end(), chunk]), owned: true };
+      // The tool's own buffer is copied on the way out, unless it handed it over (workers/transfer.ts).
+      return { bytes: chunk, owned: takeHandedOver(chunk) };
     }
-    return new TypeError('stream writers accept strings and Uint8Arrays');
+    return new TypeError(`stream writers accept strings and Uint8Arrays, not ${describeValue(chunk)}`);
+  }
+
+  /** Encodes and sends a long string a slice at a time, so it is never copied whole. */
+  private async sendString(s: string): Promise<void> {
+    for (let i = 0; i < s.length; i += this.stringStep) {
+      await this.send(this.textCarry.push(s.slice(i, i + this.stringStep)), true);
+    }
   }
 
   override _final(cb: (err?: Error | null) => void): void {
-    const tail = Buffer.concat([this.textCarry.end(), this.bytesCarry.end()]);
-    this.send(tail, true).then(() => cb(), cb);
+    this.send(this.textCarry.end(), true).then(() => cb(), cb);
   }
 
+  /** Posts `bytes` in messages of at most {@link chunkBytes}, each after its credit. Cuts fall anywhere: bytes are bytes. */
   private async send(bytes: Uint8Array, owned: boolean): Promise<void> {
     let off = 0;
     while (off < bytes.length) {
-      const rest = bytes.subarray(off);
-      const cut = codePointCut(rest, this.chunkBytes);
-      const piece = rest.subarray(0, cut);
+      const piece = bytes.subarray(off, off + this.chunkBytes);
       const wait = this.run.gate.acquire(piece.length);
       if (wait) await wait;
-      postChunk(this.run.callId, this.index, piece, owned && cut === bytes.length && off === 0);
+      postChunk(this.run.callId, this.index, piece, owned && piece.length === bytes.length);
       this.sent += piece.length;
-      off += cut;
+      off += piece.length;
     }
   }
+}
+
+/** A short description of a value of the wrong type, for error messages. */
+export function describeValue(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'object') return `an object (${(v as object).constructor?.name ?? 'no prototype'})`;
+  return `a ${typeof v}`;
 }
 
 /** State of one call in this worker. */
@@ -162,7 +223,10 @@ export class CallRun {
   violation: Error | undefined;
   private readonly endpoint: CallEndpoint;
   private hostProxy: HostServices | undefined;
-  private displayPending = '';
+  /** Display text not yet posted, oldest first, and its length in UTF-16 units. */
+  private displayPieces: string[] = [];
+  private displayChars = 0;
+  private displayElided = false;
   private displayFlushing: Promise<void> | undefined;
 
   constructor(callId: string, window: number, output: OutputDeclaration) {
@@ -214,14 +278,32 @@ export class CallRun {
   /** Appends display text; coalesced while waiting for credit. */
   display(text: string): void {
     if (typeof text !== 'string' || text.length === 0) return;
-    this.displayPending += text;
-    if (this.displayPending.length > DISPLAY_PENDING_MAX) {
-      let cut = this.displayPending.length - DISPLAY_PENDING_MAX;
-      const c = this.displayPending.charCodeAt(cut);
-      if (c >= 0xdc00 && c <= 0xdfff) cut++; // don't start on a low surrogate
-      this.displayPending = `[… display elided]\n${this.displayPending.slice(cut)}`;
-    }
+    this.displayPieces.push(text);
+    this.displayChars += text.length;
+    if (this.displayChars > DISPLAY_PENDING_MAX) this.trimDisplay();
     this.kickDisplay();
+  }
+
+  /** Drops the oldest pending display text down to the low-water mark (never inside a surrogate pair). */
+  private trimDisplay(): void {
+    let drop = this.displayChars - DISPLAY_PENDING_LOW;
+    while (drop > 0) {
+      const first = this.displayPieces[0] as string;
+      if (first.length <= drop) {
+        this.displayPieces.shift();
+        this.displayChars -= first.length;
+        drop -= first.length;
+        continue;
+      }
+      let cut = drop;
+      const c = first.charCodeAt(cut);
+      if (c >= 0xdc00 && c <= 0xdfff) cut++;
+      // Copied through a Buffer: a slice could keep the whole (perhaps huge) original alive.
+      this.displayPieces[0] = Buffer.from(first.slice(cut), 'utf8').toString('utf8');
+      this.displayChars -= cut;
+      drop = 0;
+    }
+    this.displayElided = true;
   }
 
   private kickDisplay(): void {
@@ -231,7 +313,7 @@ export class CallRun {
     // instead of being stranded.
     const flushing = this.flushDisplay().then(() => {
       this.displayFlushing = undefined;
-      if (this.displayPending.length > 0) this.kickDisplay();
+      if (this.displayChars > 0) this.kickDisplay();
     });
     this.displayFlushing = flushing;
   }
@@ -243,9 +325,11 @@ export class CallRun {
 
   private async flushDisplay(): Promise<void> {
     try {
-      while (this.displayPending.length > 0) {
-        const text = this.displayPending;
-        this.displayPending = '';
+      while (this.displayChars > 0) {
+        const text = (this.displayElided ? DISPLAY_ELIDED : '') + this.displayPieces.join('');
+        this.displayPieces = [];
+        this.displayChars = 0;
+        this.displayElided = false;
         const n = Buffer.byteLength(text);
         const wait = this.gate.acquire(n);
         if (wait) await wait;

@@ -4,6 +4,11 @@
  * `maxBytes` UTF-8 bytes that does not split a code point. Lines follow the
  * shared line rule (store/lines.ts): a final `\n` ends the last line.
  *
+ * Streams are bytes (capture is byte-exact); a preview is text. Invalid
+ * UTF-8 in the shown prefix decodes to U+FFFD here, and only here: the
+ * stream keeps its bytes. Lines are counted on `\n` bytes, which no
+ * replacement can hide or create, so offsets are the same in both.
+ *
  * The continuation offset is the zero-based index of the first line the
  * preview does not show completely. A line cut by the byte limit is therefore
  * re-read whole, and the preview minus its partial last line, followed by the
@@ -175,7 +180,9 @@ export class PreviewBuilder {
         `stream total ${totalBytes} exceeds the ${this.seen} bytes pushed, and the preview needs more`,
       );
     }
-    const end = codePointBoundary(this.buf, this.used);
+    // Only a cut can end inside a character; at the end of the stream every byte is shown (an
+    // incomplete last sequence decodes to U+FFFD, as invalid bytes do: capture is byte-exact).
+    const end = this.used < totalBytes ? codePointBoundary(this.buf, this.used) : this.used;
     const text = decoder.decode(this.buf.subarray(0, end));
     const bytes = Buffer.byteLength(text, 'utf8');
     if (bytes !== end && bytes > this.maxBytes) {
