@@ -78,6 +78,12 @@ export interface CallOptions {
   callId?: string;
 }
 
+/** Options the engine itself sets on a call. */
+export interface InternalCallOptions {
+  /** Keep a self-paginating tool's page bytes after the call ends ({@link Call.pageBytes}), for a raw read. */
+  keepPage?: boolean;
+}
+
 /** Everything a call needs from its engine. */
 export interface CallDeps {
   pool: WorkerPool;
@@ -112,6 +118,8 @@ export class Call {
   readonly result: Promise<TerminalResult>;
   /** Largest number of bytes in flight (received, not yet on disk) seen; for tests of backpressure. */
   maxInFlight = 0;
+  /** A self-paginating tool's page as it produced it, when the call was made with `keepPage`. */
+  pageBytes: Buffer | undefined;
 
   private readonly deps: CallDeps;
   private readonly args: unknown;
@@ -133,9 +141,11 @@ export class Call {
   private settleTimer: NodeJS.Timeout | undefined;
   private resolve!: (r: TerminalResult) => void;
   private readonly unlinkSignal: (() => void) | undefined;
+  private readonly keepPage: boolean;
 
-  constructor(deps: CallDeps, tool: ToolInfo, args: unknown, options: CallOptions) {
+  constructor(deps: CallDeps, tool: ToolInfo, args: unknown, options: CallOptions, internal: InternalCallOptions = {}) {
     this.deps = deps;
+    this.keepPage = internal.keepPage === true;
     this.tool = tool;
     this.args = args;
     this.session = options.session;
@@ -395,6 +405,8 @@ export class Call {
 
     let status: CallStatus;
     let error: SluiceError | undefined = preset ?? this.failure;
+    /** True when `error` is the one the tool finalised itself (its display and metadata stand). */
+    let toolsOwnError = false;
     let completion: WireCompletion | undefined;
     if (outcome.kind === 'done') {
       completion = outcome.completion;
@@ -405,9 +417,11 @@ export class Call {
       } else if (completion.error) {
         status = 'failed';
         error = deserializeError(completion.error as SerializedError);
+        toolsOwnError = true;
       } else status = completion.status ?? 'success';
     } else if (outcome.kind === 'fail') {
-      const reported = toSluiceError(outcome.error);
+      // The worker's serialised form, details included (toSluiceError would keep only code and message).
+      const reported = deserializeError(outcome.error);
       if (error) status = 'failed';
       else if (outcome.cancelled || this.cancelRequested) {
         status = 'cancelled';
@@ -458,6 +472,7 @@ export class Call {
       await pin?.release();
       pin = undefined;
       error = toSluiceError(err, 'EDISK');
+      toolsOwnError = false;
       status = 'failed';
       complete = false;
       output = null;
@@ -475,6 +490,7 @@ export class Call {
       if (status === 'success') {
         status = 'failed';
         error = toSluiceError(err);
+        toolsOwnError = false;
       }
       complete = false;
       model = this.withStatusLine('', status, complete, error, completion);
@@ -486,7 +502,7 @@ export class Call {
       tool: this.tool.name,
       status,
       complete,
-      display: this.finalDisplay(status, completion, error, durationMs),
+      display: this.finalDisplay(status, completion, error, durationMs, toolsOwnError),
       model,
       output,
       metadata: completion?.metadata ?? {},
@@ -497,7 +513,10 @@ export class Call {
     };
     if (this.session !== undefined) result.session = this.session;
     if (error) result.error = serializeError(error);
-    if (this.capture instanceof PageCapture) this.capture.discard();
+    if (this.capture instanceof PageCapture) {
+      if (this.keepPage && status === 'success') this.pageBytes = this.capture.bytes();
+      this.capture.discard();
+    }
 
     try {
       await this.deps.recorder?.completed(result);
@@ -508,7 +527,7 @@ export class Call {
       result.complete = false;
       result.error = serializeError(e);
       result.model = this.withStatusLine(result.model, 'failed', false, e, undefined);
-      result.display = this.finalDisplay('failed', completion, e, result.durationMs);
+      result.display = this.finalDisplay('failed', completion, e, result.durationMs, false);
     } finally {
       // Terminal references are durable (or recording failed): the publication protection can go.
       await pin?.release();
@@ -541,8 +560,8 @@ export class Call {
     completion: WireCompletion | undefined,
     error: SluiceError | undefined,
     durationMs: number,
+    ownError: boolean,
   ): string {
-    const ownError = error !== undefined && completion?.error?.code === error.code;
     if (completion?.display !== undefined && status !== 'cancelled' && (!error || ownError)) return completion.display;
     const streams = this.capture.stats();
     if (status === 'success') {

@@ -9,9 +9,9 @@ import {
   BadArgumentsError,
   BadDeclarationError,
   BadModuleError,
+  BadOutputError,
   CancelledError,
   MixedModeError,
-  ProtocolError,
   serializeError,
   UndeclaredStreamError,
 } from '../engine/protocol/errors.js';
@@ -26,7 +26,7 @@ import type {
 import { z } from '../engine/protocol/zod.js';
 import type { Store } from '../store/store.js';
 import { enginePort, onEngineMessage, post } from './channel.js';
-import { CallRun } from './context.js';
+import { CallRun, describeValue } from './context.js';
 import { type ArtifactReader, type Completion, isToolDefinition, type ToolDefinition } from './tool.js';
 
 const modules = new Map<string, Promise<ToolDefinition>>();
@@ -39,16 +39,23 @@ const stores = new Map<string, Promise<Store>>();
  * module its thread loads before it.
  */
 function artifactReader(storeDir: string): ArtifactReader {
+  const open = async () => {
+    let store = stores.get(storeDir);
+    if (!store) {
+      store = import('../store/store.js').then((m) => m.Store.open(storeDir));
+      store.catch(() => stores.delete(storeDir));
+      stores.set(storeDir, store);
+    }
+    return { read: await import('../store/read.js'), store: await store };
+  };
   return {
     readPage: async (uri, opts) => {
-      let store = stores.get(storeDir);
-      if (!store) {
-        store = import('../store/store.js').then((m) => m.Store.open(storeDir));
-        store.catch(() => stores.delete(storeDir));
-        stores.set(storeDir, store);
-      }
-      const { readPage } = await import('../store/read.js');
-      return readPage(await store, uri, opts);
+      const { read, store } = await open();
+      return read.readPage(store, uri, opts);
+    },
+    readPageBytes: async (uri, opts) => {
+      const { read, store } = await open();
+      return read.readPageBytes(store, uri, opts);
     },
   };
 }
@@ -170,33 +177,54 @@ async function runCall(task: CallTask): Promise<void> {
   }
 }
 
-async function feedFull(run: CallRun, tool: ToolDefinition, output: string | Record<string, string>): Promise<void> {
+/** True for what a full output may hold per stream: text, or bytes stored exactly as given. */
+function isOutputValue(v: unknown): v is string | Uint8Array {
+  return typeof v === 'string' || v instanceof Uint8Array;
+}
+
+function badOutput(tool: ToolDefinition, stream: string | undefined, v: unknown): BadOutputError {
+  const where = stream === undefined ? 'its full output' : `the full output of stream ${JSON.stringify(stream)}`;
+  return new BadOutputError(
+    `${tool.name}: ${where} must be a string, Buffer or Uint8Array, not ${describeValue(v)}; nothing was published`,
+    { stream: stream ?? null, type: describeValue(v) },
+  );
+}
+
+/**
+ * Feeds a non-streaming completion's output through the same writers as
+ * streamed output. Every value is checked before the first byte is written,
+ * so a bad one fails the call with nothing of the full output captured.
+ */
+async function feedFull(run: CallRun, tool: ToolDefinition, output: unknown): Promise<void> {
   if (tool.output.kind === 'single') {
-    if (typeof output !== 'string') {
-      throw new ProtocolError(`${tool.name} has single output; its full output must be a string`);
-    }
+    if (!isOutputValue(output)) throw badOutput(tool, undefined, output);
     if (output.length > 0) await writeAll(run.writer(), output);
     return;
   }
-  if (typeof output !== 'object' || output === null) {
-    throw new ProtocolError(`${tool.name} declares named streams; its full output must map stream names to text`);
+  if (typeof output !== 'object' || output === null || Array.isArray(output) || output instanceof Uint8Array) {
+    throw new BadOutputError(
+      `${tool.name} declares named streams; its full output must map stream names to text or bytes, not ${describeValue(output)}`,
+      { stream: null, type: describeValue(output) },
+    );
   }
-  for (const name of Object.keys(output)) {
+  const byName = output as Record<string, unknown>;
+  for (const name of Object.keys(byName)) {
     if (!tool.output.streams.includes(name)) {
       throw new UndeclaredStreamError(`${tool.name}: full output names undeclared stream ${JSON.stringify(name)}`, {
         stream: name,
       });
     }
+    if (!isOutputValue(byName[name])) throw badOutput(tool, name, byName[name]);
   }
   for (const name of tool.output.streams) {
-    const text = output[name];
-    if (typeof text === 'string' && text.length > 0) await writeAll(run.writer(name), text);
+    const value = byName[name] as string | Uint8Array | undefined;
+    if (value !== undefined && value.length > 0) await writeAll(run.writer(name), value);
   }
 }
 
-function writeAll(w: NodeJS.WritableStream, text: string): Promise<void> {
+function writeAll(w: NodeJS.WritableStream, value: string | Uint8Array): Promise<void> {
   return new Promise((resolve, reject) => {
-    w.write(text, (err) => (err ? reject(err) : resolve()));
+    w.write(value, (err) => (err ? reject(err) : resolve()));
   });
 }
 

@@ -28,21 +28,45 @@ export interface HostServices {
   approve(op: PreparedOperation): Promise<void>;
 }
 
-/** A page of stored text. */
-export interface ArtifactPage {
-  content: string;
+/** Paging options of {@link ArtifactReader}: zero-based `offset`, `limit` lines, `byteOffset` into the first line. */
+export interface ArtifactPageOptions {
+  offset?: number;
+  limit?: number;
+  /** Continues a line longer than a page: the `nextByteOffset` of the page before. */
+  byteOffset?: number;
+}
+
+/** What a page of an artifact is, besides its content. */
+export interface ArtifactPageInfo {
   offset: number;
+  /** Lines the page holds, a line it holds only part of included. */
   lines: number;
   totalLines: number;
   nextOffset: number | null;
+  /** Non-null when the page stops inside line `nextOffset`: the `byteOffset` that continues it. */
+  nextByteOffset: number | null;
+  /** True when the page's bytes are not valid UTF-8 (its text shows U+FFFD for them). */
+  lossy: boolean;
   digest: string;
   stream?: string;
 }
 
+/** A page of an artifact as text (invalid UTF-8 as U+FFFD). */
+export interface ArtifactPage extends ArtifactPageInfo {
+  content: string;
+}
+
+/** A page of an artifact as its stored bytes. */
+export interface ArtifactPageBytes extends ArtifactPageInfo {
+  bytes: Uint8Array;
+}
+
 /** Reads artifacts by URI. */
 export interface ArtifactReader {
-  /** Reads lines `[offset, offset + limit)` of the artifact (EBADURI, ENOTFOUND, EINTEGRITY, EUNKNOWNSTREAM, ENOTMANIFEST, ERESOURCELIMIT). */
-  readPage(uri: string, opts?: { offset?: number; limit?: number }): Promise<ArtifactPage>;
+  /** Reads lines `[offset, offset + limit)` of the artifact as text (EBADURI, ENOTFOUND, EINTEGRITY, EUNKNOWNSTREAM, ENOTMANIFEST, ERESOURCELIMIT, EBADARGS). */
+  readPage(uri: string, opts?: ArtifactPageOptions): Promise<ArtifactPage>;
+  /** The same page as its stored bytes, exactly. */
+  readPageBytes(uri: string, opts?: ArtifactPageOptions): Promise<ArtifactPageBytes>;
 }
 
 /** What a tool's `run` and `prepare` receive besides their arguments. */
@@ -55,10 +79,13 @@ export interface ToolContext {
   readonly cwd: string;
   /**
    * The writer of a declared stream, or of the single output when called
-   * without a name. Text is stored as UTF-8; Buffers must hold UTF-8 (invalid
-   * bytes become U+FFFD). The writer applies the engine's backpressure:
-   * `pipeline(child.stdout, ctx.stream('stdout'))` works as is. A name the
-   * tool did not declare throws EUNDECLAREDSTREAM and fails the call.
+   * without a name. Strings are stored as UTF-8; Buffers and Uint8Arrays are
+   * stored exactly as given, whatever they hold (binary data, invalid UTF-8):
+   * the artifact's SHA-256 is that of the bytes written. The writer applies
+   * the engine's backpressure: `pipeline(child.stdout, ctx.stream('stdout'))`
+   * works as is; a tool that keeps writing while `write()` returns false and
+   * 16 MiB wait fails the call with ERESOURCELIMIT. A name the tool did not
+   * declare throws EUNDECLAREDSTREAM and fails the call.
    */
   stream(name?: string): Writable;
   /** Appends text to the live UI display. Never enters any stream. Bounded: when the engine is slower, pending display text is coalesced and its oldest part elided. */
@@ -83,9 +110,20 @@ export interface StreamedCompletion extends CompletionFields {
 /** Completion of a tool that supplies its whole output once. */
 export interface FullCompletion extends CompletionFields {
   mode: 'full';
-  /** Single output: a string. Named streams: text per declared stream (missing ones are empty). */
-  output: string | Record<string, string>;
+  /**
+   * Single output: a string (stored as UTF-8) or bytes (a Buffer or
+   * Uint8Array, stored exactly as given). Named streams: one such value per
+   * declared stream (missing ones are empty). Anything else fails the call
+   * with EBADOUTPUT naming the stream, and nothing is published as success.
+   */
+  output: FullOutput;
 }
+
+/** The value of one stream in a full completion: text (stored as UTF-8) or bytes (stored as given). */
+export type OutputValue = string | Uint8Array;
+
+/** The output of a full completion: one value for single output, a value per declared stream for named streams. */
+export type FullOutput = OutputValue | Readonly<Record<string, OutputValue>>;
 
 /** What `run` resolves to. Nothing at all means a streamed completion with defaults. */
 export type Completion = StreamedCompletion | FullCompletion;
@@ -97,7 +135,7 @@ export const complete = {
     return { ...fields, mode: 'streamed' };
   },
   /** Supplies the whole output once; the engine captures it like streamed output. */
-  full(output: string | Record<string, string>, fields: CompletionFields = {}): FullCompletion {
+  full(output: FullOutput, fields: CompletionFields = {}): FullCompletion {
     return { ...fields, mode: 'full', output };
   },
 };

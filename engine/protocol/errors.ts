@@ -20,6 +20,7 @@ export const ERROR_CODES = [
   'EBADOPTION',
   'EUNDECLAREDSTREAM',
   'EMIXEDMODE',
+  'EBADOUTPUT',
   'EDIGESTMISMATCH',
   'EUNKNOWNTOOL',
   'EBADMODULE',
@@ -119,6 +120,12 @@ export class UndeclaredStreamError extends SluiceError {
 export class MixedModeError extends SluiceError {
   constructor(message: string, details?: Record<string, unknown>) {
     super('EMIXEDMODE', message, details);
+  }
+}
+/** A full output (`complete.full`) that is not text or bytes. */
+export class BadOutputError extends SluiceError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('EBADOUTPUT', message, details);
   }
 }
 /** A caller-supplied digest that does not match the content. */
@@ -226,6 +233,7 @@ const CLASSES: Record<ErrorCode, ErrorClass> = {
   EBADOPTION: BadOptionError,
   EUNDECLAREDSTREAM: UndeclaredStreamError,
   EMIXEDMODE: MixedModeError,
+  EBADOUTPUT: BadOutputError,
   EDIGESTMISMATCH: DigestMismatchError,
   EUNKNOWNTOOL: UnknownToolError,
   EBADMODULE: BadModuleError,
@@ -243,7 +251,11 @@ const CLASSES: Record<ErrorCode, ErrorClass> = {
   EPROTOCOL: ProtocolError,
 };
 
-/** The plain-object form of an error, as it crosses threads and lands in logs. */
+/**
+ * The plain-object form of an error, as it crosses threads and lands in
+ * logs. A tool may send any code in its completion's `error`; the engine
+ * reads it with {@link deserializeError}.
+ */
 export interface SerializedError {
   code: ErrorCode;
   message: string;
@@ -274,6 +286,8 @@ export function toSluiceError(err: unknown, fallback: ErrorCode = 'ETOOLFAILED')
     if (typeof e.code === 'string' && typeof e.syscall === 'string') {
       return new DiskError(message, { errno: e.code, syscall: e.syscall }, { cause: err });
     }
+    // A code of the thrower's own (a tool's `EMINE`) is kept beside the one sluice gives it.
+    if (typeof e.code === 'string' && e.code !== '') return makeError(fallback, message, { toolCode: e.code });
     return makeError(fallback, message);
   }
   return makeError(fallback, String(err));
@@ -287,7 +301,13 @@ export function serializeError(err: unknown, fallback: ErrorCode = 'ETOOLFAILED'
     : { code: e.code, message: e.message, details: e.details };
 }
 
-/** Rebuilds the error class from its plain-object form. */
+/**
+ * Rebuilds the error class from its plain-object form. A code outside
+ * {@link ERROR_CODES} (a tool's own, such as `EMINE`) becomes ETOOLFAILED
+ * with the original in `details.toolCode`: a tool may name its failures,
+ * and that is neither lost nor mistaken for a protocol breach.
+ */
 export function deserializeError(s: SerializedError): SluiceError {
-  return makeError(isErrorCode(s.code) ? s.code : 'EPROTOCOL', s.message, s.details);
+  if (isErrorCode(s.code)) return makeError(s.code, s.message, s.details);
+  return new ToolFailedError(s.message, { ...s.details, toolCode: s.code });
 }
