@@ -6,7 +6,7 @@ import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { StoreIO } from '../store/io.js';
 import type { Store } from '../store/store.js';
-import type { ApprovalPolicy, Call, CallOptions, CallRecorder } from './call.js';
+import type { ApprovalPolicy, Call, CallOptions, CallRecorder, InternalCallOptions } from './call.js';
 import type { EventHub } from './events/hub.js';
 import type { LazySessionLog } from './lazy-session-log.js';
 import type { McpServerConfig } from './mcp/config.js';
@@ -14,7 +14,7 @@ import type { McpServers } from './mcp/servers.js';
 import type { EngineOptions, ResolvedOptions } from './options.js';
 import { BUILTIN_NAMES, builtinTool } from './paths.js';
 import { defaultPoolOptions, earlyPoolOptions, type PoolOptions, WorkerPool } from './pool.js';
-import type { ReadOptions, ReadResult } from './read.js';
+import type { ReadBytesResult, ReadOptions, ReadResult } from './read.js';
 import type { Registry, ToolInfo } from './registry.js';
 import type { CallEvent, TerminalResult } from './result.js';
 import type {
@@ -220,6 +220,15 @@ export class Engine {
    * in that session's event log (see {@link Engine.replay}).
    */
   call(tool: string, args: unknown, options: CallOptions = {}): CallHandle {
+    return this.startCall(tool, args, options).handle;
+  }
+
+  private startCall(
+    tool: string,
+    args: unknown,
+    options: CallOptions,
+    internal: InternalCallOptions = {},
+  ): { handle: CallHandle; call: Call } {
     this.assertOpen();
     const info = this.registry.get(tool);
     if (options.session !== undefined) this.runtime.assertSessionId(options.session);
@@ -237,10 +246,11 @@ export class Engine {
       info,
       args,
       options,
+      internal,
     );
     this.calls.set(call.callId, call);
     void call.start();
-    return {
+    const handle: CallHandle = {
       callId: call.callId,
       result: call.result,
       events: () => call.hub.subscribe(),
@@ -252,6 +262,7 @@ export class Engine {
         return call.maxInFlight;
       },
     };
+    return { handle, call };
   }
 
   /** Runs a call to its end. */
@@ -268,6 +279,21 @@ export class Engine {
   async read(filePath: string, options: ReadOptions = {}): Promise<ReadResult> {
     const { READ_TOOL, readArgs, readCallOptions, readResultOf } = this.runtime;
     return readResultOf(await this.run(READ_TOOL, readArgs(filePath, options), readCallOptions(options)));
+  }
+
+  /**
+   * Like {@link read}, with the page's bytes exactly as stored instead of
+   * their text: for an artifact, the bytes the tool wrote, invalid UTF-8
+   * included (`sluice read --raw`, and `GET /v1/read` asked for
+   * `application/octet-stream`). A file page is its numbered lines as UTF-8.
+   */
+  async readBytes(filePath: string, options: ReadOptions = {}): Promise<ReadBytesResult> {
+    const { READ_TOOL, readArgs, readCallOptions, readResultOf } = this.runtime;
+    const { call } = this.startCall(READ_TOOL, readArgs(filePath, options), readCallOptions(options), {
+      keepPage: true,
+    });
+    const { content: _text, ...page } = readResultOf(await call.result);
+    return { ...page, bytes: call.pageBytes ?? Buffer.alloc(0) };
   }
 
   /**

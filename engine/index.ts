@@ -38,7 +38,7 @@ export type { Attachment, EmittedMessage, PreparedOperation } from './protocol/m
 export { PROTOCOL_VERSION } from './protocol/messages.js';
 export type { OutputDeclaration } from './protocol/streams.js';
 export { MAX_STREAM_NAME_BYTES, MAX_STREAMS, validateDeclaration } from './protocol/streams.js';
-export type { ReadOptions, ReadResult } from './read.js';
+export type { ReadBytesResult, ReadOptions, ReadPageInfo, ReadResult } from './read.js';
 export type { ToolInfo } from './registry.js';
 export type { CallEvent, CallStatus, OutputRef, StreamRef, TerminalResult } from './result.js';
 export type { ServerOptions, ServerToken } from './server/index.js';

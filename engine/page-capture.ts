@@ -11,7 +11,11 @@ import { ResourceLimitError } from './protocol/errors.js';
 /** Largest page a self-paginating tool may return (the read tool's own 2 MiB page bound plus its metadata line). */
 export const MAX_PAGE_OUTPUT_BYTES = 2 * 1024 * 1024 + 4096;
 
-/** Collects the single output of a self-paginating tool in memory, bounded. */
+/**
+ * Collects the single output of a self-paginating tool in memory, bounded.
+ * The model sees it as text; its bytes stay available until the call is
+ * done, for a raw read (`Engine.readBytes`).
+ */
 export class PageCapture {
   private readonly parts: Uint8Array[] = [];
   private total = 0;
@@ -36,10 +40,17 @@ export class PageCapture {
     return [{ name: 'page', bytes: this.total, lines: 0 }];
   }
 
-  /** The page text. */
+  /** The page's bytes, exactly as the tool produced them (an artifact page: as stored). */
+  bytes(): Buffer {
+    if (this.parts.length !== 1) this.parts.splice(0, this.parts.length, Buffer.concat(this.parts, this.total));
+    const b = this.parts[0] ?? new Uint8Array(0);
+    return Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  }
+
+  /** The page as text (invalid UTF-8 as U+FFFD); `bytes` is the UTF-8 size of that text. */
   text(): { text: string; bytes: number; lines: number } {
-    const text = Buffer.concat(this.parts).toString('utf8');
-    return { text, bytes: this.total, lines: linesOfString(text) };
+    const text = this.bytes().toString('utf8');
+    return { text, bytes: Buffer.byteLength(text, 'utf8'), lines: linesOfString(text) };
   }
 
   /** Drops the page. */

@@ -13,6 +13,7 @@ import {
   decodeIndexHeader,
   encodeIndexHeader,
   INDEX_ENTRY_BYTES,
+  INDEX_EVERY_BYTES,
   INDEX_HEADER_BYTES,
   INDEX_MIN_BLOB_BYTES,
 } from './line-index.js';
@@ -37,6 +38,25 @@ export interface IndexHeaderInfo {
   /** Size of the index file itself. */
   fileSize: number;
 }
+
+/**
+ * What an index says about a line: the last known line start at or before
+ * it and, when there is one, the first entry after it. `indexed` is false
+ * when no index was used (the blob start is all that is known).
+ */
+export interface IndexedAnchor {
+  anchor: LineAnchor;
+  /** The first entry after `anchor`'s line; absent when none follows (or no index was used). */
+  next?: LineAnchor;
+  indexed: boolean;
+}
+
+/**
+ * A line at least this long is always followed by an index entry (entries
+ * fall at the first line start {@link INDEX_EVERY_BYTES} after the previous
+ * one), so an index knows where such a line ends without a scan.
+ */
+export const INDEX_SCAN_BOUND = INDEX_EVERY_BYTES;
 
 /** The start of the blob: line 0 begins at byte 0 and is never stored in an index. */
 export const BLOB_START: LineAnchor = Object.freeze({ line: 0, byte: 0 });
@@ -111,8 +131,9 @@ function entryAt(buf: Buffer, at: number): LineAnchor {
 
 /**
  * Finds the last indexed line start at or before `line` in a verified blob of
- * `blobBytes` bytes and `blobLines` lines, with positioned reads and a binary
- * search (O(log entries) small reads; the index is never loaded whole).
+ * `blobBytes` bytes and `blobLines` lines, and the entry after it, with
+ * positioned reads and a binary search (O(log entries) small reads; the index
+ * is never loaded whole).
  *
  * Returns undefined when the index is missing or fails a check, so the caller
  * can rebuild it or scan instead. The checks: header matches the blob; every
@@ -127,7 +148,7 @@ export async function findAnchor(
   blobBytes: number,
   blobLines: number,
   line: number,
-): Promise<LineAnchor | undefined> {
+): Promise<IndexedAnchor | undefined> {
   const fh = await openIndex(store, digest);
   if (!fh) return undefined;
   try {
@@ -168,11 +189,12 @@ export async function findAnchor(
         low = e;
       }
     }
-    if (low === BLOB_START) return BLOB_START;
     // An entry is only trusted at a real line start.
     const before = Buffer.alloc(1);
-    if (!(await readExactly(blob, before, low.byte - 1)) || before[0] !== LF) return undefined;
-    return low;
+    if (low !== BLOB_START && (!(await readExactly(blob, before, low.byte - 1)) || before[0] !== LF)) return undefined;
+    const atEnd = high.line > blobLines;
+    if (!atEnd && (!(await readExactly(blob, before, high.byte - 1)) || before[0] !== LF)) return undefined;
+    return atEnd ? { anchor: low, indexed: true } : { anchor: low, next: high, indexed: true };
   } catch {
     return undefined;
   } finally {

@@ -2,20 +2,28 @@
  * Paged reads of artifacts: `artifact://<digest>` reads a blob as stored,
  * `artifact://<digest>/<stream>` reads one stream of a manifest.
  *
- * A page is whole lines (lines end at `\n`, see lines.ts), returned exactly as
- * stored, with continuation metadata. Its cost is O(page), not O(offset): a
- * large blob's cached line index gives a line start at most 64 KiB or 1024
- * lines before the page, so a read scans less than that before its page
- * begins. Pages split only at `\n`, so code points are never cut.
+ * A page is lines (lines end at `\n`, see lines.ts) returned exactly as
+ * stored, with continuation metadata: {@link readPageBytes} gives its bytes,
+ * {@link readPage} their text (invalid UTF-8 shown as U+FFFD, the page then
+ * marked `lossy`). Its cost is O(page), not O(offset): a large blob's cached
+ * line index gives a line start at most 64 KiB or 1024 lines before the
+ * page, so a read scans less than that before its page begins.
+ *
+ * A line longer than the page bound is read in pieces: a page that holds only
+ * part of one line stops on a code-point boundary, with `nextOffset` on the
+ * same line and `nextByteOffset` saying how far into it the next page starts.
+ * Reads deep inside such a line cost O(page) too: the index has an entry at
+ * the start of every line that follows a long one, so it knows where the line
+ * ends without scanning it.
  */
-import { StringDecoder } from 'node:string_decoder';
+import { isUtf8 } from 'node:buffer';
 import {
   BadArgumentsError,
   IntegrityError,
   ResourceLimitError,
   UnknownStreamError,
 } from '../engine/protocol/errors.js';
-import { BLOB_START, findAnchor, type LineAnchor, wantsIndex } from './index-file.js';
+import { BLOB_START, findAnchor, INDEX_SCAN_BOUND, type IndexedAnchor, wantsIndex } from './index-file.js';
 import {
   isIndexUnavailable,
   markIndexUnavailable,
@@ -29,7 +37,11 @@ import { parseArtifactUri } from './uri.js';
 
 /** Lines in a page when no limit is given, and the largest limit accepted. */
 export const MAX_PAGE_LINES = 2000;
-/** The largest page, in UTF-8 bytes of content; a larger page is an error, never truncated. */
+/**
+ * The largest page, in UTF-8 bytes of its text (and so of its stored bytes,
+ * which are never more). Whole lines that pass it are an error, never a cut
+ * page; a single line that passes it is returned in pieces.
+ */
 export const MAX_PAGE_BYTES = 2 * 1024 * 1024;
 
 /** Options of {@link readPage}. */
@@ -38,26 +50,49 @@ export interface ReadPageOptions {
   offset?: number;
   /** Most lines in the page; an integer from 1 to {@link MAX_PAGE_LINES}. @default 2000 */
   limit?: number;
+  /**
+   * Bytes into line `offset` where the page starts: a `nextByteOffset` a
+   * previous page gave, to continue a line longer than a page. Must lie
+   * inside the line (less than its length, its `\n` included). @default 0
+   */
+  byteOffset?: number;
 }
 
-/** One page of an artifact. */
-export interface ReadPage {
-  /** The lines of the page exactly as stored, `\n` (and any `\r`) included; empty past the end. */
-  content: string;
+/** What a page is, besides its content. */
+export interface PageInfo {
   /** The zero-based offset of the first line, as requested. */
   offset: number;
-  /** Lines in `content`. */
+  /** Lines the page holds, a line it holds only part of included. */
   lines: number;
   /** Lines in the whole artifact (or stream). */
   totalLines: number;
   /** Offset of the next page, or null when this page reaches the end. */
   nextOffset: number | null;
+  /**
+   * Non-null when the page stops inside line `nextOffset` (a line longer
+   * than {@link MAX_PAGE_BYTES}): the `byteOffset` that continues it.
+   */
+  nextByteOffset: number | null;
+  /** True when the stored bytes of the page are not valid UTF-8 (its text shows U+FFFD for them). */
+  lossy: boolean;
   /** The digest named by the URI (for a stream URI, the manifest's). */
   digest: string;
   /** The stream named by the URI, when it has one. */
   stream?: string;
   /** The digest of the blob the lines come from: the stream's blob for a stream URI, else `digest`. */
   blob: string;
+}
+
+/** One page of an artifact, as text. */
+export interface ReadPage extends PageInfo {
+  /** The page's stored bytes as text, `\n` (and any `\r`) included; empty past the end. */
+  content: string;
+}
+
+/** One page of an artifact, as its stored bytes. */
+export interface ReadPageBytes extends PageInfo {
+  /** The page's bytes exactly as stored. */
+  bytes: Buffer;
 }
 
 /** Read size while looking for and collecting a page. */
@@ -74,124 +109,259 @@ function quote(value: unknown): string {
   }
 }
 
+function isCount(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+}
+
 /**
  * Checks and defaults paging options. Throws {@link BadArgumentsError} (EBADARGS)
- * quoting the bad value: offset must be a non-negative integer, limit an
- * integer from 1 to {@link MAX_PAGE_LINES}.
+ * quoting the bad value: offset and byteOffset must be non-negative integers,
+ * limit an integer from 1 to {@link MAX_PAGE_LINES}.
  */
-export function pageOptions(opts: ReadPageOptions = {}): { offset: number; limit: number } {
-  const { offset = 0, limit = MAX_PAGE_LINES } = opts;
-  if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0) {
+export function pageOptions(opts: ReadPageOptions = {}): { offset: number; limit: number; byteOffset: number } {
+  const { offset = 0, limit = MAX_PAGE_LINES, byteOffset = 0 } = opts;
+  if (!isCount(offset)) {
     throw new BadArgumentsError(
       `offset must be a non-negative integer (a zero-based line number), got ${quote(offset)}`,
-      {
-        offset,
-      },
+      { offset },
     );
   }
   if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE_LINES) {
     throw new BadArgumentsError(`limit must be an integer from 1 to ${MAX_PAGE_LINES}, got ${quote(limit)}`, { limit });
   }
-  return { offset, limit };
+  if (!isCount(byteOffset)) {
+    throw new BadArgumentsError(
+      `byteOffset must be a non-negative integer (bytes into the line at offset), got ${quote(byteOffset)}`,
+      { byteOffset },
+    );
+  }
+  return { offset, limit, byteOffset };
 }
 
-function tooLarge(bytes: number, offset: number, limit: number): ResourceLimitError {
+function tooLarge(bytes: number, offset: number, limit: number, fits: number): ResourceLimitError {
   return new ResourceLimitError(
-    `the page at offset ${offset} with limit ${limit} is larger than ${MAX_PAGE_BYTES} bytes; read it with a smaller limit`,
-    { offset, limit, maxBytes: MAX_PAGE_BYTES, bytes },
+    `the page at offset ${offset} with limit ${limit} is larger than ${MAX_PAGE_BYTES} bytes; its first ${fits} line${fits === 1 ? '' : 's'} fit: read with limit=${fits}`,
+    { offset, limit, maxBytes: MAX_PAGE_BYTES, bytes, fits },
   );
 }
 
-/** The line start to begin scanning from: the blob start, or an index entry at or before `offset`. */
-async function anchorFor(store: Store, blob: VerifiedBlob, offset: number): Promise<LineAnchor> {
-  if (offset === 0 || !wantsIndex(blob.bytes)) return BLOB_START;
+/** The line start to begin scanning from: the blob start, or an index entry at or before `offset` (and the entry after it). */
+async function anchorFor(store: Store, blob: VerifiedBlob, offset: number): Promise<IndexedAnchor> {
+  if (!wantsIndex(blob.bytes)) return { anchor: BLOB_START, indexed: false };
   const args = [store, blob.digest, blob.handle, blob.bytes, blob.lines, offset] as const;
   const found = await findAnchor(...args);
   if (found) return found;
   // A missing or damaged index is rebuilt once; if that fails too, scanning from the start is slow but right,
   // and later reads go straight to scanning rather than retrying a full rebuild every time.
-  if (isIndexUnavailable(store, blob.digest)) return BLOB_START;
+  if (isIndexUnavailable(store, blob.digest)) return { anchor: BLOB_START, indexed: false };
   if (await rebuildIndex(store, blob.digest, blob.handle, blob.bytes)) {
     const again = await findAnchor(...args);
     if (again) return again;
   }
   markIndexUnavailable(store, blob.digest);
-  return BLOB_START;
+  return { anchor: BLOB_START, indexed: false };
+}
+
+/** Where line `offset` starts, scanning forward from `anchor` (less than 64 KiB or 1024 lines with an index). */
+async function lineStart(blob: VerifiedBlob, anchor: { line: number; byte: number }, offset: number): Promise<number> {
+  if (anchor.line === offset) return anchor.byte;
+  const buf = Buffer.allocUnsafe(PAGE_CHUNK);
+  let position = anchor.byte;
+  let line = anchor.line;
+  for (;;) {
+    const { bytesRead } = await blob.handle.read(buf, 0, PAGE_CHUNK, position);
+    if (bytesRead === 0) throw changed(blob);
+    let start = 0;
+    while (start < bytesRead) {
+      const nl = buf.indexOf(LF, start);
+      if (nl === -1 || nl >= bytesRead) break;
+      line++;
+      start = nl + 1;
+      if (line === offset) return position + start;
+    }
+    position += bytesRead;
+  }
+}
+
+function changed(blob: VerifiedBlob): IntegrityError {
+  return new IntegrityError(`artifact ${blob.digest} changed while it was being read; read it again`, {
+    digest: blob.digest,
+  });
+}
+
+function pastLine(offset: number, byteOffset: number, length: number): BadArgumentsError {
+  return new BadArgumentsError(
+    `byteOffset ${byteOffset} is past the end of line ${offset}, which has ${length} bytes; use a nextByteOffset a page gave`,
+    { offset, byteOffset, lineBytes: length },
+  );
 }
 
 /**
- * Collects `expected` lines starting at line `offset`, scanning forward from
- * `anchor`. Holds at most {@link MAX_PAGE_BYTES} of content plus one read buffer.
+ * Checks that `byteOffset` lies inside the line starting at `start` and
+ * returns it. With an index and an offset past {@link INDEX_SCAN_BOUND}, the
+ * line's length comes from the entry after it (every line longer than that
+ * bound is followed by an entry); otherwise the bytes before it are scanned.
+ */
+async function checkByteOffset(
+  blob: VerifiedBlob,
+  found: IndexedAnchor,
+  offset: number,
+  start: number,
+  byteOffset: number,
+): Promise<void> {
+  const lastLine = offset === blob.lines - 1;
+  if (found.indexed && byteOffset >= INDEX_SCAN_BOUND) {
+    const next = found.next;
+    let length: number | undefined;
+    if (next && next.line === offset + 1) length = next.byte - start;
+    else if (!next && lastLine) length = blob.bytes - start;
+    // Otherwise the line is shorter than the bound (no entry follows it), so the offset is past it.
+    if (length === undefined || byteOffset >= length) throw pastLine(offset, byteOffset, length ?? byteOffset);
+    return;
+  }
+  const end = Math.min(start + byteOffset, blob.bytes);
+  const buf = Buffer.allocUnsafe(PAGE_CHUNK);
+  for (let position = start; position < end; ) {
+    const { bytesRead } = await blob.handle.read(buf, 0, Math.min(PAGE_CHUNK, end - position), position);
+    if (bytesRead === 0) throw changed(blob);
+    const nl = buf.subarray(0, bytesRead).indexOf(LF);
+    if (nl !== -1) throw pastLine(offset, byteOffset, position + nl + 1 - start);
+    position += bytesRead;
+  }
+  if (start + byteOffset >= blob.bytes) throw pastLine(offset, byteOffset, blob.bytes - start);
+}
+
+/**
+ * The largest cut at or before `end` that does not split a character: an
+ * unfinished multi-byte sequence at the end (at most three bytes) is held
+ * back for the next page.
+ */
+function codePointEnd(b: Uint8Array, end: number): number {
+  let lead = end - 1;
+  while (lead >= 0 && lead > end - 4 && ((b[lead] as number) & 0xc0) === 0x80) lead--;
+  if (lead <= 0) return end;
+  const x = b[lead] as number;
+  const need = x >= 0xf0 ? 4 : x >= 0xe0 ? 3 : x >= 0xc0 ? 2 : 1;
+  return end - lead < need ? lead : end;
+}
+
+/** UTF-8 size of the text `bytes` decode to (U+FFFD, three bytes, for each invalid sequence). */
+export function decodedSize(bytes: Uint8Array): number {
+  if (isUtf8(bytes)) return bytes.length;
+  return Buffer.byteLength(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('utf8'), 'utf8');
+}
+
+/**
+ * The longest cut of a part of one line, at most {@link MAX_PAGE_BYTES} of
+ * text, that ends on a code-point boundary. Invalid bytes grow when decoded,
+ * so a lossy piece is cut shorter until its text fits.
+ */
+function partialCut(raw: Buffer): number {
+  const cut = codePointEnd(raw, Math.min(raw.length, MAX_PAGE_BYTES));
+  if (decodedSize(raw.subarray(0, cut)) <= MAX_PAGE_BYTES) return cut;
+  let lo = 1;
+  let hi = cut;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (decodedSize(raw.subarray(0, codePointEnd(raw, mid))) <= MAX_PAGE_BYTES) lo = mid;
+    else hi = mid - 1;
+  }
+  return codePointEnd(raw, lo);
+}
+
+/** A collected page: its bytes and where it ends. */
+interface Collected {
+  bytes: Buffer;
+  /** Lines the page touches. */
+  lines: number;
+  /** Bytes into its last line where the page stopped, when it stopped inside that line. */
+  cutInLine: number | undefined;
+}
+
+/**
+ * Collects up to `expected` lines from byte `start` (which is `byteOffset`
+ * bytes into line `offset`), holding at most {@link MAX_PAGE_BYTES} plus one
+ * read buffer. Whole lines past the bound are an error; the first line alone
+ * past it comes back in part.
  */
 async function collect(
   blob: VerifiedBlob,
-  anchor: LineAnchor,
+  start: number,
   offset: number,
+  byteOffset: number,
   limit: number,
   expected: number,
-): Promise<string> {
+): Promise<Collected> {
   const buf = Buffer.allocUnsafe(PAGE_CHUNK);
-  const decoder = new StringDecoder('utf8');
-  const parts: string[] = [];
-  let position = anchor.byte;
-  let line = anchor.line;
+  const parts: Buffer[] = [];
+  let position = start;
   let pageBytes = 0;
   let got = 0;
   let lastByte = LF;
   while (got < expected) {
-    const { bytesRead } = await blob.handle.read(buf, 0, PAGE_CHUNK, position);
+    const want = Math.min(PAGE_CHUNK, MAX_PAGE_BYTES + 1 - pageBytes);
+    const { bytesRead } = await blob.handle.read(buf, 0, want, position);
     if (bytesRead === 0) break;
-    const view = buf.subarray(0, bytesRead);
     position += bytesRead;
-    let start = 0;
-    // Skip to the page's first line: less than 1024 lines or 64 KiB when an index anchor was found.
-    while (line < offset && start < bytesRead) {
-      const nl = view.indexOf(LF, start);
-      if (nl === -1) start = bytesRead;
-      else {
-        line++;
-        start = nl + 1;
-      }
-    }
-    if (line < offset || start === bytesRead) continue;
-    let end = start;
+    let end = 0;
     while (got < expected) {
-      const nl = view.indexOf(LF, end);
-      if (nl === -1) {
+      const nl = buf.indexOf(LF, end);
+      if (nl === -1 || nl >= bytesRead) {
         end = bytesRead;
         break;
       }
       got++;
       end = nl + 1;
     }
-    pageBytes += end - start;
-    if (pageBytes > MAX_PAGE_BYTES) throw tooLarge(pageBytes, offset, limit);
-    parts.push(decoder.write(view.subarray(start, end)));
-    lastByte = view[end - 1] ?? LF;
+    parts.push(Buffer.from(buf.subarray(0, end)));
+    pageBytes += end;
+    lastByte = buf[end - 1] ?? LF;
+    if (pageBytes > MAX_PAGE_BYTES) {
+      // Whole lines that end within the bound fit; a page of several lines is never cut between them.
+      const fits = lastByte === LF ? got - 1 : got;
+      if (fits > 0) throw tooLarge(pageBytes, offset, limit, fits);
+      // One line longer than a page: as much of it as fits, and where to go on.
+      const raw = Buffer.concat(parts, pageBytes);
+      const cut = partialCut(raw);
+      return { bytes: raw.subarray(0, cut), lines: 1, cutInLine: byteOffset + cut };
+    }
   }
   // The last line of a blob without a final `\n` ends at end of file.
   if (got < expected && pageBytes > 0 && lastByte !== LF) got++;
-  if (got !== expected) {
-    throw new IntegrityError(`artifact ${blob.digest} changed while it was being read; read it again`, {
-      digest: blob.digest,
-    });
+  if (got !== expected) throw changed(blob);
+  const bytes = Buffer.concat(parts, pageBytes);
+  if (!isUtf8(bytes) && decodedSize(bytes) > MAX_PAGE_BYTES) return lossyOverflow(bytes, offset, byteOffset, limit);
+  return { bytes, lines: expected, cutInLine: undefined };
+}
+
+/**
+ * A page whose stored bytes fit but whose text does not (invalid UTF-8
+ * decodes to wider U+FFFD): the same rules as for bytes, applied to the text.
+ */
+function lossyOverflow(bytes: Buffer, offset: number, byteOffset: number, limit: number): Collected {
+  let fits = 0;
+  let text = 0;
+  for (let at = 0; at < bytes.length; ) {
+    const nl = bytes.indexOf(LF, at);
+    const end = nl === -1 ? bytes.length : nl + 1;
+    text += decodedSize(bytes.subarray(at, end));
+    if (text > MAX_PAGE_BYTES) break;
+    fits++;
+    at = end;
   }
-  parts.push(decoder.end());
-  const content = parts.join('');
-  // Invalid UTF-8 in stored bytes decodes to U+FFFD (3 bytes): the bound is on the content returned.
-  const contentBytes = Buffer.byteLength(content, 'utf8');
-  if (contentBytes > MAX_PAGE_BYTES) throw tooLarge(contentBytes, offset, limit);
-  return content;
+  if (fits > 0) throw tooLarge(text, offset, limit, fits);
+  const cut = partialCut(bytes);
+  return { bytes: bytes.subarray(0, cut), lines: 1, cutInLine: byteOffset + cut };
 }
 
 /** Reads a page of the verified blob `digest`. */
 async function readBlobPage(
   store: Store,
   digest: string,
-  offset: number,
-  limit: number,
+  opts: { offset: number; limit: number; byteOffset: number },
   expectedBytes?: number,
-): Promise<{ content: string; lines: number; totalLines: number }> {
+): Promise<Collected & { totalLines: number }> {
+  const { offset, limit, byteOffset } = opts;
   const blob = await openVerifiedBlob(store, digest);
   try {
     if (expectedBytes !== undefined && blob.bytes !== expectedBytes) {
@@ -201,18 +371,28 @@ async function readBlobPage(
       );
     }
     const totalLines = blob.lines;
-    if (offset >= totalLines) return { content: '', lines: 0, totalLines };
+    if (offset >= totalLines) {
+      if (byteOffset > 0) {
+        throw new BadArgumentsError(
+          `byteOffset ${byteOffset} needs a line, but offset ${offset} is past the end (${totalLines} lines)`,
+          { offset, byteOffset, totalLines },
+        );
+      }
+      return { bytes: Buffer.alloc(0), lines: 0, cutInLine: undefined, totalLines };
+    }
     const expected = Math.min(limit, totalLines - offset);
-    const anchor = await anchorFor(store, blob, offset);
-    const content = await collect(blob, anchor, offset, limit, expected);
-    return { content, lines: expected, totalLines };
+    const found = await anchorFor(store, blob, offset);
+    const start = await lineStart(blob, found.anchor, offset);
+    if (byteOffset > 0) await checkByteOffset(blob, found, offset, start, byteOffset);
+    const page = await collect(blob, start + byteOffset, offset, byteOffset, limit, expected);
+    return { ...page, totalLines };
   } finally {
     await blob.close();
   }
 }
 
 /**
- * Reads one page of the artifact at `uri`.
+ * Reads one page of the artifact at `uri`, as its stored bytes.
  *
  * - `artifact://<digest>` reads the blob as stored (a manifest reads as its JSON).
  * - `artifact://<digest>/<stream>` reads that stream of the manifest `<digest>`.
@@ -220,16 +400,16 @@ async function readBlobPage(
  * The first read of a blob through a given {@link Store} hashes all of it.
  *
  * @throws BadUriError (EBADURI) for anything but an exact artifact URI.
- * @throws BadArgumentsError (EBADARGS) for a bad offset or limit (see {@link pageOptions}).
+ * @throws BadArgumentsError (EBADARGS) for a bad offset, limit or byteOffset (see {@link pageOptions}), or a byteOffset outside its line.
  * @throws NotFoundError (ENOTFOUND) when the blob (or the stream's blob) is absent.
  * @throws IntegrityError (EINTEGRITY) when stored content does not match its digest.
  * @throws NotManifestError (ENOTMANIFEST) for a stream suffix on a blob that is not a manifest.
  * @throws UnknownStreamError (EUNKNOWNSTREAM) for a stream the manifest does not declare.
- * @throws ResourceLimitError (ERESOURCELIMIT) when the page is over {@link MAX_PAGE_BYTES}.
+ * @throws ResourceLimitError (ERESOURCELIMIT) when whole lines pass {@link MAX_PAGE_BYTES} (`details.fits` says how many fit).
  */
-export async function readPage(store: Store, uri: string, opts?: ReadPageOptions): Promise<ReadPage> {
+export async function readPageBytes(store: Store, uri: string, opts?: ReadPageOptions): Promise<ReadPageBytes> {
   const { digest, stream } = parseArtifactUri(uri);
-  const { offset, limit } = pageOptions(opts);
+  const options = pageOptions(opts);
   let blob = digest;
   let expectedBytes: number | undefined;
   if (stream !== undefined) {
@@ -245,16 +425,29 @@ export async function readPage(store: Store, uri: string, opts?: ReadPageOptions
     blob = entry.digest;
     expectedBytes = entry.bytes;
   }
-  const page = await readBlobPage(store, blob, offset, limit, expectedBytes);
-  const next = offset + page.lines;
+  const page = await readBlobPage(store, blob, options, expectedBytes);
+  const cut = page.cutInLine !== undefined;
+  const next = options.offset + page.lines - (cut ? 1 : 0);
   return {
-    content: page.content,
-    offset,
+    bytes: page.bytes,
+    offset: options.offset,
     lines: page.lines,
     totalLines: page.totalLines,
     nextOffset: page.lines > 0 && next < page.totalLines ? next : null,
+    nextByteOffset: cut ? (page.cutInLine as number) : null,
+    lossy: !isUtf8(page.bytes),
     digest,
     ...(stream === undefined ? {} : { stream }),
     blob,
   };
+}
+
+/**
+ * Reads one page of the artifact at `uri` as text: the bytes of
+ * {@link readPageBytes} decoded as UTF-8, invalid sequences as U+FFFD (the
+ * page is then `lossy`). Same URIs, options and errors.
+ */
+export async function readPage(store: Store, uri: string, opts?: ReadPageOptions): Promise<ReadPage> {
+  const { bytes, ...info } = await readPageBytes(store, uri, opts);
+  return { content: bytes.toString('utf8'), ...info };
 }

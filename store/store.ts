@@ -15,7 +15,7 @@ import { StoreLayout } from './layout.js';
 import type { Manifest } from './manifest.js';
 import { loadManifest } from './manifest-load.js';
 import { type Pin, PinJournal } from './pins.js';
-import { type ReadPage, type ReadPageOptions, readPage } from './read.js';
+import { type ReadPage, type ReadPageBytes, type ReadPageOptions, readPage, readPageBytes } from './read.js';
 import { type VerifyReport, verifyStore } from './verify.js';
 
 /** The default store directory, relative to the working directory. */
@@ -144,6 +144,11 @@ export class Store {
    */
   readPage(uri: string, options?: ReadPageOptions): Promise<ReadPage> {
     return readPage(this, uri, options);
+  }
+
+  /** Like {@link readPage}, with the page's stored bytes instead of their text (see {@link readPageBytes}). */
+  readPageBytes(uri: string, options?: ReadPageOptions): Promise<ReadPageBytes> {
+    return readPageBytes(this, uri, options);
   }
 
   /**

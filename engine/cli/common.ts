@@ -130,8 +130,8 @@ export function forTerminal(stream: NodeJS.WritableStream, text: string): string
   return (stream as NodeJS.WriteStream).isTTY === true ? sanitizeForTerminal(text) : text;
 }
 
-/** Writes `text` and resolves once the stream has accepted it (so large output is not cut off at exit). */
-export function writeOut(stream: NodeJS.WritableStream, text: string): Promise<void> {
+/** Writes `text` (or bytes) and resolves once the stream has accepted it (so large output is not cut off at exit). */
+export function writeOut(stream: NodeJS.WritableStream, text: string | Uint8Array): Promise<void> {
   return new Promise((resolve, reject) => {
     stream.write(text, (err) => (err ? reject(err) : resolve()));
   });

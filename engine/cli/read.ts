@@ -1,10 +1,12 @@
 /**
- * `sluice read <filePath> [--offset N] [--limit N] [--json] [--store DIR]`:
+ * `sluice read <filePath> [--offset N] [--limit N] [--byte-offset N] [--raw] [--json] [--store DIR]`:
  * one page of an artifact, file or directory, through `Engine.read`, the same
  * code path as a model's `read` call (the built-in tool in a worker, the
  * default approval policy: files inside the working directory only).
  *
- * An artifact page prints exactly as stored; a file prints as numbered lines.
+ * An artifact page prints as stored: its bytes exactly with `--raw` (or when
+ * stdout is not a terminal), as sanitised text on a terminal; a file prints
+ * as numbered lines.
  */
 import { promises as fsp } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +16,7 @@ import { resolveStoreDir } from '../../store/store.js';
 import { isArtifactUri, parseArtifactUri } from '../../store/uri.js';
 import { Engine } from '../engine.js';
 import { BadArgumentsError, NotFoundError } from '../protocol/errors.js';
-import type { ReadResult } from '../read.js';
+import type { ReadBytesResult, ReadPageInfo, ReadResult } from '../read.js';
 import {
   type Command,
   EXIT_OK,
@@ -26,23 +28,35 @@ import {
   writeOut,
 } from './common.js';
 
-const USAGE = `Usage: sluice read <filePath> [--offset N] [--limit N] [--json] [--store DIR]
+const USAGE = `Usage: sluice read <filePath> [--offset N] [--limit N] [--byte-offset N] [--raw] [--json] [--store DIR]
 
 Prints one page of an artifact, a file or a directory, as the read tool returns it:
 an artifact exactly as stored (no line numbers), a file as numbered lines, a
 directory as one entry a line. Files are read only inside the working directory.
 
-  <filePath>     artifact://<digest>, artifact://<digest>/<stream>, or a path
-  --offset N     zero-based line to start at (default 0)
-  --limit N      lines in the page, 1 to ${MAX_PAGE_LINES} (default ${MAX_PAGE_LINES})
-  --json         print { content, offset, lines, totalLines, nextOffset } instead
-                 (nextOffset is null at the end; attachments are added for an image or PDF)
-  --store DIR    the store (default: $SLUICE_STORE, else ./.sluice)
+  <filePath>        artifact://<digest>, artifact://<digest>/<stream>, or a path
+  --offset N        zero-based line to start at (default 0)
+  --limit N         lines in the page, 1 to ${MAX_PAGE_LINES} (default ${MAX_PAGE_LINES})
+  --byte-offset N   artifacts only: bytes into the line at --offset, to continue a line
+                    longer than a page (the nextByteOffset of the page before)
+  --raw             write the page's bytes exactly as stored, invalid UTF-8 included, even
+                    to a terminal (piped or redirected, the page is always its exact bytes;
+                    on a terminal it is otherwise shown as sanitised text)
+  --json            print { content, offset, lines, totalLines, nextOffset, nextByteOffset,
+                    lossy } instead (nextOffset is null at the end; nextByteOffset is
+                    non-null when the page stopped inside a line; lossy is true when
+                    the page's bytes are not valid UTF-8, shown as U+FFFD in content;
+                    attachments are added for an image or PDF)
+  --store DIR       the store (default: $SLUICE_STORE, else ./.sluice)
+
+When a page stops inside a line, a note on stderr gives the --byte-offset that continues it.
 `;
 
 const OPTIONS = {
   offset: { type: 'string' },
   limit: { type: 'string' },
+  'byte-offset': { type: 'string' },
+  raw: { type: 'boolean' },
   json: { type: 'boolean' },
   ...STORE_OPTION,
   ...HELP_OPTION,
@@ -76,8 +90,23 @@ async function storeFor(
 
 /** The `--json` form: the documented fields, plus attachments only when there are some. */
 function jsonOf(page: ReadResult): string {
-  const { content, offset, lines, totalLines, nextOffset, attachments } = page;
-  return JSON.stringify({ content, offset, lines, totalLines, nextOffset, ...(attachments ? { attachments } : {}) });
+  const { content, offset, lines, totalLines, nextOffset, nextByteOffset, lossy, attachments } = page;
+  return JSON.stringify({
+    content,
+    offset,
+    lines,
+    totalLines,
+    nextOffset,
+    nextByteOffset,
+    lossy,
+    ...(attachments ? { attachments } : {}),
+  });
+}
+
+/** The read command's note on stderr when a page stopped inside a line: the exact command to go on. */
+function continuationNote(filePath: string, page: ReadPageInfo): string | undefined {
+  if (page.nextByteOffset === null || page.nextOffset === null) return undefined;
+  return `sluice read: the page stopped inside line ${page.nextOffset}; continue with --offset ${page.nextOffset} --byte-offset ${page.nextByteOffset} (${filePath})\n`;
 }
 
 /** The `read` command. */
@@ -93,25 +122,34 @@ export const command: Command = {
     if (positionals.length !== 1) {
       throw new BadArgumentsError(`sluice read takes exactly one <filePath>, got ${positionals.length}`);
     }
+    if (values.raw && values.json) throw new BadArgumentsError('--raw and --json cannot be used together');
     const filePath = positionals[0] as string;
     const offset = parseCount('offset', values.offset);
     const limit = parseCount('limit', values.limit);
+    const byteOffset = parseCount('byte-offset', values['byte-offset']);
+    const options = {
+      ...(offset === undefined ? {} : { offset }),
+      ...(limit === undefined ? {} : { limit }),
+      ...(byteOffset === undefined ? {} : { byteOffset }),
+    };
+    // Piped or redirected, the page is its exact bytes; a terminal gets sanitised text unless --raw says otherwise.
+    const raw = values.raw === true || (!values.json && (ctx.stdout as NodeJS.WriteStream).isTTY !== true);
     const store = await storeFor(filePath, values.store, ctx.env);
-    let page: ReadResult;
+    let page: ReadResult | ReadBytesResult;
     try {
       const engine = await Engine.open({ store: store.dir, builtins: true, concurrency: 1, minThreads: 1 });
       try {
-        page = await engine.read(filePath, {
-          ...(offset === undefined ? {} : { offset }),
-          ...(limit === undefined ? {} : { limit }),
-        });
+        page = raw ? await engine.readBytes(filePath, options) : await engine.read(filePath, options);
       } finally {
         await engine.close();
       }
     } finally {
       await store.dispose();
     }
-    await writeOut(ctx.stdout, values.json ? `${jsonOf(page)}\n` : forTerminal(ctx.stdout, page.content));
+    if ('bytes' in page) await writeOut(ctx.stdout, page.bytes);
+    else await writeOut(ctx.stdout, values.json ? `${jsonOf(page)}\n` : forTerminal(ctx.stdout, page.content));
+    const note = values.json ? undefined : continuationNote(filePath, page);
+    if (note !== undefined) await writeOut(ctx.stderr, note);
     return EXIT_OK;
   },
 };

@@ -5,6 +5,10 @@
  *
  *     [More: read(filePath="<filePath>", offset=<nextOffset>)]
  *
+ * or, for a page that stopped inside a line longer than a page,
+ *
+ *     [More: read(filePath="<filePath>", offset=<nextOffset>, byteOffset=<nextByteOffset>)]
+ *
  * Generic: any self-paginating tool whose metadata has a numeric `nextOffset`
  * and a string `filePath` (or `uri`) gets it. The line is never counted in
  * the page (`output.bytes` is the page alone), so the page can be recovered
@@ -13,16 +17,24 @@
 
 const MORE_OPEN = '[More: read(filePath=';
 const MORE_MIDDLE = ', offset=';
+const MORE_BYTES = ', byteOffset=';
 const MORE_CLOSE = ')]';
+/** Said after a page whose stored bytes are not valid UTF-8: what the model reads is not all of what is stored. */
+export const LOSSY_NOTE = '[Lossy: bytes that are not valid UTF-8 are shown as U+FFFD]';
+
+function isCount(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+}
 
 /**
  * The continuation line (without a line ending) for a page's metadata, or
  * undefined when nothing follows. The path is quoted as a JSON string, so a
- * path with quotes or backslashes stays one unambiguous argument.
+ * path with quotes or backslashes stays one unambiguous argument. A page that
+ * stopped inside a line (`nextByteOffset`) continues with `byteOffset`.
  */
 export function continuationLine(metadata: Record<string, unknown> | undefined): string | undefined {
   const next = metadata?.nextOffset;
-  if (typeof next !== 'number' || !Number.isSafeInteger(next) || next < 0) return undefined;
+  if (!isCount(next)) return undefined;
   const path =
     typeof metadata?.filePath === 'string'
       ? metadata.filePath
@@ -30,17 +42,23 @@ export function continuationLine(metadata: Record<string, unknown> | undefined):
         ? metadata.uri
         : undefined;
   if (path === undefined) return undefined;
-  return `${MORE_OPEN}${JSON.stringify(path)}${MORE_MIDDLE}${next}${MORE_CLOSE}`;
+  const bytes = metadata?.nextByteOffset;
+  const within = isCount(bytes) && bytes > 0 ? `${MORE_BYTES}${bytes}` : '';
+  return `${MORE_OPEN}${JSON.stringify(path)}${MORE_MIDDLE}${next}${within}${MORE_CLOSE}`;
 }
 
 /**
- * The model view of a page: `page`, then the continuation line when there is
- * one (a `\n` is inserted first when the page is non-empty and does not end
- * with one; the line ends with `\n`), like the single-output read hint.
+ * The model view of a page: `page`, then the lossy note when its metadata
+ * says `lossy`, then the continuation line when there is one (a `\n` is
+ * inserted first when the page is non-empty and does not end with one; each
+ * line ends with `\n`), like the single-output read hint.
  */
 export function renderPageView(page: string, metadata: Record<string, unknown> | undefined): string {
+  const notes: string[] = [];
+  if (metadata?.lossy === true) notes.push(LOSSY_NOTE);
   const more = continuationLine(metadata);
-  if (more === undefined) return page;
+  if (more !== undefined) notes.push(more);
+  if (notes.length === 0) return page;
   const sep = page === '' || page.endsWith('\n') ? '' : '\n';
-  return `${page}${sep}${more}\n`;
+  return `${page}${sep}${notes.join('\n')}\n`;
 }

@@ -147,6 +147,8 @@ export const readPageSchema = z.object({
   lines: count,
   totalLines: count,
   nextOffset: count.nullable(),
+  nextByteOffset: count.nullable(),
+  lossy: z.boolean(),
   attachments: z.array(attachmentSchema).optional(),
 });
 
@@ -269,6 +271,10 @@ export const readQuerySchema = z.strictObject({
     .regex(/^[0-9]{1,15}$/)
     .optional(),
   limit: z
+    .string()
+    .regex(/^[0-9]{1,15}$/)
+    .optional(),
+  byteOffset: z
     .string()
     .regex(/^[0-9]{1,15}$/)
     .optional(),

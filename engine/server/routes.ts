@@ -260,16 +260,41 @@ const cancel: Handler = async (ctx, req, res, [id], url) => {
   sendJson(res, 202, accepted);
 };
 
-const read: Handler = async (ctx, _req, res, _p, url) => {
+/** True when the client asks for the page's bytes (`Accept: application/octet-stream`) rather than JSON. */
+function wantsBytes(req: IncomingMessage): boolean {
+  const accept = req.headers.accept ?? '';
+  return accept.split(',').some((part) => part.split(';')[0]?.trim().toLowerCase() === 'application/octet-stream');
+}
+
+const read: Handler = async (ctx, req, res, _p, url) => {
   const q = parseWith(readQuerySchema, queryObject(url), 'GET /v1/read query');
   const offset = parseCount('offset', q.offset);
   const limit = parseCount('limit', q.limit);
-  const page = await ctx.engine.read(q.filePath, {
+  const byteOffset = parseCount('byteOffset', q.byteOffset);
+  const options = {
     ...(offset !== undefined ? { offset } : {}),
     ...(limit !== undefined ? { limit } : {}),
+    ...(byteOffset !== undefined ? { byteOffset } : {}),
     signal: requestSignal(ctx, res),
+  };
+  if (!wantsBytes(req)) {
+    sendJson(res, 200, await ctx.engine.read(q.filePath, options));
+    return;
+  }
+  // The exact stored bytes; what JSON would say besides the content travels in headers.
+  const page = await ctx.engine.readBytes(q.filePath, options);
+  res.writeHead(200, {
+    'content-type': 'application/octet-stream',
+    'content-length': page.bytes.length,
+    'cache-control': 'no-store',
+    'sluice-offset': page.offset,
+    'sluice-lines': page.lines,
+    'sluice-total-lines': page.totalLines,
+    'sluice-next-offset': page.nextOffset ?? 'null',
+    'sluice-next-byte-offset': page.nextByteOffset ?? 'null',
+    'sluice-lossy': String(page.lossy),
   });
-  sendJson(res, 200, page);
+  res.end(page.bytes);
 };
 
 const sessions: Handler = async (ctx, _req, res, _p, url) => {

@@ -21,9 +21,25 @@ describe('reading the streams of a bash call through read', () => {
     const { manifest, streams } = r.output;
 
     const stdout = await engine.read(`artifact://${manifest}/stdout`);
-    expect(stdout).toEqual({ content: 'out 1\nout 2\n', offset: 0, lines: 2, totalLines: 2, nextOffset: null });
+    expect(stdout).toEqual({
+      content: 'out 1\nout 2\n',
+      offset: 0,
+      lines: 2,
+      totalLines: 2,
+      nextOffset: null,
+      nextByteOffset: null,
+      lossy: false,
+    });
     const stderr = await engine.read(`artifact://${manifest}/stderr`);
-    expect(stderr).toEqual({ content: 'err 1\n', offset: 0, lines: 1, totalLines: 1, nextOffset: null });
+    expect(stderr).toEqual({
+      content: 'err 1\n',
+      offset: 0,
+      lines: 1,
+      totalLines: 1,
+      nextOffset: null,
+      nextByteOffset: null,
+      lossy: false,
+    });
 
     const bare = await engine.read(`artifact://${manifest}`);
     expect(sha256(bare.content)).toBe(manifest);
@@ -90,6 +106,8 @@ describe('reading the streams of a bash call through read', () => {
       lines: 0,
       totalLines: n,
       nextOffset: null,
+      nextByteOffset: null,
+      lossy: false,
     });
     await expectNoLeaks(storeDir);
   });

@@ -80,6 +80,8 @@ describe('sluice read and Engine.read share one code path', () => {
       lines: 1,
       totalLines: 1,
       nextOffset: null,
+      nextByteOffset: null,
+      lossy: false,
     });
     expect(await fsp.readdir(cwd)).toEqual(['hello.txt']);
     // An artifact needs the store: without one it is ENOTFOUND, or EBADURI when malformed.

@@ -27,6 +27,8 @@ describe('filesystem text reads', () => {
       lines: 5,
       totalLines: 5,
       nextOffset: null,
+      nextByteOffset: null,
+      lossy: false,
     });
     expect(await engine.read('poem.txt', { offset: 1, limit: 2 })).toEqual({
       content: numbered(2, ['two é\r', 'three 😀']),
@@ -34,6 +36,8 @@ describe('filesystem text reads', () => {
       lines: 2,
       totalLines: 5,
       nextOffset: 3,
+      nextByteOffset: null,
+      lossy: false,
     });
     // The continuation line repeats the filePath as given.
     const call = await engine.run('read', { filePath: './poem.txt', offset: 3, limit: 1 });
@@ -51,6 +55,8 @@ describe('filesystem text reads', () => {
       lines: 0,
       totalLines: 0,
       nextOffset: null,
+      nextByteOffset: null,
+      lossy: false,
     });
     expect(await blobCount(storeDir)).toBe(0);
     await expectNoLeaks(storeDir);
@@ -76,6 +82,8 @@ describe('filesystem text reads', () => {
       lines: 3,
       totalLines: n,
       nextOffset: null,
+      nextByteOffset: null,
+      lossy: false,
     });
     const first = await engine.read('big.log');
     expect(first).toMatchObject({ lines: 2000, totalLines: n, nextOffset: 2000 });
@@ -105,6 +113,8 @@ describe('filesystem directory reads', () => {
       lines: 5,
       totalLines: 5,
       nextOffset: null,
+      nextByteOffset: null,
+      lossy: false,
     });
     const call = await engine.run('read', { filePath: 'dir/', offset: 1, limit: 2 });
     expect(call.model).toBe('Z.md\na.txt\n[More: read(filePath="dir/", offset=3)]\n');

@@ -98,24 +98,38 @@ describe('read is self-paginating: no retention, no truncation', () => {
     await expectNoLeaks(storeDir);
   });
 
-  it('a page over 2 MiB fails with ERESOURCELIMIT, never a cut page, for artifacts and files', async () => {
+  it('whole lines over 2 MiB fail with ERESOURCELIMIT, a line over 2 MiB reads in parts; files never cut', async () => {
     const { engine, storeDir, cwd } = await openFixture();
-    // 3000 lines of 1000 bytes: 2000 of them are 2,000,000 bytes (fine), but one 3 MB line is not.
+    // Two 1.5 MB lines: each fits alone, both together do not.
     const r = await engine.run('bash', {
-      command: `head -c 3000000 /dev/zero | tr '\\0' z; echo; echo tail`,
+      command: `for i in 1 2; do head -c 1500000 /dev/zero | tr '\\0' z; echo; done; echo tail`,
     });
     if (r.output?.kind !== 'streams') throw new Error('bash has named streams');
     const uri = `artifact://${r.output.manifest}/stdout`;
     const big = await engine.run('read', { filePath: uri });
-    expect(big).toMatchObject({ status: 'failed', error: { code: 'ERESOURCELIMIT' } });
+    expect(big).toMatchObject({ status: 'failed', error: { code: 'ERESOURCELIMIT', details: { fits: 1 } } });
     expect(Buffer.byteLength(big.model)).toBeLessThan(1024);
-    expect(await engine.read(uri, { offset: 1 })).toMatchObject({ content: 'tail\n', totalLines: 2 });
+    expect(await engine.read(uri, { offset: 2 })).toMatchObject({ content: 'tail\n', totalLines: 3 });
+    // One 3 MB line: the first 2 MiB, and the exact call that continues it.
+    const long = await engine.run('bash', { command: `head -c 3000000 /dev/zero | tr '\\0' y; echo; echo end` });
+    if (long.output?.kind !== 'streams') throw new Error('bash has named streams');
+    const longUri = `artifact://${long.output.manifest}/stdout`;
+    const part = await engine.run('read', { filePath: longUri });
+    expect(part.status).toBe('success');
+    expect(part.model.endsWith(`[More: read(filePath="${longUri}", offset=0, byteOffset=2097152)]\n`)).toBe(true);
+    expect(await engine.read(longUri, { byteOffset: 2097152 })).toMatchObject({
+      content: `${'y'.repeat(3000000 - 2097152)}\nend\n`,
+      lines: 2,
+      nextOffset: null,
+      nextByteOffset: null,
+    });
 
     const fh = await fsp.open(join(cwd, 'long-line.txt'), 'w');
     for (let i = 0; i < 48; i++) await fh.write('w'.repeat(64 * 1024));
     await fh.write('\nshort\n');
     await fh.close();
     expect(await codeOf(engine.read('long-line.txt'))).toBe('ERESOURCELIMIT');
+    expect(await codeOf(engine.read('long-line.txt', { byteOffset: 10 }))).toBe('EBADARGS');
     expect(await engine.read('long-line.txt', { offset: 1 })).toMatchObject({
       content: '     2\tshort\n',
       totalLines: 2,

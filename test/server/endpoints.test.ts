@@ -109,17 +109,62 @@ describe('endpoints', () => {
       lines: 5,
       totalLines: 2500,
       nextOffset: 2495,
+      nextByteOffset: null,
+      lossy: false,
     });
     const last = readPageSchema.parse(
       await json(await q(`filePath=${encodeURIComponent(`artifact://${manifest}/stderr`)}`)),
     );
-    expect(last).toEqual({ content: 'err\n', offset: 0, lines: 1, totalLines: 1, nextOffset: null });
+    expect(last).toEqual({
+      content: 'err\n',
+      offset: 0,
+      lines: 1,
+      totalLines: 1,
+      nextOffset: null,
+      nextByteOffset: null,
+      lossy: false,
+    });
     const bare = readPageSchema.parse(await json(await q(`filePath=artifact://${manifest}`)));
     expect(JSON.parse(bare.content).streams.map((x: { name: string }) => x.name)).toEqual(['stdout', 'stderr']);
     await fsp.writeFile(join(s.dir, 'notes.txt'), 'alpha\nbeta\n');
     const file = readPageSchema.parse(await json(await q(`filePath=${encodeURIComponent(join(s.dir, 'notes.txt'))}`)));
     expect(file).toMatchObject({ offset: 0, lines: 2, totalLines: 2, nextOffset: null });
     expect(file.content).toContain('alpha');
+  });
+
+  it('GET /v1/read with Accept: application/octet-stream returns the exact stored bytes, the rest in headers', async () => {
+    const s = await startTestServer();
+    const id = await s.start('bash', { command: 'printf "a\\xffb\\n"; head -c 3000000 /dev/zero | tr "\\0" x' });
+    const r = await result(s, id);
+    if (r.output?.kind !== 'streams') throw new Error('expected streams');
+    const uri = encodeURIComponent(`artifact://${r.output.manifest}/stdout`);
+    const bytes = { headers: { accept: 'application/octet-stream' } };
+    const first = await s.api(`/v1/read?filePath=${uri}&limit=1`, bytes);
+    expect(first.status).toBe(200);
+    expect(first.headers.get('content-type')).toBe('application/octet-stream');
+    expect(Buffer.from(await first.arrayBuffer())).toEqual(Buffer.from([0x61, 0xff, 0x62, 0x0a]));
+    expect(
+      Object.fromEntries(
+        ['offset', 'lines', 'total-lines', 'next-offset', 'next-byte-offset', 'lossy'].map((h) => [
+          h,
+          first.headers.get(`sluice-${h}`),
+        ]),
+      ),
+    ).toEqual({
+      offset: '0',
+      lines: '1',
+      'total-lines': '2',
+      'next-offset': '1',
+      'next-byte-offset': 'null',
+      lossy: 'true',
+    });
+    // The 3 MB line in parts, continued with byteOffset, as JSON.
+    const part = readPageSchema.parse(await json(await s.api(`/v1/read?filePath=${uri}&offset=1&limit=1`)));
+    expect(part).toMatchObject({ lines: 1, nextOffset: 1, nextByteOffset: 2 * 1024 * 1024, lossy: false });
+    const rest = await s.api(`/v1/read?filePath=${uri}&offset=1&byteOffset=${2 * 1024 * 1024}`, bytes);
+    expect((await rest.arrayBuffer()).byteLength).toBe(3000000 - 2 * 1024 * 1024);
+    expect(rest.headers.get('sluice-next-offset')).toBe('null');
+    await expectError(await s.api(`/v1/read?filePath=${uri}&offset=1&byteOffset=x`), 400, 'EBADARGS');
   });
 
   it('read errors map to statuses: 400 EBADURI/EBADARGS/ENOTMANIFEST, 403 EDENIED, 404 ENOTFOUND/EUNKNOWNSTREAM, 413 ERESOURCELIMIT, 500 EINTEGRITY', async () => {

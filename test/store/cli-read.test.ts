@@ -19,6 +19,29 @@ async function storeWith(content: string | Buffer): Promise<{ dir: string; store
 }
 
 describe('sluice read', () => {
+  it('writes invalid UTF-8 exactly as stored when piped and with --raw; --json says lossy and shows U+FFFD', async () => {
+    const stored = Buffer.from([0x61, 0xff, 0x0a, 0x62, 0xe2, 0x82]);
+    const { dir, digest } = await storeWith(stored);
+    const piped = await sluice(['read', `artifact://${digest}`, '--store', dir]);
+    expect(piped.code).toBe(0);
+    expect(piped.stdout).toEqual(stored);
+    const raw = await sluice(['read', `artifact://${digest}`, '--raw', '--offset', '1', '--store', dir]);
+    expect(raw.stdout).toEqual(stored.subarray(3));
+    const json = await sluice(['read', `artifact://${digest}`, '--json', '--store', dir]);
+    expect(JSON.parse(json.stdout.toString('utf8'))).toEqual({
+      content: 'a\uFFFD\nb\uFFFD',
+      offset: 0,
+      lines: 2,
+      totalLines: 2,
+      nextOffset: null,
+      nextByteOffset: null,
+      lossy: true,
+    });
+    const both = await sluice(['read', `artifact://${digest}`, '--raw', '--json', '--store', dir]);
+    expect(both.code).toBe(2);
+    expect(both.stderr.toString()).toMatch(/^EBADARGS: /);
+  });
+
   it('prints the page exactly as stored: no line numbers, no added newline', async () => {
     const { dir, digest } = await storeWith(CONTENT);
     const all = await sluice(['read', `artifact://${digest}`, '--store', dir]);
@@ -39,6 +62,8 @@ describe('sluice read', () => {
       lines: 1,
       totalLines: 4,
       nextOffset: 1,
+      nextByteOffset: null,
+      lossy: false,
     });
     const last = await sluice(['read', `artifact://${digest}`, '--offset=3', '--json', '--store', dir]);
     expect(JSON.parse(last.stdout.toString('utf8'))).toEqual({
@@ -47,6 +72,8 @@ describe('sluice read', () => {
       lines: 1,
       totalLines: 4,
       nextOffset: null,
+      nextByteOffset: null,
+      lossy: false,
     });
   });
 
@@ -127,12 +154,30 @@ describe('sluice read', () => {
     await expect(fsp.stat(dir)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
-  it('fails with ERESOURCELIMIT (exit 1) for a page over 2 MiB and prints nothing on stdout', async () => {
-    const { dir, digest } = await storeWith(`${'y'.repeat(3 * 1024 * 1024)}\n`);
+  it('fails with ERESOURCELIMIT (exit 1) for whole lines over 2 MiB and prints nothing on stdout', async () => {
+    const line = `${'y'.repeat(1024 * 1024)}\n`;
+    const { dir, digest } = await storeWith(`${line}${line}${line}`);
     const r = await sluice(['read', `artifact://${digest}`, '--store', dir]);
     expect(r.code).toBe(1);
     expect(r.stdout.length).toBe(0);
-    expect(r.stderr).toMatch(/^ERESOURCELIMIT: /);
+    expect(r.stderr).toMatch(/^ERESOURCELIMIT: .*read with limit=1/);
+  });
+
+  it('prints a line over 2 MiB in parts, saying on stderr how to go on, and --byte-offset continues it', async () => {
+    const { dir, digest } = await storeWith(`${'y'.repeat(3 * 1024 * 1024)}\n`);
+    const first = await sluice(['read', `artifact://${digest}`, '--limit', '1', '--store', dir]);
+    expect(first.code).toBe(0);
+    expect(first.stdout.length).toBe(2 * 1024 * 1024);
+    expect(first.stderr).toContain('--offset 0 --byte-offset 2097152');
+    const rest = await sluice(['read', `artifact://${digest}`, '--byte-offset', '2097152', '--json', '--store', dir]);
+    expect(rest.code).toBe(0);
+    expect(JSON.parse(rest.stdout.toString())).toMatchObject({
+      lines: 1,
+      nextOffset: null,
+      nextByteOffset: null,
+      lossy: false,
+    });
+    expect(JSON.parse(rest.stdout.toString()).content.length).toBe(1024 * 1024 + 1);
   });
 
   it('prints a full 2 MiB page through a pipe without losing the end', async () => {

@@ -38,22 +38,54 @@ describe('the 2 MiB page bound', () => {
     await expect(store.readPage(uri, { limit: 3 })).rejects.toMatchObject({ code: 'ERESOURCELIMIT' });
   });
 
-  it('rejects a single line over 2 MiB, with or without a final newline, and still pages around it', async () => {
+  it('whole lines past the bound fail with ERESOURCELIMIT saying how many fit', async () => {
+    const store = await tempStore();
+    const big = `${'x'.repeat(MiB - 1)}\n`;
+    const uri = await put(store, `${big}${big}z\n`);
+    await expect(store.readPage(uri, { offset: 0, limit: 3 })).rejects.toMatchObject({
+      code: 'ERESOURCELIMIT',
+      details: { fits: 2 },
+    });
+    const huge = 'h'.repeat(3 * MiB);
+    const mixed = await put(store, `before\n${huge}\n`);
+    // The first line fits, the second does not: read one line, then the long one on its own (in pieces).
+    await expect(store.readPage(mixed)).rejects.toMatchObject({ code: 'ERESOURCELIMIT', details: { fits: 1 } });
+    expect(await store.readPage(mixed, { limit: 1 })).toMatchObject({ content: 'before\n', nextOffset: 1 });
+  });
+
+  it('a single line over 2 MiB comes back in part, with or without a final newline, never silently cut', async () => {
     const store = await tempStore();
     const huge = 'h'.repeat(3 * MiB);
     const uri = await put(store, `before\n${huge}\nafter\n${huge}`);
-    await expect(store.readPage(uri, { offset: 1, limit: 1 })).rejects.toMatchObject({ code: 'ERESOURCELIMIT' });
-    await expect(store.readPage(uri, { offset: 3, limit: 1 })).rejects.toMatchObject({ code: 'ERESOURCELIMIT' });
-    expect(await store.readPage(uri, { offset: 0, limit: 1 })).toMatchObject({ content: 'before\n', nextOffset: 1 });
+    expect(await store.readPage(uri, { offset: 1, limit: 1 })).toMatchObject({
+      lines: 1,
+      nextOffset: 1,
+      nextByteOffset: 2 * MiB,
+      content: huge.slice(0, 2 * MiB),
+    });
+    // The rest of the line, and the next: whatever follows in that page is whole lines.
+    expect(await store.readPage(uri, { offset: 1, byteOffset: 2 * MiB, limit: 2 })).toMatchObject({
+      lines: 2,
+      nextOffset: 3,
+      nextByteOffset: null,
+      content: `${huge.slice(2 * MiB)}\nafter\n`,
+    });
+    // The last line has no newline: its end is the end of the blob.
+    expect(await store.readPage(uri, { offset: 3, byteOffset: 2 * MiB })).toMatchObject({
+      lines: 1,
+      nextOffset: null,
+      nextByteOffset: null,
+      content: huge.slice(2 * MiB),
+    });
     expect(await store.readPage(uri, { offset: 2, limit: 1 })).toMatchObject({ content: 'after\n', nextOffset: 3 });
   });
 
-  it('stops reading once the bound is passed instead of loading the oversized page', async () => {
+  it('stops reading once the bound is passed instead of loading the oversized line', async () => {
     const store = await tempStore();
     const uri = await put(store, `${'w'.repeat(40 * MiB)}\n`);
     await store.readPage(uri, { offset: 1 }); // the verification read, hashing all 40 MiB
-    const { result, bytesRead } = await countBytesRead(() => store.readPage(uri).catch((e: unknown) => e));
-    expect(result).toMatchObject({ code: 'ERESOURCELIMIT' });
+    const { result, bytesRead } = await countBytesRead(() => store.readPage(uri));
+    expect(result).toMatchObject({ lines: 1, nextOffset: 0, nextByteOffset: 2 * MiB });
     expect(bytesRead).toBeLessThanOrEqual(2 * MiB + 64 * 1024);
   });
 });

@@ -33,6 +33,8 @@ describe('paged reads', () => {
       lines: 2,
       totalLines: 5,
       nextOffset: 2,
+      nextByteOffset: null,
+      lossy: false,
       digest,
       blob: digest,
     });

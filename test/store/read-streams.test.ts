@@ -35,6 +35,8 @@ describe('stream reads through a manifest', () => {
       lines: 1,
       totalLines: 3,
       nextOffset: 2,
+      nextByteOffset: null,
+      lossy: false,
       digest,
       stream: 'stdout',
       blob: out.digest,

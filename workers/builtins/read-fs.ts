@@ -62,6 +62,8 @@ export interface FsPage {
   lines: number;
   totalLines: number;
   nextOffset: number | null;
+  /** True when a line of the page held invalid UTF-8 (shown as U+FFFD). */
+  lossy: boolean;
 }
 
 /** An image or PDF. */
@@ -180,9 +182,12 @@ async function textPage(
   let lines = 0;
   let position = 0;
   let lastByte = LF;
+  let lossy = false;
   const end = offset + limit;
   const emit = () => {
-    const text = Buffer.concat(pieces, lineBytes).toString('utf8');
+    const raw = Buffer.concat(pieces, lineBytes);
+    lossy ||= !isUtf8(raw);
+    const text = raw.toString('utf8');
     const formatted = `${String(line + 1).padStart(NUMBER_WIDTH)}\t${text}\n`;
     outBytes += Buffer.byteLength(formatted, 'utf8');
     if (outBytes > MAX_FS_PAGE_BYTES) throw pageTooLarge('text', offset, limit, outBytes);
@@ -233,6 +238,7 @@ async function textPage(
     lines,
     totalLines,
     nextOffset: nextOffsetOf(offset, lines, totalLines),
+    lossy,
   };
 }
 
@@ -270,6 +276,8 @@ async function directoryPage(path: string, offset: number, limit: number, signal
     lines: page.length,
     totalLines: names.length,
     nextOffset: nextOffsetOf(offset, page.length, names.length),
+    // Names come from readdir as strings: Node has already decoded them.
+    lossy: false,
   };
 }
 

@@ -17,6 +17,7 @@
  * truncating it. Metadata carries the continuation (`nextOffset`), from which
  * the engine adds a `[More: read(...)]` line to the model view.
  */
+import { BadArgumentsError } from '../../engine/protocol/errors.js';
 import { MAX_PAGE_LINES } from '../../store/read.js';
 import { isArtifactUri, parseArtifactUri } from '../../store/uri.js';
 import { complete, defineTool, type PreparedOperation, type ToolContext, z } from '../tool.js';
@@ -45,6 +46,14 @@ function formatBytes(n: number): string {
   return `${(n / 1024 ** 2).toFixed(1)} MiB`;
 }
 
+/** byteOffset continues an artifact's long line; files are paged by line only (checked before any filesystem call). */
+function byteOffsetOnFile(filePath: string, byteOffset: number): BadArgumentsError {
+  return new BadArgumentsError(
+    `byteOffset applies to artifact reads only; ${JSON.stringify(filePath)} is a file path`,
+    { byteOffset },
+  );
+}
+
 export default defineTool({
   name: 'read',
   description: [
@@ -54,7 +63,8 @@ export default defineTool({
     'offset is the zero-based line to start at (default 0); limit is the number of lines (default and maximum 2000).',
     'Files come back as numbered lines, directories as one entry a line (directories end with /),',
     'images and PDFs as attachments; artifacts come back exactly as stored, without line numbers.',
-    'When more lines follow, the output ends with a [More: read(filePath="...", offset=N)] line.',
+    'When more lines follow, the output ends with a [More: read(filePath="...", offset=N)] line;',
+    'a line longer than a page (2 MiB) continues with byteOffset, exactly as that line gives it.',
   ].join(' '),
   args: z.object({
     filePath: z.string().min(1).describe('A file or directory path, or artifact://<digest>[/<stream>]'),
@@ -66,6 +76,12 @@ export default defineTool({
       .max(MAX_PAGE_LINES)
       .optional()
       .describe(`Lines to read, 1 to ${MAX_PAGE_LINES} (default ${MAX_PAGE_LINES})`),
+    byteOffset: z
+      .number()
+      .int()
+      .nonnegative()
+      .optional()
+      .describe('Artifacts only: bytes into the line at offset, to continue a line longer than a page (default 0)'),
   }),
   output: 'single',
   selfPaginating: true,
@@ -75,6 +91,7 @@ export default defineTool({
       const { digest, stream } = parseArtifactUri(args.filePath);
       return { kind: 'artifact.read', uri: args.filePath, digest, stream: stream ?? null };
     }
+    if (args.byteOffset !== undefined) throw byteOffsetOnFile(args.filePath, args.byteOffset);
     const target = await resolveFsTarget(args.filePath, ctx.cwd);
     prepared.set(ctx, target);
     return { kind: 'fs.read', path: target.path, realPath: target.realPath };
@@ -83,21 +100,31 @@ export default defineTool({
     const offset = args.offset ?? 0;
     const limit = args.limit ?? MAX_PAGE_LINES;
     if (wantsArtifact(args.filePath)) {
-      const page = await ctx.artifacts.readPage(args.filePath, { offset, limit });
-      return complete.full(page.content, {
-        display: `read ${args.filePath} · ${span('lines', page.offset, page.lines, page.totalLines)}`,
+      const byteOffset = args.byteOffset ?? 0;
+      // The stored bytes themselves: the engine shows them as text, and `sluice read --raw` as they are.
+      const page = await ctx.artifacts.readPageBytes(args.filePath, { offset, limit, byteOffset });
+      const part =
+        page.nextByteOffset !== null || byteOffset > 0
+          ? ` (bytes ${byteOffset}-${page.nextByteOffset ?? 'end'} of line ${page.offset + 1})`
+          : '';
+      return complete.full(page.bytes, {
+        display: `read ${args.filePath} · ${span('lines', page.offset, page.lines, page.totalLines)}${part}`,
         metadata: {
           kind: 'artifact',
           uri: args.filePath,
           digest: page.digest,
           ...(page.stream === undefined ? {} : { stream: page.stream }),
           offset: page.offset,
+          ...(byteOffset > 0 ? { byteOffset } : {}),
           lines: page.lines,
           totalLines: page.totalLines,
           nextOffset: page.nextOffset,
+          nextByteOffset: page.nextByteOffset,
+          lossy: page.lossy,
         },
       });
     }
+    if (args.byteOffset !== undefined) throw byteOffsetOnFile(args.filePath, args.byteOffset);
     let target = prepared.get(ctx);
     if (!target) {
       // The runtime always prepares first; should it not, the read is still approved before it happens.
@@ -121,6 +148,8 @@ export default defineTool({
           lines: 1,
           totalLines: 1,
           nextOffset: null,
+          nextByteOffset: null,
+          lossy: false,
         },
       });
     }
@@ -133,6 +162,8 @@ export default defineTool({
         lines: read.lines,
         totalLines: read.totalLines,
         nextOffset: read.nextOffset,
+        nextByteOffset: null,
+        lossy: read.lossy,
       },
     });
   },
