@@ -29,6 +29,25 @@ export type OutputRef =
   | { kind: 'streams'; manifest: string; streams: StreamRef[] }
   | { kind: 'page'; bytes: number; lines: number };
 
+/** A text kept whole as an artifact: read it as `artifact://<digest>`. */
+export interface TextRef {
+  /** SHA-256 of the text's UTF-8 bytes. */
+  digest: string;
+  /** Its size in bytes. */
+  bytes: number;
+}
+
+/**
+ * Texts of a result that were longer than their bounds (docs/tools.md,
+ * "Bounds"): the result holds them cut, with a marker; here is each whole.
+ */
+export interface FullTextRefs {
+  /** The whole of `error.message`. */
+  error?: TextRef;
+  /** The whole final display. */
+  display?: TextRef;
+}
+
 /** Everything known about a finished call. */
 export interface TerminalResult {
   /** The call's id. */
@@ -55,6 +74,8 @@ export interface TerminalResult {
   messages: EmittedMessage[];
   /** Why the call did not succeed. */
   error?: SerializedError;
+  /** Where the whole error message and final display are, when they were cut to their bounds. */
+  fullText?: FullTextRefs;
   /** ISO time the call started. */
   startedAt: string;
   /** Milliseconds from start to the terminal result. */

@@ -53,3 +53,9 @@ export function postChunk(c: string, s: number, b: Uint8Array, owned: boolean): 
   const bytes = transfer ? b : new Uint8Array(b);
   enginePort().postMessage({ t: 'chunk', c, s, b: bytes } satisfies WorkerMessage, [bytes.buffer as ArrayBuffer]);
 }
+
+/** Posts part of a cut text (its own buffer, made by the runtime: transferred). */
+export function postText(c: string, k: 'error' | 'display', b: Uint8Array): void {
+  const bytes = b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : new Uint8Array(b);
+  enginePort().postMessage({ t: 'text', c, k, b: bytes } satisfies WorkerMessage, [bytes.buffer as ArrayBuffer]);
+}

@@ -6,9 +6,10 @@
 import { Writable } from 'node:stream';
 import { ResourceLimitError, UndeclaredStreamError } from '../engine/protocol/errors.js';
 import { MAX_CHUNK_BYTES } from '../engine/protocol/limits.js';
+import type { TextKind } from '../engine/protocol/messages.js';
 import { CallEndpoint, Comlink, installErrorTransfer } from '../engine/protocol/rpc.js';
 import { channelNames, type OutputDeclaration } from '../engine/protocol/streams.js';
-import { post, postChunk } from './channel.js';
+import { post, postChunk, postText } from './channel.js';
 import { CreditGate } from './credit.js';
 import type { ArtifactReader, HostServices, ToolContext } from './tool.js';
 import { takeHandedOver } from './transfer.js';
@@ -316,6 +317,26 @@ export class CallRun {
       if (this.displayChars > 0) this.kickDisplay();
     });
     this.displayFlushing = flushing;
+  }
+
+  /**
+   * Sends `text` whole to the engine as `text` messages of kind `kind`,
+   * each after its credit: a field the worker cut to its bound (an error's
+   * message, the final display), which the engine keeps as an artifact.
+   * Encoded a slice at a time, so a long text is never copied whole.
+   */
+  async sendText(kind: TextKind, text: string): Promise<void> {
+    const carry = new StringCarry();
+    const max = chunkBytesFor(this.gate.window);
+    const step = Math.max(1, Math.floor(max / 3));
+    const post1 = async (bytes: Uint8Array) => {
+      if (bytes.length === 0) return;
+      const wait = this.gate.acquire(bytes.length);
+      if (wait) await wait;
+      postText(this.callId, kind, bytes);
+    };
+    for (let i = 0; i < text.length; i += step) await post1(carry.push(text.slice(i, i + step)));
+    await post1(carry.end());
   }
 
   /** Resolves when pending display text has been posted. */

@@ -20,11 +20,13 @@ import type {
   DescribeResult,
   EngineMessage,
   Task,
+  TextKind,
   ToolDescription,
   WireCompletion,
 } from '../engine/protocol/messages.js';
 import { z } from '../engine/protocol/zod.js';
 import type { Store } from '../store/store.js';
+import { boundCompletion, boundError } from './bounds.js';
 import { enginePort, onEngineMessage, post } from './channel.js';
 import { CallRun, describeValue } from './context.js';
 import { type ArtifactReader, type Completion, isToolDefinition, type ToolDefinition } from './tool.js';
@@ -159,7 +161,10 @@ async function runCall(task: CallTask): Promise<void> {
       await r.displayDrained();
       if (r.violation) throw r.violation;
       const { mode: _m, output: _o, ...fields } = (result ?? { mode: 'streamed' }) as Completion & { output?: unknown };
-      return { mode: result?.mode ?? 'streamed', ...fields } as WireCompletion;
+      const bounded = await boundCompletion(fields, task.displayBytes, (k, text) => r.sendText(k, text));
+      const wire = { mode: result?.mode ?? 'streamed', ...bounded.fields } as WireCompletion;
+      if (bounded.cut) wire.cut = bounded.cut;
+      return wire;
     })();
     post({ t: 'done', c: task.callId, completion });
   } catch (err) {
@@ -169,8 +174,11 @@ async function runCall(task: CallTask): Promise<void> {
       await run.endWriters().catch(() => {});
       await run.displayDrained();
     }
-    const error = cancelled ? serializeError(run?.abort.signal.reason ?? err, 'ECANCELLED') : serializeError(err);
-    post({ t: 'fail', c: task.callId, error, cancelled });
+    const full = cancelled ? serializeError(run?.abort.signal.reason ?? err, 'ECANCELLED') : serializeError(err);
+    // An error's message can be anything a tool threw (30 MB of it): bounded, and sent whole when cut.
+    const send = run ? (k: TextKind, text: string) => (run as CallRun).sendText(k, text) : async () => {};
+    const { error, cut } = await boundError(full, send).catch(() => boundError(full, async () => {}));
+    post({ t: 'fail', c: task.callId, error, cancelled, ...(cut !== undefined && run ? { cut } : {}) });
   } finally {
     run?.gate.close();
     off();

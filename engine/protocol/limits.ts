@@ -15,3 +15,28 @@ export const MAX_CHUNK_BYTES = 256 * 1024;
 
 /** Smallest credit window an engine accepts. */
 export const MIN_WINDOW_BYTES = 64 * 1024;
+
+/**
+ * Bounds on what a tool hands back besides its output, applied in the
+ * worker before anything is posted (so an oversized field never crosses
+ * to the main thread) and checked again by the engine. docs/tools.md,
+ * "Bounds", is the table of them all.
+ */
+export const COMPLETION_BOUNDS = {
+  /** An error's message, UTF-8 bytes; past it the message is cut and kept whole as an artifact. */
+  errorMessageBytes: 16 * 1024,
+  /** An error's details, bytes of JSON; past it they are replaced by a cut of their JSON. */
+  errorDetailsBytes: 16 * 1024,
+  /** A completion's note, UTF-16 units (one short line for the model). */
+  noteChars: 1000,
+  /** Emitted messages per completion. */
+  messages: 64,
+  /** One emitted message's content, UTF-8 bytes; past it the content is cut. */
+  messageBytes: 64 * 1024,
+  /** Metadata and emitted messages together, bytes of JSON. */
+  fieldsBytes: 1024 * 1024,
+  /** Attachments per completion. */
+  attachments: 16,
+  /** Attachments together, base64 bytes: the read tool's 20 MiB media bound, encoded. */
+  attachmentsBytes: 28 * 1024 * 1024,
+} as const;

@@ -9,7 +9,7 @@
  * bench/channel.ts and docs/benchmarks.md). Tasks themselves go through
  * piscina.
  *
- * Data plane: `chunk` and `display` messages spend credit, in bytes, from a
+ * Data plane: `chunk`, `display` and `text` messages spend credit, in bytes, from a
  * per-call window the engine grants in the task; the engine returns credit
  * (`credit`) only after a chunk is written to its capture file, so bytes in
  * flight never exceed the window.
@@ -83,11 +83,23 @@ const completionFields = {
   messages: z.array(z.object({ role: z.enum(['user', 'system']), content: z.string() }).strict()).optional(),
 };
 
+/** Texts the worker cut to their bound and sent whole as `text` messages: their full UTF-8 sizes. */
+const cutSchema = z
+  .object({ error: z.number().int().nonnegative().optional(), display: z.number().int().nonnegative().optional() })
+  .strict();
+
 /**
  * Zod schema of the terminal fields as they arrive from a worker. An `error`
  * ends the call failed with that error whatever `status` says (engine/call.ts).
+ * `cut` is the worker runtime's, never the tool's: which fields it cut to
+ * their bound (their whole text went ahead as `text` messages).
  */
-export const wireCompletionSchema = z.object({ mode: z.enum(['streamed', 'full']), ...completionFields }).strict();
+export const wireCompletionSchema = z
+  .object({ mode: z.enum(['streamed', 'full']), ...completionFields, cut: cutSchema.optional() })
+  .strict();
+
+/** The kinds of text a worker may send whole when the field that holds it is cut. */
+export type TextKind = 'error' | 'display';
 
 /** A completion as sent by the worker runtime (full output already fed as chunks). */
 export type WireCompletion = z.infer<typeof wireCompletionSchema>;
@@ -127,6 +139,8 @@ export interface CallTask {
   cwd: string;
   /** The store's root directory: tools read artifacts by possession of their URI. */
   storeDir: string;
+  /** Bound on the final display, UTF-8 bytes (the engine's liveDisplayBytes): past it the worker cuts it. */
+  displayBytes: number;
 }
 
 /** A piscina task. */
@@ -139,8 +153,9 @@ export type WorkerMessage =
   | { t: 'display'; c: string; text: string; n: number }
   | { t: 'proc'; c: string; pid: number }
   | { t: 'rpc'; c: string; m: unknown }
+  | { t: 'text'; c: string; k: TextKind; b: Uint8Array }
   | { t: 'done'; c: string; completion: WireCompletion }
-  | { t: 'fail'; c: string; error: SerializedError; cancelled: boolean };
+  | { t: 'fail'; c: string; error: SerializedError; cancelled: boolean; cut?: number };
 
 /** Engine → worker, on the worker's port. */
 export type EngineMessage =

@@ -103,6 +103,12 @@ export const outputRefSchema = z.discriminatedUnion('kind', [
 /** How a call ended. */
 export const callStatusSchema = z.enum(['success', 'failed', 'cancelled']);
 
+/** A text kept whole as an artifact because the result holds it cut to its bound. */
+export const textRefSchema = z.object({ digest: digestSchema, bytes: count });
+
+/** Where the whole error message and final display are, when they were cut. */
+export const fullTextRefsSchema = z.object({ error: textRefSchema.optional(), display: textRefSchema.optional() });
+
 /** The terminal result of a call (engine, session log, `sluice run --json`, HTTP). */
 export const terminalResultSchema = z.object({
   callId: z.string().min(1),
@@ -117,6 +123,7 @@ export const terminalResultSchema = z.object({
   attachments: z.array(attachmentSchema),
   messages: z.array(emittedMessageSchema),
   error: serializedErrorSchema.optional(),
+  fullText: fullTextRefsSchema.optional(),
   startedAt: isoTime,
   durationMs: z.number().nonnegative(),
 });
@@ -166,6 +173,7 @@ export const callTaskSchema = z.object({
   window: z.number().int().positive(),
   cwd: z.string(),
   storeDir: z.string(),
+  displayBytes: z.number().int().positive(),
 });
 
 /** A piscina task. */
@@ -186,7 +194,7 @@ export const describeResultSchema = z.union([toolDescriptionSchema, z.object({ e
 /** A chunk's bytes: a transferred Uint8Array, never JSON. */
 const chunkBytes = z
   .custom<Uint8Array>((v) => v instanceof Uint8Array && v.length <= MAX_CHUNK_BYTES)
-  .meta({ description: `Uint8Array (structured clone, transferred), at most ${MAX_CHUNK_BYTES} bytes of valid UTF-8` });
+  .meta({ description: `Uint8Array (structured clone, transferred), at most ${MAX_CHUNK_BYTES} bytes, any bytes` });
 
 /** Worker → engine, on the worker's port (`c` is the call id, `s` the stream index, `n` display credit). */
 export const workerMessageSchema = z.discriminatedUnion('t', [
@@ -196,8 +204,16 @@ export const workerMessageSchema = z.discriminatedUnion('t', [
   // A process group id: 0 and 1 are never one a tool started (the engine ignores them).
   z.object({ t: z.literal('proc'), c: z.string(), pid: z.number().int().min(2) }),
   z.object({ t: z.literal('rpc'), c: z.string(), m: z.unknown() }),
+  // Part of a text the worker cut to its bound (an error message, a final display), sent whole ahead of done/fail.
+  z.object({ t: z.literal('text'), c: z.string(), k: z.enum(['error', 'display']), b: chunkBytes }),
   z.object({ t: z.literal('done'), c: z.string(), completion: wireCompletionSchema }),
-  z.object({ t: z.literal('fail'), c: z.string(), error: serializedErrorSchema, cancelled: z.boolean() }),
+  z.object({
+    t: z.literal('fail'),
+    c: z.string(),
+    error: serializedErrorSchema,
+    cancelled: z.boolean(),
+    cut: count.optional(),
+  }),
 ]);
 
 /** Engine → worker, on the worker's port. */

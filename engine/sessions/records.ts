@@ -61,6 +61,8 @@ export interface CompletedRecord {
   attachments?: unknown[];
   messages?: unknown[];
   error?: { code: string; message: string; details?: Record<string, unknown> };
+  /** Where the whole error message and final display are, when they were cut (GC roots while live). */
+  fullText?: { error?: { digest: string; bytes: number }; display?: { digest: string; bytes: number } };
   startedAt?: string;
   durationMs?: number;
   at?: string;
@@ -88,6 +90,8 @@ const startedSchema = z.object({
   spill: spillSchema.optional().catch(undefined),
 });
 
+const textRefSchema = z.object({ digest, bytes: count });
+
 /** Reads a `call.completed` record leniently: what replay can do without is optional, odd values fall back. */
 const completedSchema = z.object({
   type: z.literal(CALL_COMPLETED),
@@ -104,6 +108,10 @@ const completedSchema = z.object({
   messages: z.array(z.unknown()).optional().catch(undefined),
   error: z
     .object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()).optional() })
+    .optional()
+    .catch(undefined),
+  fullText: z
+    .object({ error: textRefSchema.optional().catch(undefined), display: textRefSchema.optional().catch(undefined) })
     .optional()
     .catch(undefined),
   startedAt: z.string().optional().catch(undefined),
@@ -228,6 +236,7 @@ export function encodeCompleted(result: TerminalResult, at: string): CompletedRe
     at,
   };
   if (result.error) rec.error = result.error;
+  if (result.fullText) rec.fullText = result.fullText;
   return rec;
 }
 

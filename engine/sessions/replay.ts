@@ -205,6 +205,12 @@ async function replayCall(store: Store, session: string, e: CallEntry): Promise<
   if (err && typeof err.code === 'string' && typeof err.message === 'string') {
     result.error = err as SerializedError & { code: ErrorCode };
   }
+  if (c.fullText && (c.fullText.error || c.fullText.display)) {
+    result.fullText = {
+      ...(c.fullText.error ? { error: c.fullText.error } : {}),
+      ...(c.fullText.display ? { display: c.fullText.display } : {}),
+    };
+  }
   return done({ callId: e.callId, tool, args, result, interrupted: false }, unavailable);
 }
 

@@ -106,17 +106,19 @@ export function referenceView(r: SessionRecord): SessionRecord {
   if (r.type === CALL_COMPLETED) {
     const v: CompletedRecord = { type: r.type, callId: r.callId, status: r.status, output: r.output };
     if (r.spill) v.spill = r.spill;
+    if (r.fullText) v.fullText = r.fullText;
     return v;
   }
   return r;
 }
 
 /** What a record reference points at. */
-export type ReferenceRole = 'output' | 'manifest' | 'stream' | 'spill';
+export type ReferenceRole = 'output' | 'manifest' | 'stream' | 'spill' | 'text';
 
 /**
  * Every blob a call's records reference, with its role: the output blob or
- * the manifest and its streams, and spill blobs (large arguments or fields).
+ * the manifest and its streams, spill blobs (large arguments or fields), and
+ * the whole texts of a cut error message or display.
  * Digests found anywhere else in the output reference (a layout this
  * version does not know) count as `output`, so GC keeps them too.
  */
@@ -132,6 +134,7 @@ export function callReferences(e: CallEntry): Map<string, ReferenceRole> {
     }
     for (const d of digestsIn(c.output)) if (!refs.has(d)) refs.set(d, 'output');
     if (c.spill) refs.set(c.spill.digest, 'spill');
+    for (const t of [c.fullText?.error, c.fullText?.display]) if (t && !refs.has(t.digest)) refs.set(t.digest, 'text');
   }
   if (e.started?.spill) refs.set(e.started.spill.digest, 'spill');
   return refs;

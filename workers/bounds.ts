@@ -1,0 +1,184 @@
+/**
+ * Bounding what a tool hands back besides its output, before it leaves the
+ * worker: an error's message and details, a note, a final display, emitted
+ * messages, metadata and attachments (limits in engine/protocol/limits.ts,
+ * the table in docs/tools.md). Over its bound a text is cut on a code point;
+ * the two texts whose whole matters, an error's message and the final
+ * display, are first sent whole to the engine (in credit-paced `text`
+ * messages), which keeps them as artifacts. Nothing here copies a text
+ * whole: the part kept is at most the bound, the rest goes in slices.
+ */
+import { ProtocolError, ResourceLimitError, type SerializedError } from '../engine/protocol/errors.js';
+import { COMPLETION_BOUNDS } from '../engine/protocol/limits.js';
+import type { CompletionFields, EmittedMessage, TextKind } from '../engine/protocol/messages.js';
+import { detachString, unitPrefix, utf8PrefixEnd } from '../engine/protocol/text.js';
+
+/** Sends a text whole to the engine, ahead of the completion (CallRun.sendText). */
+export type SendText = (kind: TextKind, text: string) => Promise<void>;
+
+/** A text cut to its bound: the part kept, and the whole's UTF-8 size when it was cut. */
+interface Cut {
+  text: string;
+  fullBytes?: number;
+}
+
+/** `text` cut to at most `maxBytes` of UTF-8 (on a code point); the size of the whole when it was longer. */
+export function cutText(text: string, maxBytes: number): Cut {
+  // A string of n units is at most 3n bytes: short texts need no measuring at all.
+  if (text.length * 3 <= maxBytes) return { text };
+  const { end } = utf8PrefixEnd(text, maxBytes);
+  if (end === text.length) return { text };
+  return { text: detachString(text.slice(0, end)), fullBytes: Buffer.byteLength(text, 'utf8') };
+}
+
+/** The marker after a cut text that is not kept whole anywhere. */
+export function cutMarker(cutBytes: number): string {
+  return `… [${cutBytes} more bytes cut]`;
+}
+
+/**
+ * A lower bound on the size of `value` as JSON, walked with an early stop:
+ * true as soon as it is certainly over `bound`, without building the JSON
+ * of a value that may be huge.
+ */
+function surelyOver(value: unknown, bound: number): boolean {
+  let size = 0;
+  const stack: unknown[] = [value];
+  let visited = 0;
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === 'string') size += v.length + 2;
+    else if (v !== null && typeof v === 'object') {
+      // A cyclic or very wide value: stop walking and let JSON decide (it throws on cycles).
+      if (++visited > 100_000) return false;
+      for (const [k, x] of Object.entries(v)) {
+        size += k.length + 4;
+        stack.push(x);
+      }
+    } else size += 4;
+    if (size > bound) return true;
+  }
+  return false;
+}
+
+/** JSON of a value whose size-walk stayed under its bound (so the JSON is small); undefined when it has none. */
+function jsonOf(value: unknown, what: string): string | undefined {
+  try {
+    return JSON.stringify(value);
+  } catch (err) {
+    throw new ProtocolError(`${what} must be plain JSON: ${(err as Error)?.message ?? String(err)}`);
+  }
+}
+
+/** Error details over their bound: replaced by the start of their JSON and its size. */
+function boundDetails(details: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (details === undefined) return undefined;
+  const max = COMPLETION_BOUNDS.errorDetailsBytes;
+  if (!surelyOver(details, max)) {
+    const json = jsonOf(details, "the error's details") ?? '';
+    if (Buffer.byteLength(json, 'utf8') <= max) return details;
+  }
+  // Past 64 times the bound, not even their JSON is built: a cut of it would say little more.
+  if (surelyOver(details, max * 64)) return { cut: `details over ${max * 64} bytes of JSON were dropped` };
+  const json = jsonOf(details, "the error's details") ?? '';
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes <= max) return details;
+  return { cut: `${cutText(json, max / 4).text}…`, bytes };
+}
+
+/**
+ * The error bounded: a message past its bound is sent whole (`send`) and
+ * cut; `cut` is then the whole message's size. Details past their bound are
+ * replaced by a cut of their JSON.
+ */
+export async function boundError(
+  error: SerializedError,
+  send: SendText,
+): Promise<{ error: SerializedError; cut?: number }> {
+  const message = cutText(error.message, COMPLETION_BOUNDS.errorMessageBytes);
+  const details = boundDetails(error.details);
+  const bounded: SerializedError = { code: error.code, message: message.text };
+  if (details !== undefined) bounded.details = details;
+  if (message.fullBytes === undefined) return { error: bounded };
+  await send('error', error.message);
+  return { error: bounded, cut: message.fullBytes };
+}
+
+function boundMessages(messages: EmittedMessage[] | undefined): EmittedMessage[] | undefined {
+  if (messages === undefined) return undefined;
+  if (!Array.isArray(messages)) return messages;
+  if (messages.length > COMPLETION_BOUNDS.messages) {
+    throw new ResourceLimitError(
+      `the completion emits ${messages.length} messages, more than ${COMPLETION_BOUNDS.messages}`,
+      { messages: messages.length, bound: COMPLETION_BOUNDS.messages },
+    );
+  }
+  return messages.map((m) => {
+    if (typeof m?.content !== 'string') return m;
+    const c = cutText(m.content, COMPLETION_BOUNDS.messageBytes);
+    if (c.fullBytes === undefined) return m;
+    return { ...m, content: `${c.text}${cutMarker(c.fullBytes - Buffer.byteLength(c.text))}` };
+  });
+}
+
+function checkAttachments(attachments: CompletionFields['attachments']): void {
+  if (!Array.isArray(attachments)) return;
+  if (attachments.length > COMPLETION_BOUNDS.attachments) {
+    throw new ResourceLimitError(
+      `the completion has ${attachments.length} attachments, more than ${COMPLETION_BOUNDS.attachments}`,
+      { attachments: attachments.length, bound: COMPLETION_BOUNDS.attachments },
+    );
+  }
+  let bytes = 0;
+  for (const a of attachments) bytes += typeof a?.data === 'string' ? a.data.length : 0;
+  if (bytes > COMPLETION_BOUNDS.attachmentsBytes) {
+    throw new ResourceLimitError(
+      `the completion's attachments take ${bytes} bytes, more than ${COMPLETION_BOUNDS.attachmentsBytes}`,
+      { bytes, bound: COMPLETION_BOUNDS.attachmentsBytes },
+    );
+  }
+}
+
+/**
+ * The terminal fields of a completion, bounded (see the module comment).
+ * Throws {@link ResourceLimitError} for what cannot be cut: too many
+ * messages or attachments, attachments too large, metadata and messages
+ * over their JSON bound. Returns the sizes of the texts that were cut and
+ * sent whole.
+ */
+export async function boundCompletion(
+  fields: CompletionFields,
+  displayBytes: number,
+  send: SendText,
+): Promise<{ fields: CompletionFields; cut?: { error?: number; display?: number } }> {
+  const out: CompletionFields = { ...fields };
+  const cut: { error?: number; display?: number } = {};
+  if (typeof fields.note === 'string' && fields.note.length > COMPLETION_BOUNDS.noteChars) {
+    out.note = `${unitPrefix(fields.note, COMPLETION_BOUNDS.noteChars - 1)}…`;
+  }
+  const messages = boundMessages(fields.messages);
+  if (messages !== undefined) out.messages = messages;
+  checkAttachments(fields.attachments);
+  const both = { m: fields.metadata ?? null, e: messages ?? null };
+  const max = COMPLETION_BOUNDS.fieldsBytes;
+  if (surelyOver(both, max) || Buffer.byteLength(jsonOf(both, 'metadata and messages') ?? '', 'utf8') > max) {
+    throw new ResourceLimitError(
+      `the completion's metadata and messages take more than ${COMPLETION_BOUNDS.fieldsBytes} bytes of JSON`,
+      { bound: COMPLETION_BOUNDS.fieldsBytes },
+    );
+  }
+  if (fields.error !== undefined && typeof fields.error?.message === 'string') {
+    const bounded = await boundError(fields.error, send);
+    out.error = bounded.error;
+    if (bounded.cut !== undefined) cut.error = bounded.cut;
+  }
+  if (typeof fields.display === 'string') {
+    const d = cutText(fields.display, displayBytes);
+    if (d.fullBytes !== undefined) {
+      await send('display', fields.display);
+      out.display = d.text;
+      cut.display = d.fullBytes;
+    }
+  }
+  return cut.error === undefined && cut.display === undefined ? { fields: out } : { fields: out, cut };
+}
