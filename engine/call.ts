@@ -10,6 +10,7 @@ import type { Pin, Store } from '../store/store.js';
 import { Capture } from './capture.js';
 import { EventHub } from './events/hub.js';
 import { freeChunk } from './free-buffer.js';
+import { FullTexts } from './full-text.js';
 import { MODEL_STATUS_RESERVE } from './options.js';
 import { PageCapture } from './page-capture.js';
 import type { WorkerPool } from './pool.js';
@@ -22,6 +23,7 @@ import {
   CancelledError,
   DeniedError,
   deserializeError,
+  makeError,
   ProtocolError,
   ResourceLimitError,
   type SerializedError,
@@ -31,11 +33,11 @@ import {
   toSluiceError,
   WorkerCrashError,
 } from './protocol/errors.js';
-import type { PreparedOperation, WireCompletion, WorkerMessage } from './protocol/messages.js';
+import type { PreparedOperation, TextKind, WireCompletion, WorkerMessage } from './protocol/messages.js';
 import { wireCompletionSchema } from './protocol/messages.js';
 import { CallEndpoint, Comlink, installErrorTransfer } from './protocol/rpc.js';
 import type { ToolInfo } from './registry.js';
-import type { CallEvent, CallStatus, OutputRef, TerminalResult } from './result.js';
+import type { CallEvent, CallStatus, FullTextRefs, OutputRef, TerminalResult, TextRef } from './result.js';
 
 /** Decides whether a prepared operation may run. Return false (or throw) to deny. */
 export type ApprovalPolicy = (
@@ -125,6 +127,9 @@ export class Call {
   private readonly args: unknown;
   private readonly startedAt = Date.now();
   private readonly capture: Capture | PageCapture;
+  /** Whole texts of fields the worker cut to their bounds, and the sizes it announced for them. */
+  private readonly texts: FullTexts;
+  private textSizes: Partial<Record<TextKind, number>> = {};
   private readonly live: LiveDisplay;
   private readonly piscinaAbort = new AbortController();
   private readonly pgids = new Set<number>();
@@ -163,6 +168,7 @@ export class Call {
       const limits = previewBudget(tool.output, reserve);
       this.capture = new Capture(deps.store, tool.output, { ...limits, maxStreamBytes: s.maxStreamBytes });
     }
+    this.texts = new FullTexts(deps.store, { maxBytes: s.maxStreamBytes });
     installErrorTransfer();
     this.endpoint = new CallEndpoint((m) => {
       if (this.port) this.deps.pool.send(this.port, { t: 'rpc', c: this.callId, m });
@@ -209,6 +215,7 @@ export class Call {
       window: this.deps.settings.window,
       cwd: this.deps.settings.cwd,
       storeDir: this.deps.store.root,
+      displayBytes: this.deps.settings.liveDisplayBytes,
     };
     this.deps.pool.run(task, { signal: this.piscinaAbort.signal, callId: this.callId, sink: this }).then(
       () => {
@@ -293,6 +300,9 @@ export class Call {
         }
         this.endpoint.deliver(m.m);
         return;
+      case 'text':
+        this.onText(m.k, m.b);
+        return;
       case 'done': {
         const parsed = wireCompletionSchema.safeParse(m.completion);
         if (!parsed.success) {
@@ -309,12 +319,14 @@ export class Call {
           return;
         }
         const completion = parsed.data;
+        this.textSizes = { ...completion.cut };
         if (completion.display !== undefined)
           completion.display = clipDisplay(completion.display, this.deps.settings.liveDisplayBytes);
         void this.finish({ kind: 'done', completion });
         return;
       }
       case 'fail':
+        if (m.cut !== undefined) this.textSizes = { error: m.cut };
         void this.finish({ kind: 'fail', error: m.error, cancelled: m.cancelled });
         return;
     }
@@ -355,6 +367,28 @@ export class Call {
         // Not on disk and never will be, but no longer in flight either (see the dropped-chunk case above).
         this.credit(len);
       },
+    );
+  }
+
+  /** Part of a whole text (a cut error message or display): written like a chunk, its credit back once on disk. */
+  private onText(kind: TextKind, bytes: Uint8Array): void {
+    if (!(bytes instanceof Uint8Array) || (kind !== 'error' && kind !== 'display')) {
+      this.failWith(new ProtocolError('a text message without bytes or of an unknown kind'));
+      return;
+    }
+    const len = bytes.length;
+    let written: Promise<void>;
+    try {
+      written = this.texts.accept(kind, bytes);
+    } catch (err) {
+      this.failWith(toSluiceError(err, 'EPROTOCOL'));
+      this.credit(len);
+      return;
+    }
+    // A failed write only loses the extra: the announced size no longer matches, so it is not published.
+    written.then(
+      () => this.credit(len),
+      () => this.credit(len),
     );
   }
 
@@ -407,6 +441,8 @@ export class Call {
     let error: SluiceError | undefined = preset ?? this.failure;
     /** True when `error` is the one the tool finalised itself (its display and metadata stand). */
     let toolsOwnError = false;
+    /** The error as the tool (or its worker) reported it: the one a cut message belongs to. */
+    let reportedError: SluiceError | undefined;
     let completion: WireCompletion | undefined;
     if (outcome.kind === 'done') {
       completion = outcome.completion;
@@ -417,11 +453,13 @@ export class Call {
       } else if (completion.error) {
         status = 'failed';
         error = deserializeError(completion.error as SerializedError);
+        reportedError = error;
         toolsOwnError = true;
       } else status = completion.status ?? 'success';
     } else if (outcome.kind === 'fail') {
       // The worker's serialised form, details included (toSluiceError would keep only code and message).
       const reported = deserializeError(outcome.error);
+      reportedError = reported;
       if (error) status = 'failed';
       else if (outcome.cancelled || this.cancelRequested) {
         status = 'cancelled';
@@ -478,7 +516,22 @@ export class Call {
       output = null;
       model = '';
     }
-    model = this.withStatusLine(model, status, complete, error, completion);
+    // Texts the worker cut to their bounds are kept whole only when the result shows them.
+    const showsToolDisplay = completion?.display !== undefined && status !== 'cancelled' && (!error || toolsOwnError);
+    const kept = await this.keepFullTexts(pin, {
+      ...(error !== undefined && error === reportedError ? { error: this.textSizes.error } : {}),
+      ...(showsToolDisplay ? { display: this.textSizes.display } : {}),
+    });
+    pin = kept.pin;
+    const fullText = kept.refs;
+    if (error !== undefined && error === reportedError) {
+      error = withCutMarker(error, this.textSizes.error, fullText.error);
+      if (toolsOwnError) reportedError = error;
+    }
+    if (completion && showsToolDisplay) {
+      completion.display = textWithCutMarker(completion.display as string, this.textSizes.display, fullText.display);
+    }
+    model = this.withStatusLine(model, status, complete, error, completion, fullText.error);
     try {
       // A page is bounded by its tool and PageCapture, never by toolOutput: configuration cannot cut or fail it.
       if (!(this.capture instanceof PageCapture)) {
@@ -493,7 +546,7 @@ export class Call {
         toolsOwnError = false;
       }
       complete = false;
-      model = this.withStatusLine('', status, complete, error, completion);
+      model = this.withStatusLine('', status, complete, error, completion, undefined);
     }
 
     const durationMs = Date.now() - this.startedAt;
@@ -502,7 +555,7 @@ export class Call {
       tool: this.tool.name,
       status,
       complete,
-      display: this.finalDisplay(status, completion, error, durationMs, toolsOwnError),
+      display: this.finalDisplay(status, completion, error, durationMs, toolsOwnError, output),
       model,
       output,
       metadata: completion?.metadata ?? {},
@@ -513,6 +566,7 @@ export class Call {
     };
     if (this.session !== undefined) result.session = this.session;
     if (error) result.error = serializeError(error);
+    if (fullText.error || fullText.display) result.fullText = fullText;
     if (this.capture instanceof PageCapture) {
       if (this.keepPage && status === 'success') this.pageBytes = this.capture.bytes();
       this.capture.discard();
@@ -526,8 +580,8 @@ export class Call {
       result.status = 'failed';
       result.complete = false;
       result.error = serializeError(e);
-      result.model = this.withStatusLine(result.model, 'failed', false, e, undefined);
-      result.display = this.finalDisplay('failed', completion, e, result.durationMs, false);
+      result.model = this.withStatusLine(result.model, 'failed', false, e, undefined, undefined);
+      result.display = this.finalDisplay('failed', completion, e, result.durationMs, false, result.output);
     } finally {
       // Terminal references are durable (or recording failed): the publication protection can go.
       await pin?.release();
@@ -539,16 +593,45 @@ export class Call {
     this.resolve(result);
   }
 
+  /**
+   * Publishes the whole texts the worker sent for the fields in `shown`
+   * (their announced sizes), under the output's pin or a new one; the rest
+   * are dropped. Never fails the call: a whole text is an extra.
+   */
+  private async keepFullTexts(
+    pin: Pin | undefined,
+    shown: Partial<Record<TextKind, number | undefined>>,
+  ): Promise<{ refs: FullTextRefs; pin: Pin | undefined }> {
+    const expected: Partial<Record<TextKind, number>> = {};
+    for (const [k, v] of Object.entries(shown)) if (v !== undefined) expected[k as TextKind] = v;
+    if (!this.texts.any) return { refs: {}, pin };
+    if (Object.keys(expected).length === 0) {
+      await this.texts.discard();
+      return { refs: {}, pin };
+    }
+    let held = pin;
+    try {
+      held ??= await this.deps.store.pin();
+    } catch {
+      await this.texts.discard();
+      return { refs: {}, pin };
+    }
+    return { refs: await this.texts.publish(held, expected), pin: held };
+  }
+
   private withStatusLine(
     model: string,
     status: CallStatus,
     complete: boolean,
     error: SluiceError | undefined,
     completion: WireCompletion | undefined,
+    wholeError: TextRef | undefined,
   ): string {
     if (status === 'success') return model;
     const raw = error ? `${error.code}: ${error.message}` : (completion?.note ?? 'the tool reported failure');
-    const detail = clipUtf8(raw.replace(/\s+/g, ' '), STATUS_DETAIL_MAX_BYTES);
+    // The whole error's address survives the clipping: it comes after the clipped detail.
+    const whole = wholeError ? ` The whole error: read(filePath="artifact://${wholeError.digest}")` : '';
+    const detail = clipUtf8(raw.replace(/\s+/g, ' '), STATUS_DETAIL_MAX_BYTES - Buffer.byteLength(whole)) + whole;
     const incomplete = complete ? '' : ' Output is incomplete.';
     const line = `[Status: ${status}. ${detail}.${incomplete}]`;
     if (model.length === 0) return line;
@@ -561,9 +644,11 @@ export class Call {
     error: SluiceError | undefined,
     durationMs: number,
     ownError: boolean,
+    output: OutputRef | null,
   ): string {
     if (completion?.display !== undefined && status !== 'cancelled' && (!error || ownError)) return completion.display;
-    const streams = this.capture.stats();
+    // What the display says was kept is what the output refs hold: nothing published, nothing claimed.
+    const streams = keptStreams(output);
     if (status === 'success') {
       const sizes = streams.map((s) => `${s.name} ${formatBytes(s.bytes)}`).join(', ');
       return `${this.tool.name} finished in ${formatDuration(durationMs)} (${sizes})`;
@@ -573,6 +658,7 @@ export class Call {
       status,
       durationMs,
       streams,
+      lost: output === null && this.capture.stats().some((c) => c.bytes > 0),
       reason: error ? `${error.code}: ${error.message}` : (completion?.note ?? 'the tool reported failure'),
       summary: summarizeArgs(this.args),
     });
@@ -656,4 +742,27 @@ function clipDisplay(display: string, maxBytes: number): string {
   if (bytes <= maxBytes) return display;
   const kept = clipUtf8(display, maxBytes - 64);
   return `${kept}\n[… ${bytes - Buffer.byteLength(kept)} more bytes of display elided]`;
+}
+
+/** The streams an output ref holds, as displays list them (a page, a single output, named streams, or none). */
+function keptStreams(output: OutputRef | null): Array<{ name: string; bytes: number; lines: number }> {
+  if (output === null) return [];
+  if (output.kind === 'streams') return output.streams.map((s) => ({ name: s.name, bytes: s.bytes, lines: s.lines }));
+  return [{ name: output.kind === 'page' ? 'page' : 'output', bytes: output.bytes, lines: output.lines }];
+}
+
+/** `text` (cut by the worker from a whole of `fullBytes`) with a marker saying how much was cut and where the whole is. */
+export function textWithCutMarker(text: string, fullBytes: number | undefined, whole: TextRef | undefined): string {
+  if (fullBytes === undefined) return text;
+  const cut = fullBytes - Buffer.byteLength(text, 'utf8');
+  if (cut <= 0) return text;
+  return whole
+    ? `${text}… [${cut} more bytes cut; the whole text: artifact://${whole.digest}]`
+    : `${text}… [${cut} more bytes cut]`;
+}
+
+/** The error with the cut marker on its message (see {@link textWithCutMarker}). */
+function withCutMarker(error: SluiceError, fullBytes: number | undefined, whole: TextRef | undefined): SluiceError {
+  const message = textWithCutMarker(error.message, fullBytes, whole);
+  return message === error.message ? error : makeError(error.code, message, error.details);
 }

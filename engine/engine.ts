@@ -344,9 +344,14 @@ export class Engine {
     return sessionsModule().then((s) => s.collectGarbage(this.store, options));
   }
 
-  /** Hashes every blob; lists corrupt and missing blobs and live session records that reference missing blobs. */
-  verify(): Promise<SessionVerifyReport> {
-    return sessionsModule().then((s) => s.verifyWithSessions(this.store));
+  /**
+   * Hashes every blob; lists corrupt and missing blobs and live session
+   * records that reference missing blobs. With `repair`, corrupt blobs are
+   * moved to quarantine/ first, so the next publish of the same content
+   * restores them (docs/operations.md, "Verify and repair").
+   */
+  verify(options: { repair?: boolean } = {}): Promise<SessionVerifyReport> {
+    return sessionsModule().then((s) => s.verifyWithSessions(this.store, options));
   }
 
   /** Live events of every call. */

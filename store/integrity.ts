@@ -299,3 +299,23 @@ export function markIndexUnavailable(store: Store, digest: string): void {
 export function isIndexUnavailable(store: Store, digest: string): boolean {
   return remembered.get(store)?.get(digest)?.indexUnavailable === true;
 }
+
+/**
+ * For a publish that would deduplicate against blob `digest`: true when the
+ * stored blob is a regular file of `bytes` bytes whose content matches its
+ * name (hashed, unless this store already verified this very file). A blob
+ * that is missing, of another size, not a regular file or corrupt is false:
+ * the publisher then places its own copy over it, which is how a corrupt
+ * blob heals. Other filesystem errors are thrown as DiskErrors.
+ */
+export async function blobIsIntact(store: Store, digest: string, bytes: number): Promise<boolean> {
+  let blob: VerifiedBlob;
+  try {
+    blob = await openVerifiedBlob(store, digest);
+  } catch (err) {
+    if (err instanceof NotFoundError || err instanceof IntegrityError) return false;
+    throw err;
+  }
+  await blob.close();
+  return blob.bytes === bytes;
+}

@@ -9,6 +9,7 @@
  *     <root>/sessions/<id>/events.log        session event logs (engine/sessions/)
  *     <root>/gc/lock                         held by the running garbage collection (owner pid inside)
  *     <root>/gc/trash/<pid>-<random>/<digest> blobs a collection is about to delete (tombstones)
+ *     <root>/quarantine/<digest>.<time>       corrupt blobs `sluice verify --repair` moved aside (never read)
  */
 import { join } from 'node:path';
 
@@ -24,6 +25,8 @@ export class StoreLayout {
   readonly gc: string;
   /** Tombstones: blobs a collection moved aside while it re-checks the pins (readers look here on a miss). */
   readonly trash: string;
+  /** Corrupt blobs moved aside by a repairing verify, kept for an operator to inspect. */
+  readonly quarantine: string;
 
   constructor(root: string) {
     this.root = root;
@@ -34,6 +37,7 @@ export class StoreLayout {
     this.sessions = join(root, 'sessions');
     this.gc = join(root, 'gc');
     this.trash = join(root, 'gc', 'trash');
+    this.quarantine = join(root, 'quarantine');
   }
 
   /** Path of the blob with `digest` (which must already be validated as 64 lowercase hex). */

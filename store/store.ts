@@ -10,13 +10,14 @@ import { ClosedError, toSluiceError } from '../engine/protocol/errors.js';
 import { type BlobInfo, BlobWriter } from './blob-writer.js';
 import { DirSync } from './dir-sync.js';
 import type { StoreFile } from './file.js';
+import { blobIsIntact } from './integrity.js';
 import { realIO, type StoreIO } from './io.js';
 import { StoreLayout } from './layout.js';
 import type { Manifest } from './manifest.js';
 import { loadManifest } from './manifest-load.js';
 import { type Pin, PinJournal } from './pins.js';
 import { type ReadPage, type ReadPageBytes, type ReadPageOptions, readPage, readPageBytes } from './read.js';
-import { type VerifyReport, verifyStore } from './verify.js';
+import { type VerifyOptions, type VerifyReport, verifyStore } from './verify.js';
 
 /** The default store directory, relative to the working directory. */
 export const DEFAULT_STORE_DIR = '.sluice';
@@ -159,9 +160,13 @@ export class Store {
     return loadManifest(this, digest);
   }
 
-  /** Hashes every blob and lists corrupt ones and manifest references that are missing. Removes nothing. */
-  verify(): Promise<VerifyReport> {
-    return verifyStore(this);
+  /**
+   * Hashes every blob and lists corrupt ones and manifest references that
+   * are missing. Removes nothing; with `repair`, moves corrupt blobs to
+   * quarantine/ so the next publish of their content restores them.
+   */
+  verify(options: VerifyOptions = {}): Promise<VerifyReport> {
+    return verifyStore(this, options);
   }
 
   /** True when a blob with `digest` is present (content is not checked). */
@@ -216,9 +221,11 @@ export class Store {
   }
 
   /**
-   * True when blob `digest` is present with `bytes` bytes; its mtime is then
-   * refreshed, so a concurrent GC sees it as fresh. A same-named file of
-   * another size is corrupt and does not count.
+   * True when blob `digest` is present, `bytes` long and intact (its content
+   * hashed, unless this store verified this very file already); its mtime
+   * is then refreshed, so a concurrent GC sees it as fresh. A same-named
+   * file of another size, or corrupt, does not count: the caller places its
+   * own copy over it, so publishing the same content again heals it.
    * @internal
    */
   async refreshBlob(digest: string, bytes: number): Promise<boolean> {
@@ -226,6 +233,7 @@ export class Store {
     const target = this.layout.blobPath(digest);
     const existing = await statOrUndefined(target);
     if (!existing?.isFile() || existing.size !== bytes) return false;
+    if (!(await blobIsIntact(this, digest, bytes))) return false;
     const now = new Date();
     return this.io.utimes(target, now, now).then(
       () => true,

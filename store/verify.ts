@@ -1,7 +1,9 @@
 /**
  * A whole-store audit: every blob is hashed (streaming) and compared with its
- * name, and every blob a manifest references must be present. It only reads
- * and reports; repairing or removing anything is left to the operator and GC.
+ * name, and every blob a manifest references must be present. It reads and
+ * reports; with `repair` it also moves each corrupt blob to quarantine/, so
+ * the blob is missing rather than wrong and the next publish of its content
+ * (or a copy from elsewhere) puts a good one in its place.
  */
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
@@ -22,6 +24,14 @@ export interface VerifyReport {
   missing: string[];
   /** Paths (relative to the store root) under blobs/ that are not blob names; not scanned, not removed. */
   unexpected: string[];
+  /** With `repair`: the corrupt blobs moved to quarantine/ (relative paths there). */
+  quarantined: string[];
+}
+
+/** Options of {@link verifyStore}. */
+export interface VerifyOptions {
+  /** Move corrupt blobs to quarantine/ (and drop their line indexes). @default false */
+  repair?: boolean;
 }
 
 const PREFIX = /^[0-9a-f]{2}$/;
@@ -43,10 +53,11 @@ async function listDir(dir: string): Promise<{ name: string; isDir: boolean; isF
  * Hashes every blob in `store` and lists the corrupt ones, then lists the
  * digests that valid manifests reference but the store lacks. A corrupt
  * manifest is reported as corrupt and its references are not followed.
- * Removes nothing. Memory grows with the number of blobs, never their size.
+ * Removes nothing; with `repair`, moves corrupt blobs to quarantine/.
+ * Memory grows with the number of blobs, never their size.
  */
-export async function verifyStore(store: Store): Promise<VerifyReport> {
-  const report: VerifyReport = { scanned: 0, ok: 0, corrupt: [], missing: [], unexpected: [] };
+export async function verifyStore(store: Store, options: VerifyOptions = {}): Promise<VerifyReport> {
+  const report: VerifyReport = { scanned: 0, ok: 0, corrupt: [], missing: [], unexpected: [], quarantined: [] };
   const present = new Set<string>();
   const referenced = new Set<string>();
   const blobsRel = join('blobs', 'sha256');
@@ -70,6 +81,7 @@ export async function verifyStore(store: Store): Promise<VerifyReport> {
       report.scanned++;
       if (check.status === 'corrupt') {
         report.corrupt.push(digest);
+        if (options.repair) report.quarantined.push(await quarantine(store, digest));
         continue;
       }
       report.ok++;
@@ -81,4 +93,23 @@ export async function verifyStore(store: Store): Promise<VerifyReport> {
   }
   report.missing = [...referenced].filter((d) => !present.has(d)).sort();
   return report;
+}
+
+/**
+ * Moves the corrupt blob `digest` to quarantine/ under a name no other
+ * repair takes (the blob file's inode makes it unique), and drops its line
+ * index (it described other content, or will describe the healed blob
+ * wrongly). Returns the name in quarantine/.
+ */
+async function quarantine(store: Store, digest: string): Promise<string> {
+  try {
+    await store.io.mkdir(store.layout.quarantine);
+    const st = await fsp.stat(store.layout.blobPath(digest));
+    const name = `${digest}.${st.ino}`;
+    await store.io.rename(store.layout.blobPath(digest), join(store.layout.quarantine, name));
+    await store.io.unlink(store.layout.indexPath(digest)).catch(() => {});
+    return name;
+  } catch (err) {
+    throw toSluiceError(err, 'EDISK');
+  }
 }

@@ -1,7 +1,8 @@
 /**
- * `sluice verify [--json] [--store DIR]`: hash every blob, list corrupt ones
- * and blobs that manifests reference but the store lacks. Exit 1 when either
- * list is non-empty. Removes nothing.
+ * `sluice verify [--repair] [--json] [--store DIR]`: hash every blob, list
+ * corrupt ones and blobs that manifests reference but the store lacks. Exit
+ * 1 when either list is non-empty. Removes nothing; `--repair` moves corrupt
+ * blobs to quarantine/.
  */
 import { sanitizeForTerminal } from '../presentation/sanitize.js';
 import { BadArgumentsError } from '../protocol/errors.js';
@@ -17,18 +18,21 @@ import {
   writeOut,
 } from './common.js';
 
-const USAGE = `Usage: sluice verify [--json] [--store DIR]
+const USAGE = `Usage: sluice verify [--repair] [--json] [--store DIR]
 
 Hashes every blob in the store and compares it with its name, and checks that
 every blob a manifest references is present, and that every blob a live call
 of a session log references is present. Removes nothing.
 Exits 1 when anything is corrupt or missing.
 
-  --json         print { scanned, ok, corrupt, missing, unexpected, records, corruptLines }
+  --repair       move corrupt blobs to quarantine/ in the store: they are then
+                 missing instead of wrong, and the next publish of the same
+                 content puts a good copy in place
+  --json         print { scanned, ok, corrupt, missing, unexpected, quarantined, records, corruptLines }
   --store DIR    the store (default: $SLUICE_STORE, else ./.sluice)
 `;
 
-const OPTIONS = { json: { type: 'boolean' }, ...STORE_OPTION, ...HELP_OPTION } as const;
+const OPTIONS = { repair: { type: 'boolean' }, json: { type: 'boolean' }, ...STORE_OPTION, ...HELP_OPTION } as const;
 
 /** The `verify` command. */
 export const command: Command = {
@@ -44,7 +48,7 @@ export const command: Command = {
       throw new BadArgumentsError(`sluice verify takes no arguments, got ${JSON.stringify(positionals[0])}`);
     }
     const store = await openExistingStore(values.store, ctx.env);
-    const report = await verifyWithSessions(store);
+    const report = await verifyWithSessions(store, { repair: values.repair === true });
     if (values.json) {
       await writeOut(ctx.stdout, `${JSON.stringify(report)}\n`);
     } else {
@@ -52,6 +56,7 @@ export const command: Command = {
         `${report.scanned} ${report.scanned === 1 ? 'blob' : 'blobs'} scanned: ${report.ok} ok, ` +
           `${report.corrupt.length} corrupt, ${report.missing.length} missing`,
         ...report.corrupt.map((d) => `corrupt ${d}`),
+        ...report.quarantined.map((q) => `quarantined quarantine/${q}`),
         ...report.missing.map((d) => `missing ${d}`),
         // File names under blobs/ and call ids in logs are not ours to trust on a terminal.
         ...report.unexpected.map((p) => `unexpected ${sanitizeForTerminal(p)} (not a blob name; left alone)`),

@@ -200,8 +200,10 @@ export interface IncompleteCallInfo {
   status: 'failed' | 'cancelled';
   /** How long it ran. */
   durationMs: number;
-  /** What was captured before it ended, per channel (`''` or `output` for single output). */
+  /** What the published output holds, per channel (`''` or `output` for single output): nothing when none was published. */
   streams: Array<{ name: string; bytes: number; lines: number }>;
+  /** True when the tool wrote output but none of it could be kept (a disk error): the display must not claim any. */
+  lost?: boolean;
   /** Why it ended (an error message, "cancelled by the user", ...). */
   reason: string;
 }
@@ -269,6 +271,10 @@ export function incompleteDisplay(info: IncompleteCallInfo): string {
   const reasonText = clip(info.reason.trim(), MAX_REASON_CHARS) || 'no reason given';
   const reason = `Reason: ${reasonText.replace(/\r?\n/g, '\n  ')}`;
   const total = info.streams.reduce((n, s) => n + s.bytes, 0);
-  const what = total === 0 ? 'Captured: nothing' : `Captured (incomplete): ${info.streams.map(captured).join(', ')}`;
+  const what = info.lost
+    ? 'Kept: nothing (the output could not be stored)'
+    : total === 0
+      ? 'Captured: nothing'
+      : `Captured (incomplete): ${info.streams.map(captured).join(', ')}`;
   return `${head}\n${reason}\n${what}`;
 }

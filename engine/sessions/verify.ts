@@ -2,10 +2,12 @@
  * Verify, with sessions: the store audit (corrupt blobs, manifest references
  * that are missing) plus every reference of a live call in a session log
  * whose blob is missing. Reverted calls are not checked: their artifacts may
- * have been collected, as intended. Removes nothing.
+ * have been collected, as intended. Removes nothing (a repair moves corrupt
+ * blobs aside, after which live records that reference them are listed as
+ * missing until the content is published again).
  */
 import type { Store } from '../../store/store.js';
-import type { VerifyReport } from '../../store/verify.js';
+import type { VerifyOptions, VerifyReport } from '../../store/verify.js';
 import { foldReferences, listSessionIds } from './catalog.js';
 import { callReferences, type ReferenceRole } from './state.js';
 
@@ -26,9 +28,9 @@ export interface SessionVerifyReport extends VerifyReport {
   corruptLines: number;
 }
 
-/** Audits `store` and its session logs. */
-export async function verifyWithSessions(store: Store): Promise<SessionVerifyReport> {
-  const base = await store.verify();
+/** Audits `store` and its session logs; with `repair`, corrupt blobs go to quarantine/ first (see {@link Store.verify}). */
+export async function verifyWithSessions(store: Store, options: VerifyOptions = {}): Promise<SessionVerifyReport> {
+  const base = await store.verify(options);
   const records: MissingReference[] = [];
   let corruptLines = 0;
   const present = new Map<string, boolean>();

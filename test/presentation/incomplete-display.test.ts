@@ -104,4 +104,19 @@ describe('human units', () => {
       '2.0 GiB',
     ]);
   });
+
+  it('says nothing was kept when the output was lost to a disk error, whatever had been captured', () => {
+    expect(
+      incompleteDisplay({
+        tool: 'bash',
+        status: 'failed',
+        durationMs: 900,
+        streams: [],
+        lost: true,
+        reason: 'EDISK: ENOSPC: no space left on device, write',
+      }),
+    ).toBe(
+      'bash failed after 900 ms\nReason: EDISK: ENOSPC: no space left on device, write\nKept: nothing (the output could not be stored)',
+    );
+  });
 });

@@ -47,8 +47,20 @@ describe('injected disk faults', () => {
     expect(r).toMatchObject({ status: 'failed', complete: false, output: null, error: { code: 'EDISK' } });
     expect(r.error?.details).toMatchObject({ errno });
     expect(r.model).toContain('EDISK');
+    // Nothing was kept, so the display claims nothing (it used to list the bytes it had captured).
+    expect(r.display).toMatch(/\nKept: nothing \(the output could not be stored\)$/);
+    expect(r.display).not.toContain('Captured');
     await expectStoreClean(engine);
     await expectPoolServes(engine);
+  });
+
+  it('bash output that fills the disk mid-capture (seq 1 1000000) fails EDISK, keeps nothing and says so', async () => {
+    const { engine } = await engineWith([], { io: failNth('write', 8, 'ENOSPC') });
+    const r = await engine.run('bash', { command: 'seq 1 1000000' });
+    expect(r).toMatchObject({ status: 'failed', output: null, error: { code: 'EDISK' } });
+    expect(r.display).toContain('Kept: nothing');
+    expect(r.model).toBe(r.model.split('\n').at(-1));
+    await expectStoreClean(engine);
   });
 
   // Regression: after a capture failure the engine kept every later chunk's credit, so a tool blocked in
