@@ -47,7 +47,7 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinName, ToolDescription>> = {
   read: {
     name: 'read',
     description:
-      'Reads a file, a directory, or an artifact (the full output of an earlier tool call). filePath is a path (relative to the working directory, or absolute, or ~/...) or an artifact URI artifact://<digest> or artifact://<digest>/<stream> exactly as a truncation hint gives it. offset is the zero-based line to start at (default 0); limit is the number of lines (default and maximum 2000). Files come back as numbered lines, directories as one entry a line (directories end with /), images and PDFs as attachments; artifacts come back exactly as stored, without line numbers. When more lines follow, the output ends with a [More: read(filePath="...", offset=N)] line.',
+      'Reads a file, a directory, or an artifact (the full output of an earlier tool call). filePath is a path (relative to the working directory, or absolute, or ~/...) or an artifact URI artifact://<digest> or artifact://<digest>/<stream> exactly as a truncation hint gives it. offset is the zero-based line to start at (default 0); limit is the number of lines (default and maximum 2000). Files come back as numbered lines, directories as one entry a line (directories end with /), images and PDFs as attachments; artifacts come back exactly as stored, without line numbers. When more lines follow, the output ends with a [More: read(filePath="...", offset=N)] line; a line longer than a page (2 MiB) continues with byteOffset, exactly as that line gives it.',
     output: {
       kind: 'single',
     },
@@ -72,6 +72,13 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinName, ToolDescription>> = {
           type: 'integer',
           exclusiveMinimum: 0,
           maximum: 2000,
+        },
+        byteOffset: {
+          description:
+            'Artifacts only: bytes into the line at offset, to continue a line longer than a page (default 0)',
+          type: 'integer',
+          minimum: 0,
+          maximum: 9007199254740991,
         },
       },
       required: ['filePath'],
