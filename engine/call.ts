@@ -36,6 +36,7 @@ import {
 import type { PreparedOperation, TextKind, WireCompletion, WorkerMessage } from './protocol/messages.js';
 import { wireCompletionSchema } from './protocol/messages.js';
 import { CallEndpoint, Comlink, installErrorTransfer } from './protocol/rpc.js';
+import { cutMarker } from './protocol/text.js';
 import type { ToolInfo } from './registry.js';
 import type { CallEvent, CallStatus, FullTextRefs, OutputRef, TerminalResult, TextRef } from './result.js';
 
@@ -756,9 +757,7 @@ export function textWithCutMarker(text: string, fullBytes: number | undefined, w
   if (fullBytes === undefined) return text;
   const cut = fullBytes - Buffer.byteLength(text, 'utf8');
   if (cut <= 0) return text;
-  return whole
-    ? `${text}… [${cut} more bytes cut; the whole text: artifact://${whole.digest}]`
-    : `${text}… [${cut} more bytes cut]`;
+  return `${text}${cutMarker(cut, whole?.digest)}`;
 }
 
 /** The error with the cut marker on its message (see {@link textWithCutMarker}). */

@@ -11,7 +11,7 @@
 import { ProtocolError, ResourceLimitError, type SerializedError } from '../engine/protocol/errors.js';
 import { COMPLETION_BOUNDS } from '../engine/protocol/limits.js';
 import type { CompletionFields, EmittedMessage, TextKind } from '../engine/protocol/messages.js';
-import { detachString, unitPrefix, utf8PrefixEnd } from '../engine/protocol/text.js';
+import { cutMarker, cutMarkerBytes, detachString, unitPrefix, utf8PrefixEnd } from '../engine/protocol/text.js';
 
 /** Sends a text whole to the engine, ahead of the completion (CallRun.sendText). */
 export type SendText = (kind: TextKind, text: string) => Promise<void>;
@@ -29,11 +29,6 @@ export function cutText(text: string, maxBytes: number): Cut {
   const { end } = utf8PrefixEnd(text, maxBytes);
   if (end === text.length) return { text };
   return { text: detachString(text.slice(0, end)), fullBytes: Buffer.byteLength(text, 'utf8') };
-}
-
-/** The marker after a cut text that is not kept whole anywhere. */
-export function cutMarker(cutBytes: number): string {
-  return `… [${cutBytes} more bytes cut]`;
 }
 
 /**
@@ -172,8 +167,10 @@ export async function boundCompletion(
     out.error = bounded.error;
     if (bounded.cut !== undefined) cut.error = bounded.cut;
   }
-  if (typeof fields.display === 'string') {
-    const d = cutText(fields.display, displayBytes);
+  if (typeof fields.display === 'string' && cutText(fields.display, displayBytes).fullBytes !== undefined) {
+    // The marker the engine adds counts too: the final display stays within its bound.
+    const full = Buffer.byteLength(fields.display, 'utf8');
+    const d = cutText(fields.display, Math.max(0, displayBytes - cutMarkerBytes(full)));
     if (d.fullBytes !== undefined) {
       await send('display', fields.display);
       out.display = d.text;

@@ -48,3 +48,18 @@ export function unitPrefix(s: string, maxUnits: number): string {
   const c = s.charCodeAt(maxUnits - 1);
   return s.slice(0, c >= 0xd800 && c <= 0xdbff ? maxUnits - 1 : maxUnits);
 }
+
+/**
+ * The marker after a text cut to its bound: how many bytes were cut and,
+ * when the engine kept the whole, where it is. One format for every field.
+ */
+export function cutMarker(cutBytes: number, wholeDigest?: string): string {
+  return wholeDigest === undefined
+    ? `… [${cutBytes} more bytes cut]`
+    : `… [${cutBytes} more bytes cut; the whole text: artifact://${wholeDigest}]`;
+}
+
+/** The most bytes {@link cutMarker} can take for a text of `fullBytes` bytes (the digest counted in full). */
+export function cutMarkerBytes(fullBytes: number): number {
+  return Buffer.byteLength(cutMarker(fullBytes, '0'.repeat(64)), 'utf8');
+}

@@ -121,7 +121,7 @@ describe('the wire schemas match what the engine produces', () => {
     results.push(await engine.run('script-single', { full: 'all at once\n', status: 'failed', note: 'no' }, session));
     results.push(await engine.run('script-single', { steps: [{ text: 'x' }], throwMessage: 'boom' }, session));
     results.push(await engine.run('bash', { command: 'echo out; echo err >&2; exit 2' }, session));
-    // A final display over the inline bound: the completed record spills it.
+    // A final display over liveDisplayBytes: cut, its whole sent as text messages and kept as an artifact.
     results.push(await engine.run('script-single', { finalDisplay: 'd'.repeat(100_000) }, session));
     const coop = engine.call('cooperative', { onAbort: 'throw' }, session);
     for await (const ev of coop.events()) if (ev.type === 'display') coop.cancel('stop');
@@ -144,7 +144,7 @@ describe('the wire schemas match what the engine produces', () => {
     for (const ev of events) exact(subscriptionEventSchema, ev);
 
     expect(problems).toEqual([]);
-    expect([...seen.worker].sort()).toEqual(['chunk', 'display', 'done', 'fail', 'proc', 'rpc', 'start']);
+    expect([...seen.worker].sort()).toEqual(['chunk', 'display', 'done', 'fail', 'proc', 'rpc', 'start', 'text']);
     expect([...seen.engine].sort()).toEqual(['abort', 'credit', 'rpc']);
     expect([...seen.task].sort()).toEqual(['call', 'describe']);
 

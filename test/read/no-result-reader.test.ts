@@ -22,7 +22,7 @@ async function* files(dir: string): AsyncGenerator<string> {
 }
 
 describe('read is the only result-reading tool', () => {
-  it('the registry lists exactly the built-ins bash and read, and read has only filePath, offset, limit', async () => {
+  it('the registry lists exactly the built-ins bash and read, and read has only filePath, offset, limit, byteOffset', async () => {
     const { engine } = await openFixture();
     const tools = engine.tools();
     expect(tools.map((t) => t.name).sort()).toEqual(['bash', 'read']);
@@ -30,7 +30,7 @@ describe('read is the only result-reading tool', () => {
     const read = tools.find((t) => t.name === 'read');
     expect(read).toMatchObject({ selfPaginating: true, output: { kind: 'single' } });
     const schema = read?.argsSchema as { properties: Record<string, unknown>; required: string[] };
-    expect(Object.keys(schema.properties).sort()).toEqual(['filePath', 'limit', 'offset']);
+    expect(Object.keys(schema.properties).sort()).toEqual(['byteOffset', 'filePath', 'limit', 'offset']);
     expect(schema.required).toEqual(['filePath']);
     expect(tools.find((t) => t.name === 'bash')?.selfPaginating).toBe(false);
     for (const t of tools) {

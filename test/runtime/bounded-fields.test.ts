@@ -13,6 +13,7 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { COMPLETION_BOUNDS } from '../../engine/protocol/limits.js';
+import { cutMarkerBytes } from '../../engine/protocol/text.js';
 import { closeEngines, engineWith, expectStoreClean } from './helpers.js';
 
 afterEach(closeEngines);
@@ -102,9 +103,12 @@ describe('other fields', () => {
     expect(r.status).toBe('success');
     const whole = r.fullText?.display;
     expect(whole).toEqual({ digest: repeatedDigest('x', 100_000), bytes: 100_000 });
+    // The marker counts against the bound: room for it (with the whole's size in digits) is kept.
+    const kept = 4096 - cutMarkerBytes(100_000);
     expect(r.display).toBe(
-      `${'x'.repeat(4096)}… [${100_000 - 4096} more bytes cut; the whole text: artifact://${whole?.digest}]`,
+      `${'x'.repeat(kept)}… [${100_000 - kept} more bytes cut; the whole text: artifact://${whole?.digest}]`,
     );
+    expect(Buffer.byteLength(r.display)).toBeLessThanOrEqual(4096);
   });
 
   it('a note over 1000 characters is cut, not a protocol error', async () => {

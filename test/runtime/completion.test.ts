@@ -189,13 +189,13 @@ describe('completion modes', () => {
 });
 
 describe('completion bounds', () => {
-  it('a final display larger than liveDisplayBytes is kept bounded: its beginning and an elision marker', async () => {
+  it('a final display larger than liveDisplayBytes is kept bounded: its beginning and a cut marker', async () => {
     const { engine } = await engineWith(['script-single'], { liveDisplayBytes: 4096 });
     const r = await engine.run('script-single', { steps: [{ text: 'out\n' }], finalDisplay: 'd'.repeat(100_000) });
     expect(r.status).toBe('success');
     expect(Buffer.byteLength(r.display)).toBeLessThanOrEqual(4096);
     expect(r.display.startsWith('d'.repeat(1000))).toBe(true);
-    expect(r.display).toMatch(/\[… \d+ more bytes of display elided\]$/);
+    expect(r.display).toMatch(/… \[\d+ more bytes cut; the whole text: artifact:\/\/[0-9a-f]{64}\]$/);
   });
 
   it('metadata beyond the completion bound fails the call with ERESOURCELIMIT, output kept', async () => {
