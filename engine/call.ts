@@ -33,6 +33,7 @@ import {
   toSluiceError,
   WorkerCrashError,
 } from './protocol/errors.js';
+import { COMPLETION_BOUNDS } from './protocol/limits.js';
 import type { PreparedOperation, TextKind, WireCompletion, WorkerMessage } from './protocol/messages.js';
 import { wireCompletionSchema } from './protocol/messages.js';
 import { CallEndpoint, Comlink, installErrorTransfer } from './protocol/rpc.js';
@@ -714,24 +715,30 @@ function clipUtf8(text: string, max: number): string {
   return `${full.subarray(0, end).toString('utf8')}…`;
 }
 
-/** Bound on a completion's metadata and emitted messages together (JSON bytes); attachments have their own. */
-export const MAX_COMPLETION_FIELDS_BYTES = 1024 * 1024;
-/** Bound on a completion's attachments together (base64 bytes): the read tool's 20 MiB image bound, encoded. */
-export const MAX_ATTACHMENTS_BYTES = 28 * 1024 * 1024;
-
-/** The resource-limit error of a completion whose terminal fields are too large to keep, if any. */
+/**
+ * The resource-limit error of a completion whose terminal fields pass their
+ * bounds, if any. The worker runtime bounds them before posting
+ * (workers/bounds.ts); this is the engine's own check of what arrived, so a
+ * worker that did not (or could not) still cannot make the engine keep them.
+ */
 function oversizedCompletion(c: WireCompletion): ResourceLimitError | undefined {
-  const fields = Buffer.byteLength(JSON.stringify({ m: c.metadata ?? null, e: c.messages ?? null }));
-  if (fields > MAX_COMPLETION_FIELDS_BYTES) {
+  const b = COMPLETION_BOUNDS;
+  if ((c.messages?.length ?? 0) > b.messages || (c.attachments?.length ?? 0) > b.attachments) {
     return new ResourceLimitError(
-      `the completion's metadata and messages take ${fields} bytes, more than ${MAX_COMPLETION_FIELDS_BYTES}`,
+      `the completion has ${c.messages?.length ?? 0} messages and ${c.attachments?.length ?? 0} attachments; at most ${b.messages} and ${b.attachments}`,
+    );
+  }
+  const fields = Buffer.byteLength(JSON.stringify({ m: c.metadata ?? null, e: c.messages ?? null }));
+  if (fields > b.fieldsBytes) {
+    return new ResourceLimitError(
+      `the completion's metadata and messages take ${fields} bytes, more than ${b.fieldsBytes}`,
     );
   }
   let attached = 0;
   for (const a of c.attachments ?? []) attached += a.data.length;
-  if (attached > MAX_ATTACHMENTS_BYTES) {
+  if (attached > b.attachmentsBytes) {
     return new ResourceLimitError(
-      `the completion's attachments take ${attached} bytes, more than ${MAX_ATTACHMENTS_BYTES}`,
+      `the completion's attachments take ${attached} bytes, more than ${b.attachmentsBytes}`,
     );
   }
   return undefined;

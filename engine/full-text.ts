@@ -7,7 +7,6 @@
  */
 import type { BlobWriter } from '../store/blob-writer.js';
 import type { Pin, Store } from '../store/store.js';
-import { ProtocolError } from './protocol/errors.js';
 import type { TextKind } from './protocol/messages.js';
 import type { TextRef } from './result.js';
 
@@ -21,28 +20,38 @@ export class FullTexts {
   private readonly store: Store;
   private readonly maxBytes: number;
   private readonly writers = new Map<TextKind, BlobWriter>();
+  /** Kinds whose text passed the bound and is no longer collected. */
+  private readonly dropped = new Set<TextKind>();
 
   constructor(store: Store, limits: FullTextLimits) {
     this.store = store;
     this.maxBytes = limits.maxBytes;
   }
 
-  /** Accepts part of the whole text of `kind`; settles once it is written (when its credit may go back). */
+  /**
+   * Accepts part of the whole text of `kind`; settles once it is written
+   * (when its credit may go back). Past the size bound of a stream the text
+   * is dropped, not the call failed: the result then says how much was cut,
+   * without an address.
+   */
   accept(kind: TextKind, bytes: Uint8Array): Promise<void> {
+    if (this.dropped.has(kind)) return Promise.resolve();
     let w = this.writers.get(kind);
     if (!w) {
       w = this.store.writer();
       this.writers.set(kind, w);
     }
     if (w.bytes + bytes.length > this.maxBytes) {
-      throw new ProtocolError(`the whole ${kind} text passed ${this.maxBytes} bytes`);
+      this.dropped.add(kind);
+      this.writers.delete(kind);
+      return w.abort();
     }
     return w.write(bytes);
   }
 
   /** True when some text arrived. */
   get any(): boolean {
-    return this.writers.size > 0;
+    return this.writers.size > 0 || this.dropped.size > 0;
   }
 
   /**

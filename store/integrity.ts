@@ -301,14 +301,22 @@ export function isIndexUnavailable(store: Store, digest: string): boolean {
 }
 
 /**
- * For a publish that would deduplicate against blob `digest`: true when the
+ * For a publish that would deduplicate against blob `digest`: when the
  * stored blob is a regular file of `bytes` bytes whose content matches its
- * name (hashed, unless this store already verified this very file). A blob
- * that is missing, of another size, not a regular file or corrupt is false:
- * the publisher then places its own copy over it, which is how a corrupt
- * blob heals. Other filesystem errors are thrown as DiskErrors.
+ * name (hashed, unless this store already verified this very file), runs
+ * `refresh` (the publisher's mtime refresh) and returns true, remembering
+ * the refreshed file as verified, so neither the next dedup nor the next
+ * read hashes it again. A blob that is missing, of another size, not a
+ * regular file or corrupt is false: the publisher then places its own copy
+ * over it, which is how a corrupt blob heals. Other filesystem errors are
+ * thrown as DiskErrors.
  */
-export async function blobIsIntact(store: Store, digest: string, bytes: number): Promise<boolean> {
+export async function refreshIntact(
+  store: Store,
+  digest: string,
+  bytes: number,
+  refresh: () => Promise<boolean>,
+): Promise<boolean> {
   let blob: VerifiedBlob;
   try {
     blob = await openVerifiedBlob(store, digest);
@@ -316,6 +324,13 @@ export async function blobIsIntact(store: Store, digest: string, bytes: number):
     if (err instanceof NotFoundError || err instanceof IntegrityError) return false;
     throw err;
   }
-  await blob.close();
-  return blob.bytes === bytes;
+  try {
+    if (blob.bytes !== bytes || !(await refresh())) return false;
+    // The refresh changed the file's times, and with them its identity: re-key what was verified.
+    const { key } = await fileKey(blob.handle);
+    remember(store, digest, { key, lines: blob.lines });
+    return true;
+  } finally {
+    await blob.close();
+  }
 }

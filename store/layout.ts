@@ -9,7 +9,7 @@
  *     <root>/sessions/<id>/events.log        session event logs (engine/sessions/)
  *     <root>/gc/lock                         held by the running garbage collection (owner pid inside)
  *     <root>/gc/trash/<pid>-<random>/<digest> blobs a collection is about to delete (tombstones)
- *     <root>/quarantine/<digest>.<time>       corrupt blobs `sluice verify --repair` moved aside (never read)
+ *     <root>/quarantine/<digest>.<inode>      corrupt blobs `sluice verify --repair` moved aside (never read)
  */
 import { join } from 'node:path';
 

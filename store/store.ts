@@ -10,7 +10,7 @@ import { ClosedError, toSluiceError } from '../engine/protocol/errors.js';
 import { type BlobInfo, BlobWriter } from './blob-writer.js';
 import { DirSync } from './dir-sync.js';
 import type { StoreFile } from './file.js';
-import { blobIsIntact } from './integrity.js';
+import { refreshIntact } from './integrity.js';
 import { realIO, type StoreIO } from './io.js';
 import { StoreLayout } from './layout.js';
 import type { Manifest } from './manifest.js';
@@ -233,15 +233,16 @@ export class Store {
     const target = this.layout.blobPath(digest);
     const existing = await statOrUndefined(target);
     if (!existing?.isFile() || existing.size !== bytes) return false;
-    if (!(await blobIsIntact(this, digest, bytes))) return false;
     const now = new Date();
-    return this.io.utimes(target, now, now).then(
-      () => true,
-      (err: { code?: unknown }) => {
-        // Removed (by GC) since the stat: the caller publishes its own copy instead of failing.
-        if (err?.code === 'ENOENT') return false;
-        throw err;
-      },
+    return refreshIntact(this, digest, bytes, () =>
+      this.io.utimes(target, now, now).then(
+        () => true,
+        (err: { code?: unknown }) => {
+          // Removed (by GC) since the stat: the caller publishes its own copy instead of failing.
+          if (err?.code === 'ENOENT') return false;
+          throw err;
+        },
+      ),
     );
   }
 

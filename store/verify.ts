@@ -77,13 +77,15 @@ export async function verifyStore(store: Store, options: VerifyOptions = {}): Pr
       const check = await checkBlob(store, digest);
       // A blob removed while we looked (GC) was never there for this report.
       if (check.status === 'missing') continue;
-      present.add(digest);
       report.scanned++;
       if (check.status === 'corrupt') {
         report.corrupt.push(digest);
+        // Quarantined, it is missing: manifests that reference it are reported as such in this same run.
         if (options.repair) report.quarantined.push(await quarantine(store, digest));
+        else present.add(digest);
         continue;
       }
+      present.add(digest);
       report.ok++;
       if (check.bytes <= MAX_MANIFEST_BYTES) {
         const manifest = await tryLoadManifest(store, digest).catch(() => undefined);

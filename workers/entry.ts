@@ -160,7 +160,16 @@ async function runCall(task: CallTask): Promise<void> {
       await r.endWriters();
       await r.displayDrained();
       if (r.violation) throw r.violation;
-      const { mode: _m, output: _o, ...fields } = (result ?? { mode: 'streamed' }) as Completion & { output?: unknown };
+      // `cut` belongs to the runtime (what it cut and sent whole), never to the tool.
+      const {
+        mode: _m,
+        output: _o,
+        cut: _c,
+        ...fields
+      } = (result ?? { mode: 'streamed' }) as Completion & {
+        output?: unknown;
+        cut?: unknown;
+      };
       const bounded = await boundCompletion(fields, task.displayBytes, (k, text) => r.sendText(k, text));
       const wire = { mode: result?.mode ?? 'streamed', ...bounded.fields } as WireCompletion;
       if (bounded.cut) wire.cut = bounded.cut;

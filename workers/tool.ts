@@ -84,7 +84,8 @@ export interface ToolContext {
    * the artifact's SHA-256 is that of the bytes written. The writer applies
    * the engine's backpressure: `pipeline(child.stdout, ctx.stream('stdout'))`
    * works as is; a tool that keeps writing while `write()` returns false and
-   * 16 MiB wait fails the call with ERESOURCELIMIT. A name the tool did not
+   * more than max(16 MiB, 4 credit windows) waits fails the call with
+   * ERESOURCELIMIT. A name the tool did not
    * declare throws EUNDECLAREDSTREAM and fails the call.
    */
   stream(name?: string): Writable;

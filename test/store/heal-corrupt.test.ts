@@ -13,7 +13,7 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Store } from '../../store/store.js';
-import { CLI, flipBit, sha256, sluice, tempDir, tmpEntries } from './helpers.js';
+import { CLI, countBytesRead, flipBit, sha256, sluice, tempDir, tmpEntries } from './helpers.js';
 
 async function openedTwice(): Promise<{ dir: string; first: Store; second: Store }> {
   const dir = join(await tempDir(), 'store');
@@ -35,11 +35,20 @@ describe('healing corrupt blobs', () => {
     expect(await tmpEntries(first)).toEqual([]);
   });
 
-  it('an intact blob is still deduplicated (hashed once, then remembered)', async () => {
+  it('an intact blob is deduplicated, hashed once: later dedups and reads through the same Store do not hash it again', async () => {
     const { first } = await openedTwice();
-    const a = await first.publishBytes('intact\n');
-    const b = await first.publishBytes('intact\n');
-    expect(b).toEqual({ ...a, deduplicated: true });
+    const content = Buffer.alloc(8 * 1024 * 1024, 0x61);
+    const a = await first.publishBytes(content);
+    const b = await countBytesRead(() => first.publishBytes(content));
+    expect(b.result).toEqual({ ...a, deduplicated: true });
+    // The one check of its content (and of its line index, a few bytes).
+    expect(b.bytesRead).toBeGreaterThanOrEqual(content.length);
+    expect(b.bytesRead).toBeLessThan(content.length + 64 * 1024);
+    const c = await countBytesRead(() => first.publishBytes(content));
+    expect(c.result.deduplicated).toBe(true);
+    expect(c.bytesRead).toBe(0); // remembered across the mtime refresh
+    const read = await countBytesRead(() => first.readPage(`artifact://${a.digest}`, { limit: 1 }));
+    expect(read.bytesRead).toBeLessThan(content.length);
   });
 
   it('a large corrupt blob and its line index are replaced, and pages deep inside it read right', async () => {
