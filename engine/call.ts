@@ -37,7 +37,7 @@ import { COMPLETION_BOUNDS } from './protocol/limits.js';
 import type { PreparedOperation, TextKind, WireCompletion, WorkerMessage } from './protocol/messages.js';
 import { wireCompletionSchema } from './protocol/messages.js';
 import { CallEndpoint, Comlink, installErrorTransfer } from './protocol/rpc.js';
-import { cutMarker } from './protocol/text.js';
+import { cutMarker, cutMarkerBytes, detachString, utf8PrefixEnd } from './protocol/text.js';
 import type { ToolInfo } from './registry.js';
 import type { CallEvent, CallStatus, FullTextRefs, OutputRef, TerminalResult, TextRef } from './result.js';
 
@@ -321,6 +321,7 @@ export class Call {
           return;
         }
         const completion = parsed.data;
+        if (completion.error) completion.error = boundArrivedError(completion.error as SerializedError);
         this.textSizes = { ...completion.cut };
         if (completion.display !== undefined)
           completion.display = clipDisplay(completion.display, this.deps.settings.liveDisplayBytes);
@@ -329,7 +330,7 @@ export class Call {
       }
       case 'fail':
         if (m.cut !== undefined) this.textSizes = { error: m.cut };
-        void this.finish({ kind: 'fail', error: m.error, cancelled: m.cancelled });
+        void this.finish({ kind: 'fail', error: boundArrivedError(m.error), cancelled: m.cancelled === true });
         return;
     }
   }
@@ -379,6 +380,11 @@ export class Call {
       return;
     }
     const len = bytes.length;
+    if (this.cancelRequested || this.failure) {
+      // Stopping: the text will not be kept, but its credit goes back so the sender is not stuck.
+      this.credit(len);
+      return;
+    }
     let written: Promise<void>;
     try {
       written = this.texts.accept(kind, bytes);
@@ -713,6 +719,45 @@ function clipUtf8(text: string, max: number): string {
   let end = max - 3; // room for the ellipsis
   while (end > 0 && ((full[end] as number) & 0xc0) === 0x80) end--; // back to the start of a character
   return `${full.subarray(0, end).toString('utf8')}…`;
+}
+
+/**
+ * An error as it arrived from a worker, held to the bounds the worker runtime
+ * applies (workers/bounds.ts): a message past its bound is cut with a marker
+ * (no whole text: none was sent), details past theirs are replaced, and a
+ * shape that is not an error at all is a protocol error. The worker bounds
+ * first; this keeps the engine from holding more even when it did not.
+ */
+function boundArrivedError(e: SerializedError): SerializedError {
+  if (typeof e?.message !== 'string' || typeof e.code !== 'string') {
+    return serializeError(new ProtocolError('a worker reported an error without a code and a message'));
+  }
+  const max = COMPLETION_BOUNDS.errorMessageBytes;
+  let message = e.message;
+  if (Buffer.byteLength(message, 'utf8') > max) {
+    const full = Buffer.byteLength(message, 'utf8');
+    const { end, bytes } = utf8PrefixEnd(message, max - cutMarkerBytes(full));
+    message = `${detachString(message.slice(0, end))}${cutMarker(full - bytes)}`;
+  }
+  let details = e.details;
+  if (details !== undefined) {
+    let json: string | undefined;
+    try {
+      json = JSON.stringify(details);
+    } catch {
+      json = undefined;
+    }
+    if (json === undefined || Buffer.byteLength(json, 'utf8') > COMPLETION_BOUNDS.errorDetailsBytes) {
+      details = {
+        cut:
+          json === undefined
+            ? 'details were not JSON'
+            : `details over ${COMPLETION_BOUNDS.errorDetailsBytes} bytes of JSON were dropped`,
+      };
+    }
+  }
+  if (message === e.message && details === e.details) return e;
+  return details === undefined ? { code: e.code, message } : { code: e.code, message, details };
 }
 
 /**

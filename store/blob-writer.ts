@@ -12,6 +12,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { DigestMismatchError, toSluiceError } from '../engine/protocol/errors.js';
 import { crashPoint } from './crash-point.js';
 import type { StoreFile } from './file.js';
+import { rememberWritten } from './integrity.js';
 import { writeAll } from './io.js';
 import { encodeIndexHeader, INDEX_HEADER_BYTES, INDEX_MIN_BLOB_BYTES, LineScanner } from './line-index.js';
 import type { Pin, Store } from './store.js';
@@ -191,11 +192,14 @@ export class BlobWriter {
       const fh = this.file ?? (await this.open());
       await this.store.io.fsync(fh);
       crashPoint('capture-written');
-      await fh.close();
-      this.file = undefined;
       await this.store.placeBlob(this.filePath as string, digest);
       crashPoint('blob-renamed');
       this.filePath = undefined;
+      // Hashed while written: the placed file is known good, so a later dedup or read need not hash it.
+      // Its identity is taken from the still-open descriptor, after the rename (which changes its ctime).
+      await rememberWritten(this.store, digest, fh, lines);
+      await fh.close();
+      this.file = undefined;
       await this.placeIndex(digest, bytes, lines);
       return { digest, bytes, lines, deduplicated: false };
     } catch (err) {

@@ -10,7 +10,7 @@
  * read costs one sequential read of the blob.
  */
 import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
+import { constants, promises as fsp } from 'node:fs';
 import { BadUriError, IntegrityError, NotFoundError, toSluiceError } from '../engine/protocol/errors.js';
 import type { StoreFile } from './file.js';
 import { IndexBuilder, IndexComparer, probeIndexHeader, wantsIndex } from './index-file.js';
@@ -36,7 +36,12 @@ export interface VerifiedBlob {
 /** The outcome of hashing one blob file, for {@link verifyStore}-style audits. */
 export type BlobCheck =
   | { status: 'ok'; bytes: number; lines: number }
-  | { status: 'corrupt'; actual: string; bytes: number }
+  | {
+      status: 'corrupt';
+      actual: string;
+      bytes: number /** The inode found corrupt (a repair moves only that file). */;
+      ino?: number;
+    }
   | { status: 'missing' };
 
 interface Verified {
@@ -76,13 +81,21 @@ function remember(store: Store, digest: string, v: Verified): void {
 }
 
 /** The identity of the file behind `fh`: a later write, truncate, utimes or replacement changes it. */
-async function fileKey(fh: StoreFile): Promise<{ key: string; size: number; isFile: boolean }> {
+async function fileKey(fh: StoreFile): Promise<{ key: string; size: number; isFile: boolean; ino: number }> {
   const st = await fh.stat({ bigint: true });
   return {
     key: `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`,
     size: Number(st.size),
     isFile: st.isFile(),
+    ino: Number(st.ino),
   };
+}
+
+function lstatOrUndefined(path: string): Promise<{ ino: number } | undefined> {
+  return fsp.lstat(path).then(
+    (st) => ({ ino: st.ino }),
+    () => undefined,
+  );
 }
 
 /**
@@ -260,12 +273,15 @@ export async function checkBlob(store: Store, digest: string): Promise<BlobCheck
     blob = await openBlobFile(store, digest);
   } catch (err) {
     if (err instanceof NotFoundError) return { status: 'missing' };
-    if (err instanceof IntegrityError) return { status: 'corrupt', actual: '', bytes: 0 };
+    if (err instanceof IntegrityError) {
+      const st = await lstatOrUndefined(store.layout.blobPath(digest));
+      return { status: 'corrupt', actual: '', bytes: 0, ...(st ? { ino: st.ino } : {}) };
+    }
     throw err;
   }
   try {
-    const { key, isFile } = await fileKey(blob);
-    if (!isFile) return { status: 'corrupt', actual: '', bytes: 0 };
+    const { key, isFile, ino } = await fileKey(blob);
+    if (!isFile) return { status: 'corrupt', actual: '', bytes: 0, ino };
     const hash = createHash('sha256');
     const scanner = new LineScanner();
     const bytes = await readSequentially(blob, (chunk) => {
@@ -275,7 +291,7 @@ export async function checkBlob(store: Store, digest: string): Promise<BlobCheck
       if (scanner.pendingEntries >= SPILL_ENTRIES) scanner.takeEntries();
     });
     const actual = hash.digest('hex');
-    if (actual !== digest) return { status: 'corrupt', actual, bytes };
+    if (actual !== digest) return { status: 'corrupt', actual, bytes, ino };
     if ((await fileKey(blob)).key === key) remember(store, digest, { key, lines: scanner.lines });
     return { status: 'ok', bytes, lines: scanner.lines };
   } catch (err) {
@@ -320,17 +336,37 @@ export async function refreshIntact(
   let blob: VerifiedBlob;
   try {
     blob = await openVerifiedBlob(store, digest);
-  } catch (err) {
-    if (err instanceof NotFoundError || err instanceof IntegrityError) return false;
-    throw err;
+  } catch {
+    // Missing, corrupt, unreadable (EIO): the publisher's own good copy goes in its place.
+    return false;
   }
   try {
-    if (blob.bytes !== bytes || !(await refresh())) return false;
+    if (blob.bytes !== bytes) return false;
+    const before = (await fileKey(blob.handle)).key;
+    if (cacheOf(remembered, store).get(digest)?.key !== before) return false;
+    if (!(await refresh())) return false;
     // The refresh changed the file's times, and with them its identity: re-key what was verified.
-    const { key } = await fileKey(blob.handle);
-    remember(store, digest, { key, lines: blob.lines });
+    // (A write landing between the check above and the refresh would not be seen; nothing but a
+    // foreign writer to the store's own files can make one.)
+    remember(store, digest, { key: (await fileKey(blob.handle)).key, lines: blob.lines });
     return true;
+  } catch {
+    return false;
   } finally {
     await blob.close();
+  }
+}
+
+/**
+ * Remembers the blob a publisher just placed as verified: its content was
+ * hashed while it was written. `fh` is the publisher's descriptor of the
+ * placed file, so the identity is that of the file written, wherever its
+ * name points now.
+ */
+export async function rememberWritten(store: Store, digest: string, fh: StoreFile, lines: number): Promise<void> {
+  try {
+    remember(store, digest, { key: (await fileKey(fh)).key, lines });
+  } catch {
+    // Only a cache: a read hashes it instead.
   }
 }

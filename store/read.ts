@@ -232,6 +232,38 @@ async function checkByteOffset(
 }
 
 /**
+ * Refuses a `byteOffset` inside a valid multi-byte character (a page would
+ * start with half of it): EBADARGS naming where that character starts.
+ * Offsets that pages give are always on a boundary; bytes that are not
+ * valid UTF-8 have no characters to split.
+ */
+async function checkCharBoundary(
+  blob: VerifiedBlob,
+  lineStart: number,
+  offset: number,
+  byteOffset: number,
+): Promise<void> {
+  const at = lineStart + byteOffset;
+  const from = Math.max(lineStart, at - 3);
+  const buf = Buffer.alloc(at + 4 - from);
+  const { bytesRead } = await blob.handle.read(buf, 0, buf.length, from);
+  const b = buf.subarray(0, bytesRead);
+  const i = at - from;
+  if (i >= b.length || ((b[i] as number) & 0xc0) !== 0x80) return;
+  let lead = i - 1;
+  while (lead >= 0 && ((b[lead] as number) & 0xc0) === 0x80) lead--;
+  if (lead < 0) return;
+  const x = b[lead] as number;
+  const need = x >= 0xf0 ? 4 : x >= 0xe0 ? 3 : x >= 0xc0 ? 2 : 1;
+  if (lead + need <= i || lead + need > b.length || !isUtf8(b.subarray(lead, lead + need))) return;
+  const startsAt = byteOffset - (i - lead);
+  throw new BadArgumentsError(
+    `byteOffset ${byteOffset} falls inside a character of line ${offset}; that character starts at byteOffset ${startsAt}`,
+    { offset, byteOffset, characterStart: startsAt },
+  );
+}
+
+/**
  * The largest cut at or before `end` that does not split a character: an
  * unfinished multi-byte sequence at the end (at most three bytes) is held
  * back for the next page.
@@ -239,7 +271,7 @@ async function checkByteOffset(
 function codePointEnd(b: Uint8Array, end: number): number {
   let lead = end - 1;
   while (lead >= 0 && lead > end - 4 && ((b[lead] as number) & 0xc0) === 0x80) lead--;
-  if (lead <= 0) return end;
+  if (lead < 0) return end;
   const x = b[lead] as number;
   const need = x >= 0xf0 ? 4 : x >= 0xe0 ? 3 : x >= 0xc0 ? 2 : 1;
   return end - lead < need ? lead : end;
@@ -252,21 +284,54 @@ export function decodedSize(bytes: Uint8Array): number {
 }
 
 /**
- * The longest cut of a part of one line, at most {@link MAX_PAGE_BYTES} of
- * text, that ends on a code-point boundary. Invalid bytes grow when decoded,
- * so a lossy piece is cut shorter until its text fits.
+ * The longest cut of `b` whose text (decoded as UTF-8, U+FFFD for each
+ * maximal invalid subpart, as TextDecoder does) takes at most `max` bytes,
+ * and that splits no character: an unfinished sequence at the end of `b` is
+ * left for the next page. One pass, whatever the bytes.
  */
-function partialCut(raw: Buffer): number {
-  const cut = codePointEnd(raw, Math.min(raw.length, MAX_PAGE_BYTES));
-  if (decodedSize(raw.subarray(0, cut)) <= MAX_PAGE_BYTES) return cut;
-  let lo = 1;
-  let hi = cut;
-  while (lo < hi) {
-    const mid = Math.ceil((lo + hi) / 2);
-    if (decodedSize(raw.subarray(0, codePointEnd(raw, mid))) <= MAX_PAGE_BYTES) lo = mid;
-    else hi = mid - 1;
+export function textBudgetCut(b: Uint8Array, max: number): number {
+  // Valid text (the usual case): its size is its bytes, so the cut is the bound, backed off a split character.
+  const fast = codePointEnd(b, Math.min(b.length, max));
+  if (isUtf8(b.subarray(0, fast))) return fast;
+  let i = 0;
+  let text = 0;
+  while (i < b.length) {
+    const x = b[i] as number;
+    let len = 1;
+    let width = 1;
+    if (x >= 0x80) {
+      let need = 0;
+      let lo = 0x80;
+      let hi = 0xbf;
+      if (x >= 0xc2 && x <= 0xdf) need = 1;
+      else if (x >= 0xe0 && x <= 0xef) {
+        need = 2;
+        if (x === 0xe0) lo = 0xa0;
+        if (x === 0xed) hi = 0x9f;
+      } else if (x >= 0xf0 && x <= 0xf4) {
+        need = 3;
+        if (x === 0xf0) lo = 0x90;
+        if (x === 0xf4) hi = 0x8f;
+      }
+      width = 3; // U+FFFD, unless the sequence completes
+      let j = 1;
+      while (need > 0 && j <= need && i + j < b.length) {
+        const y = b[i + j] as number;
+        if (y < lo || y > hi) break;
+        lo = 0x80;
+        hi = 0xbf;
+        j++;
+      }
+      if (need > 0 && j === need + 1) width = len = need + 1;
+      else if (need > 0 && i + j === b.length)
+        break; // may finish past the end: the next page's
+      else len = need > 0 ? j : 1;
+    }
+    if (text + width > max) break;
+    text += width;
+    i += len;
   }
-  return codePointEnd(raw, lo);
+  return i;
 }
 
 /** A collected page: its bytes and where it ends. */
@@ -281,8 +346,7 @@ interface Collected {
 /**
  * Collects up to `expected` lines from byte `start` (which is `byteOffset`
  * bytes into line `offset`), holding at most {@link MAX_PAGE_BYTES} plus one
- * read buffer. Whole lines past the bound are an error; the first line alone
- * past it comes back in part.
+ * read buffer. Past the bound, see {@link overflowPage}.
  */
 async function collect(
   blob: VerifiedBlob,
@@ -294,64 +358,96 @@ async function collect(
 ): Promise<Collected> {
   const buf = Buffer.allocUnsafe(PAGE_CHUNK);
   const parts: Buffer[] = [];
+  /** Where each complete line of the page ends (just past its `\n`), in page bytes. */
+  const ends: number[] = [];
   let position = start;
   let pageBytes = 0;
-  let got = 0;
   let lastByte = LF;
-  while (got < expected) {
+  while (ends.length < expected) {
     const want = Math.min(PAGE_CHUNK, MAX_PAGE_BYTES + 1 - pageBytes);
     const { bytesRead } = await blob.handle.read(buf, 0, want, position);
     if (bytesRead === 0) break;
     position += bytesRead;
     let end = 0;
-    while (got < expected) {
+    while (ends.length < expected) {
       const nl = buf.indexOf(LF, end);
       if (nl === -1 || nl >= bytesRead) {
         end = bytesRead;
         break;
       }
-      got++;
       end = nl + 1;
+      ends.push(pageBytes + end);
     }
     parts.push(Buffer.from(buf.subarray(0, end)));
     pageBytes += end;
     lastByte = buf[end - 1] ?? LF;
     if (pageBytes > MAX_PAGE_BYTES) {
-      // Whole lines that end within the bound fit; a page of several lines is never cut between them.
-      const fits = lastByte === LF ? got - 1 : got;
-      if (fits > 0) throw tooLarge(pageBytes, offset, limit, fits);
-      // One line longer than a page: as much of it as fits, and where to go on.
-      const raw = Buffer.concat(parts, pageBytes);
-      const cut = partialCut(raw);
-      return { bytes: raw.subarray(0, cut), lines: 1, cutInLine: byteOffset + cut };
+      return overflowPage(blob, Buffer.concat(parts, pageBytes), ends, start, offset, byteOffset, limit);
     }
   }
   // The last line of a blob without a final `\n` ends at end of file.
-  if (got < expected && pageBytes > 0 && lastByte !== LF) got++;
+  let got = ends.length;
+  if (got < expected && pageBytes > 0 && lastByte !== LF) {
+    got++;
+    ends.push(pageBytes);
+  }
   if (got !== expected) throw changed(blob);
   const bytes = Buffer.concat(parts, pageBytes);
-  if (!isUtf8(bytes) && decodedSize(bytes) > MAX_PAGE_BYTES) return lossyOverflow(bytes, offset, byteOffset, limit);
+  // Invalid bytes show as wider U+FFFD: the bound is on the text.
+  if (!isUtf8(bytes) && decodedSize(bytes) > MAX_PAGE_BYTES) {
+    return overflowPage(blob, bytes, ends, start, offset, byteOffset, limit);
+  }
   return { bytes, lines: expected, cutInLine: undefined };
 }
 
 /**
- * A page whose stored bytes fit but whose text does not (invalid UTF-8
- * decodes to wider U+FFFD): the same rules as for bytes, applied to the text.
+ * A page past the bound (its `raw` bytes, whose complete lines end at
+ * `ends`). The whole lines whose text fits are kept. When the line that
+ * crosses the bound is longer than a page on its own, as much of it as fits
+ * follows them, and the page says where that line goes on; a line that
+ * would fit a page of its own is never cut: that is ERESOURCELIMIT, saying
+ * how many lines fit (so the reader asks for that many, then reads on).
  */
-function lossyOverflow(bytes: Buffer, offset: number, byteOffset: number, limit: number): Collected {
+async function overflowPage(
+  blob: VerifiedBlob,
+  raw: Buffer,
+  ends: readonly number[],
+  start: number,
+  offset: number,
+  byteOffset: number,
+  limit: number,
+): Promise<Collected> {
   let fits = 0;
   let text = 0;
-  for (let at = 0; at < bytes.length; ) {
-    const nl = bytes.indexOf(LF, at);
-    const end = nl === -1 ? bytes.length : nl + 1;
-    text += decodedSize(bytes.subarray(at, end));
-    if (text > MAX_PAGE_BYTES) break;
+  let at = 0;
+  for (const end of ends) {
+    const width = decodedSize(raw.subarray(at, end));
+    if (text + width > MAX_PAGE_BYTES) break;
+    text += width;
     fits++;
     at = end;
   }
-  if (fits > 0) throw tooLarge(text, offset, limit, fits);
-  const cut = partialCut(bytes);
-  return { bytes: bytes.subarray(0, cut), lines: 1, cutInLine: byteOffset + cut };
+  // The first line did not fit at all, so it is longer than a page (or is the rest of one).
+  if (fits > 0 && !(await longerThanPage(blob, start + at))) throw tooLarge(raw.length, offset, limit, fits);
+  // Up to the crossing line's `\n` at most: the cut falls inside it.
+  const lineEnd = fits < ends.length ? (ends[fits] as number) - 1 : raw.length;
+  const part = textBudgetCut(raw.subarray(at, lineEnd), MAX_PAGE_BYTES - text);
+  if (part === 0) return { bytes: raw.subarray(0, at), lines: fits, cutInLine: undefined };
+  return { bytes: raw.subarray(0, at + part), lines: fits + 1, cutInLine: (fits === 0 ? byteOffset : 0) + part };
+}
+
+/** True when the line starting at byte `from` of the blob is longer, as text, than a page. Reads at most one page. */
+async function longerThanPage(blob: VerifiedBlob, from: number): Promise<boolean> {
+  const buf = Buffer.allocUnsafe(MAX_PAGE_BYTES + 1);
+  let got = 0;
+  while (got < buf.length) {
+    const { bytesRead } = await blob.handle.read(buf, got, buf.length - got, from + got);
+    if (bytesRead === 0) break;
+    const nl = buf.subarray(got, got + bytesRead).indexOf(LF);
+    if (nl !== -1) return decodedSize(buf.subarray(0, got + nl + 1)) > MAX_PAGE_BYTES;
+    got += bytesRead;
+  }
+  return decodedSize(buf.subarray(0, got)) > MAX_PAGE_BYTES;
 }
 
 /** Reads a page of the verified blob `digest`. */
@@ -383,7 +479,10 @@ async function readBlobPage(
     const expected = Math.min(limit, totalLines - offset);
     const found = await anchorFor(store, blob, offset);
     const start = await lineStart(blob, found.anchor, offset);
-    if (byteOffset > 0) await checkByteOffset(blob, found, offset, start, byteOffset);
+    if (byteOffset > 0) {
+      await checkByteOffset(blob, found, offset, start, byteOffset);
+      await checkCharBoundary(blob, start, offset, byteOffset);
+    }
     const page = await collect(blob, start + byteOffset, offset, byteOffset, limit, expected);
     return { ...page, totalLines };
   } finally {

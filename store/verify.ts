@@ -26,6 +26,8 @@ export interface VerifyReport {
   unexpected: string[];
   /** With `repair`: the corrupt blobs moved to quarantine/ (relative paths there). */
   quarantined: string[];
+  /** With `repair`: corrupt blobs that could not be moved, and why (`<digest>: <CODE>: <message>`); still corrupt. */
+  repairFailed: string[];
 }
 
 /** Options of {@link verifyStore}. */
@@ -57,7 +59,15 @@ async function listDir(dir: string): Promise<{ name: string; isDir: boolean; isF
  * Memory grows with the number of blobs, never their size.
  */
 export async function verifyStore(store: Store, options: VerifyOptions = {}): Promise<VerifyReport> {
-  const report: VerifyReport = { scanned: 0, ok: 0, corrupt: [], missing: [], unexpected: [], quarantined: [] };
+  const report: VerifyReport = {
+    scanned: 0,
+    ok: 0,
+    corrupt: [],
+    missing: [],
+    unexpected: [],
+    quarantined: [],
+    repairFailed: [],
+  };
   const present = new Set<string>();
   const referenced = new Set<string>();
   const blobsRel = join('blobs', 'sha256');
@@ -81,8 +91,10 @@ export async function verifyStore(store: Store, options: VerifyOptions = {}): Pr
       if (check.status === 'corrupt') {
         report.corrupt.push(digest);
         // Quarantined, it is missing: manifests that reference it are reported as such in this same run.
-        if (options.repair) report.quarantined.push(await quarantine(store, digest));
+        const moved = options.repair ? await quarantine(store, digest, check.ino) : undefined;
+        if (moved?.name !== undefined) report.quarantined.push(moved.name);
         else present.add(digest);
+        if (moved?.failed !== undefined) report.repairFailed.push(`${digest}: ${moved.failed}`);
         continue;
       }
       present.add(digest);
@@ -98,20 +110,35 @@ export async function verifyStore(store: Store, options: VerifyOptions = {}): Pr
 }
 
 /**
- * Moves the corrupt blob `digest` to quarantine/ under a name no other
- * repair takes (the blob file's inode makes it unique), and drops its line
- * index (it described other content, or will describe the healed blob
- * wrongly). Returns the name in quarantine/.
+ * Moves the corrupt blob `digest` to quarantine/ (named after its inode, so
+ * no two repairs take one name) and drops its line index. Only the file that
+ * was found corrupt moves: a publisher may have healed the blob since it
+ * was hashed (placed a good copy under the name), so the moved file's inode
+ * is checked and a good copy moved back. A failure is reported, not thrown:
+ * the audit goes on.
  */
-async function quarantine(store: Store, digest: string): Promise<string> {
+async function quarantine(
+  store: Store,
+  digest: string,
+  ino: number | undefined,
+): Promise<{ name?: string; failed?: string }> {
+  if (ino === undefined) return { failed: 'EINTEGRITY: it could not be told which file was corrupt; left in place' };
+  const blob = store.layout.blobPath(digest);
+  const name = `${digest}.${ino}`;
+  const aside = join(store.layout.quarantine, name);
   try {
     await store.io.mkdir(store.layout.quarantine);
-    const st = await fsp.stat(store.layout.blobPath(digest));
-    const name = `${digest}.${st.ino}`;
-    await store.io.rename(store.layout.blobPath(digest), join(store.layout.quarantine, name));
-    await store.io.unlink(store.layout.indexPath(digest)).catch(() => {});
-    return name;
+    await store.io.rename(blob, aside);
   } catch (err) {
-    throw toSluiceError(err, 'EDISK');
+    const e = toSluiceError(err, 'EDISK');
+    return { failed: `${e.code}: ${e.message}` };
   }
+  const moved = await fsp.lstat(aside).catch(() => undefined);
+  if (moved?.ino !== ino) {
+    // Healed in between: the good copy goes back (or, if yet another was placed, it is as good).
+    await store.io.rename(aside, blob).catch(() => {});
+    return { failed: 'it was replaced by a good copy while it was checked; left in place' };
+  }
+  await store.io.unlink(store.layout.indexPath(digest)).catch(() => {});
+  return { name };
 }

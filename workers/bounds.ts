@@ -39,13 +39,16 @@ export function cutText(text: string, maxBytes: number): Cut {
 function surelyOver(value: unknown, bound: number): boolean {
   let size = 0;
   const stack: unknown[] = [value];
-  let visited = 0;
+  // Each object is counted once: a cycle is not JSON at all, and must not look huge.
+  const seen = new Set<object>();
   while (stack.length > 0) {
     const v = stack.pop();
     if (typeof v === 'string') size += v.length + 2;
     else if (v !== null && typeof v === 'object') {
-      // A cyclic or very wide value: stop walking and let JSON decide (it throws on cycles).
-      if (++visited > 100_000) return false;
+      if (seen.has(v)) continue;
+      seen.add(v);
+      // A very wide value: stop walking and let JSON decide.
+      if (seen.size > 100_000) return false;
       for (const [k, x] of Object.entries(v)) {
         size += k.length + 4;
         stack.push(x);
@@ -56,7 +59,7 @@ function surelyOver(value: unknown, bound: number): boolean {
   return false;
 }
 
-/** JSON of a value whose size-walk stayed under its bound (so the JSON is small); undefined when it has none. */
+/** JSON of a value whose size-walk stayed under its bound (so the JSON is small); throws EPROTOCOL when it has none. */
 function jsonOf(value: unknown, what: string): string | undefined {
   try {
     return JSON.stringify(value);
@@ -65,20 +68,25 @@ function jsonOf(value: unknown, what: string): string | undefined {
   }
 }
 
-/** Error details over their bound: replaced by the start of their JSON and its size. */
+/**
+ * Error details over their bound are replaced by the start of their JSON and
+ * its size; details that are not JSON (a cycle, a BigInt) by a note saying
+ * so. Either way the error itself, its code and message, stands.
+ */
 function boundDetails(details: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
   if (details === undefined) return undefined;
   const max = COMPLETION_BOUNDS.errorDetailsBytes;
-  if (!surelyOver(details, max)) {
-    const json = jsonOf(details, "the error's details") ?? '';
-    if (Buffer.byteLength(json, 'utf8') <= max) return details;
-  }
   // Past 64 times the bound, not even their JSON is built: a cut of it would say little more.
   if (surelyOver(details, max * 64)) return { cut: `details over ${max * 64} bytes of JSON were dropped` };
-  const json = jsonOf(details, "the error's details") ?? '';
-  const bytes = Buffer.byteLength(json, 'utf8');
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(details);
+  } catch (err) {
+    return { cut: `details are not JSON: ${(err as Error)?.message ?? String(err)}` };
+  }
+  const bytes = Buffer.byteLength(json ?? '', 'utf8');
   if (bytes <= max) return details;
-  return { cut: `${cutText(json, max / 4).text}…`, bytes };
+  return { cut: `${cutText(json ?? '', max / 4).text}…`, bytes };
 }
 
 /**
@@ -90,7 +98,10 @@ export async function boundError(
   error: SerializedError,
   send: SendText,
 ): Promise<{ error: SerializedError; cut?: number }> {
-  const message = cutText(error.message, COMPLETION_BOUNDS.errorMessageBytes);
+  const max = COMPLETION_BOUNDS.errorMessageBytes;
+  // The marker the engine adds counts against the bound, as for the display.
+  const over = cutText(error.message, max).fullBytes;
+  const message = over === undefined ? { text: error.message } : cutText(error.message, max - cutMarkerBytes(over));
   const details = boundDetails(error.details);
   const bounded: SerializedError = { code: error.code, message: message.text };
   if (details !== undefined) bounded.details = details;
@@ -149,7 +160,9 @@ export async function boundCompletion(
   const out: CompletionFields = { ...fields };
   const cut: { error?: number; display?: number } = {};
   if (typeof fields.note === 'string' && fields.note.length > COMPLETION_BOUNDS.noteChars) {
-    out.note = `${unitPrefix(fields.note, COMPLETION_BOUNDS.noteChars - 1)}…`;
+    const marker = (n: number) => `… [${n} more characters cut]`;
+    const kept = unitPrefix(fields.note, COMPLETION_BOUNDS.noteChars - marker(fields.note.length).length);
+    out.note = `${kept}${marker(fields.note.length - kept.length)}`;
   }
   const messages = boundMessages(fields.messages);
   if (messages !== undefined) out.messages = messages;

@@ -108,20 +108,7 @@ class ChannelWriter extends Writable {
     chunks: Array<{ chunk: unknown; encoding: BufferEncoding }>,
     cb: (err?: Error | null) => void,
   ): void {
-    const parts: Array<{ bytes: Uint8Array; owned: boolean } | string> = [];
-    for (const { chunk } of chunks) {
-      if (typeof chunk === 'string' && chunk.length > this.stringStep) {
-        parts.push(chunk);
-        continue;
-      }
-      const b = this.toBytes(chunk);
-      if (b instanceof Error) {
-        cb(b);
-        return;
-      }
-      parts.push(b);
-    }
-    this.sendGathered(parts).then(() => cb(), cb);
+    this.sendGathered(chunks.map((c) => c.chunk)).then(() => cb(), cb);
   }
 
   /**
@@ -129,9 +116,10 @@ class ChannelWriter extends Writable {
    * most once: small parts are copied together into buffers of at most one
    * message (each its own allocation, so it is transferred, not copied again);
    * a part big enough to be a message of its own goes as it is (moved when the
-   * runtime owns it).
+   * runtime owns it). Writes are encoded here, in order: a string's surrogate
+   * carry must meet the writes in the order the tool made them.
    */
-  private async sendGathered(parts: ReadonlyArray<{ bytes: Uint8Array; owned: boolean } | string>): Promise<void> {
+  private async sendGathered(chunks: readonly unknown[]): Promise<void> {
     let group: Uint8Array[] = [];
     let groupBytes = 0;
     const flush = async () => {
@@ -146,12 +134,14 @@ class ChannelWriter extends Writable {
       groupBytes = 0;
       await this.send(buf, true);
     };
-    for (const p of parts) {
-      if (typeof p === 'string') {
+    for (const chunk of chunks) {
+      if (typeof chunk === 'string' && chunk.length > this.stringStep) {
         await flush();
-        await this.sendString(p);
+        await this.sendString(chunk);
         continue;
       }
+      const p = this.toBytes(chunk);
+      if (p instanceof Error) throw p;
       if (p.bytes.length >= this.chunkBytes / 2) {
         await flush();
         await this.send(p.bytes, p.owned);
@@ -335,7 +325,11 @@ export class CallRun {
       if (wait) await wait;
       postText(this.callId, kind, bytes);
     };
-    for (let i = 0; i < text.length; i += step) await post1(carry.push(text.slice(i, i + step)));
+    for (let i = 0; i < text.length; i += step) {
+      // A cancelled call stops sending: the engine drops a text that arrived short (its marker then has no address).
+      if (this.abort.signal.aborted) return;
+      await post1(carry.push(text.slice(i, i + step)));
+    }
     await post1(carry.end());
   }
 

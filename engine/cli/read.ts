@@ -150,6 +150,13 @@ export const command: Command = {
     else await writeOut(ctx.stdout, values.json ? `${jsonOf(page)}\n` : forTerminal(ctx.stdout, page.content));
     const note = values.json ? undefined : continuationNote(filePath, page);
     if (note !== undefined) await writeOut(ctx.stderr, note);
+    // Shown as text, invalid bytes became U+FFFD: say so, and how to get them exactly.
+    if (!raw && !values.json && page.lossy) {
+      await writeOut(
+        ctx.stderr,
+        'sluice read: the page holds bytes that are not UTF-8, shown as U+FFFD; --raw writes them exactly\n',
+      );
+    }
     return EXIT_OK;
   },
 };

@@ -260,10 +260,24 @@ const cancel: Handler = async (ctx, req, res, [id], url) => {
   sendJson(res, 202, accepted);
 };
 
-/** True when the client asks for the page's bytes (`Accept: application/octet-stream`) rather than JSON. */
-function wantsBytes(req: IncomingMessage): boolean {
-  const accept = req.headers.accept ?? '';
-  return accept.split(',').some((part) => part.split(';')[0]?.trim().toLowerCase() === 'application/octet-stream');
+/**
+ * True when the client prefers the page's bytes (`application/octet-stream`)
+ * to JSON in its Accept header, by quality value: bytes must be acceptable
+ * (q > 0) and rank above JSON (named, or through a wildcard); on a tie JSON,
+ * the default, wins.
+ */
+export function wantsBytes(accept: string | undefined): boolean {
+  const q = new Map<string, number>();
+  for (const part of (accept ?? '').split(',')) {
+    const [type, ...params] = part.split(';').map((x) => x.trim().toLowerCase());
+    if (!type) continue;
+    const qp = params.find((p) => p.startsWith('q='));
+    const value = qp === undefined ? 1 : Number(qp.slice(2));
+    q.set(type, Number.isFinite(value) ? value : 0);
+  }
+  const of = (type: string) => q.get(type) ?? q.get(`${type.split('/')[0]}/*`) ?? q.get('*/*');
+  const bytes = q.get('application/octet-stream') ?? 0;
+  return bytes > 0 && bytes > (of('application/json') ?? 0);
 }
 
 const read: Handler = async (ctx, req, res, _p, url) => {
@@ -277,7 +291,7 @@ const read: Handler = async (ctx, req, res, _p, url) => {
     ...(byteOffset !== undefined ? { byteOffset } : {}),
     signal: requestSignal(ctx, res),
   };
-  if (!wantsBytes(req)) {
+  if (!wantsBytes(req.headers.accept)) {
     sendJson(res, 200, await ctx.engine.read(q.filePath, options));
     return;
   }

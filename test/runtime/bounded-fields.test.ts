@@ -35,10 +35,12 @@ describe('error messages', () => {
     const whole = r.fullText?.error;
     expect(whole).toEqual({ digest: repeatedDigest('E', times), bytes: times });
     const message = r.error?.message as string;
-    const cut = times - COMPLETION_BOUNDS.errorMessageBytes;
+    // The marker counts against the 16 KiB: the message, marker included, stays within it.
+    const kept = COMPLETION_BOUNDS.errorMessageBytes - cutMarkerBytes(times);
     expect(message).toBe(
-      `${'E'.repeat(COMPLETION_BOUNDS.errorMessageBytes)}… [${cut} more bytes cut; the whole text: artifact://${whole?.digest}]`,
+      `${'E'.repeat(kept)}… [${times - kept} more bytes cut; the whole text: artifact://${whole?.digest}]`,
     );
+    expect(Buffer.byteLength(message)).toBeLessThanOrEqual(COMPLETION_BOUNDS.errorMessageBytes);
     // The model's status line keeps the whole error's address after its clipped detail.
     expect(r.model).toContain(`The whole error: read(filePath="artifact://${whole?.digest}")`);
     expect(Buffer.byteLength(r.model)).toBeLessThan(1024);
@@ -63,8 +65,9 @@ describe('error messages', () => {
       finalDisplay: 'own display',
     });
     expect(r).toMatchObject({ status: 'failed', display: 'own display', error: { code: 'ETOOLFAILED' } });
-    // 'é' is 2 bytes: 8192 of them fill the 16 KiB bound exactly.
-    expect(r.error?.message.startsWith(`${'é'.repeat(8192)}… [${40_000 - 16_384} more bytes cut;`)).toBe(true);
+    // 'é' is 2 bytes: what fits before the marker is whole characters only.
+    const kept = Math.floor((16_384 - cutMarkerBytes(40_000)) / 2);
+    expect(r.error?.message.startsWith(`${'é'.repeat(kept)}… [${40_000 - 2 * kept} more bytes cut;`)).toBe(true);
     expect(r.fullText?.error?.bytes).toBe(40_000);
   });
 
@@ -94,6 +97,39 @@ describe('error messages', () => {
     const own = await engine.run('script-single', { throwMessage: 'gone', throwCode: 'ENOTFOUND' });
     expect(own.error?.code).toBe('ENOTFOUND');
   });
+});
+
+describe('whole texts over their lifetime', () => {
+  it('a reverted call stops keeping its whole error text: the next collection removes it', async () => {
+    const { engine } = await engineWith(['script-single']);
+    const r = await engine.run(
+      'script-single',
+      { big: { field: 'throw', char: 'R', times: 200_000 } },
+      { session: 'rv' },
+    );
+    const whole = r.fullText?.error?.digest as string;
+    expect(await engine.store.hasBlob(whole)).toBe(true);
+    await engine.gc({ graceMs: 0 });
+    expect(await engine.store.hasBlob(whole)).toBe(true);
+    await engine.revert('rv', r.callId);
+    await engine.gc({ graceMs: 0 });
+    expect(await engine.store.hasBlob(whole)).toBe(false);
+    await expectStoreClean(engine);
+  });
+
+  it('a cancelled call stops sending its whole text at once, and keeps none of it', async () => {
+    // A grace period far longer than the test: the call must end because the worker stopped, not because it was killed.
+    const { engine } = await engineWith(['script-single'], { graceMs: 120_000 });
+    const handle = engine.call('script-single', {
+      steps: [{ text: 'started\n', display: 'ready' }, { sleepMs: 50 }],
+      big: { field: 'error', char: 'C', times: 100_000_000 },
+    });
+    for await (const ev of handle.events()) if (ev.type === 'display') handle.cancel('stop');
+    const r = await handle.result;
+    expect(r).toMatchObject({ status: 'cancelled', error: { code: 'ECANCELLED' } });
+    expect(r.fullText).toBeUndefined();
+    await expectStoreClean(engine);
+  }, 60_000);
 });
 
 describe('other fields', () => {

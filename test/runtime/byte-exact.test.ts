@@ -175,4 +175,26 @@ describe('JS tools: bytes as given, strings as UTF-8', () => {
     expect(r.output).toMatchObject({ bytes: Buffer.byteLength(text), digest: sha256(text) });
     await expectStoreClean(engine);
   });
+
+  it('writes batched together keep their order, long and short strings and bytes mixed, pairs split between them', async () => {
+    const { engine } = await engineWith(['burst-writes']);
+    // Regression: long strings in a batch were encoded after the short parts around them, so the
+    // surrogate carry met them out of order (a pair split across writes became two U+FFFD, moved).
+    const parts = [
+      { text: 'y\uD83D' },
+      { text: '\uDE00L', times: 150_000 },
+      { bytes: [0x5a, 0xff] },
+      { text: 'a\uD83D' },
+      { text: '\uDE00'.concat('b'.repeat(100_000)) },
+      { text: 'tail\n' },
+    ];
+    const r = await engine.run('burst-writes', { parts });
+    const expected = Buffer.concat([
+      Buffer.from(`y${'\uD83D\uDE00L'.repeat(1)}${'\uDE00L'.repeat(149_999)}`),
+      Buffer.from([0x5a, 0xff]),
+      Buffer.from(`a\u{1F600}${'b'.repeat(100_000)}tail\n`),
+    ]);
+    expect(r.output).toMatchObject({ kind: 'single', bytes: expected.length, digest: sha256(expected) });
+    await expectStoreClean(engine);
+  });
 });

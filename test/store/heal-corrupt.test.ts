@@ -12,7 +12,9 @@
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { realIO } from '../../store/io.js';
 import { Store } from '../../store/store.js';
+import { verifyStore } from '../../store/verify.js';
 import { CLI, countBytesRead, flipBit, sha256, sluice, tempDir, tmpEntries } from './helpers.js';
 
 async function openedTwice(): Promise<{ dir: string; first: Store; second: Store }> {
@@ -35,20 +37,61 @@ describe('healing corrupt blobs', () => {
     expect(await tmpEntries(first)).toEqual([]);
   });
 
-  it('an intact blob is deduplicated, hashed once: later dedups and reads through the same Store do not hash it again', async () => {
-    const { first } = await openedTwice();
+  it('an intact blob is deduplicated without hashing it again: not after its own publish, once for another Store', async () => {
+    const { first, second } = await openedTwice();
     const content = Buffer.alloc(8 * 1024 * 1024, 0x61);
     const a = await first.publishBytes(content);
+    // The publisher hashed it while writing and remembers the file it placed.
     const b = await countBytesRead(() => first.publishBytes(content));
     expect(b.result).toEqual({ ...a, deduplicated: true });
-    // The one check of its content (and of its line index, a few bytes).
-    expect(b.bytesRead).toBeGreaterThanOrEqual(content.length);
-    expect(b.bytesRead).toBeLessThan(content.length + 64 * 1024);
-    const c = await countBytesRead(() => first.publishBytes(content));
+    expect(b.bytesRead).toBeLessThan(64 * 1024);
+    // Another Store (another process, in effect) checks it once, then remembers it across its mtime refreshes.
+    const c = await countBytesRead(() => second.publishBytes(content));
     expect(c.result.deduplicated).toBe(true);
-    expect(c.bytesRead).toBe(0); // remembered across the mtime refresh
-    const read = await countBytesRead(() => first.readPage(`artifact://${a.digest}`, { limit: 1 }));
+    expect(c.bytesRead).toBeGreaterThanOrEqual(content.length);
+    const d = await countBytesRead(() => second.publishBytes(content));
+    expect(d.result.deduplicated).toBe(true);
+    expect(d.bytesRead).toBeLessThan(64 * 1024);
+    const read = await countBytesRead(() => second.readPage(`artifact://${a.digest}`, { limit: 1 }));
     expect(read.bytesRead).toBeLessThan(content.length);
+  });
+
+  it('a repair moves only the file it found corrupt: a copy healed in between stays (verify/heal race)', async () => {
+    const { dir, first } = await openedTwice();
+    const info = await first.publishBytes('raced\n');
+    await flipBit(first.layout.blobPath(info.digest), 0);
+    // The audit hashes it and finds it corrupt; just before it moves it, a publisher heals it.
+    const healer = await Store.open(dir);
+    const auditor = await Store.open(dir, {
+      io: {
+        ...realIO,
+        mkdir: async (path) => {
+          if (path === first.layout.quarantine) expect((await healer.publishBytes('raced\n')).deduplicated).toBe(false);
+          return realIO.mkdir(path);
+        },
+      },
+    });
+    const report = await verifyStore(auditor, { repair: true });
+    expect(report.quarantined).toEqual([]);
+    expect(report.repairFailed).toEqual([expect.stringContaining('replaced by a good copy while it was checked')]);
+    // The healed copy is in place and reads back; nothing good went to quarantine/.
+    expect(await fsp.readFile(first.layout.blobPath(info.digest), 'utf8')).toBe('raced\n');
+    expect(await fsp.readdir(first.layout.quarantine)).toEqual([]);
+    expect(await healer.readPage(`artifact://${info.digest}`)).toMatchObject({ content: 'raced\n' });
+  });
+
+  it('a repair that cannot create quarantine/ reports each failure and finishes the audit', async () => {
+    const { dir, first } = await openedTwice();
+    const bad = await first.publishBytes('damaged\n');
+    const good = await first.publishBytes('fine\n');
+    await flipBit(first.layout.blobPath(bad.digest), 0);
+    await fsp.writeFile(join(dir, 'quarantine'), 'not a directory');
+    const r = await sluice(['verify', '--repair', '--json', '--store', dir]);
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout.toString());
+    expect(report).toMatchObject({ scanned: 2, ok: 1, corrupt: [bad.digest], quarantined: [] });
+    expect(report.repairFailed).toEqual([expect.stringMatching(new RegExp(`^${bad.digest}: EDISK: `))]);
+    expect(await first.hasBlob(good.digest)).toBe(true);
   });
 
   it('a large corrupt blob and its line index are replaced, and pages deep inside it read right', async () => {

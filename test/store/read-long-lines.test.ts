@@ -138,6 +138,39 @@ describe('lines longer than a page', () => {
   });
 });
 
+describe('pages around a long line', () => {
+  it('whole lines before a line longer than a page come back with as much of it as fits', async () => {
+    const store = await tempStore();
+    const long = 'L'.repeat(3 * MiB);
+    const { digest } = await store.publishBytes(`a\nbb\n${long}\nz\n`);
+    const uri = `artifact://${digest}`;
+    const page = await store.readPage(uri);
+    expect(page).toMatchObject({ lines: 3, nextOffset: 2, nextByteOffset: MAX_PAGE_BYTES - 5 });
+    expect(page.content).toBe(`a\nbb\n${long.slice(0, MAX_PAGE_BYTES - 5)}`);
+    // A line that would fit a page of its own is never cut: the reader is told how many lines fit.
+    const medium = 'M'.repeat(MiB + 10);
+    const { digest: d2 } = await store.publishBytes(`${medium}\n${medium}\n`);
+    await expect(store.readPage(`artifact://${d2}`)).rejects.toMatchObject({
+      code: 'ERESOURCELIMIT',
+      details: { fits: 1 },
+    });
+  });
+
+  it('a byteOffset inside a character is EBADARGS naming where the character starts', async () => {
+    const store = await tempStore();
+    const { digest } = await store.publishBytes(`${'x'.repeat(10)}€€\n`);
+    const uri = `artifact://${digest}`;
+    await expect(store.readPage(uri, { byteOffset: 11 })).rejects.toMatchObject({
+      code: 'EBADARGS',
+      details: { characterStart: 10 },
+    });
+    expect(await store.readPage(uri, { byteOffset: 13 })).toMatchObject({ content: '€\n', lossy: false });
+    // Bytes that are not UTF-8 have no characters to split: any offset inside them is fine.
+    const { digest: bad } = await store.publishBytes(Buffer.from([0x61, 0x80, 0x80, 0x0a]));
+    expect(await store.readPage(`artifact://${bad}`, { byteOffset: 2 })).toMatchObject({ lossy: true });
+  });
+});
+
 describe('pages of bytes that are not UTF-8', () => {
   it('say lossy, show U+FFFD in their text, and give the exact bytes raw', async () => {
     const store = await tempStore();

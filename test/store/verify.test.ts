@@ -16,6 +16,7 @@ describe('store verification', () => {
       missing: [],
       unexpected: [],
       quarantined: [],
+      repairFailed: [],
     });
   });
 
@@ -34,6 +35,7 @@ describe('store verification', () => {
       missing: [],
       unexpected: [],
       quarantined: [],
+      repairFailed: [],
     });
   });
 
@@ -55,6 +57,7 @@ describe('store verification', () => {
       missing: [],
       unexpected: [],
       quarantined: [],
+      repairFailed: [],
     });
     expect(await filesUnder(dir)).toEqual(before);
     expect(await fsp.readFile(t, 'utf8')).toBe('tru');
