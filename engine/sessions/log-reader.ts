@@ -118,25 +118,42 @@ export async function openEventLog(store: Store, id: string): Promise<OpenEventL
   };
 }
 
-/** Scans an open log from its start to its current end (see {@link scanEventLog}). */
+/** What a scan of an open log found, and how far its complete lines went. */
+export interface LogScan extends Omit<EventLogContents, 'records'> {
+  /**
+   * Offset just past the last `\n` the scan read: where the next line
+   * starts. A scan resumed from here ({@link scanOpenLog} with `from`) reads
+   * exactly the lines appended since, plus a last line that was still being
+   * written.
+   */
+  end: number;
+}
+
+/**
+ * Scans an open log from `from` (0, or an {@link LogScan.end} of an earlier
+ * scan of the same file) to its current end (see {@link scanEventLog}).
+ */
 export async function scanOpenLog(
   log: OpenEventLog,
   onRecord: (record: SessionRecord, place: LinePlace) => void,
-): Promise<Omit<EventLogContents, 'records'>> {
-  const out: Omit<EventLogContents, 'records'> = {
+  from = 0,
+): Promise<LogScan> {
+  const out: LogScan = {
     corrupt: 0,
     unknown: 0,
     invalid: 0,
     corruptDigests: new Set(),
     bytes: 0,
     modifiedAt: new Date(0),
+    end: from,
   };
   try {
     const st = await log.fh.stat();
     out.bytes = st.size;
     out.modifiedAt = st.mtime;
-    for await (const lines of lineBatches(log.fh, st.size)) {
-      for (const { line, offset, length } of lines) {
+    for await (const lines of lineBatches(log.fh, from, st.size)) {
+      for (const { line, offset, length, ended } of lines) {
+        if (ended) out.end = offset + length + 1;
         const kind = classifyLine(log.h, line, (r) => onRecord(r, { offset, length }));
         if (kind === 'corrupt') {
           out.corrupt++;
@@ -181,24 +198,29 @@ function classifyLine(
   return parsed.kind === 'unknown' ? 'unknown' : 'invalid';
 }
 
+/** One line of a log: its bytes (undefined when oversized), where it starts, its length, whether a `\n` ended it. */
+interface RawLine {
+  line: Buffer | undefined;
+  offset: number;
+  length: number;
+  ended: boolean;
+}
+
 /**
- * The lines (without their `\n`) of the first `size` bytes with where each
- * starts, one read's worth at a time, including a last line without `\n`; a
- * line over {@link MAX_LINE_BYTES} comes as `undefined` and is never buffered
- * whole.
+ * The lines (without their `\n`) of the bytes from `from` to `size` with
+ * where each starts, one read's worth at a time, including a last line
+ * without `\n`; a line over {@link MAX_LINE_BYTES} comes as `undefined` and
+ * is never buffered whole.
  */
-async function* lineBatches(
-  fh: fsp.FileHandle,
-  size: number,
-): AsyncGenerator<Array<{ line: Buffer | undefined; offset: number; length: number }>> {
+async function* lineBatches(fh: fsp.FileHandle, from: number, size: number): AsyncGenerator<RawLine[]> {
   const buf = Buffer.allocUnsafe(READ_CHUNK);
   let parts: Buffer[] = [];
   let partBytes = 0;
   let lineBytes = 0;
   let oversized = false;
-  let position = 0;
-  let lineStart = 0;
-  let batch: Array<{ line: Buffer | undefined; offset: number; length: number }> = [];
+  let position = from;
+  let lineStart = from;
+  let batch: RawLine[] = [];
   const take = (piece: Buffer) => {
     lineBytes += piece.length;
     if (oversized) return;
@@ -212,9 +234,9 @@ async function* lineBatches(
     parts.push(Buffer.from(piece));
     partBytes += piece.length;
   };
-  const endLine = () => {
+  const endLine = (ended: boolean) => {
     const line = oversized ? undefined : parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, partBytes);
-    batch.push({ line, offset: lineStart, length: lineBytes });
+    batch.push({ line, offset: lineStart, length: lineBytes, ended });
     lineStart += lineBytes + 1;
     parts = [];
     partBytes = 0;
@@ -228,7 +250,7 @@ async function* lineBatches(
     let start = 0;
     for (let nl = buf.indexOf(0x0a, 0); nl !== -1 && nl < bytesRead; nl = buf.indexOf(0x0a, start)) {
       take(buf.subarray(start, nl));
-      endLine();
+      endLine(true);
       start = nl + 1;
     }
     if (start < bytesRead) take(buf.subarray(start, bytesRead));
@@ -237,6 +259,6 @@ async function* lineBatches(
       batch = [];
     }
   }
-  if (lineBytes > 0 || oversized) endLine();
+  if (lineBytes > 0 || oversized) endLine(false);
   if (batch.length > 0) yield batch;
 }
