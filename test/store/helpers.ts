@@ -136,14 +136,22 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs `node dist/engine/cli/main.js ...args` with a clean environment (no inherited $SLUICE_STORE). */
-export function sluice(args: readonly string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
+/**
+ * Runs `node dist/engine/cli/main.js ...args` with a clean environment (no
+ * inherited $SLUICE_STORE); with `uid`, as that user (and group), which only
+ * root can ask for.
+ */
+export function sluice(
+  args: readonly string[],
+  opts: { cwd?: string; env?: NodeJS.ProcessEnv; uid?: number } = {},
+): Promise<CliRun> {
   const { SLUICE_STORE: _ignored, ...env } = process.env;
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
       cwd: opts.cwd ?? tmpdir(),
       env: { ...env, ...opts.env },
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...(opts.uid !== undefined ? { uid: opts.uid, gid: opts.uid } : {}),
     });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
