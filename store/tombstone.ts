@@ -8,11 +8,12 @@
  * that misses a blob therefore also looks among the tombstones, and then at
  * the address once more (a restore may have moved it back in between). The
  * content is verified against its digest as usual, and an open descriptor
- * stays valid even if the tombstone is unlinked afterwards.
+ * stays valid even if the tombstone is unlinked afterwards. What is opened
+ * may not be a regular file: the caller checks (store/file.ts, READ_STORE_FILE).
  */
-import { constants, promises as fsp } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import type { StoreFile } from './file.js';
+import { READ_STORE_FILE, type StoreFile } from './file.js';
 import type { Store } from './store.js';
 
 /** Opens the blob `digest` from a tombstone, or from its address if it was restored meanwhile; undefined when neither. */
@@ -25,13 +26,13 @@ export async function openTombstoned(store: Store, digest: string): Promise<Stor
   }
   for (const owner of owners) {
     try {
-      return await store.io.open(join(store.layout.trash, owner, digest), constants.O_RDONLY | constants.O_NOFOLLOW);
+      return await store.io.open(join(store.layout.trash, owner, digest), READ_STORE_FILE);
     } catch {
       // Not in this one.
     }
   }
   try {
-    return await store.io.open(store.layout.blobPath(digest), constants.O_RDONLY | constants.O_NOFOLLOW);
+    return await store.io.open(store.layout.blobPath(digest), READ_STORE_FILE);
   } catch {
     return undefined;
   }

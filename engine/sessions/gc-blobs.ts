@@ -9,8 +9,9 @@
  * removed or moved aside meanwhile) is a normal answer.
  */
 import { createHash } from 'node:crypto';
-import { constants, promises as fsp } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
+import { READ_STORE_FILE } from '../../store/file.js';
 import { decodeManifest, MANIFEST_KIND, MAX_MANIFEST_BYTES } from '../../store/manifest.js';
 import type { Store } from '../../store/store.js';
 import { toSluiceError } from '../protocol/errors.js';
@@ -27,8 +28,6 @@ const REST = /^[0-9a-f]{62}$/;
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 /** How every canonical manifest starts (store/manifest.ts encodes `kind` first). */
 const MANIFEST_PREFIX = Buffer.from(`{"kind":${JSON.stringify(MANIFEST_KIND)},`);
-/** Opened for reading, never through a planted symbolic link, never waiting on a FIFO or a device. */
-const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 const isMissing = (err: unknown) => (err as { code?: unknown }).code === 'ENOENT';
 
@@ -100,7 +99,7 @@ export async function manifestStreamsAt(path: string, digest: string): Promise<s
   let buf: Buffer;
   let fh: fsp.FileHandle;
   try {
-    fh = await fsp.open(path, READ_FLAGS);
+    fh = await fsp.open(path, READ_STORE_FILE);
   } catch (err) {
     const code = (err as { code?: unknown }).code;
     // Gone, or a symbolic link (ELOOP): not a manifest this store wrote.

@@ -74,8 +74,15 @@ export async function acquireGcLock(store: Store, timeoutMs: number): Promise<Gc
 
 async function readHolder(path: string): Promise<{ pid: number; mtimeMs: number; ino: number } | undefined> {
   try {
-    const [text, st] = await Promise.all([fsp.readFile(path, 'utf8'), fsp.stat(path)]);
-    return { pid: Number(text.trim()), mtimeMs: st.mtimeMs, ino: st.ino };
+    // Without blocking: a FIFO in the lock's place is no holder (and is never broken: it is not stale).
+    const fh = await fsp.open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+    try {
+      const st = await fh.stat();
+      if (!st.isFile()) return undefined;
+      return { pid: Number((await fh.readFile('utf8')).trim()), mtimeMs: st.mtimeMs, ino: st.ino };
+    } finally {
+      await fh.close();
+    }
   } catch {
     return undefined;
   }

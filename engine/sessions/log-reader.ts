@@ -3,10 +3,10 @@
  * only lines whose checksum matches. A torn or corrupted line is skipped and
  * counted, never fatal; the lines after it still count.
  */
-import { promises as fsp } from 'node:fs';
+import { constants, promises as fsp } from 'node:fs';
 import type { XXHashAPI } from 'xxhash-wasm';
 import type { Store } from '../../store/store.js';
-import { NotFoundError, toSluiceError } from '../protocol/errors.js';
+import { IntegrityError, NotFoundError, toSluiceError } from '../protocol/errors.js';
 import { loadHasher, unframeLine } from './frame.js';
 import { parseRecord, type SessionRecord } from './records.js';
 import { assertSessionId, eventLogPath } from './session-id.js';
@@ -170,14 +170,25 @@ export async function scanOpenLog(
 
 async function openLog(store: Store, id: string): Promise<fsp.FileHandle> {
   assertSessionId(id);
+  let fh: fsp.FileHandle;
   try {
-    return await fsp.open(eventLogPath(store.layout, id), 'r');
+    // Non-blocking: a FIFO in the log's place must not hold a thread (it is refused below).
+    fh = await fsp.open(eventLogPath(store.layout, id), constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (err) {
     if ((err as { code?: unknown }).code === 'ENOENT') {
       throw new NotFoundError(`no session ${JSON.stringify(id)} in the store`, { session: id });
     }
     throw toSluiceError(err, 'EDISK');
   }
+  try {
+    if (!(await fh.stat()).isFile()) {
+      throw new IntegrityError(`the event log of session ${JSON.stringify(id)} is not a regular file`, { session: id });
+    }
+  } catch (err) {
+    await fh.close();
+    throw toSluiceError(err, 'EDISK');
+  }
+  return fh;
 }
 
 /** What one line is; an intact record goes to `onRecord`. */

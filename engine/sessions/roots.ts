@@ -12,7 +12,7 @@
  * Reading fails (and so does the collection) rather than under-reporting
  * roots when a log or pin cannot be read.
  */
-import { promises as fsp } from 'node:fs';
+import { constants, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { parsePinJournal } from '../../store/pins.js';
 import type { Store } from '../../store/store.js';
@@ -42,10 +42,10 @@ export async function scanPins(store: Store, owners: OwnerCheck): Promise<PinSca
     let text: string;
     let mtimeMs: number;
     try {
-      const st = await fsp.stat(path);
-      if (!st.isFile()) continue;
-      mtimeMs = st.mtimeMs;
-      text = await fsp.readFile(path, 'latin1');
+      const read = await readRegularFile(path);
+      // Not a regular file (a FIFO, a directory): not a pin this store wrote.
+      if (!read) continue;
+      ({ text, mtimeMs } = read);
     } catch (err) {
       // Released while we looked: it protects nothing any more.
       if ((err as { code?: unknown }).code === 'ENOENT') continue;
@@ -205,6 +205,22 @@ async function appendedSince(store: Store, held: readonly HeldLog[]): Promise<Se
     throw toSluiceError(err, 'EDISK');
   }
   return out;
+}
+
+/**
+ * The text (latin1) and mtime of the file at `path`, or undefined when it is
+ * not a regular file. Opened without blocking, so a FIFO planted in its place
+ * cannot hold a thread; errors (ENOENT included) are the caller's.
+ */
+export async function readRegularFile(path: string): Promise<{ text: string; mtimeMs: number } | undefined> {
+  const fh = await fsp.open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+  try {
+    const st = await fh.stat();
+    if (!st.isFile()) return undefined;
+    return { text: await fh.readFile('latin1'), mtimeMs: st.mtimeMs };
+  } finally {
+    await fh.close();
+  }
 }
 
 /** Entries of `dir`, or none when it does not exist. */
