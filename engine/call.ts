@@ -19,6 +19,7 @@ import type { ToolOutputOptions } from './presentation/options.js';
 import { renderPageView } from './presentation/page-view.js';
 import { isToolProcessGroup, killProcessGroup } from './process-group.js';
 import {
+  BadArgumentsError,
   CancelledError,
   DeniedError,
   deserializeError,
@@ -31,6 +32,7 @@ import {
   toSluiceError,
   WorkerCrashError,
 } from './protocol/errors.js';
+import { MAX_TIMER_MS } from './protocol/limits.js';
 import type { PreparedOperation, WireCompletion, WorkerMessage } from './protocol/messages.js';
 import { wireCompletionSchema } from './protocol/messages.js';
 import { CallEndpoint, Comlink, installErrorTransfer } from './protocol/rpc.js';
@@ -71,7 +73,9 @@ export interface CallOptions {
   /**
    * Fails the call with ETIMEOUT after this many milliseconds, counted from
    * the call's start: time spent waiting for a free worker (and, for the first
-   * call of a fresh engine, for a worker to boot) counts.
+   * call of a fresh engine, for a worker to boot) counts. Above 0 and at most
+   * 2^31-1 (about 24.8 days, the longest a timer waits); anything else is
+   * EBADARGS, synchronously from `Engine.call`.
    */
   timeoutMs?: number;
   /** The call's id. @default a random UUID */
@@ -135,6 +139,7 @@ export class Call {
   private readonly unlinkSignal: (() => void) | undefined;
 
   constructor(deps: CallDeps, tool: ToolInfo, args: unknown, options: CallOptions) {
+    assertTimeout(options.timeoutMs);
     this.deps = deps;
     this.tool = tool;
     this.args = args;
@@ -567,6 +572,17 @@ export class Call {
   /** The live display so far (bounded). */
   get liveDisplay(): string {
     return this.live.text;
+  }
+}
+
+/** Throws EBADARGS unless `ms` is absent or a duration a timer can wait (setTimeout fires after 1 ms beyond 2^31-1). */
+function assertTimeout(ms: unknown): void {
+  if (ms === undefined) return;
+  if (typeof ms !== 'number' || !(ms > 0) || ms > MAX_TIMER_MS) {
+    throw new BadArgumentsError(
+      `timeoutMs must be a number of milliseconds above 0 and at most ${MAX_TIMER_MS}, got ${JSON.stringify(ms) ?? String(ms)}`,
+      { timeoutMs: typeof ms === 'number' && Number.isFinite(ms) ? ms : String(ms) },
+    );
   }
 }
 

@@ -15,3 +15,12 @@ export const MAX_CHUNK_BYTES = 256 * 1024;
 
 /** Smallest credit window an engine accepts. */
 export const MIN_WINDOW_BYTES = 64 * 1024;
+
+/**
+ * Longest delay a timer can wait: Node's setTimeout takes a signed 32-bit
+ * count of milliseconds (about 24.8 days) and fires after 1 ms for anything
+ * larger. Every duration a caller chooses (a call's `timeoutMs`, bash's
+ * `timeout`, the grace period, the server's intervals) is refused above this
+ * instead of firing at once.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;

@@ -14,6 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Engine } from '../engine.js';
 import { BadArgumentsError, BadOptionError, ClosedError, NotFoundError } from '../protocol/errors.js';
 import { firstIssue } from '../protocol/issues.js';
+import { MAX_TIMER_MS } from '../protocol/limits.js';
 import { PROTOCOL_VERSION } from '../protocol/wire.js';
 import { z } from '../protocol/zod.js';
 import { bearerMatches } from './auth.js';
@@ -79,8 +80,8 @@ const optionsSchema = z.strictObject({
     .nonnegative()
     .default(15 * 60 * 1000),
   maxActiveCalls: positive.default(1024),
-  heartbeatMs: positive.default(15_000),
-  shutdownGraceMs: z.number().int().nonnegative().default(5000),
+  heartbeatMs: positive.max(MAX_TIMER_MS).default(15_000),
+  shutdownGraceMs: z.number().int().nonnegative().max(MAX_TIMER_MS).default(5000),
 });
 
 type Resolved = z.output<typeof optionsSchema>;
