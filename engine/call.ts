@@ -18,6 +18,7 @@ import { assertModelViewWithinBound, previewBudget, renderModelView } from './pr
 import type { ToolOutputOptions } from './presentation/options.js';
 import { renderPageView } from './presentation/page-view.js';
 import { isToolProcessGroup, killProcessGroup } from './process-group.js';
+import type { ProcessGuard } from './process-guard.js';
 import {
   BadArgumentsError,
   CancelledError,
@@ -85,6 +86,8 @@ export interface CallOptions {
 /** Everything a call needs from its engine. */
 export interface CallDeps {
   pool: WorkerPool;
+  /** Where the call's process groups are tracked outside the engine (its watchdog). */
+  processes?: ProcessGuard;
   store: Store;
   settings: CallSettings;
   approve: ApprovalPolicy;
@@ -278,7 +281,10 @@ export class Call {
         return;
       }
       case 'proc':
-        if (isToolProcessGroup(m.pid)) this.pgids.add(m.pid);
+        if (isToolProcessGroup(m.pid) && !this.pgids.has(m.pid)) {
+          this.pgids.add(m.pid);
+          this.deps.processes?.track(m.pid);
+        }
         return;
       case 'rpc':
         // Host services are exposed on first use: most calls never ask for them.
@@ -566,7 +572,12 @@ export class Call {
 
   /** Kills every process group the tool registered (synchronous: also used from a process 'exit' hook). */
   killProcessGroups(): void {
-    for (const pid of this.pgids) killProcessGroup(pid);
+    for (const pid of this.pgids) {
+      killProcessGroup(pid);
+      this.deps.processes?.untrack(pid);
+    }
+    // Killed once: a later call (the exit hook after finish) must not kill a pid reused meanwhile.
+    this.pgids.clear();
   }
 
   /** The live display so far (bounded). */

@@ -14,6 +14,7 @@ import type { McpServers } from './mcp/servers.js';
 import type { EngineOptions, ResolvedOptions } from './options.js';
 import { BUILTIN_NAMES, builtinTool } from './paths.js';
 import { defaultPoolOptions, earlyPoolOptions, type PoolOptions, WorkerPool } from './pool.js';
+import type { ProcessGuard } from './process-guard.js';
 import type { ReadOptions, ReadResult } from './read.js';
 import type { Registry, ToolInfo } from './registry.js';
 import type { CallEvent, TerminalResult } from './result.js';
@@ -110,6 +111,7 @@ export class Engine {
   private readonly approve: ApprovalPolicy;
   private readonly recorder: CallRecorder | undefined;
   private readonly sessionLog: LazySessionLog;
+  private readonly processes: ProcessGuard;
   private readonly runtime: Runtime;
   private closed = false;
 
@@ -129,6 +131,7 @@ export class Engine {
     this.approve = init.approve ?? defaultApproval(options.cwd);
     this.sessionLog = new runtime.LazySessionLog(store);
     this.recorder = init.recorder ?? this.sessionLog;
+    this.processes = new runtime.ProcessGuard(store.layout.procs);
   }
 
   /** Opens an engine on a store (created when missing). */
@@ -161,6 +164,8 @@ export class Engine {
         }
       }
       openEngines.add(engine);
+      // Groups left running by an engine that died with its watchdog: killed without delaying the open.
+      void runtime.reapOrphans(store).catch(() => {});
       return engine;
     } catch (err) {
       await pool?.close().catch(() => {});
@@ -227,6 +232,7 @@ export class Engine {
     const call = new this.runtime.Call(
       {
         pool: this.pool,
+        processes: this.processes,
         store: this.store,
         settings: this.options,
         approve: this.approve,
@@ -374,6 +380,8 @@ export class Engine {
         throw this.runtime.toSluiceError(err);
       });
     } finally {
+      // Every call has ended and killed its groups: the watchdog has nothing left to kill.
+      await this.processes.close();
       // Whatever failed above, the store's descriptors and its pin journal go.
       await this.store.close();
       openEngines.delete(this);

@@ -13,6 +13,8 @@ export { EventHub } from './events/hub.js';
 export { assertJsonArgs } from './json-args.js';
 export { LazySessionLog } from './lazy-session-log.js';
 export { resolveOptions } from './options.js';
+export { reapOrphans } from './orphans.js';
+export { ProcessGuard } from './process-guard.js';
 export { ClosedError, toSluiceError } from './protocol/errors.js';
 export { READ_TOOL, readArgs, readCallOptions, readResultOf } from './read.js';
 export { Registry } from './registry.js';

@@ -9,6 +9,7 @@
  *     <root>/sessions/<id>/events.log        session event logs (engine/sessions/)
  *     <root>/gc/lock                         held by the running garbage collection (owner pid inside)
  *     <root>/gc/trash/<pid>-<random>/<digest> blobs a collection is about to delete (tombstones)
+ *     <root>/procs/<pid>-<random>.pgids      process groups of engine <pid>'s calls (for the orphan reaper)
  */
 import { join } from 'node:path';
 
@@ -24,6 +25,8 @@ export class StoreLayout {
   readonly gc: string;
   /** Tombstones: blobs a collection moved aside while it re-checks the pins (readers look here on a miss). */
   readonly trash: string;
+  /** Journals of the process groups engines' calls run, written by their watchdogs (engine/process-guard.ts). */
+  readonly procs: string;
 
   constructor(root: string) {
     this.root = root;
@@ -34,6 +37,7 @@ export class StoreLayout {
     this.sessions = join(root, 'sessions');
     this.gc = join(root, 'gc');
     this.trash = join(root, 'gc', 'trash');
+    this.procs = join(root, 'procs');
   }
 
   /** Path of the blob with `digest` (which must already be validated as 64 lowercase hex). */

@@ -26,6 +26,7 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { MAX_MANIFEST_BYTES } from '../../store/manifest.js';
 import type { Store } from '../../store/store.js';
+import { reapOrphans } from '../orphans.js';
 import { BadOptionError, toSluiceError } from '../protocol/errors.js';
 import { type ListedBlob, listBlobs, manifestStreams } from './gc-blobs.js';
 import { acquireGcLock } from './gc-lock.js';
@@ -80,6 +81,8 @@ export interface GcReport {
   indexRemoved: number;
   /** Tombstones of a dead collection restored. */
   trashRecovered: number;
+  /** Process groups of calls whose engine died (with its watchdog) killed (engine/orphans.ts). */
+  orphanGroupsKilled: number;
   durationMs: number;
 }
 
@@ -121,6 +124,7 @@ export async function collectGarbage(store: Store, options: GcOptions = {}): Pro
       pinsReclaimed: 0,
       indexRemoved: 0,
       trashRecovered: dryRun ? 0 : await recoverTrash(store),
+      orphanGroupsKilled: dryRun ? 0 : (await reapOrphans(store)).killed,
       durationMs: 0,
     };
     // The order below is the safety argument: blobs first, then pins, then records.
