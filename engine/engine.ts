@@ -27,6 +27,7 @@ import type {
   SessionSummary,
   SessionVerifyReport,
 } from './sessions/index.js';
+import type { SignalOptions } from './signals.js';
 
 /** The modules Engine.open loads once the first worker has started (engine/runtime.ts). */
 type Runtime = typeof import('./runtime.js');
@@ -112,6 +113,7 @@ export class Engine {
   private readonly recorder: CallRecorder | undefined;
   private readonly sessionLog: LazySessionLog;
   private readonly processes: ProcessGuard;
+  private unhandleSignals: (() => void) | undefined;
   private readonly runtime: Runtime;
   private closed = false;
 
@@ -363,10 +365,36 @@ export class Engine {
     for (const c of this.calls.values()) c.killProcessGroups();
   }
 
+  /** Cancels every running call with `reason`. @internal */
+  cancelAll(reason: string): void {
+    for (const c of this.calls.values()) c.cancel(reason);
+  }
+
+  /**
+   * Opts in to a clean end on termination signals (default SIGTERM and
+   * SIGHUP): instead of dying at once with its calls unrecorded, the process
+   * cancels every running call of this engine, waits until their cancelled
+   * results are recorded and their process groups killed, closes the engine
+   * and exits with 128 + the signal's number (143, 129); a second signal
+   * exits at once. With `exit: false` it only closes the engine. Returns a
+   * function that stops handling them; closing the engine does too.
+   */
+  handleSignals(options: SignalOptions = {}): () => void {
+    this.assertOpen();
+    this.unhandleSignals?.();
+    const undo = this.runtime.handleSignals(this, options);
+    this.unhandleSignals = undo;
+    return () => {
+      if (this.unhandleSignals === undo) this.unhandleSignals = undefined;
+      undo();
+    };
+  }
+
   /** Cancels running calls, waits for their terminal results, and stops the workers. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.unhandleSignals?.();
     const pending = [...this.calls.values()];
     for (const c of pending) c.cancel('the engine is closing');
     await Promise.all(pending.map((c) => c.result));

@@ -23,9 +23,12 @@ export interface Host {
 
 const hosts: Host[] = [];
 
-/** Starts a host on `store` running `command` in `session`, and resolves once the call is running. */
-export async function startHost(store: string, session: string, command: string): Promise<Host> {
-  const child = spawn(process.execPath, [HOST, store, session], {
+/**
+ * Starts a host on `store` running `command` in `session` (opted in to
+ * `engine.handleSignals()` when `signals`), and resolves once the call is running.
+ */
+export async function startHost(store: string, session: string, command: string, signals = false): Promise<Host> {
+  const child = spawn(process.execPath, [HOST, store, session, ...(signals ? ['signals'] : [])], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, HOST_COMMAND: command },
   });

@@ -67,6 +67,6 @@ describe('a stalled subscriber', () => {
     expect(late.at(-1)?.data).toBe(normal.at(-1)?.data);
     expect(JSON.parse(late.at(-1)?.data as string).result).toEqual(r);
     s.child.child.kill('SIGTERM');
-    expect(await s.child.exited).toBe(0);
+    expect(await s.child.exited).toBe(143);
   });
 });

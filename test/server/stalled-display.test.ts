@@ -64,6 +64,6 @@ describe('a stalled subscriber', () => {
     expect(Buffer.byteLength(body)).toBeLessThan(16 * MiB);
     expect(JSON.parse(late.at(-1)?.data as string).result).toEqual(r);
     s.child.child.kill('SIGTERM');
-    expect(await s.child.exited).toBe(0);
+    expect(await s.child.exited).toBe(143);
   });
 });
