@@ -50,7 +50,11 @@ export type ApprovalPolicy = (
 export interface CallRecorder {
   /** A call started. */
   started(info: { callId: string; tool: ToolInfo; args: unknown; session?: string; at: string }): Promise<void>;
-  /** A call ended; must be durable when the promise resolves (the publication pin is released after). */
+  /**
+   * A call ended; must be durable when the promise resolves (the publication
+   * pin is released after). When it rejects, it is called once more with the
+   * failed result the caller then gets (status `failed`, the recording error).
+   */
   completed(result: TerminalResult): Promise<void>;
 }
 
@@ -520,6 +524,9 @@ export class Call {
       result.error = serializeError(e);
       result.model = this.withStatusLine(result.model, 'failed', false, e, undefined);
       result.display = this.finalDisplay('failed', completion, e, result.durationMs);
+      // Once more, with the failure the caller gets: a write that failed part-way left at most a torn
+      // line, which replay skips, and would otherwise show this call as interrupted.
+      await this.deps.recorder?.completed(result).catch(() => {});
     } finally {
       // Terminal references are durable (or recording failed): the publication protection can go.
       await pin?.release();
