@@ -18,5 +18,5 @@ export { ProcessGuard } from './process-guard.js';
 export { ClosedError, toSluiceError } from './protocol/errors.js';
 export { READ_TOOL, readArgs, readCallOptions, readResultOf } from './read.js';
 export { Registry } from './registry.js';
-export { handleSignals } from './signals.js';
 export { assertSessionId } from './sessions/session-id.js';
+export { handleSignals } from './signals.js';

@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { constants, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
+import { makeDirs } from '../../store/io.js';
 import type { Store } from '../../store/store.js';
 import { TimeoutError, toSluiceError } from '../protocol/errors.js';
 import { OwnerCheck } from './owners.js';
@@ -32,7 +33,7 @@ export function gcLockPath(store: Store): string {
 export async function acquireGcLock(store: Store, timeoutMs: number): Promise<GcLock> {
   const path = gcLockPath(store);
   const deadline = Date.now() + timeoutMs;
-  await fsp.mkdir(store.layout.gc, { recursive: true, mode: 0o700 }).catch((err) => {
+  await makeDirs(store.layout.gc).catch((err) => {
     throw toSluiceError(err, 'EDISK');
   });
   for (;;) {

@@ -15,7 +15,7 @@
 import { constants, promises as fsp } from 'node:fs';
 import { dirname } from 'node:path';
 import type { StoreFile } from '../../store/file.js';
-import { type StoreIO, writeAll } from '../../store/io.js';
+import { makeDirs, type StoreIO, writeAll } from '../../store/io.js';
 import type { Store } from '../../store/store.js';
 import { IntegrityError, toSluiceError } from '../protocol/errors.js';
 import { eventLogPath } from './session-id.js';
@@ -55,7 +55,12 @@ export class EventLogWriter {
     const dir = dirname(path);
     const io = store.io;
     try {
-      const created = (await fsp.mkdir(dir, { recursive: true, mode: 0o700 })) !== undefined;
+      const created =
+        (await fsp.mkdir(dir, { recursive: true, mode: 0o700 }).catch(async (err: { code?: unknown }) => {
+          // Node says ENOENT when it cannot create the last directory: learn why (EROFS, EACCES).
+          if (err?.code === 'ENOENT') await makeDirs(dir);
+          throw err;
+        })) !== undefined;
       // Non-blocking: opening a FIFO in the log's place for writing must fail (ENXIO), not wait for a reader.
       const handle = await io.open(
         path,

@@ -27,8 +27,8 @@ import { verifyWithSessions } from '../../engine/sessions/verify.js';
 import { encodeManifest } from '../../store/manifest.js';
 import { Store } from '../../store/store.js';
 import { heldPins, tempStore } from '../store/helpers.js';
-import { mountCoarseFs } from './coarse-fs.js';
 import { allBlobsIntact, streamsResult, unreadable } from './helpers.js';
+import { mountCoarseFs } from './mounts.js';
 
 const GC_LOOP = fileURLToPath(new URL('../fixtures/sessions/gc-loop.mjs', import.meta.url));
 const CALLS = 300;

@@ -1,8 +1,11 @@
 /**
- * A filesystem with 1-second timestamps for tests: ext4 with 128-byte inodes
- * (`mkfs.ext4 -I 128` has no room for nanoseconds), in a sparse image file,
- * loop-mounted. Only root can mount; elsewhere {@link mountCoarseFs} says why
- * it could not, and the test skips with that reason.
+ * Filesystems for tests, mounted by the test (only root can; elsewhere these
+ * say why they could not, and the test skips with that reason):
+ *
+ * - {@link mountCoarseFs}: 1-second timestamps, ext4 with 128-byte inodes
+ *   (`mkfs.ext4 -I 128` has no room for nanoseconds), in a sparse image
+ *   file, loop-mounted;
+ * - {@link bindReadOnly}: a read-only view of a directory (a bind mount).
  */
 import { execFile } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
@@ -12,7 +15,7 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-/** A mounted coarse-timestamp filesystem; `unmount` removes it and its image. */
+/** A filesystem a test mounted; `unmount` removes it (and its image, if it has one). */
 export interface CoarseFs {
   /** The mount point: an empty directory on the filesystem. */
   dir: string;
@@ -53,4 +56,26 @@ export async function mountCoarseFs(sizeMiB = 256): Promise<CoarseFs | { reason:
     await remove().catch(() => {});
     return { reason: `could not create the filesystem: ${(err as Error).message.split('\n')[0]}` };
   }
+}
+
+/** A read-only bind mount of `dir`; `unmount` removes it (`dir` itself stays). */
+export async function bindReadOnly(dir: string): Promise<CoarseFs | { reason: string }> {
+  if (process.platform !== 'linux') return { reason: `bind mounts need Linux, this is ${process.platform}` };
+  if (process.getuid?.() !== 0) return { reason: 'a bind mount needs root' };
+  const view = await fsp.mkdtemp(join(tmpdir(), 'sluice-ro-'));
+  try {
+    await run('mount', ['--bind', dir, view]);
+    await run('mount', ['-o', 'remount,bind,ro', view]);
+  } catch (err) {
+    await run('umount', [view]).catch(() => {});
+    await fsp.rm(view, { recursive: true, force: true });
+    return { reason: `could not bind-mount read-only: ${(err as Error).message.split('\n')[0]}` };
+  }
+  return {
+    dir: view,
+    unmount: async () => {
+      await run('umount', [view]).catch(() => run('umount', ['-l', view]));
+      await fsp.rmdir(view);
+    },
+  };
 }
