@@ -37,3 +37,31 @@ export async function openTombstoned(store: Store, digest: string): Promise<Stor
     return undefined;
   }
 }
+
+/**
+ * Digests among `digests` that are not at their address but lie among the
+ * tombstones (of a collection running now, or of one that died mid-sweep,
+ * which the next collection puts back). Readers find them there.
+ */
+export async function tombstoned(store: Store, digests: Iterable<string>): Promise<Set<string>> {
+  const found = new Set<string>();
+  let owners: string[];
+  try {
+    owners = await fsp.readdir(store.layout.trash);
+  } catch {
+    return found;
+  }
+  for (const d of digests) {
+    for (const owner of owners) {
+      try {
+        if ((await fsp.lstat(join(store.layout.trash, owner, d))).isFile()) {
+          found.add(d);
+          break;
+        }
+      } catch {
+        // Not in this one.
+      }
+    }
+  }
+  return found;
+}

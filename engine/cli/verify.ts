@@ -24,7 +24,7 @@ every blob a manifest references is present, and that every blob a live call
 of a session log references is present. Removes nothing.
 Exits 1 when anything is corrupt or missing.
 
-  --json         print { scanned, ok, corrupt, missing, unexpected, records, corruptLines }
+  --json         print { scanned, ok, corrupt, missing, tombstoned, unexpected, records, corruptLines }
   --store DIR    the store (default: $SLUICE_STORE, else ./.sluice)
 `;
 
@@ -53,6 +53,9 @@ export const command: Command = {
           `${report.corrupt.length} corrupt, ${report.missing.length} missing`,
         ...report.corrupt.map((d) => `corrupt ${d}`),
         ...report.missing.map((d) => `missing ${d}`),
+        ...report.tombstoned.map(
+          (d) => `tombstoned ${d} (moved aside by a collection; readable, put back by the next sluice gc)`,
+        ),
         // File names under blobs/ and call ids in logs are not ours to trust on a terminal.
         ...report.unexpected.map((p) => `unexpected ${sanitizeForTerminal(p)} (not a blob name; left alone)`),
         ...report.records.map(

@@ -9,7 +9,14 @@ import { filesUnder, flipBit, sha256, tempDir, tempStore } from './helpers.js';
 describe('store verification', () => {
   it('reports an empty store as clean', async () => {
     const store = await tempStore();
-    expect(await store.verify()).toEqual({ scanned: 0, ok: 0, corrupt: [], missing: [], unexpected: [] });
+    expect(await store.verify()).toEqual({
+      scanned: 0,
+      ok: 0,
+      corrupt: [],
+      missing: [],
+      tombstoned: [],
+      unexpected: [],
+    });
   });
 
   it('hashes every blob and reports a clean store, manifests included', async () => {
@@ -20,7 +27,14 @@ describe('store verification', () => {
       encodeManifest([{ name: 'stdout', digest: out.digest, bytes: out.bytes, lines: out.lines }]),
     );
     expect(big.digest).not.toBe(manifest.digest);
-    expect(await store.verify()).toEqual({ scanned: 3, ok: 3, corrupt: [], missing: [], unexpected: [] });
+    expect(await store.verify()).toEqual({
+      scanned: 3,
+      ok: 3,
+      corrupt: [],
+      missing: [],
+      tombstoned: [],
+      unexpected: [],
+    });
   });
 
   it('lists truncated, extended and bit-flipped blobs as corrupt (sorted) and removes nothing', async () => {
@@ -39,6 +53,7 @@ describe('store verification', () => {
       ok: 1,
       corrupt: bad.map((b) => b.digest).sort(),
       missing: [],
+      tombstoned: [],
       unexpected: [],
     });
     expect(await filesUnder(dir)).toEqual(before);
