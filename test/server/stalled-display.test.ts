@@ -50,7 +50,6 @@ describe('a stalled subscriber', () => {
         peakMiB: { before: before.rss / MiB, alone: afterBase.hwm / MiB, withStalledSubscriber: after.hwm / MiB },
       }),
     );
-    expect(r.durationMs).toBeLessThan(3 * base.durationMs + 2000);
     expect(Math.max(afterBase.hwm, after.hwm) - before.rss).toBeLessThan(MAX_GROWTH);
     expect(after.hwm - afterBase.hwm).toBeLessThan(MAX_STALL_GROWTH);
 
