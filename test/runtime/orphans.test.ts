@@ -9,7 +9,7 @@
  * The waits below only bound a failing test; what is asserted is that the
  * processes end, never how fast.
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -23,14 +23,17 @@ import { tempDir } from '../store/helpers.js';
 import { closeEngines, openEngine, pgrep, uniqueSleep } from './helpers.js';
 import { eventually, running, startHost, stopHosts, watchdogOf } from './host.js';
 
-const spawned: number[] = [];
+const spawned: ChildProcess[] = [];
 
 afterEach(async () => {
   await stopHosts();
   await closeEngines();
-  for (const pid of spawned.splice(0)) {
+  for (const child of spawned.splice(0)) {
+    // Only while the leader is not reaped (alive, or a zombie of ours): its pid, the group's id, cannot
+    // have been handed to another process then.
+    if (child.exitCode !== null || child.signalCode !== null) continue;
     try {
-      process.kill(-pid, 'SIGKILL');
+      process.kill(-(child.pid as number), 'SIGKILL');
     } catch {
       // Gone.
     }
@@ -41,7 +44,7 @@ afterEach(async () => {
 function detachedSleep(): number {
   const child = spawn('sleep', ['1000'], { detached: true, stdio: 'ignore' });
   child.unref();
-  spawned.push(child.pid as number);
+  spawned.push(child);
   return child.pid as number;
 }
 
