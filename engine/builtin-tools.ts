@@ -29,10 +29,10 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinName, ToolDescription>> = {
           description: 'The command, run as bash -c <command>',
         },
         timeout: {
-          description: 'Milliseconds before the command is killed',
+          description: 'Milliseconds before the command is killed (at most 2147483647)',
           type: 'integer',
           exclusiveMinimum: 0,
-          maximum: 9007199254740991,
+          maximum: 2147483647,
         },
         cwd: {
           description: 'Working directory (default: the engine working directory)',

@@ -19,7 +19,9 @@ import { assertModelViewWithinBound, previewBudget, renderModelView } from './pr
 import type { ToolOutputOptions } from './presentation/options.js';
 import { renderPageView } from './presentation/page-view.js';
 import { isToolProcessGroup, killProcessGroup } from './process-group.js';
+import type { ProcessGuard } from './process-guard.js';
 import {
+  BadArgumentsError,
   CancelledError,
   DeniedError,
   deserializeError,
@@ -33,7 +35,7 @@ import {
   toSluiceError,
   WorkerCrashError,
 } from './protocol/errors.js';
-import { COMPLETION_BOUNDS } from './protocol/limits.js';
+import { COMPLETION_BOUNDS, MAX_TIMER_MS } from './protocol/limits.js';
 import type { PreparedOperation, TextKind, WireCompletion, WorkerMessage } from './protocol/messages.js';
 import { wireCompletionSchema } from './protocol/messages.js';
 import { CallEndpoint, Comlink, installErrorTransfer } from './protocol/rpc.js';
@@ -51,7 +53,11 @@ export type ApprovalPolicy = (
 export interface CallRecorder {
   /** A call started. */
   started(info: { callId: string; tool: ToolInfo; args: unknown; session?: string; at: string }): Promise<void>;
-  /** A call ended; must be durable when the promise resolves (the publication pin is released after). */
+  /**
+   * A call ended; must be durable when the promise resolves (the publication
+   * pin is released after). When it rejects, it is called once more with the
+   * failed result the caller then gets (status `failed`, the recording error).
+   */
   completed(result: TerminalResult): Promise<void>;
 }
 
@@ -75,7 +81,9 @@ export interface CallOptions {
   /**
    * Fails the call with ETIMEOUT after this many milliseconds, counted from
    * the call's start: time spent waiting for a free worker (and, for the first
-   * call of a fresh engine, for a worker to boot) counts.
+   * call of a fresh engine, for a worker to boot) counts. Above 0 and at most
+   * 2^31-1 (about 24.8 days, the longest a timer waits); anything else is
+   * EBADARGS, synchronously from `Engine.call`.
    */
   timeoutMs?: number;
   /** The call's id. @default a random UUID */
@@ -91,6 +99,8 @@ export interface InternalCallOptions {
 /** Everything a call needs from its engine. */
 export interface CallDeps {
   pool: WorkerPool;
+  /** Where the call's process groups are tracked outside the engine (its watchdog). */
+  processes?: ProcessGuard;
   store: Store;
   settings: CallSettings;
   approve: ApprovalPolicy;
@@ -151,6 +161,7 @@ export class Call {
   private readonly keepPage: boolean;
 
   constructor(deps: CallDeps, tool: ToolInfo, args: unknown, options: CallOptions, internal: InternalCallOptions = {}) {
+    assertTimeout(options.timeoutMs);
     this.deps = deps;
     this.keepPage = internal.keepPage === true;
     this.tool = tool;
@@ -292,7 +303,10 @@ export class Call {
         return;
       }
       case 'proc':
-        if (isToolProcessGroup(m.pid)) this.pgids.add(m.pid);
+        if (isToolProcessGroup(m.pid) && !this.pgids.has(m.pid)) {
+          this.pgids.add(m.pid);
+          this.deps.processes?.track(m.pid);
+        }
         return;
       case 'rpc':
         // Host services are exposed on first use: most calls never ask for them.
@@ -590,6 +604,9 @@ export class Call {
       result.error = serializeError(e);
       result.model = this.withStatusLine(result.model, 'failed', false, e, undefined, undefined);
       result.display = this.finalDisplay('failed', completion, e, result.durationMs, false, result.output);
+      // Once more, with the failure the caller gets: a write that failed part-way left at most a torn
+      // line, which replay skips, and would otherwise show this call as interrupted.
+      await this.deps.recorder?.completed(result).catch(() => {});
     } finally {
       // Terminal references are durable (or recording failed): the publication protection can go.
       await pin?.release();
@@ -674,12 +691,28 @@ export class Call {
 
   /** Kills every process group the tool registered (synchronous: also used from a process 'exit' hook). */
   killProcessGroups(): void {
-    for (const pid of this.pgids) killProcessGroup(pid);
+    for (const pid of this.pgids) {
+      killProcessGroup(pid);
+      this.deps.processes?.untrack(pid);
+    }
+    // Killed once: a later call (the exit hook after finish) must not kill a pid reused meanwhile.
+    this.pgids.clear();
   }
 
   /** The live display so far (bounded). */
   get liveDisplay(): string {
     return this.live.text;
+  }
+}
+
+/** Throws EBADARGS unless `ms` is absent or a duration a timer can wait (setTimeout fires after 1 ms beyond 2^31-1). */
+function assertTimeout(ms: unknown): void {
+  if (ms === undefined) return;
+  if (typeof ms !== 'number' || !(ms > 0) || ms > MAX_TIMER_MS) {
+    throw new BadArgumentsError(
+      `timeoutMs must be a number of milliseconds above 0 and at most ${MAX_TIMER_MS}, got ${JSON.stringify(ms) ?? String(ms)}`,
+      { timeoutMs: typeof ms === 'number' && Number.isFinite(ms) ? ms : String(ms) },
+    );
   }
 }
 

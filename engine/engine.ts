@@ -14,6 +14,7 @@ import type { McpServers } from './mcp/servers.js';
 import type { EngineOptions, ResolvedOptions } from './options.js';
 import { BUILTIN_NAMES, builtinTool } from './paths.js';
 import { defaultPoolOptions, earlyPoolOptions, type PoolOptions, WorkerPool } from './pool.js';
+import type { ProcessGuard } from './process-guard.js';
 import type { ReadBytesResult, ReadOptions, ReadResult } from './read.js';
 import type { Registry, ToolInfo } from './registry.js';
 import type { CallEvent, TerminalResult } from './result.js';
@@ -26,6 +27,7 @@ import type {
   SessionSummary,
   SessionVerifyReport,
 } from './sessions/index.js';
+import type { SignalOptions } from './signals.js';
 
 /** The modules Engine.open loads once the first worker has started (engine/runtime.ts). */
 type Runtime = typeof import('./runtime.js');
@@ -110,6 +112,8 @@ export class Engine {
   private readonly approve: ApprovalPolicy;
   private readonly recorder: CallRecorder | undefined;
   private readonly sessionLog: LazySessionLog;
+  private readonly processes: ProcessGuard;
+  private unhandleSignals: (() => void) | undefined;
   private readonly runtime: Runtime;
   private closed = false;
 
@@ -129,6 +133,7 @@ export class Engine {
     this.approve = init.approve ?? defaultApproval(options.cwd);
     this.sessionLog = new runtime.LazySessionLog(store);
     this.recorder = init.recorder ?? this.sessionLog;
+    this.processes = new runtime.ProcessGuard(store.layout.procs);
   }
 
   /** Opens an engine on a store (created when missing). */
@@ -161,6 +166,8 @@ export class Engine {
         }
       }
       openEngines.add(engine);
+      // Groups left running by an engine that died with its watchdog: killed without delaying the open.
+      void runtime.reapOrphans(store).catch(() => {});
       return engine;
     } catch (err) {
       await pool?.close().catch(() => {});
@@ -236,6 +243,7 @@ export class Engine {
     const call = new this.runtime.Call(
       {
         pool: this.pool,
+        processes: this.processes,
         store: this.store,
         settings: this.options,
         approve: this.approve,
@@ -388,10 +396,36 @@ export class Engine {
     for (const c of this.calls.values()) c.killProcessGroups();
   }
 
+  /** Cancels every running call with `reason`. @internal */
+  cancelAll(reason: string): void {
+    for (const c of this.calls.values()) c.cancel(reason);
+  }
+
+  /**
+   * Opts in to a clean end on termination signals (default SIGTERM and
+   * SIGHUP): instead of dying at once with its calls unrecorded, the process
+   * cancels every running call of this engine, waits until their cancelled
+   * results are recorded and their process groups killed, closes the engine
+   * and exits with 128 + the signal's number (143, 129); a second signal
+   * exits at once. With `exit: false` it only closes the engine. Returns a
+   * function that stops handling them; closing the engine does too.
+   */
+  handleSignals(options: SignalOptions = {}): () => void {
+    this.assertOpen();
+    this.unhandleSignals?.();
+    const undo = this.runtime.handleSignals(this, options);
+    this.unhandleSignals = undo;
+    return () => {
+      if (this.unhandleSignals === undo) this.unhandleSignals = undefined;
+      undo();
+    };
+  }
+
   /** Cancels running calls, waits for their terminal results, and stops the workers. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.unhandleSignals?.();
     const pending = [...this.calls.values()];
     for (const c of pending) c.cancel('the engine is closing');
     await Promise.all(pending.map((c) => c.result));
@@ -405,6 +439,8 @@ export class Engine {
         throw this.runtime.toSluiceError(err);
       });
     } finally {
+      // Every call has ended and killed its groups: the watchdog has nothing left to kill.
+      await this.processes.close();
       // Whatever failed above, the store's descriptors and its pin journal go.
       await this.store.close();
       openEngines.delete(this);

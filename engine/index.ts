@@ -67,3 +67,4 @@ export {
   SessionRecorder,
   verifyWithSessions,
 } from './sessions/index.js';
+export type { SignalOptions } from './signals.js';

@@ -13,6 +13,7 @@ export const MODEL_STATUS_RESERVE = 1024;
 import { defaultPoolOptions, MAX_CONCURRENCY, MIN_WORKER_HEAP_MB } from './pool.js';
 import { BadOptionError } from './protocol/errors.js';
 import { firstIssue } from './protocol/issues.js';
+import { MAX_TIMER_MS } from './protocol/limits.js';
 import { MIN_WINDOW_BYTES } from './protocol/messages.js';
 
 /** Options of {@link Engine.open}. */
@@ -52,7 +53,7 @@ const schema = z.strictObject({
     .min(MIN_WINDOW_BYTES)
     .max(1024 * 1024 * 1024)
     .optional(),
-  graceMs: z.number().int().nonnegative().optional(),
+  graceMs: z.number().int().nonnegative().max(MAX_TIMER_MS).optional(),
   maxStreamBytes: positiveInt.optional(),
   workerHeapMb: positiveInt.min(MIN_WORKER_HEAP_MB).optional(),
   liveDisplayBytes: positiveInt.min(256).optional(),

@@ -10,6 +10,7 @@
 import {
   type BigIntStats,
   close,
+  constants,
   fdatasync,
   fstat,
   fsync,
@@ -20,6 +21,16 @@ import {
   write,
   writev,
 } from 'node:fs';
+
+/**
+ * Flags for reading a file the store wrote itself (a blob, a tombstone, an
+ * index): never through a symbolic link (a link planted in the store must not
+ * make it read, hash and report on a file elsewhere), and never waiting on a
+ * FIFO or a device (an open of a FIFO with no writer would hold one of
+ * libuv's four threads forever). O_NONBLOCK changes nothing for a regular
+ * file; whoever opens with these flags checks with fstat that it got one.
+ */
+export const READ_STORE_FILE = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
 
 /** An open file of the store. Close it exactly once. */
 export class StoreFile {

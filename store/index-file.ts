@@ -6,8 +6,7 @@
  * one is swallowed, because a read can always fall back to scanning.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { constants } from 'node:fs';
-import type { StoreFile } from './file.js';
+import { READ_STORE_FILE, type StoreFile } from './file.js';
 import { writeAll } from './io.js';
 import {
   decodeIndexHeader,
@@ -74,7 +73,7 @@ export function wantsIndex(bytes: number): boolean {
 
 async function openIndex(store: Store, digest: string): Promise<StoreFile | undefined> {
   try {
-    return await store.io.open(store.layout.indexPath(digest), constants.O_RDONLY);
+    return await store.io.open(store.layout.indexPath(digest), READ_STORE_FILE);
   } catch {
     // Missing or unreadable: both mean "no usable index".
     return undefined;
@@ -97,7 +96,10 @@ async function readExactly(fh: StoreFile, buf: Buffer, position: number): Promis
  * number of entries. Returns undefined when any of that is off.
  */
 async function readHeader(fh: StoreFile, blobBytes: number): Promise<IndexHeaderInfo | undefined> {
-  const { size: fileSize } = await fh.stat();
+  const st = await fh.stat();
+  // A FIFO or device planted at the index's path is no index (opened without blocking, never read).
+  if (!st.isFile()) return undefined;
+  const fileSize = st.size;
   const buf = Buffer.alloc(INDEX_HEADER_BYTES);
   if (!(await readExactly(fh, buf, 0))) return undefined;
   const h = decodeIndexHeader(buf);

@@ -10,9 +10,9 @@
  * read costs one sequential read of the blob.
  */
 import { createHash } from 'node:crypto';
-import { constants, promises as fsp } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import { BadUriError, IntegrityError, NotFoundError, toSluiceError } from '../engine/protocol/errors.js';
-import type { StoreFile } from './file.js';
+import { READ_STORE_FILE, type StoreFile } from './file.js';
 import { IndexBuilder, IndexComparer, probeIndexHeader, wantsIndex } from './index-file.js';
 import { LineScanner } from './line-index.js';
 import type { Store } from './store.js';
@@ -203,8 +203,8 @@ async function openBlobFile(store: Store, digest: string): Promise<StoreFile> {
   if (!isDigest(digest)) throw new BadUriError(`${JSON.stringify(digest)} is not a 64-character lowercase hex digest`);
   try {
     // Never through a symbolic link: a link planted in blobs/ must not make the store read (and hash,
-    // and report the hash of) a file elsewhere.
-    return await store.io.open(store.layout.blobPath(digest), constants.O_RDONLY | constants.O_NOFOLLOW);
+    // and report the hash of) a file elsewhere; never blocking on a FIFO (checked by the caller's fstat).
+    return await store.io.open(store.layout.blobPath(digest), READ_STORE_FILE);
   } catch (err) {
     if ((err as { code?: unknown }).code === 'ELOOP') {
       throw new IntegrityError(`artifact ${digest} is a symbolic link in the store, not a blob`, { digest });

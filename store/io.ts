@@ -3,7 +3,8 @@
  * {@link realIO}; tests wrap it to inject ENOSPC, EIO, EACCES, short writes and
  * fsync failures, and to record the order of durable operations.
  */
-import { constants, mkdir, rename, unlink, utimes } from 'node:fs';
+import { constants, promises as fsp, rename, unlink, utimes } from 'node:fs';
+import { dirname } from 'node:path';
 import { StoreFile } from './file.js';
 
 export { StoreFile } from './file.js';
@@ -43,6 +44,28 @@ function settle(resolve: () => void, reject: (e: unknown) => void): (err: NodeJS
   return (err) => (err ? reject(err) : resolve());
 }
 
+/**
+ * Creates `path` and its parents, mode 0700, reporting the real error: Node's
+ * recursive mkdir reports ENOENT when the last directory cannot be created
+ * (on a read-only filesystem: EROFS; without permission: EACCES), so the
+ * last step is tried again alone to learn why.
+ */
+export async function makeDirs(path: string): Promise<void> {
+  try {
+    await fsp.mkdir(path, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    const parent = dirname(path);
+    if ((err as { code?: unknown }).code !== 'ENOENT' || parent === path) throw err;
+    // The parents first, one level at a time: the first that cannot be created throws its own error.
+    await makeDirs(parent);
+    try {
+      await fsp.mkdir(path, { mode: 0o700 });
+    } catch (again) {
+      if ((again as { code?: unknown }).code !== 'EEXIST') throw again;
+    }
+  }
+}
+
 /** The real filesystem. */
 export const realIO: StoreIO = {
   open: (path, flags, mode) => StoreFile.open(path, flags, mode),
@@ -62,8 +85,8 @@ export const realIO: StoreIO = {
   rename: (from, to) => new Promise((resolve, reject) => rename(from, to, settle(resolve, reject))),
   unlink: (path) => new Promise((resolve, reject) => unlink(path, settle(resolve, reject))),
   utimes: (path, atime, mtime) => new Promise((resolve, reject) => utimes(path, atime, mtime, settle(resolve, reject))),
-  mkdir: (path) =>
-    new Promise((resolve, reject) => mkdir(path, { recursive: true, mode: 0o700 }, settle(resolve, reject))),
+  // Once per shard directory (the store remembers them): the promise API costs nothing that matters here.
+  mkdir: makeDirs,
 };
 
 /**

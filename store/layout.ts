@@ -10,6 +10,7 @@
  *     <root>/gc/lock                         held by the running garbage collection (owner pid inside)
  *     <root>/gc/trash/<pid>-<random>/<digest> blobs a collection is about to delete (tombstones)
  *     <root>/quarantine/<digest>.<inode>      corrupt blobs `sluice verify --repair` moved aside (never read)
+ *     <root>/procs/<pid>-<random>.pgids      process groups of engine <pid>'s calls (for the orphan reaper)
  */
 import { join } from 'node:path';
 
@@ -27,6 +28,8 @@ export class StoreLayout {
   readonly trash: string;
   /** Corrupt blobs moved aside by a repairing verify, kept for an operator to inspect. */
   readonly quarantine: string;
+  /** Journals of the process groups engines' calls run, written by their watchdogs (engine/process-guard.ts). */
+  readonly procs: string;
 
   constructor(root: string) {
     this.root = root;
@@ -38,6 +41,7 @@ export class StoreLayout {
     this.gc = join(root, 'gc');
     this.trash = join(root, 'gc', 'trash');
     this.quarantine = join(root, 'quarantine');
+    this.procs = join(root, 'procs');
   }
 
   /** Path of the blob with `digest` (which must already be validated as 64 lowercase hex). */

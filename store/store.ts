@@ -11,7 +11,7 @@ import { type BlobInfo, BlobWriter } from './blob-writer.js';
 import { DirSync } from './dir-sync.js';
 import type { StoreFile } from './file.js';
 import { refreshIntact } from './integrity.js';
-import { realIO, type StoreIO } from './io.js';
+import { makeDirs, realIO, type StoreIO } from './io.js';
 import { StoreLayout } from './layout.js';
 import type { Manifest } from './manifest.js';
 import { loadManifest } from './manifest-load.js';
@@ -75,7 +75,7 @@ export class Store {
     const l = store.layout;
     for (const d of [l.blobs, l.index, l.tmp, l.pins, l.sessions]) {
       try {
-        await fsp.mkdir(d, { recursive: true, mode: 0o700 });
+        await makeDirs(d);
       } catch (err) {
         // Not a directory, not writable, disk full: a typed EDISK naming the OS code, like every store write.
         throw toSluiceError(err, 'EDISK');

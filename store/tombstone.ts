@@ -8,11 +8,12 @@
  * that misses a blob therefore also looks among the tombstones, and then at
  * the address once more (a restore may have moved it back in between). The
  * content is verified against its digest as usual, and an open descriptor
- * stays valid even if the tombstone is unlinked afterwards.
+ * stays valid even if the tombstone is unlinked afterwards. What is opened
+ * may not be a regular file: the caller checks (store/file.ts, READ_STORE_FILE).
  */
-import { constants, promises as fsp } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import type { StoreFile } from './file.js';
+import { READ_STORE_FILE, type StoreFile } from './file.js';
 import type { Store } from './store.js';
 
 /** Opens the blob `digest` from a tombstone, or from its address if it was restored meanwhile; undefined when neither. */
@@ -25,14 +26,42 @@ export async function openTombstoned(store: Store, digest: string): Promise<Stor
   }
   for (const owner of owners) {
     try {
-      return await store.io.open(join(store.layout.trash, owner, digest), constants.O_RDONLY | constants.O_NOFOLLOW);
+      return await store.io.open(join(store.layout.trash, owner, digest), READ_STORE_FILE);
     } catch {
       // Not in this one.
     }
   }
   try {
-    return await store.io.open(store.layout.blobPath(digest), constants.O_RDONLY | constants.O_NOFOLLOW);
+    return await store.io.open(store.layout.blobPath(digest), READ_STORE_FILE);
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Digests among `digests` that are not at their address but lie among the
+ * tombstones (of a collection running now, or of one that died mid-sweep,
+ * which the next collection puts back). Readers find them there.
+ */
+export async function tombstoned(store: Store, digests: Iterable<string>): Promise<Set<string>> {
+  const found = new Set<string>();
+  let owners: string[];
+  try {
+    owners = await fsp.readdir(store.layout.trash);
+  } catch {
+    return found;
+  }
+  for (const d of digests) {
+    for (const owner of owners) {
+      try {
+        if ((await fsp.lstat(join(store.layout.trash, owner, d))).isFile()) {
+          found.add(d);
+          break;
+        }
+      } catch {
+        // Not in this one.
+      }
+    }
+  }
+  return found;
 }

@@ -11,6 +11,7 @@ import { toSluiceError } from '../engine/protocol/errors.js';
 import { checkBlob } from './integrity.js';
 import { tryLoadManifest } from './manifest-load.js';
 import type { Store } from './store.js';
+import { tombstoned } from './tombstone.js';
 
 /** What {@link verifyStore} found. Digest lists are sorted. */
 export interface VerifyReport {
@@ -20,8 +21,14 @@ export interface VerifyReport {
   ok: number;
   /** Digests of blobs whose content does not match their name. */
   corrupt: string[];
-  /** Digests referenced by a manifest in the store but absent from it. */
+  /** Digests referenced by a manifest in the store but absent from it (and from the tombstones). */
   missing: string[];
+  /**
+   * Digests referenced (by a manifest, or by a live session record) that are
+   * not at their address but among the tombstones of a collection: readable,
+   * and put back by the next collection when the one that moved them died.
+   */
+  tombstoned: string[];
   /** Paths (relative to the store root) under blobs/ that are not blob names; not scanned, not removed. */
   unexpected: string[];
   /** With `repair`: the corrupt blobs moved to quarantine/ (relative paths there). */
@@ -64,6 +71,7 @@ export async function verifyStore(store: Store, options: VerifyOptions = {}): Pr
     ok: 0,
     corrupt: [],
     missing: [],
+    tombstoned: [],
     unexpected: [],
     quarantined: [],
     repairFailed: [],
@@ -105,7 +113,10 @@ export async function verifyStore(store: Store, options: VerifyOptions = {}): Pr
       }
     }
   }
-  report.missing = [...referenced].filter((d) => !present.has(d)).sort();
+  const absent = [...referenced].filter((d) => !present.has(d));
+  const aside = await tombstoned(store, absent);
+  report.missing = absent.filter((d) => !aside.has(d)).sort();
+  report.tombstoned = [...aside].sort();
   return report;
 }
 

@@ -38,7 +38,7 @@ const COMMANDS: Record<string, CommandEntry> = {
     load: () => import('./gc.js'),
   },
   serve: {
-    summary: 'serve the HTTP API (calls, live events over SSE, reads, sessions) until SIGINT/SIGTERM',
+    summary: 'serve the HTTP API (calls, live events over SSE, reads, sessions) until SIGINT/SIGTERM/SIGHUP',
     load: () => import('./serve.js'),
   },
 };

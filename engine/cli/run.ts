@@ -3,11 +3,14 @@
  * runs one call on the embedded store. On a terminal the live display streams
  * to stderr and the final display replaces it at the end; stdout gets the
  * model view (or, with --json, the terminal result), so piping it gives only
- * what a model would see. Ctrl-C cancels the call cleanly (exit 130).
+ * what a model would see. Ctrl-C, SIGTERM and SIGHUP cancel the call cleanly
+ * (its cancelled result recorded, its processes killed) and exit 130, 143 or
+ * 129 as the signal would have; a second signal exits at once.
  */
 import { Engine } from '../engine.js';
 import { sanitizeForTerminal } from '../presentation/sanitize.js';
 import { BadArgumentsError, type ErrorCode } from '../protocol/errors.js';
+import { signalExitCode } from '../signals.js';
 import {
   type Command,
   EXIT_FAILURE,
@@ -23,6 +26,9 @@ import { applyConfig, loadRunConfig } from './config.js';
 
 /** Exit code of a cancelled call (128 + SIGINT, as shells report it). */
 export const EXIT_CANCELLED = 130;
+
+/** The signals that cancel the call; each exits with 128 + its number, as the default action would. */
+const CANCELLING: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 const USAGE = `Usage: sluice run <tool> [--args JSON] [--session ID] [--json] [--store DIR]
                   [--config FILE] [--plugin PATH]... [--mcp NAME=COMMAND]...
@@ -40,7 +46,8 @@ with read hints (artifact://...) for the rest.
   --mcp NAME=COMMAND [ARGS]
                   start an MCP server over stdio; its tools are NAME.<tool> (repeatable)
 
-Exit status: 0 success, 1 the tool failed, 2 bad usage or arguments, 130 cancelled.
+Exit status: 0 success, 1 the tool failed, 2 bad usage or arguments, 130 cancelled
+(Ctrl-C), 143 or 129 cancelled by SIGTERM or SIGHUP. A second signal exits at once.
 On a terminal, the live display goes to stderr while the call runs.
 `;
 
@@ -90,17 +97,20 @@ export const command: Command = {
     const engine = await Engine.open({ ...(values.store ? { store: values.store } : {}) });
     const stderr = ctx.stderr as NodeJS.WriteStream;
     const live = stderr.isTTY === true;
-    let interrupted = 0;
+    let first: NodeJS.Signals | undefined;
     let handle: ReturnType<Engine['call']> | undefined;
-    const onSigint = () => {
-      interrupted++;
-      if (interrupted > 1) process.exit(EXIT_CANCELLED);
-      handle?.cancel('interrupted (Ctrl-C)');
+    const onSignal = (sig: NodeJS.Signals) => {
+      // The process 'exit' hook kills the call's process groups.
+      if (first) process.exit(signalExitCode(first));
+      first = sig;
+      handle?.cancel(sig === 'SIGINT' ? 'interrupted (Ctrl-C)' : `sluice run received ${sig}`);
     };
-    process.on('SIGINT', onSigint);
+    for (const s of CANCELLING) process.on(s, onSignal);
     try {
       await applyConfig(engine, extra);
       handle = engine.call(tool, args, values.session ? { session: values.session } : {});
+      // A signal that came while the engine opened cancels the call as soon as it exists.
+      if (first) handle.cancel(`sluice run received ${first}`);
       const events = live ? handle.events() : undefined;
       const pump = (async () => {
         if (!events) return;
@@ -118,13 +128,13 @@ export const command: Command = {
           : forTerminal(ctx.stdout, result.model.endsWith('\n') ? result.model : `${result.model}\n`),
       );
       if (result.status === 'success') return EXIT_OK;
-      if (result.status === 'cancelled') return EXIT_CANCELLED;
+      if (result.status === 'cancelled') return first ? signalExitCode(first) : EXIT_CANCELLED;
       if (!values.json && result.error) {
         ctx.stderr.write(`${result.error.code}: ${sanitizeForTerminal(result.error.message)}\n`);
       }
       return result.error && USAGE_RESULT_CODES.has(result.error.code) ? EXIT_USAGE : EXIT_FAILURE;
     } finally {
-      process.off('SIGINT', onSigint);
+      for (const s of CANCELLING) process.off(s, onSignal);
       await engine.close();
     }
   },

@@ -1,8 +1,10 @@
 /**
  * `sluice serve [--port N] [--host ADDR] [--store DIR] ...`: the HTTP API
- * (docs/http.md) on an engine over the store, until SIGINT or SIGTERM, then a
- * clean shutdown: running calls are cancelled, finalised and recorded, event
- * streams get their terminal events, the engine closes, exit 0.
+ * (docs/http.md) on an engine over the store, until SIGINT, SIGTERM or
+ * SIGHUP, then a clean shutdown: running calls are cancelled, finalised and
+ * recorded, their processes killed, event streams get their terminal events,
+ * the engine closes; exit 0 after SIGINT, 143 after SIGTERM, 129 after
+ * SIGHUP (128 + the signal, as its default action would report).
  *
  * The bearer token is created on first start in `<store>/server.token`
  * (mode 0600) and printed that once; later starts reuse it silently.
@@ -13,6 +15,7 @@ import { BadArgumentsError } from '../protocol/errors.js';
 import { PROTOCOL_VERSION } from '../protocol/messages.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { DEFAULT_HOST, DEFAULT_PORT, startServer } from '../server/server.js';
+import { signalExitCode } from '../signals.js';
 import { type Command, EXIT_OK, HELP_OPTION, parseCommandLine, parseCount, STORE_OPTION, writeOut } from './common.js';
 import { applyConfig, loadRunConfig } from './config.js';
 import { EXIT_CANCELLED } from './run.js';
@@ -35,8 +38,9 @@ sessions. Every request needs the bearer token, created on first start in
   --subscriber-queue N
                   events queued per event-stream client before it is marked lagged (default 256)
 
-SIGINT or SIGTERM shuts down cleanly (exit 0): running calls are cancelled and
-recorded, event streams receive their terminal event. A second signal exits at once.
+SIGINT, SIGTERM or SIGHUP shuts down cleanly: running calls are cancelled and
+recorded, event streams receive their terminal event; then exit 0 (SIGINT), 143
+(SIGTERM) or 129 (SIGHUP). A second signal exits at once.
 `;
 
 const OPTIONS = {
@@ -52,23 +56,31 @@ const OPTIONS = {
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
 
-/** Resolves with the first of SIGINT or SIGTERM; a second one ends the process at once. */
+/** The signals that shut the server down. */
+const STOPPING: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+
+/** Exit status after a clean shutdown: Ctrl-C is the ordinary stop (0); otherwise what the signal's default action reports. */
+function stoppedBy(sig: NodeJS.Signals): number {
+  return sig === 'SIGINT' ? EXIT_OK : signalExitCode(sig);
+}
+
+/** Resolves with the first of {@link STOPPING}; a second one ends the process at once. */
 function firstSignal(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
-    let seen = false;
+    let seen: NodeJS.Signals | undefined;
     const on = (sig: NodeJS.Signals) => {
-      if (seen) process.exit(EXIT_CANCELLED);
-      seen = true;
+      // The process 'exit' hook kills the calls' process groups.
+      if (seen) process.exit(seen === 'SIGINT' ? EXIT_CANCELLED : signalExitCode(seen));
+      seen = sig;
       resolve(sig);
     };
-    process.on('SIGINT', on);
-    process.on('SIGTERM', on);
+    for (const s of STOPPING) process.on(s, on);
   });
 }
 
 /** The `serve` command. */
 export const command: Command = {
-  summary: 'serve the HTTP API (calls, live events over SSE, reads, sessions) until SIGINT/SIGTERM',
+  summary: 'serve the HTTP API (calls, live events over SSE, reads, sessions) until SIGINT/SIGTERM/SIGHUP',
   usage: USAGE,
   async run(argv, ctx) {
     const { values, positionals } = parseCommandLine(argv, OPTIONS, 'serve');
@@ -86,6 +98,7 @@ export const command: Command = {
     const host = values.host ?? DEFAULT_HOST;
     const extra = await loadRunConfig(values, process.cwd());
     const signal = firstSignal();
+    let sig: NodeJS.Signals;
     const engine = await Engine.open({ ...(values.store ? { store: values.store } : {}) });
     try {
       await applyConfig(engine, extra);
@@ -113,13 +126,13 @@ export const command: Command = {
           `sluice serve: warning: listening on ${host}, not loopback: anyone who can reach it and has the token can run tools\n`,
         );
       }
-      const sig = await signal;
+      sig = await signal;
       ctx.stderr.write(`sluice serve: ${sig}: shutting down\n`);
       await server.close();
     } finally {
       await engine.close();
     }
     ctx.stderr.write('sluice serve: stopped\n');
-    return EXIT_OK;
+    return stoppedBy(sig);
   },
 };

@@ -28,8 +28,8 @@ Exits 1 when anything is corrupt or missing.
   --repair       move corrupt blobs to quarantine/ in the store: they are then
                  missing instead of wrong, and the next publish of the same
                  content puts a good copy in place
-  --json         print { scanned, ok, corrupt, missing, unexpected, quarantined, repairFailed, records,
-                 corruptLines }
+  --json         print { scanned, ok, corrupt, missing, tombstoned, unexpected, quarantined,
+                 repairFailed, records, corruptLines }
   --store DIR    the store (default: $SLUICE_STORE, else ./.sluice)
 `;
 
@@ -60,6 +60,9 @@ export const command: Command = {
         ...report.quarantined.map((q) => `quarantined quarantine/${q}`),
         ...report.repairFailed.map((f) => `not quarantined ${sanitizeForTerminal(f)}`),
         ...report.missing.map((d) => `missing ${d}`),
+        ...report.tombstoned.map(
+          (d) => `tombstoned ${d} (moved aside by a collection; readable, put back by the next sluice gc)`,
+        ),
         // File names under blobs/ and call ids in logs are not ours to trust on a terminal.
         ...report.unexpected.map((p) => `unexpected ${sanitizeForTerminal(p)} (not a blob name; left alone)`),
         ...report.records.map(

@@ -40,3 +40,12 @@ export const COMPLETION_BOUNDS = {
   /** Attachments together, base64 bytes: the read tool's 20 MiB media bound, encoded. */
   attachmentsBytes: 28 * 1024 * 1024,
 } as const;
+
+/**
+ * Longest delay a timer can wait: Node's setTimeout takes a signed 32-bit
+ * count of milliseconds (about 24.8 days) and fires after 1 ms for anything
+ * larger. Every duration a caller chooses (a call's `timeoutMs`, bash's
+ * `timeout`, the grace period, the server's intervals) is refused above this
+ * instead of firing at once.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;

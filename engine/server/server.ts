@@ -9,11 +9,12 @@
  * {@link SluiceServer.close} (the CLI does).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Engine } from '../engine.js';
 import { BadArgumentsError, BadOptionError, ClosedError, NotFoundError } from '../protocol/errors.js';
 import { firstIssue } from '../protocol/issues.js';
+import { MAX_TIMER_MS } from '../protocol/limits.js';
 import { PROTOCOL_VERSION } from '../protocol/wire.js';
 import { z } from '../protocol/zod.js';
 import { bearerMatches } from './auth.js';
@@ -54,9 +55,27 @@ export interface ServerOptions {
   heartbeatMs?: number;
   /** Milliseconds shutdown waits for event streams to take their terminal frames before cutting them. @default 5000 */
   shutdownGraceMs?: number;
+  /**
+   * Milliseconds a connection has to send a request's headers; then it is
+   * answered 408 and closed, so half-sent requests cannot hold descriptors.
+   * @default 10000
+   */
+  headersTimeoutMs?: number;
+  /**
+   * Connections that have not yet sent a request with the token. Beyond this
+   * many, the oldest of them is closed, so idle unauthenticated sockets can
+   * never take every descriptor from the token holder (whose new connection
+   * is the youngest, and stops counting with its first request).
+   * @default 64
+   */
+  maxUnauthenticatedConnections?: number;
+  /** Connections open at once; more are closed as they arrive. @default 1024 */
+  maxConnections?: number;
 }
 
 const MiB = 1024 * 1024;
+/** How long a request may take to arrive whole (headers and body); the headers timeout is at most this. */
+const REQUEST_TIMEOUT_MS = 60_000;
 const positive = z.number().int().positive();
 
 const optionsSchema = z.strictObject({
@@ -79,8 +98,11 @@ const optionsSchema = z.strictObject({
     .nonnegative()
     .default(15 * 60 * 1000),
   maxActiveCalls: positive.default(1024),
-  heartbeatMs: positive.default(15_000),
-  shutdownGraceMs: z.number().int().nonnegative().default(5000),
+  heartbeatMs: positive.max(MAX_TIMER_MS).default(15_000),
+  shutdownGraceMs: z.number().int().nonnegative().max(MAX_TIMER_MS).default(5000),
+  headersTimeoutMs: positive.max(REQUEST_TIMEOUT_MS).default(10_000),
+  maxUnauthenticatedConnections: positive.default(64),
+  maxConnections: positive.default(1024),
 });
 
 type Resolved = z.output<typeof optionsSchema>;
@@ -97,6 +119,8 @@ export class SluiceServer {
   private readonly ctx: RouteContext;
   private readonly stopping = new AbortController();
   private readonly inflight = new Set<Promise<void>>();
+  /** Connections without an authenticated request yet, oldest first. */
+  private readonly unauthenticated = new Set<Socket>();
   private closed: Promise<void> | undefined;
 
   private constructor(server: Server, engine: Engine, options: Resolved) {
@@ -122,6 +146,16 @@ export class SluiceServer {
       heartbeatMs: options.heartbeatMs,
       streams: new Set(),
     };
+    server.maxConnections = options.maxConnections;
+    server.on('connection', (socket: Socket) => {
+      this.unauthenticated.add(socket);
+      socket.once('close', () => this.unauthenticated.delete(socket));
+      if (this.unauthenticated.size > options.maxUnauthenticatedConnections) {
+        const oldest = this.unauthenticated.values().next().value as Socket;
+        this.unauthenticated.delete(oldest);
+        oldest.destroy();
+      }
+    });
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       const p = this.handle(req, res).catch(() => {
         res.destroy();
@@ -144,7 +178,12 @@ export class SluiceServer {
       const got = i.key === 'token' ? 'got (hidden)' : i.got;
       throw new BadOptionError(`server option ${i.key || '(options)'}: ${i.message} (${got})`, { option: i.key });
     }
-    const server = createServer({ requestTimeout: 60_000, headersTimeout: 30_000 });
+    const server = createServer({
+      requestTimeout: REQUEST_TIMEOUT_MS,
+      headersTimeout: r.data.headersTimeoutMs,
+      // Node checks these timeouts every interval (30 s by default): often enough that they hold.
+      connectionsCheckingInterval: Math.min(1000, r.data.headersTimeoutMs),
+    });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(r.data.port, r.data.host, () => {
@@ -167,6 +206,8 @@ export class SluiceServer {
       res.end();
       return;
     }
+    // The token holder's connection: never closed to make room.
+    this.unauthenticated.delete(req.socket);
     res.setHeader('sluice-protocol', String(PROTOCOL_VERSION));
     try {
       if (this.stopping.signal.aborted) {

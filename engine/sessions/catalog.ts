@@ -3,7 +3,7 @@
  * a call, and deleting one (its log only; its artifacts stop being roots and
  * are collected by a later GC unless something else references them).
  */
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, type Stats } from 'node:fs';
 import type { Store } from '../../store/store.js';
 import { NotFoundError, toSluiceError } from '../protocol/errors.js';
 import { type EventLogContents, scanEventLog } from './log-reader.js';
@@ -28,7 +28,12 @@ export interface SessionSummary {
   updatedAt: string;
 }
 
-/** Ids of the sessions in `store` (directories with a valid id and an event log), sorted. */
+/**
+ * Ids of the sessions in `store` (directories with a valid id and an event
+ * log), sorted. A session directory that cannot be read (EACCES, EIO) is an
+ * error (EDISK naming the OS code), never "no such session": the collector
+ * builds its roots from this list, and a log it skipped could hold some.
+ */
 export async function listSessionIds(store: Store): Promise<string[]> {
   let names: string[];
   try {
@@ -40,8 +45,16 @@ export async function listSessionIds(store: Store): Promise<string[]> {
   const ids: string[] = [];
   for (const name of names.sort()) {
     if (!isSessionId(name)) continue;
-    const st = await fsp.stat(eventLogPath(store.layout, name)).catch(() => undefined);
-    if (st?.isFile()) ids.push(name);
+    let st: Stats;
+    try {
+      st = await fsp.stat(eventLogPath(store.layout, name));
+    } catch (err) {
+      // No log (yet, or any more): not a session. Anything else hides what the log says.
+      const code = (err as { code?: unknown }).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') continue;
+      throw toSluiceError(err, 'EDISK');
+    }
+    if (st.isFile()) ids.push(name);
   }
   return ids;
 }

@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { constants, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
+import { makeDirs } from '../../store/io.js';
 import type { Store } from '../../store/store.js';
 import { TimeoutError, toSluiceError } from '../protocol/errors.js';
 import { OwnerCheck } from './owners.js';
@@ -32,7 +33,7 @@ export function gcLockPath(store: Store): string {
 export async function acquireGcLock(store: Store, timeoutMs: number): Promise<GcLock> {
   const path = gcLockPath(store);
   const deadline = Date.now() + timeoutMs;
-  await fsp.mkdir(store.layout.gc, { recursive: true, mode: 0o700 }).catch((err) => {
+  await makeDirs(store.layout.gc).catch((err) => {
     throw toSluiceError(err, 'EDISK');
   });
   for (;;) {
@@ -74,8 +75,15 @@ export async function acquireGcLock(store: Store, timeoutMs: number): Promise<Gc
 
 async function readHolder(path: string): Promise<{ pid: number; mtimeMs: number; ino: number } | undefined> {
   try {
-    const [text, st] = await Promise.all([fsp.readFile(path, 'utf8'), fsp.stat(path)]);
-    return { pid: Number(text.trim()), mtimeMs: st.mtimeMs, ino: st.ino };
+    // Without blocking: a FIFO in the lock's place is no holder (and is never broken: it is not stale).
+    const fh = await fsp.open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+    try {
+      const st = await fh.stat();
+      if (!st.isFile()) return undefined;
+      return { pid: Number((await fh.readFile('utf8')).trim()), mtimeMs: st.mtimeMs, ino: st.ino };
+    } finally {
+      await fh.close();
+    }
   } catch {
     return undefined;
   }

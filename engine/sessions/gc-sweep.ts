@@ -1,18 +1,31 @@
 /**
- * Deleting blobs safely while publishers run: tombstoning.
+ * Deleting blobs safely while publishers run: tombstoning, then one re-check.
  *
- * A candidate is first renamed into this collection's trash directory
+ * Every candidate is first renamed into this collection's trash directory
  * (`gc/trash/<pid>-<random>/<digest>`, inside the store, so the rename is
- * atomic). Then the pins are read again, and a tombstoned blob is put back
- * when a live pin now holds it, or when its mtime differs from the one the
- * listing saw (a publisher deduplicated it and refreshed the mtime, then may
- * have made it a root and released its pin before this re-check), or when it
- * is inside the grace period. Only then is it unlinked, with its index file.
+ * atomic). Then, in this order, the re-check reads
  *
- * A publisher that deduplicates against a blob in the trash finds it gone
- * (Store.refreshBlob's utimes fails with ENOENT) and places its own copy;
- * putting the tombstone back over that copy is harmless, the content is the
- * same. Trash left by a collection that died is restored by the next one.
+ * 1. the pins again,
+ * 2. every record appended to the session logs since the scan (and whole
+ *    logs of sessions created since),
+ * 3. the blobs placed at their address since the listing (or placed again
+ *    after being moved aside) that are manifests,
+ *
+ * and puts back every tombstone that one of them names, or that a kept
+ * manifest among the tombstones names, transitively, or that is inside the
+ * grace period. Only then are the others unlinked, with their index files.
+ *
+ * Why this loses nothing, whatever the timestamps say (docs/operations.md):
+ * a publisher adds a digest to its pin before it refreshes or places the
+ * blob. A refresh after the rename fails (ENOENT) and the publisher places
+ * its own copy, which is never touched. A refresh before the rename was
+ * preceded by the pin add, so the pins read in step 1 hold it, unless the
+ * pin was released; a release follows the durable record (read in step 2),
+ * or, for an unrecorded call, the placing of the manifest that references
+ * the blob (found in step 3). Restoring over a publisher's copy is harmless:
+ * the content is the same.
+ *
+ * Trash left by a collection that died is restored by the next one.
  */
 import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
@@ -20,18 +33,12 @@ import { join } from 'node:path';
 import { INDEX_MIN_BLOB_BYTES } from '../../store/line-index.js';
 import type { Store } from '../../store/store.js';
 import { toSluiceError } from '../protocol/errors.js';
+import { type ListedBlob, manifestStreams, manifestStreamsAt, placedSince } from './gc-blobs.js';
 import { OwnerCheck, ownerPid } from './owners.js';
-import { readdirOrEmpty, scanPins } from './roots.js';
-
-/** A listed blob: size and mtime as the listing saw them. */
-export interface ListedBlob {
-  bytes: number;
-  mtimeMs: number;
-  mtimeNs: bigint;
-}
+import { readdirOrEmpty, type SessionScan, scanPins } from './roots.js';
 
 /** Named points of a collection, for tests that interleave it with publishers. */
-export type GcStep = 'listed' | 'pins' | 'roots' | 'marked' | 'tombstone' | 'recheck' | 'unlink';
+export type GcStep = 'listed' | 'pins' | 'roots' | 'marked' | 'tombstone' | 'recheck' | 'relisted' | 'unlink';
 
 /** What a sweep did. */
 export interface SweepResult {
@@ -43,51 +50,64 @@ export interface SweepResult {
 
 const isMissing = (err: unknown) => (err as { code?: unknown }).code === 'ENOENT';
 
-/** Tombstones, re-checks and deletes `candidates`, `batch` at a time. */
+/** Tombstones `candidates`, re-checks them (see the module comment), puts back what must stay, deletes the rest. */
 export async function sweep(
   store: Store,
   candidates: readonly string[],
   listed: ReadonlyMap<string, ListedBlob>,
-  opts: { graceMs: number; batch: number; step: (s: GcStep) => Promise<void> },
+  opts: { graceMs: number; sessions: SessionScan; step: (s: GcStep) => Promise<void> },
 ): Promise<SweepResult> {
   const result: SweepResult = { removed: 0, bytesFreed: 0, restored: 0, indexRemoved: 0 };
   if (candidates.length === 0) return result;
   const trash = join(store.layout.trash, `${process.pid}-${randomBytes(6).toString('hex')}`);
   await fsp.mkdir(trash, { recursive: true, mode: 0o700 });
-  const moved: string[] = [];
+  const moved = new Set<string>();
   try {
-    for (let i = 0; i < candidates.length; i += opts.batch) {
-      for (const d of candidates.slice(i, i + opts.batch)) {
-        await opts.step('tombstone');
-        try {
-          await store.io.rename(store.layout.blobPath(d), join(trash, d));
-          moved.push(d);
-        } catch (err) {
-          if (!isMissing(err)) throw err;
-        }
+    for (const d of candidates) {
+      await opts.step('tombstone');
+      try {
+        await store.io.rename(store.layout.blobPath(d), join(trash, d));
+        moved.add(d);
+      } catch (err) {
+        if (!isMissing(err)) throw err;
       }
-      await opts.step('recheck');
-      // A fresh owner check: a pid found dead earlier may belong to a new publisher by now.
-      const pins = await scanPins(store, new OwnerCheck());
-      const now = Date.now();
-      while (moved.length > 0) {
-        const d = moved.shift() as string;
-        const path = join(trash, d);
-        const st = await fsp.stat(path, { bigint: true });
-        const seen = listed.get(d);
-        const refreshed = seen === undefined || st.mtimeNs !== seen.mtimeNs;
-        if (pins.digests.has(d) || refreshed || now - Number(st.mtimeMs) < opts.graceMs) {
-          await store.io.rename(path, store.layout.blobPath(d));
-          result.restored++;
-          continue;
-        }
-        await opts.step('unlink');
-        await store.io.unlink(path);
-        result.removed++;
-        result.bytesFreed += Number(st.size);
-        // Only large blobs get an index; a stray one of a small blob is left to the orphan-index pass.
-        if (Number(st.size) >= INDEX_MIN_BLOB_BYTES && (await removeIndexOfAbsentBlob(store, d))) result.indexRemoved++;
+    }
+    await opts.step('recheck');
+    // A fresh owner check: a pid found dead earlier may belong to a new publisher by now.
+    const keep = new Set((await scanPins(store, new OwnerCheck())).digests);
+    for (const d of await opts.sessions.appended()) keep.add(d);
+    await opts.step('relisted');
+    for (const d of await placedSince(store, listed, moved)) {
+      for (const s of await manifestStreams(store, d)) keep.add(s);
+    }
+    const now = Date.now();
+    if (opts.graceMs > 0) {
+      // Inside the grace period by the tombstone's own mtime (refreshed since the listing): kept as young.
+      for (const d of moved) {
+        const st = await fsp.stat(join(trash, d));
+        if (now - st.mtimeMs < opts.graceMs) keep.add(d);
       }
+    }
+    // Kept tombstones go back, and so does whatever a kept manifest among them references.
+    const back = [...keep].filter((d) => moved.has(d));
+    while (back.length > 0) {
+      const d = back.pop() as string;
+      if (!moved.delete(d)) continue;
+      const path = join(trash, d);
+      for (const s of await manifestStreamsAt(path, d)) if (moved.has(s)) back.push(s);
+      await restore(store, path, d);
+      result.restored++;
+    }
+    for (const d of [...moved].sort()) {
+      const path = join(trash, d);
+      const size = listed.get(d)?.bytes ?? 0;
+      await opts.step('unlink');
+      await store.io.unlink(path);
+      moved.delete(d);
+      result.removed++;
+      result.bytesFreed += size;
+      // Only large blobs get an index; a stray one of a small blob is left to the orphan-index pass.
+      if (size >= INDEX_MIN_BLOB_BYTES && (await removeIndexOfAbsentBlob(store, d))) result.indexRemoved++;
     }
   } catch (err) {
     // Whatever is still tombstoned goes back: a failed collection must not lose a blob.

@@ -11,21 +11,28 @@
  *    is either pinned in step 3 or referenced by a record read after it.
  * 4. Mark: roots, pinned digests and every blob younger than the grace
  *    period, then everything a marked manifest references, transitively.
- * 5. Sweep the unmarked blobs by tombstoning (gc-sweep.ts).
+ * 5. Sweep the unmarked blobs by tombstoning, with a re-check of pins, of
+ *    the records appended since step 3 and of the manifests placed since
+ *    step 2 (gc-sweep.ts). No step of the argument rests on a timestamp.
  * 6. Reclaim pins and temporary files whose owner is dead, and line indexes
  *    whose blob is gone. Temporary files of live owners are never touched,
  *    nor files whose names are not of the owned form.
+ *
+ * Anything that cannot be read on the way (a shard, a pin, a log, a
+ * manifest) fails the collection with EDISK before anything is deleted, or
+ * puts back what it had moved aside: what cannot be read may hold roots.
  */
-import { createHash } from 'node:crypto';
-import { constants, promises as fsp } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { decodeManifest, MANIFEST_KIND, MAX_MANIFEST_BYTES } from '../../store/manifest.js';
+import { MAX_MANIFEST_BYTES } from '../../store/manifest.js';
 import type { Store } from '../../store/store.js';
+import { reapOrphans } from '../orphans.js';
 import { BadOptionError, toSluiceError } from '../protocol/errors.js';
+import { type ListedBlob, listBlobs, manifestStreams } from './gc-blobs.js';
 import { acquireGcLock } from './gc-lock.js';
-import { type GcStep, type ListedBlob, recoverTrash, removeIndexOfAbsentBlob, sweep } from './gc-sweep.js';
+import { type GcStep, recoverTrash, removeIndexOfAbsentBlob, sweep } from './gc-sweep.js';
 import { OwnerCheck, ownerPid } from './owners.js';
-import { readdirOrEmpty, scanPins, scanSessions } from './roots.js';
+import { readdirOrEmpty, type SessionScan, scanPins, scanSessions } from './roots.js';
 
 export type { GcStep } from './gc-sweep.js';
 
@@ -40,8 +47,6 @@ export interface GcOptions {
   dryRun?: boolean;
   /** How long to wait for another collection's lock before failing with ETIMEOUT. @default 30000 */
   lockTimeoutMs?: number;
-  /** Candidates tombstoned per pin re-check. @default 256 */
-  batch?: number;
   /** @internal Awaited at each named step; tests interleave publishers there. */
   onStep?: (step: GcStep) => Promise<void> | void;
 }
@@ -64,7 +69,7 @@ export interface GcReport {
   pinned: number;
   /** Blobs inside the grace period. */
   young: number;
-  /** Candidates put back because a publisher pinned or refreshed them during the sweep. */
+  /** Candidates put back because a publisher pinned, recorded or referenced them during the sweep. */
   restored: number;
   /** Temporary files of dead owners removed. */
   tmpReclaimed: number;
@@ -76,15 +81,13 @@ export interface GcReport {
   indexRemoved: number;
   /** Tombstones of a dead collection restored. */
   trashRecovered: number;
+  /** Process groups of calls whose engine died (with its watchdog) killed (engine/orphans.ts). */
+  orphanGroupsKilled: number;
   durationMs: number;
 }
 
 const PREFIX = /^[0-9a-f]{2}$/;
-const REST = /^[0-9a-f]{62}$/;
 const INDEX_NAME = /^([0-9a-f]{62})\.idx$/;
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
-/** How every canonical manifest starts (store/manifest.ts encodes `kind` first). */
-const MANIFEST_PREFIX = Buffer.from(`{"kind":${JSON.stringify(MANIFEST_KIND)},`);
 
 /**
  * Collects the garbage of `store`. Safe against concurrent publishers in
@@ -98,12 +101,12 @@ export async function collectGarbage(store: Store, options: GcOptions = {}): Pro
   if (!Number.isFinite(graceMs) || graceMs < 0) {
     throw new BadOptionError(`graceMs must be a non-negative number, got ${JSON.stringify(options.graceMs)}`);
   }
-  const batch = options.batch ?? 256;
   const dryRun = options.dryRun === true;
   const step = async (s: GcStep) => {
     await options.onStep?.(s);
   };
   const lock = dryRun ? undefined : await acquireGcLock(store, options.lockTimeoutMs ?? 30_000);
+  let sessions: SessionScan | undefined;
   try {
     const report: GcReport = {
       dryRun,
@@ -121,6 +124,7 @@ export async function collectGarbage(store: Store, options: GcOptions = {}): Pro
       pinsReclaimed: 0,
       indexRemoved: 0,
       trashRecovered: dryRun ? 0 : await recoverTrash(store),
+      orphanGroupsKilled: dryRun ? 0 : (await reapOrphans(store)).killed,
       durationMs: 0,
     };
     // The order below is the safety argument: blobs first, then pins, then records.
@@ -131,7 +135,8 @@ export async function collectGarbage(store: Store, options: GcOptions = {}): Pro
     const pins = await scanPins(store, owners);
     report.pinned = pins.digests.size;
     await step('pins');
-    const roots = await scanSessions(store);
+    sessions = await scanSessions(store);
+    const roots = sessions;
     report.roots = roots.digests.size;
     await step('roots');
 
@@ -164,7 +169,7 @@ export async function collectGarbage(store: Store, options: GcOptions = {}): Pro
       report.removed = candidates.length;
       for (const d of candidates) report.bytesFreed += (listed.get(d) as ListedBlob).bytes;
     } else {
-      const swept = await sweep(store, candidates, listed, { graceMs, batch, step });
+      const swept = await sweep(store, candidates, listed, { graceMs, sessions, step });
       report.removed = swept.removed;
       report.bytesFreed = swept.bytesFreed;
       report.restored = swept.restored;
@@ -183,60 +188,9 @@ export async function collectGarbage(store: Store, options: GcOptions = {}): Pro
   } catch (err) {
     throw toSluiceError(err, 'EDISK');
   } finally {
+    await sessions?.close();
     await lock?.release();
   }
-}
-
-/** Every blob with its size and mtime; names that are not blob names are left alone. */
-async function listBlobs(store: Store): Promise<Map<string, ListedBlob>> {
-  const out = new Map<string, ListedBlob>();
-  for (const prefix of (await readdirOrEmpty(store.layout.blobs)).sort()) {
-    if (!PREFIX.test(prefix)) continue;
-    const dir = join(store.layout.blobs, prefix);
-    for (const rest of await readdirOrEmpty(dir).catch(() => [] as string[])) {
-      if (!REST.test(rest)) continue;
-      const st = await fsp.stat(join(dir, rest), { bigint: true }).catch(() => undefined);
-      if (!st?.isFile()) continue;
-      out.set(prefix + rest, { bytes: Number(st.size), mtimeMs: Number(st.mtimeMs), mtimeNs: st.mtimeNs });
-    }
-  }
-  return out;
-}
-
-/**
- * The stream digests of blob `digest` when it is an intact manifest, else
- * none. Read directly (at most MAX_MANIFEST_BYTES) and hashed; a corrupt
- * blob references nothing.
- */
-async function manifestStreams(store: Store, digest: string): Promise<string[]> {
-  let buf: Buffer;
-  try {
-    // Never through a symbolic link planted in the store (see store/integrity.ts).
-    const fh = await fsp.open(store.layout.blobPath(digest), constants.O_RDONLY | constants.O_NOFOLLOW);
-    try {
-      // Most small blobs are not manifests: their first bytes tell, without reading or hashing the rest.
-      const head = Buffer.alloc(MANIFEST_PREFIX.length);
-      const { bytesRead } = await fh.read(head, 0, head.length, 0);
-      if (bytesRead < head.length || !head.equals(MANIFEST_PREFIX)) return [];
-      const { size } = await fh.stat();
-      if (size > MAX_MANIFEST_BYTES) return [];
-      buf = Buffer.alloc(size);
-      const { bytesRead: all } = await fh.read(buf, 0, size, 0);
-      if (all !== size) return [];
-    } finally {
-      await fh.close();
-    }
-  } catch {
-    return [];
-  }
-  if (createHash('sha256').update(buf).digest('hex') !== digest) return [];
-  let text: string;
-  try {
-    text = strictUtf8.decode(buf);
-  } catch {
-    return [];
-  }
-  return decodeManifest(text)?.streams.map((s) => s.digest) ?? [];
 }
 
 /** Removes temporary files whose owner is dead (never others, never a blanket delete). */

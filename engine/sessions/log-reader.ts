@@ -3,10 +3,10 @@
  * only lines whose checksum matches. A torn or corrupted line is skipped and
  * counted, never fatal; the lines after it still count.
  */
-import { promises as fsp } from 'node:fs';
+import { constants, promises as fsp } from 'node:fs';
 import type { XXHashAPI } from 'xxhash-wasm';
 import type { Store } from '../../store/store.js';
-import { NotFoundError, toSluiceError } from '../protocol/errors.js';
+import { IntegrityError, NotFoundError, toSluiceError } from '../protocol/errors.js';
 import { loadHasher, unframeLine } from './frame.js';
 import { parseRecord, type SessionRecord } from './records.js';
 import { assertSessionId, eventLogPath } from './session-id.js';
@@ -118,25 +118,42 @@ export async function openEventLog(store: Store, id: string): Promise<OpenEventL
   };
 }
 
-/** Scans an open log from its start to its current end (see {@link scanEventLog}). */
+/** What a scan of an open log found, and how far its complete lines went. */
+export interface LogScan extends Omit<EventLogContents, 'records'> {
+  /**
+   * Offset just past the last `\n` the scan read: where the next line
+   * starts. A scan resumed from here ({@link scanOpenLog} with `from`) reads
+   * exactly the lines appended since, plus a last line that was still being
+   * written.
+   */
+  end: number;
+}
+
+/**
+ * Scans an open log from `from` (0, or an {@link LogScan.end} of an earlier
+ * scan of the same file) to its current end (see {@link scanEventLog}).
+ */
 export async function scanOpenLog(
   log: OpenEventLog,
   onRecord: (record: SessionRecord, place: LinePlace) => void,
-): Promise<Omit<EventLogContents, 'records'>> {
-  const out: Omit<EventLogContents, 'records'> = {
+  from = 0,
+): Promise<LogScan> {
+  const out: LogScan = {
     corrupt: 0,
     unknown: 0,
     invalid: 0,
     corruptDigests: new Set(),
     bytes: 0,
     modifiedAt: new Date(0),
+    end: from,
   };
   try {
     const st = await log.fh.stat();
     out.bytes = st.size;
     out.modifiedAt = st.mtime;
-    for await (const lines of lineBatches(log.fh, st.size)) {
-      for (const { line, offset, length } of lines) {
+    for await (const lines of lineBatches(log.fh, from, st.size)) {
+      for (const { line, offset, length, ended } of lines) {
+        if (ended) out.end = offset + length + 1;
         const kind = classifyLine(log.h, line, (r) => onRecord(r, { offset, length }));
         if (kind === 'corrupt') {
           out.corrupt++;
@@ -153,14 +170,25 @@ export async function scanOpenLog(
 
 async function openLog(store: Store, id: string): Promise<fsp.FileHandle> {
   assertSessionId(id);
+  let fh: fsp.FileHandle;
   try {
-    return await fsp.open(eventLogPath(store.layout, id), 'r');
+    // Non-blocking: a FIFO in the log's place must not hold a thread (it is refused below).
+    fh = await fsp.open(eventLogPath(store.layout, id), constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (err) {
     if ((err as { code?: unknown }).code === 'ENOENT') {
       throw new NotFoundError(`no session ${JSON.stringify(id)} in the store`, { session: id });
     }
     throw toSluiceError(err, 'EDISK');
   }
+  try {
+    if (!(await fh.stat()).isFile()) {
+      throw new IntegrityError(`the event log of session ${JSON.stringify(id)} is not a regular file`, { session: id });
+    }
+  } catch (err) {
+    await fh.close();
+    throw toSluiceError(err, 'EDISK');
+  }
+  return fh;
 }
 
 /** What one line is; an intact record goes to `onRecord`. */
@@ -181,24 +209,29 @@ function classifyLine(
   return parsed.kind === 'unknown' ? 'unknown' : 'invalid';
 }
 
+/** One line of a log: its bytes (undefined when oversized), where it starts, its length, whether a `\n` ended it. */
+interface RawLine {
+  line: Buffer | undefined;
+  offset: number;
+  length: number;
+  ended: boolean;
+}
+
 /**
- * The lines (without their `\n`) of the first `size` bytes with where each
- * starts, one read's worth at a time, including a last line without `\n`; a
- * line over {@link MAX_LINE_BYTES} comes as `undefined` and is never buffered
- * whole.
+ * The lines (without their `\n`) of the bytes from `from` to `size` with
+ * where each starts, one read's worth at a time, including a last line
+ * without `\n`; a line over {@link MAX_LINE_BYTES} comes as `undefined` and
+ * is never buffered whole.
  */
-async function* lineBatches(
-  fh: fsp.FileHandle,
-  size: number,
-): AsyncGenerator<Array<{ line: Buffer | undefined; offset: number; length: number }>> {
+async function* lineBatches(fh: fsp.FileHandle, from: number, size: number): AsyncGenerator<RawLine[]> {
   const buf = Buffer.allocUnsafe(READ_CHUNK);
   let parts: Buffer[] = [];
   let partBytes = 0;
   let lineBytes = 0;
   let oversized = false;
-  let position = 0;
-  let lineStart = 0;
-  let batch: Array<{ line: Buffer | undefined; offset: number; length: number }> = [];
+  let position = from;
+  let lineStart = from;
+  let batch: RawLine[] = [];
   const take = (piece: Buffer) => {
     lineBytes += piece.length;
     if (oversized) return;
@@ -212,9 +245,9 @@ async function* lineBatches(
     parts.push(Buffer.from(piece));
     partBytes += piece.length;
   };
-  const endLine = () => {
+  const endLine = (ended: boolean) => {
     const line = oversized ? undefined : parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, partBytes);
-    batch.push({ line, offset: lineStart, length: lineBytes });
+    batch.push({ line, offset: lineStart, length: lineBytes, ended });
     lineStart += lineBytes + 1;
     parts = [];
     partBytes = 0;
@@ -228,7 +261,7 @@ async function* lineBatches(
     let start = 0;
     for (let nl = buf.indexOf(0x0a, 0); nl !== -1 && nl < bytesRead; nl = buf.indexOf(0x0a, start)) {
       take(buf.subarray(start, nl));
-      endLine();
+      endLine(true);
       start = nl + 1;
     }
     if (start < bytesRead) take(buf.subarray(start, bytesRead));
@@ -237,6 +270,6 @@ async function* lineBatches(
       batch = [];
     }
   }
-  if (lineBytes > 0 || oversized) endLine();
+  if (lineBytes > 0 || oversized) endLine(false);
   if (batch.length > 0) yield batch;
 }

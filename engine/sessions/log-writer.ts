@@ -15,9 +15,9 @@
 import { constants, promises as fsp } from 'node:fs';
 import { dirname } from 'node:path';
 import type { StoreFile } from '../../store/file.js';
-import { type StoreIO, writeAll } from '../../store/io.js';
+import { makeDirs, type StoreIO, writeAll } from '../../store/io.js';
 import type { Store } from '../../store/store.js';
-import { toSluiceError } from '../protocol/errors.js';
+import { IntegrityError, toSluiceError } from '../protocol/errors.js';
 import { eventLogPath } from './session-id.js';
 
 /** Counters of one writer, for tests and benchmarks. */
@@ -55,8 +55,18 @@ export class EventLogWriter {
     const dir = dirname(path);
     const io = store.io;
     try {
-      const created = (await fsp.mkdir(dir, { recursive: true, mode: 0o700 })) !== undefined;
-      const handle = await io.open(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o600);
+      const created =
+        (await fsp.mkdir(dir, { recursive: true, mode: 0o700 }).catch(async (err: { code?: unknown }) => {
+          // Node says ENOENT when it cannot create the last directory: learn why (EROFS, EACCES).
+          if (err?.code === 'ENOENT') await makeDirs(dir);
+          throw err;
+        })) !== undefined;
+      // Non-blocking: opening a FIFO in the log's place for writing must fail (ENXIO), not wait for a reader.
+      const handle = await io.open(
+        path,
+        constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK,
+        0o600,
+      );
       try {
         if (created) {
           // The new directory entry must survive a crash as well as the lines in it.
@@ -128,9 +138,11 @@ export class EventLogWriter {
 
 /** Ends a torn last line with `\n` so the next record starts on a line of its own. */
 async function repairTornTail(io: StoreIO, path: string, handle: StoreFile): Promise<void> {
-  const { size } = await handle.stat();
+  const st = await handle.stat();
+  if (!st.isFile()) throw new IntegrityError(`the event log ${path} is not a regular file`, { path });
+  const { size } = st;
   if (size === 0) return;
-  const reader = await fsp.open(path, constants.O_RDONLY);
+  const reader = await fsp.open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     const last = Buffer.alloc(1);
     await reader.read(last, 0, 1, size - 1);

@@ -41,8 +41,8 @@ function bootTime(): number | null {
   return bootTimeMs;
 }
 
-/** What /proc says about a process: its start (ms since the epoch) and whether it is a zombie. */
-export function procInfo(pid: number): { startMs: number; zombie: boolean } | undefined {
+/** What /proc says about a process: its start (ms since the epoch), its process group, and whether it is a zombie. */
+export function procInfo(pid: number): { startMs: number; zombie: boolean; pgrp: number } | undefined {
   const boot = bootTime();
   if (boot === null) return undefined;
   let stat: string;
@@ -56,7 +56,11 @@ export function procInfo(pid: number): { startMs: number; zombie: boolean } | un
   const state = rest[0];
   const ticks = Number(rest[19]);
   if (!Number.isFinite(ticks)) return undefined;
-  return { startMs: boot + (ticks * 1000) / CLOCK_TICKS, zombie: state === 'Z' || state === 'X' };
+  return {
+    startMs: boot + (ticks * 1000) / CLOCK_TICKS,
+    zombie: state === 'Z' || state === 'X',
+    pgrp: Number(rest[2]),
+  };
 }
 
 /** Liveness answers for one GC pass: a process found alive or dead stays so for the pass. */

@@ -12,14 +12,17 @@
  * Reading fails (and so does the collection) rather than under-reporting
  * roots when a log or pin cannot be read.
  */
-import { promises as fsp } from 'node:fs';
+import { constants, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { parsePinJournal } from '../../store/pins.js';
 import type { Store } from '../../store/store.js';
 import { toSluiceError } from '../protocol/errors.js';
-import { foldReferences, listSessionIds } from './catalog.js';
+import { listSessionIds } from './catalog.js';
+import { type OpenEventLog, openEventLog, scanOpenLog } from './log-reader.js';
 import { type OwnerCheck, ownerPid } from './owners.js';
-import { callReferences } from './state.js';
+import type { SessionRecord } from './records.js';
+import { eventLogPath } from './session-id.js';
+import { callReferences, recordReferences, referenceView, SessionFold } from './state.js';
 
 /** What the pins say. */
 export interface PinScan {
@@ -39,10 +42,10 @@ export async function scanPins(store: Store, owners: OwnerCheck): Promise<PinSca
     let text: string;
     let mtimeMs: number;
     try {
-      const st = await fsp.stat(path);
-      if (!st.isFile()) continue;
-      mtimeMs = st.mtimeMs;
-      text = await fsp.readFile(path, 'latin1');
+      const read = await readRegularFile(path);
+      // Not a regular file (a FIFO, a directory): not a pin this store wrote.
+      if (!read) continue;
+      ({ text, mtimeMs } = read);
     } catch (err) {
       // Released while we looked: it protects nothing any more.
       if ((err as { code?: unknown }).code === 'ENOENT') continue;
@@ -69,21 +72,155 @@ export interface SessionRoots {
   liveCalls: number;
 }
 
-/** Reads every session log and collects the references of its live calls. */
-export async function scanSessions(store: Store): Promise<SessionRoots> {
-  const roots: SessionRoots = { digests: new Set(), sessions: 0, liveCalls: 0 };
-  for (const id of await listSessionIds(store)) {
-    const folded = await foldReferences(store, id);
-    // Deleted since the listing: no longer roots.
-    if (!folded) continue;
-    roots.sessions++;
-    for (const d of folded.log.corruptDigests) roots.digests.add(d);
-    for (const call of folded.state.live) {
-      roots.liveCalls++;
-      for (const d of callReferences(call).keys()) roots.digests.add(d);
+/**
+ * Session logs kept open between a collection's scan and its re-check. An
+ * open descriptor pins its file: while it is held, no other file can have its
+ * inode, so "the path still names this file" is an exact test and the
+ * re-check reads only what was appended. Logs beyond this many are read
+ * again whole at the re-check.
+ */
+export const MAX_HELD_LOGS = 256;
+
+/** One scanned log: the file as it was opened, and where its complete lines ended. */
+interface HeldLog {
+  id: string;
+  log: OpenEventLog;
+  end: number;
+  ino: bigint;
+  dev: bigint;
+}
+
+/**
+ * A scan of every session log that can later tell what was appended since
+ * ({@link SessionScan.appended}). Close it with {@link SessionScan.close}.
+ */
+export interface SessionScan extends SessionRoots {
+  /**
+   * Every digest referenced by a record written since the scan: lines
+   * appended to the logs it read, and whole logs of sessions created (or
+   * replaced) since. Reverts are not applied and reverted calls count: what
+   * this returns is kept, not deleted, so over-counting is safe.
+   */
+  appended(): Promise<Set<string>>;
+  /** Closes the logs the scan kept open (idempotent). */
+  close(): Promise<void>;
+}
+
+/**
+ * Reads every session log and collects the references of its live calls.
+ * Fails (EDISK) when a session cannot be read: a log it cannot read may hold
+ * roots. Keep the result open until the sweep's re-check, then close it.
+ */
+export async function scanSessions(store: Store): Promise<SessionScan> {
+  const held: HeldLog[] = [];
+  const scan: SessionScan = {
+    digests: new Set(),
+    sessions: 0,
+    liveCalls: 0,
+    appended: () => appendedSince(store, held),
+    close: async () => {
+      for (const h of held.splice(0)) await h.log.close();
+    },
+  };
+  try {
+    for (const id of await listSessionIds(store)) {
+      const log = await openIfPresent(store, id);
+      // Deleted since the listing: no longer roots.
+      if (!log) continue;
+      let keep = false;
+      try {
+        const fold = new SessionFold();
+        const st = await log.fh.stat({ bigint: true });
+        const counts = await scanOpenLog(log, (r) => fold.add(referenceView(r)));
+        scan.sessions++;
+        for (const d of counts.corruptDigests) scan.digests.add(d);
+        for (const call of fold.state().live) {
+          scan.liveCalls++;
+          for (const d of callReferences(call).keys()) scan.digests.add(d);
+        }
+        if (held.length < MAX_HELD_LOGS) {
+          held.push({ id, log, end: counts.end, ino: st.ino, dev: st.dev });
+          keep = true;
+        }
+      } finally {
+        if (!keep) await log.close();
+      }
     }
+  } catch (err) {
+    await scan.close();
+    throw toSluiceError(err, 'EDISK');
   }
-  return roots;
+  return scan;
+}
+
+/** Session `id`'s log, open; undefined when the session is gone. */
+async function openIfPresent(store: Store, id: string): Promise<OpenEventLog | undefined> {
+  try {
+    return await openEventLog(store, id);
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ENOTFOUND') return undefined;
+    throw err;
+  }
+}
+
+/** See {@link SessionScan.appended}. */
+async function appendedSince(store: Store, held: readonly HeldLog[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  const take = (r: SessionRecord) => {
+    for (const d of recordReferences(r)) out.add(d);
+  };
+  const whole = new Set<string>();
+  try {
+    const byId = new Map(held.map((h) => [h.id, h]));
+    for (const h of held) {
+      // The file the scan read, even if its session was deleted or replaced meanwhile.
+      const tail = await scanOpenLog(h.log, take, h.end);
+      for (const d of tail.corruptDigests) out.add(d);
+    }
+    for (const id of await listSessionIds(store)) {
+      const h = byId.get(id);
+      if (!h) {
+        // A session created since the scan, or one whose log the scan did not keep open.
+        whole.add(id);
+        continue;
+      }
+      const st = await fsp.stat(eventLogPath(store.layout, id), { bigint: true }).catch((err: unknown) => {
+        if ((err as { code?: unknown }).code === 'ENOENT') return undefined;
+        throw err;
+      });
+      // Another file at the path: the session was deleted and created again.
+      if (st && (st.ino !== h.ino || st.dev !== h.dev)) whole.add(id);
+    }
+    for (const id of whole) {
+      const log = await openIfPresent(store, id);
+      if (!log) continue;
+      try {
+        const all = await scanOpenLog(log, take);
+        for (const d of all.corruptDigests) out.add(d);
+      } finally {
+        await log.close();
+      }
+    }
+  } catch (err) {
+    throw toSluiceError(err, 'EDISK');
+  }
+  return out;
+}
+
+/**
+ * The text (latin1) and mtime of the file at `path`, or undefined when it is
+ * not a regular file. Opened without blocking, so a FIFO planted in its place
+ * cannot hold a thread; errors (ENOENT included) are the caller's.
+ */
+export async function readRegularFile(path: string): Promise<{ text: string; mtimeMs: number } | undefined> {
+  const fh = await fsp.open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+  try {
+    const st = await fh.stat();
+    if (!st.isFile()) return undefined;
+    return { text: await fh.readFile('latin1'), mtimeMs: st.mtimeMs };
+  } finally {
+    await fh.close();
+  }
 }
 
 /** Entries of `dir`, or none when it does not exist. */

@@ -10,8 +10,7 @@
  * sees it unreferenced and unpinned.
  */
 import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
-import type { StoreFile } from '../../store/file.js';
+import { READ_STORE_FILE, type StoreFile } from '../../store/file.js';
 import type { Pin, Store } from '../../store/store.js';
 import { openTombstoned } from '../../store/tombstone.js';
 import { IntegrityError, NotFoundError, ResourceLimitError, toSluiceError } from '../protocol/errors.js';
@@ -80,6 +79,8 @@ export async function readBlobWhole(store: Store, digest: string, maxBytes = MAX
     const fh = await openBlobOrTombstone(store, digest);
     try {
       const st = await fh.stat();
+      // A FIFO or device in its place (opened without blocking) is not the blob.
+      if (!st.isFile()) throw new IntegrityError(`artifact ${digest} is not a regular file in the store`, { digest });
       if (st.size > maxBytes) {
         throw new ResourceLimitError(`blob ${digest} has ${st.size} bytes, more than ${maxBytes} can be loaded`, {
           digest,
@@ -110,7 +111,7 @@ export async function readBlobWhole(store: Store, digest: string, maxBytes = MAX
 async function openBlobOrTombstone(store: Store, digest: string): Promise<StoreFile> {
   try {
     // Not through a symbolic link planted in the store (see store/integrity.ts).
-    return await store.io.open(store.layout.blobPath(digest), constants.O_RDONLY | constants.O_NOFOLLOW);
+    return await store.io.open(store.layout.blobPath(digest), READ_STORE_FILE);
   } catch (err) {
     if ((err as { code?: unknown }).code !== 'ENOENT') throw err;
     // A collection may have it aside for an instant (store/tombstone.ts).

@@ -139,3 +139,15 @@ export function callReferences(e: CallEntry): Map<string, ReferenceRole> {
   if (e.started?.spill) refs.set(e.started.spill.digest, 'spill');
   return refs;
 }
+
+/**
+ * Every blob one record references, read on its own (no fold, no reverts):
+ * what the collector's re-check keeps of records appended after its scan.
+ */
+export function recordReferences(r: SessionRecord): string[] {
+  const e: CallEntry = { callId: '', reverted: false };
+  if (r.type === CALL_STARTED) e.started = r;
+  else if (r.type === CALL_COMPLETED) e.completed = r;
+  else return [];
+  return [...callReferences(e).keys()];
+}

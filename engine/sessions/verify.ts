@@ -7,6 +7,7 @@
  * missing until the content is published again).
  */
 import type { Store } from '../../store/store.js';
+import { tombstoned } from '../../store/tombstone.js';
 import type { VerifyOptions, VerifyReport } from '../../store/verify.js';
 import { foldReferences, listSessionIds } from './catalog.js';
 import { callReferences, type ReferenceRole } from './state.js';
@@ -28,10 +29,16 @@ export interface SessionVerifyReport extends VerifyReport {
   corruptLines: number;
 }
 
-/** Audits `store` and its session logs; with `repair`, corrupt blobs go to quarantine/ first (see {@link Store.verify}). */
+/**
+ * Audits `store` and its session logs; with `repair`, corrupt blobs go to
+ * quarantine/ first (see {@link Store.verify}). A referenced blob that lies
+ * among a collection's tombstones (a collection killed mid-sweep leaves
+ * them; the next one puts them back) is `tombstoned`, not missing: readers
+ * find it.
+ */
 export async function verifyWithSessions(store: Store, options: VerifyOptions = {}): Promise<SessionVerifyReport> {
   const base = await store.verify(options);
-  const records: MissingReference[] = [];
+  const found: MissingReference[] = [];
   let corruptLines = 0;
   const present = new Map<string, boolean>();
   for (const session of await listSessionIds(store)) {
@@ -45,9 +52,15 @@ export async function verifyWithSessions(store: Store, options: VerifyOptions = 
           has = await store.hasBlob(digest);
           present.set(digest, has);
         }
-        if (!has) records.push({ session, callId: call.callId, digest, role });
+        if (!has) found.push({ session, callId: call.callId, digest, role });
       }
     }
   }
-  return { ...base, records, corruptLines };
+  const aside = await tombstoned(
+    store,
+    found.map((r) => r.digest),
+  );
+  const records = found.filter((r) => !aside.has(r.digest));
+  const tombstones = [...new Set([...base.tombstoned, ...aside])].sort();
+  return { ...base, tombstoned: tombstones, records, corruptLines };
 }

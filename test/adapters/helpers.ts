@@ -99,7 +99,7 @@ export async function pgrep(marker: string): Promise<number[]> {
 }
 
 /** Waits (up to `ms`) until no process carries `marker`; returns the survivors. */
-export async function waitNoProcess(marker: string, ms = 3000): Promise<number[]> {
+export async function waitNoProcess(marker: string, ms = 30_000): Promise<number[]> {
   const until = Date.now() + ms;
   for (;;) {
     const pids = await pgrep(marker);

@@ -19,20 +19,18 @@ async function until(pred: () => boolean | Promise<boolean>, ms = 10_000): Promi
 
 describe('cancellation', () => {
   it('a slow call cancelled mid-call ends cancelled; the server is told and answers the next call', async () => {
-    const env = await openMcpEngine();
+    // A grace period longer than the test may take: only a cooperative end can end the call.
+    const env = await openMcpEngine({ graceMs: 600_000 });
     const { engine } = env;
     const before = await serverStats(engine);
     const h = engine.call('fx.slow', { ms: 60_000 });
     // Wait until the server is actually running the tool.
     await until(async () => (await serverStats(engine)).calls > before.calls);
-    const started = Date.now();
     h.cancel('user pressed stop');
     const r = await h.result;
     expect(r.status).toBe('cancelled');
     expect(r.error?.code).toBe('ECANCELLED');
     expect(r.complete).toBe(false);
-    // Cooperative: it ended well before the worker grace period would have forced it.
-    expect(Date.now() - started).toBeLessThan(engine.options.graceMs);
     // The server got notifications/cancelled and the same process answers the next call.
     await until(async () => (await serverStats(engine)).cancelled === 1);
     const after = await serverStats(engine);

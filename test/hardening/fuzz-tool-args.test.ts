@@ -70,7 +70,9 @@ const bashArgs = withNonJson(
   fc.oneof(
     fc.jsonValue(),
     fc.dictionary(fc.string({ maxLength: 10 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 }),
-    fc.record({ command: fc.jsonValue({ maxDepth: 1 }) }),
+    // Any JSON but a string as the command: a random string is a random shell command (`x>name` creates
+    // a file in cwd), and the commands bash runs here are the harmless ones.
+    fc.record({ command: fc.jsonValue({ maxDepth: 1 }).filter((v) => typeof v !== 'string') }),
     fc.record(
       {
         command: HARMLESS,

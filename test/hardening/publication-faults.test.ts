@@ -294,3 +294,29 @@ describe('the publication pin journal', () => {
     await expectNoHalfState(engine.store);
   });
 });
+
+describe('a terminal record that could not be written', () => {
+  it('torn by ENOSPC part-way: the call returns EDISK, and its replay shows that failure, not an interrupted call', async () => {
+    // If it regresses: replay shows "interrupted: the process running it ended", though the process lived.
+    const { engine, io } = await openFaulty();
+    const session = `torn-${tag()}`;
+    // Log writes: the started record, then the terminal record (half of it written, the rest refused).
+    io.inject({ op: 'write', role: 'log', nth: 2, errno: 'short' });
+    const refused = io.inject({ op: 'write', role: 'log', nth: 3, errno: 'ENOSPC' });
+    const r = await engine.run('bash', { command: `echo ${tag()}` }, { session });
+    io.reset();
+    expect(refused.fired).toBe(1);
+    expect(r).toMatchObject({
+      status: 'failed',
+      complete: false,
+      error: { code: 'EDISK', details: { errno: 'ENOSPC' } },
+    });
+    const replayed = await replaySession(engine.store, session);
+    expect(replayed.corruptLines).toBe(1);
+    expect(replayed.calls).toHaveLength(1);
+    expect(replayed.calls[0]?.interrupted).toBe(false);
+    expect(replayed.calls[0]?.result).toEqual(r);
+    await expectNoLeftovers(engine.store);
+    await expectNoHalfState(engine.store, '', true);
+  });
+});

@@ -213,7 +213,7 @@ describe('worker faults under load', () => {
 
       // Nothing left: no temporary file or pin, no child process, and the engine still serves.
       await expectStoreClean(engine);
-      expect(describeProcesses(await waitNoProcess(MARK, 5000))).toEqual([]);
+      expect(describeProcesses(await waitNoProcess(MARK, 30_000))).toEqual([]);
       const after = await engine.run('bash', { command: `echo after #${MARK}` });
       expect(after.status).toBe('success');
 

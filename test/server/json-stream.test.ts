@@ -40,7 +40,9 @@ describe('streaming a JSON array', () => {
     const total = 400; // 25 MiB of items: far more than socket buffers hold
     let produced = 0;
     let settled: Promise<void> | undefined;
+    let served: ServerResponse | undefined;
     const url = await serve(async (res) => {
+      served = res;
       async function* items() {
         for (let i = 0; i < total; i++) {
           produced++;
@@ -53,12 +55,13 @@ describe('streaming a JSON array', () => {
     const res = await request(url);
     expect(res.headers['transfer-encoding']).toBe('chunked');
     res.pause();
-    await new Promise((r) => setTimeout(r, 300));
-    // Paused: production stopped at what the socket buffers hold (a few MiB), not the whole answer.
+    // Paused: once the server's response is full it waits for 'drain', which a paused client never
+    // sends; production stops there, at what the socket buffers hold (a few MiB), not the whole answer.
+    while (served?.writableNeedDrain !== true) await new Promise((r) => setTimeout(r, 10));
     const whilePaused = produced;
     expect(whilePaused).toBeGreaterThan(0);
     expect(whilePaused).toBeLessThan(total / 2);
-    await new Promise((r) => setTimeout(r, 200));
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
     expect(produced).toBe(whilePaused);
     const parts: Buffer[] = [];
     res.on('data', (c: Buffer) => parts.push(c));

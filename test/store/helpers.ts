@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, onTestFinished } from 'vitest';
+import { WATCHDOG_NAME } from '../../engine/process-guard.js';
 import { StoreFile } from '../../store/file.js';
 import { realIO, type StoreIO } from '../../store/io.js';
 import { parsePinJournal } from '../../store/pins.js';
@@ -136,14 +137,22 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs `node dist/engine/cli/main.js ...args` with a clean environment (no inherited $SLUICE_STORE). */
-export function sluice(args: readonly string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
+/**
+ * Runs `node dist/engine/cli/main.js ...args` with a clean environment (no
+ * inherited $SLUICE_STORE); with `uid`, as that user (and group), which only
+ * root can ask for.
+ */
+export function sluice(
+  args: readonly string[],
+  opts: { cwd?: string; env?: NodeJS.ProcessEnv; uid?: number } = {},
+): Promise<CliRun> {
   const { SLUICE_STORE: _ignored, ...env } = process.env;
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
       cwd: opts.cwd ?? tmpdir(),
       env: { ...env, ...opts.env },
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...(opts.uid !== undefined ? { uid: opts.uid, gid: opts.uid } : {}),
     });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
@@ -156,7 +165,11 @@ export function sluice(args: readonly string[], opts: { cwd?: string; env?: Node
   });
 }
 
-/** Pids of this process's live child processes (bash and anything it left). */
+/**
+ * Pids of this process's live child processes (bash and anything it left),
+ * except an open engine's watchdog (engine/process-guard.ts), which belongs
+ * to the engine, not to a call.
+ */
 export function childPids(): number[] {
   const out: number[] = [];
   for (const name of readdirSync('/proc')) {
@@ -165,7 +178,9 @@ export function childPids(): number[] {
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       // Fields after the command name, which is in parentheses and may contain spaces.
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[1]) === process.pid && fields[0] !== 'Z') out.push(Number(name));
+      if (Number(fields[1]) !== process.pid || fields[0] === 'Z') continue;
+      if (readFileSync(`/proc/${name}/cmdline`, 'latin1').split('\0')[3] === WATCHDOG_NAME) continue;
+      out.push(Number(name));
     } catch {
       // The process ended while we looked.
     }

@@ -15,6 +15,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { BadArgumentsError, serializeError, TimeoutError, ToolFailedError } from '../../engine/protocol/errors.js';
+import { MAX_TIMER_MS } from '../../engine/protocol/limits.js';
 import { complete, defineTool, handOver, z } from '../tool.js';
 
 /** Live display: the first bytes of output verbatim, then a progress line at most this often. */
@@ -80,7 +81,13 @@ export default defineTool({
     'Runs a bash command. Its stdout and stderr are captured as separate streams; long output is truncated in the view with a read hint for the rest.',
   args: z.object({
     command: z.string().min(1).describe('The command, run as bash -c <command>'),
-    timeout: z.number().int().positive().optional().describe('Milliseconds before the command is killed'),
+    timeout: z
+      .number()
+      .int()
+      .positive()
+      .max(MAX_TIMER_MS)
+      .optional()
+      .describe('Milliseconds before the command is killed (at most 2147483647)'),
     cwd: z.string().min(1).optional().describe('Working directory (default: the engine working directory)'),
   }),
   output: ['stdout', 'stderr'],
