@@ -6,7 +6,7 @@
 import { promises as fsp } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PROTOCOL_SCHEMA_PATH, renderProtocolSchema } from './json-schema.js';
+import { PROTOCOL_SCHEMA_PATH, renderProtocolSchema } from '../wire/json-schema.js';
 
 /** The package root: three levels above dist/engine/protocol/. */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');

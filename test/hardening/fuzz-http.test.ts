@@ -13,7 +13,7 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { errorBodySchema, terminalResultSchema } from '../../engine/protocol/wire.js';
+import { errorBodySchema, terminalResultSchema } from '../../engine/wire/schemas.js';
 import { CLI } from '../store/helpers.js';
 import { entriesUnder, makeTempDir, removeDir, soak, soakTimeout, within } from './helpers.js';
 

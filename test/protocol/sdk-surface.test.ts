@@ -80,7 +80,7 @@ describe('the public API is documented', () => {
     expect(entries.map((e) => e.slice(DIST.length + 1))).toEqual([
       'engine/engine.d.ts',
       'engine/index.d.ts',
-      'engine/protocol/wire.d.ts',
+      'engine/wire/schemas.d.ts',
       'store/index.d.ts',
       'workers/tool.d.ts',
     ]);

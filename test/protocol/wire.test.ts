@@ -16,8 +16,8 @@ import type { z } from 'zod';
 import { Call } from '../../engine/call.js';
 import { Engine } from '../../engine/index.js';
 import { WorkerPool } from '../../engine/pool.js';
-import { protocolJsonSchema } from '../../engine/protocol/json-schema.js';
 import { isStreamName } from '../../engine/protocol/streams.js';
+import { protocolJsonSchema } from '../../engine/wire/json-schema.js';
 import {
   describeResultSchema,
   engineMessageSchema,
@@ -30,7 +30,7 @@ import {
   taskSchema,
   terminalResultSchema,
   workerMessageSchema,
-} from '../../engine/protocol/wire.js';
+} from '../../engine/wire/schemas.js';
 
 const FIXTURES = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'tools');
 

@@ -6,8 +6,9 @@
  * rewrites it and test/protocol/schema-drift.test.ts fails when it differs
  * from what this module renders.
  */
-import { PROTOCOL_VERSION, WIRE_SCHEMAS } from './wire.js';
-import { z } from './zod.js';
+
+import { z } from '../protocol/zod.js';
+import { PROTOCOL_VERSION, WIRE_SCHEMAS } from './schemas.js';
 
 /** Where the committed schema lives, relative to the package root. */
 export const PROTOCOL_SCHEMA_PATH = 'docs/schema/sluice-protocol.json';
@@ -48,7 +49,7 @@ export function protocolJsonSchema(): JsonObject {
     $id: `urn:sluice:protocol:${PROTOCOL_VERSION}`,
     title: 'sluice wire protocol',
     description:
-      'Generated from engine/protocol/wire.ts by `npm run schema`; do not edit. See docs/protocol.md for what each definition means.',
+      'Generated from engine/wire/schemas.ts by `npm run schema`; do not edit. See docs/protocol.md for what each definition means.',
     'x-sluice-protocol-version': PROTOCOL_VERSION,
     $defs,
   };

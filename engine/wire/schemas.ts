@@ -10,15 +10,14 @@
  * read.ts, sessions/); the compile-time checks at the end of this file fail
  * the build when a schema and its type disagree, so the two cannot drift
  * either. Event-log records reuse the lenient reading schemas of
- * engine/sessions/records.ts (a value-level import of zod schemas only; no
- * cycle, nothing that workers could not load), tightened where the reader
- * deliberately accepts anything.
+ * engine/sessions/records.ts, tightened where the reader deliberately
+ * accepts anything. That import (and the types of read.ts, result.ts and
+ * sessions/) is why these schemas live here, on the main thread, and not in
+ * engine/protocol/, which workers and the store load and which imports
+ * nothing of sluice outside itself.
  */
-import type { ReadResult } from '../read.js';
-import type { CallEvent, OutputRef, TerminalResult } from '../result.js';
-import type { ReplayedSession, SessionSummary } from '../sessions/index.js';
-import { completedRecordSchema, revertRecordSchema, spillRefSchema, startedRecordSchema } from '../sessions/records.js';
-import { ERROR_CODES, type SerializedError } from './errors.js';
+
+import { ERROR_CODES, type SerializedError } from '../protocol/errors.js';
 import {
   type CallTask,
   type DescribeResult,
@@ -29,11 +28,15 @@ import {
   type ToolDescription,
   type WorkerMessage,
   wireCompletionSchema,
-} from './messages.js';
-import { isStreamName, MAX_STREAM_NAME_BYTES, MAX_STREAMS, type OutputDeclaration } from './streams.js';
-import { z } from './zod.js';
+} from '../protocol/messages.js';
+import { isStreamName, MAX_STREAM_NAME_BYTES, MAX_STREAMS, type OutputDeclaration } from '../protocol/streams.js';
+import { z } from '../protocol/zod.js';
+import type { ReadResult } from '../read.js';
+import type { CallEvent, OutputRef, TerminalResult } from '../result.js';
+import type { ReplayedSession, SessionSummary } from '../sessions/index.js';
+import { completedRecordSchema, revertRecordSchema, spillRefSchema, startedRecordSchema } from '../sessions/records.js';
 
-export { PROTOCOL_VERSION } from './messages.js';
+export { PROTOCOL_VERSION } from '../protocol/messages.js';
 
 // ── Building blocks ─────────────────────────────────────────────────────────
 
