@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PROTOCOL_SCHEMA_PATH, renderProtocolSchema } from '../wire/json-schema.js';
 
-/** The package root: three levels above dist/engine/protocol/. */
+/** The package root: three levels above dist/engine/generate/. */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 const target = join(ROOT, PROTOCOL_SCHEMA_PATH);
