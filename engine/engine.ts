@@ -6,7 +6,7 @@ import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { StoreIO } from '../store/io.js';
 import type { Store } from '../store/store.js';
-import type { ApprovalPolicy, Call, CallOptions, CallRecorder, InternalCallOptions } from './call.js';
+import type { ApprovalPolicy, Call, CallOptions, CallRecorder, InternalCallOptions } from './call/call.js';
 import type { EventHub } from './events/hub.js';
 import type { LazySessionLog } from './lazy-session-log.js';
 import type { McpServerConfig } from './mcp/config.js';

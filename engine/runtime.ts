@@ -8,9 +8,9 @@
  */
 export { resolveStoreDir, Store } from '../store/store.js';
 export { BUILTIN_TOOLS } from './builtin-tools.js';
-export { Call } from './call.js';
+export { Call } from './call/call.js';
+export { assertJsonArgs } from './call/json-args.js';
 export { EventHub } from './events/hub.js';
-export { assertJsonArgs } from './json-args.js';
 export { LazySessionLog } from './lazy-session-log.js';
 export { resolveOptions } from './options.js';
 export { reapOrphans } from './orphans.js';

@@ -101,7 +101,7 @@ describe('the public API is documented', () => {
   it('every member of the core types has TSDoc', () => {
     const core: Record<string, string[]> = {
       'engine/engine.d.ts': ['Engine', 'CallHandle', 'EngineOpenOptions'],
-      'engine/call.d.ts': ['CallOptions'],
+      'engine/call/call.d.ts': ['CallOptions'],
       'engine/options.d.ts': ['EngineOptions'],
       'engine/registry.d.ts': ['ToolInfo'],
       'engine/result.d.ts': ['TerminalResult', 'StreamRef'],

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { z } from 'zod';
-import { Call } from '../../engine/call.js';
+import { Call } from '../../engine/call/call.js';
 import { Engine } from '../../engine/index.js';
 import { WorkerPool } from '../../engine/pool.js';
 import { isStreamName } from '../../engine/protocol/streams.js';

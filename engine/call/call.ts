@@ -6,20 +6,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { MessagePort } from 'node:worker_threads';
-import type { Pin, Store } from '../store/store.js';
-import { Capture } from './capture.js';
-import { EventHub } from './events/hub.js';
-import { freeChunk } from './free-buffer.js';
-import { FullTexts } from './full-text.js';
-import { MODEL_STATUS_RESERVE } from './options.js';
-import { PageCapture } from './page-capture.js';
-import type { WorkerPool } from './pool.js';
-import { formatBytes, formatDuration, incompleteDisplay, LiveDisplay } from './presentation/display.js';
-import { assertModelViewWithinBound, previewBudget, renderModelView } from './presentation/model-view.js';
-import type { ToolOutputOptions } from './presentation/options.js';
-import { renderPageView } from './presentation/page-view.js';
-import { isToolProcessGroup, killProcessGroup } from './process-group.js';
-import type { ProcessGuard } from './process-guard.js';
+import type { Pin, Store } from '../../store/store.js';
+import { EventHub } from '../events/hub.js';
+import { MODEL_STATUS_RESERVE } from '../options.js';
+import type { WorkerPool } from '../pool.js';
+import { formatBytes, formatDuration, incompleteDisplay, LiveDisplay } from '../presentation/display.js';
+import { assertModelViewWithinBound, previewBudget, renderModelView } from '../presentation/model-view.js';
+import type { ToolOutputOptions } from '../presentation/options.js';
+import { renderPageView } from '../presentation/page-view.js';
+import { isToolProcessGroup, killProcessGroup } from '../process-group.js';
+import type { ProcessGuard } from '../process-guard.js';
 import {
   BadArgumentsError,
   CancelledError,
@@ -34,14 +30,18 @@ import {
   TimeoutError,
   toSluiceError,
   WorkerCrashError,
-} from './protocol/errors.js';
-import { COMPLETION_BOUNDS, MAX_TIMER_MS } from './protocol/limits.js';
-import type { PreparedOperation, TextKind, WireCompletion, WorkerMessage } from './protocol/messages.js';
-import { wireCompletionSchema } from './protocol/messages.js';
-import { CallEndpoint, Comlink, installErrorTransfer } from './protocol/rpc.js';
-import { cutMarker, cutMarkerBytes, detachString, utf8PrefixEnd } from './protocol/text.js';
-import type { ToolInfo } from './registry.js';
-import type { CallEvent, CallStatus, FullTextRefs, OutputRef, TerminalResult, TextRef } from './result.js';
+} from '../protocol/errors.js';
+import { COMPLETION_BOUNDS, MAX_TIMER_MS } from '../protocol/limits.js';
+import type { PreparedOperation, TextKind, WireCompletion, WorkerMessage } from '../protocol/messages.js';
+import { wireCompletionSchema } from '../protocol/messages.js';
+import { CallEndpoint, Comlink, installErrorTransfer } from '../protocol/rpc.js';
+import { cutMarker, cutMarkerBytes, detachString, utf8PrefixEnd } from '../protocol/text.js';
+import type { ToolInfo } from '../registry.js';
+import type { CallEvent, CallStatus, FullTextRefs, OutputRef, TerminalResult, TextRef } from '../result.js';
+import { Capture } from './capture.js';
+import { freeChunk } from './free-buffer.js';
+import { FullTexts } from './full-text.js';
+import { PageCapture } from './page-capture.js';
 
 /** Decides whether a prepared operation may run. Return false (or throw) to deny. */
 export type ApprovalPolicy = (

@@ -5,8 +5,8 @@
  * artifact would be waste. The hard bound below stops a misbehaving tool from
  * growing it; passing it fails the call with ERESOURCELIMIT (never a cut).
  */
-import { linesOfString } from '../store/lines.js';
-import { ResourceLimitError } from './protocol/errors.js';
+import { linesOfString } from '../../store/lines.js';
+import { ResourceLimitError } from '../protocol/errors.js';
 
 /** Largest page a self-paginating tool may return (the read tool's own 2 MiB page bound plus its metadata line). */
 export const MAX_PAGE_OUTPUT_BYTES = 2 * 1024 * 1024 + 4096;

@@ -7,15 +7,15 @@
  * the output size.
  */
 
-import type { BlobInfo, BlobWriter } from '../store/blob-writer.js';
-import { crashPoint } from '../store/crash-point.js';
-import { encodeManifest } from '../store/manifest.js';
-import type { Pin, Store } from '../store/store.js';
-import type { OutputView } from './presentation/model-view.js';
-import { type Preview, PreviewBuilder } from './presentation/preview.js';
-import { ProtocolError, SizeLimitError } from './protocol/errors.js';
-import type { OutputDeclaration } from './protocol/streams.js';
-import type { OutputRef } from './result.js';
+import type { BlobInfo, BlobWriter } from '../../store/blob-writer.js';
+import { crashPoint } from '../../store/crash-point.js';
+import { encodeManifest } from '../../store/manifest.js';
+import type { Pin, Store } from '../../store/store.js';
+import type { OutputView } from '../presentation/model-view.js';
+import { type Preview, PreviewBuilder } from '../presentation/preview.js';
+import { ProtocolError, SizeLimitError } from '../protocol/errors.js';
+import type { OutputDeclaration } from '../protocol/streams.js';
+import type { OutputRef } from '../result.js';
 
 /** Limits a capture applies. */
 export interface CaptureLimits {

@@ -5,10 +5,10 @@
  * output, so the bounded result can say where the whole text is. Nothing
  * holds the text in memory.
  */
-import type { BlobWriter } from '../store/blob-writer.js';
-import type { Pin, Store } from '../store/store.js';
-import type { TextKind } from './protocol/messages.js';
-import type { TextRef } from './result.js';
+import type { BlobWriter } from '../../store/blob-writer.js';
+import type { Pin, Store } from '../../store/store.js';
+import type { TextKind } from '../protocol/messages.js';
+import type { TextRef } from '../result.js';
 
 /** Most bytes of whole text one call may send (per kind): the size bound of a stream. */
 export interface FullTextLimits {

@@ -8,7 +8,7 @@
  * error (the log cannot serialise it) or a live result that replay cannot
  * reproduce. `undefined` is allowed where JSON would drop it (an absent field).
  */
-import { BadArgumentsError } from './protocol/errors.js';
+import { BadArgumentsError } from '../protocol/errors.js';
 
 /** Deepest nesting of arrays and objects accepted in tool arguments. */
 export const MAX_ARGS_DEPTH = 256;
