@@ -14,7 +14,7 @@ import type { McpServers } from './mcp/servers.js';
 import type { EngineOptions, ResolvedOptions } from './options.js';
 import { BUILTIN_NAMES, builtinTool } from './paths.js';
 import { defaultPoolOptions, earlyPoolOptions, type PoolOptions, WorkerPool } from './pool.js';
-import type { ProcessGuard } from './process-guard.js';
+import type { ProcessGuard } from './processes/process-guard.js';
 import type { ReadBytesResult, ReadOptions, ReadResult } from './read.js';
 import type { Registry, ToolInfo } from './registry.js';
 import type { CallEvent, TerminalResult } from './result.js';

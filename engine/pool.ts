@@ -8,7 +8,7 @@ import { availableParallelism } from 'node:os';
 import type { MessagePort } from 'node:worker_threads';
 import type { Piscina as PiscinaPool } from 'piscina';
 import { workerEntry } from './paths.js';
-import { killProcessGroup } from './process-group.js';
+import { killProcessGroup } from './processes/process-group.js';
 import type { EngineMessage, Task, WorkerMessage } from './protocol/messages.js';
 import { PORT_HANDSHAKE } from './protocol/port.js';
 

@@ -14,8 +14,8 @@ import { formatBytes, formatDuration, incompleteDisplay, LiveDisplay } from '../
 import { assertModelViewWithinBound, previewBudget, renderModelView } from '../presentation/model-view.js';
 import type { ToolOutputOptions } from '../presentation/options.js';
 import { renderPageView } from '../presentation/page-view.js';
-import { isToolProcessGroup, killProcessGroup } from '../process-group.js';
-import type { ProcessGuard } from '../process-guard.js';
+import { isToolProcessGroup, killProcessGroup } from '../processes/process-group.js';
+import type { ProcessGuard } from '../processes/process-guard.js';
 import {
   BadArgumentsError,
   CancelledError,

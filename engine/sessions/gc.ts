@@ -26,7 +26,7 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { MAX_MANIFEST_BYTES } from '../../store/manifest.js';
 import type { Store } from '../../store/store.js';
-import { reapOrphans } from '../orphans.js';
+import { reapOrphans } from '../processes/orphans.js';
 import { BadOptionError, toSluiceError } from '../protocol/errors.js';
 import { type ListedBlob, listBlobs, manifestStreams } from './gc-blobs.js';
 import { acquireGcLock } from './gc-lock.js';
@@ -81,7 +81,7 @@ export interface GcReport {
   indexRemoved: number;
   /** Tombstones of a dead collection restored. */
   trashRecovered: number;
-  /** Process groups of calls whose engine died (with its watchdog) killed (engine/orphans.ts). */
+  /** Process groups of calls whose engine died (with its watchdog) killed (engine/processes/orphans.ts). */
   orphanGroupsKilled: number;
   durationMs: number;
 }

@@ -12,7 +12,7 @@
  * The watchdog also appends each line to a journal in the store
  * (`procs/<engine pid>-<random>.pgids`), so that if it dies with the engine
  * (both killed at once), the next engine opened on the store, or the next
- * collection, kills what the journal still lists (engine/orphans.ts). The
+ * collection, kills what the journal still lists (engine/processes/orphans.ts). The
  * engine removes the journal when it closes.
  *
  * Per call this costs the engine two short writes on a pipe (and, once per
