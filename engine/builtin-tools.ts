@@ -5,7 +5,7 @@
  * `npm run schema` (engine/generate/builtins.ts): do not edit.
  * test/runtime/open.test.ts fails when it no longer matches.
  */
-import type { BuiltinName } from './paths.js';
+import type { BuiltinName } from './pool/dist-paths.js';
 import type { ToolDescription } from './protocol/messages.js';
 
 /** Each built-in tool's description, by name. */

@@ -3,7 +3,7 @@
  * declaration is read in a worker (a `describe` task) and validated here.
  */
 
-import type { WorkerPool } from './pool.js';
+import type { WorkerPool } from './pool/pool.js';
 import {
   BadDeclarationError,
   BadModuleError,

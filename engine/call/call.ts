@@ -9,7 +9,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { Pin, Store } from '../../store/store.js';
 import { EventHub } from '../events/hub.js';
 import { MODEL_STATUS_RESERVE } from '../options.js';
-import type { WorkerPool } from '../pool.js';
+import type { WorkerPool } from '../pool/pool.js';
 import { formatBytes, formatDuration, incompleteDisplay, LiveDisplay } from '../presentation/display.js';
 import { assertModelViewWithinBound, previewBudget, renderModelView } from '../presentation/model-view.js';
 import type { ToolOutputOptions } from '../presentation/options.js';

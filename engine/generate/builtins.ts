@@ -10,8 +10,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, promises as fsp } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BUILTIN_NAMES, builtinTool } from '../paths.js';
-import { defaultPoolOptions, WorkerPool } from '../pool.js';
+import { BUILTIN_NAMES, builtinTool } from '../pool/dist-paths.js';
+import { defaultPoolOptions, WorkerPool } from '../pool/pool.js';
 import type { ToolDescription } from '../protocol/messages.js';
 import { describeModule } from '../registry.js';
 
@@ -28,7 +28,7 @@ export function renderBuiltinTools(tools: Record<string, ToolDescription>): stri
  * \`npm run schema\` (engine/generate/builtins.ts): do not edit.
  * test/runtime/open.test.ts fails when it no longer matches.
  */
-import type { BuiltinName } from './paths.js';
+import type { BuiltinName } from './pool/dist-paths.js';
 import type { ToolDescription } from './protocol/messages.js';
 
 /** Each built-in tool's description, by name. */

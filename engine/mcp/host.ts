@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { BroadcastChannel, Worker } from 'node:worker_threads';
-import { distPath } from '../paths.js';
+import { distPath } from '../pool/dist-paths.js';
 import { ClosedError, deserializeError, WorkerCrashError } from '../protocol/errors.js';
 import {
   lifeChannel,

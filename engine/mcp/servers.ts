@@ -5,7 +5,7 @@
  * a worker like any plugin, with the server's description and JSON Schema.
  */
 import { pathToFileURL } from 'node:url';
-import { distPath } from '../paths.js';
+import { distPath } from '../pool/dist-paths.js';
 import { BadModuleError, BadOptionError } from '../protocol/errors.js';
 import type { McpServerSpec, McpToolDef } from '../protocol/mcp.js';
 import type { RegisterOverrides, ToolInfo } from '../registry.js';

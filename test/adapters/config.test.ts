@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { applyConfig, loadConfigFile, loadRunConfig, parseMcpFlag, splitCommand } from '../../engine/cli/config.js';
 import { parseMcpServerConfig, sluiceToolNames } from '../../engine/mcp/config.js';
-import { distPath } from '../../engine/paths.js';
+import { distPath } from '../../engine/pool/dist-paths.js';
 import { cleanup, finish, MCP_SERVER, openEngine, plugin, uniqueMarker, waitNoProcess } from './helpers.js';
 
 const exec = promisify(execFile);

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { distPath } from '../../engine/paths.js';
+import { distPath } from '../../engine/pool/dist-paths.js';
 import { SluiceError } from '../../engine/protocol/errors.js';
 import { MAX_STREAMS, streamNameProblem, validateDeclaration } from '../../engine/protocol/streams.js';
 import { manifestSchema } from '../../store/manifest.js';

@@ -21,7 +21,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { forTerminal, reportError } from '../../engine/cli/common.js';
 import { Engine } from '../../engine/engine.js';
-import { distPath } from '../../engine/paths.js';
+import { distPath } from '../../engine/pool/dist-paths.js';
 import { uniqueSleep, waitNoProcess } from '../runtime/helpers.js';
 import { CLI } from '../store/helpers.js';
 import { describeProcesses, makeTempDir, removeDir, sha256 } from './helpers.js';

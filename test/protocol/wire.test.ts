@@ -15,7 +15,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { z } from 'zod';
 import { Call } from '../../engine/call/call.js';
 import { Engine } from '../../engine/index.js';
-import { WorkerPool } from '../../engine/pool.js';
+import { WorkerPool } from '../../engine/pool/pool.js';
 import { isStreamName } from '../../engine/protocol/streams.js';
 import { protocolJsonSchema } from '../../engine/wire/json-schema.js';
 import {

@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BUILTIN_TOOLS } from '../../engine/builtin-tools.js';
 import { Engine } from '../../engine/index.js';
-import { BUILTIN_NAMES, builtinTool } from '../../engine/paths.js';
-import { defaultPoolOptions, earlyPoolOptions, WorkerPool } from '../../engine/pool.js';
+import { BUILTIN_NAMES, builtinTool } from '../../engine/pool/dist-paths.js';
+import { defaultPoolOptions, earlyPoolOptions, WorkerPool } from '../../engine/pool/pool.js';
 import { describeModule } from '../../engine/registry.js';
 import { closeEngines, openEngine } from './helpers.js';
 

@@ -7,10 +7,10 @@ import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import type { MessagePort } from 'node:worker_threads';
 import type { Piscina as PiscinaPool } from 'piscina';
-import { workerEntry } from './paths.js';
-import { killProcessGroup } from './processes/process-group.js';
-import type { EngineMessage, Task, WorkerMessage } from './protocol/messages.js';
-import { PORT_HANDSHAKE } from './protocol/port.js';
+import { killProcessGroup } from '../processes/process-group.js';
+import type { EngineMessage, Task, WorkerMessage } from '../protocol/messages.js';
+import { PORT_HANDSHAKE } from '../protocol/port.js';
+import { workerEntry } from './dist-paths.js';
 
 /**
  * piscina is CommonJS: required directly, it loads ~10 ms sooner in a cold

@@ -12,7 +12,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 /** True when this module runs from dist/ (compiled), false from sources. */
 const compiled = fileURLToPath(import.meta.url).endsWith('.js');
 /** The dist/ directory. */
-const distRoot = compiled ? resolve(here, '..') : resolve(here, '..', 'dist');
+const distRoot = compiled ? resolve(here, '..', '..') : resolve(here, '..', '..', 'dist');
 
 /** Path of a compiled file under dist/, e.g. `workers/entry.js`. */
 export function distPath(relative: string): string {
