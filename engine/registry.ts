@@ -77,7 +77,7 @@ export class Registry {
 
   /**
    * Validates a description obtained without a worker (the built-ins' generated
-   * descriptions, engine/builtin-tools.ts) and registers it, with the same
+   * descriptions, engine/builtins/descriptions.ts) and registers it, with the same
    * checks as {@link register}.
    */
   add(d: ToolDescription, module: string, source: ToolInfo['source'], overrides: RegisterOverrides = {}): ToolInfo {

@@ -1,5 +1,5 @@
 /**
- * `npm run schema` (second step): writes engine/builtin-tools.ts, the
+ * `npm run schema` (second step): writes engine/builtins/descriptions.ts, the
  * descriptions of the built-in tools exactly as their modules give them in a
  * worker, so that Engine.open registers them without a worker round trip
  * (run from dist/ after the build). Prints whether the file changed; commit
@@ -10,16 +10,16 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, promises as fsp } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BUILTIN_NAMES, builtinTool } from '../pool/dist-paths.js';
+import { BUILTIN_NAMES, builtinTool } from '../builtins/names.js';
 import { defaultPoolOptions, WorkerPool } from '../pool/pool.js';
 import type { ToolDescription } from '../protocol/messages.js';
 import { describeModule } from '../registry.js';
 
 /** The package root: three levels above dist/engine/generate/. */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const TARGET = 'engine/builtin-tools.ts';
+const TARGET = 'engine/builtins/descriptions.ts';
 
-/** The TypeScript source of engine/builtin-tools.ts for these descriptions (before formatting). */
+/** The TypeScript source of engine/builtins/descriptions.ts for these descriptions (before formatting). */
 export function renderBuiltinTools(tools: Record<string, ToolDescription>): string {
   return `/**
  * The built-in tools' descriptions (name, description, output declaration,
@@ -28,8 +28,8 @@ export function renderBuiltinTools(tools: Record<string, ToolDescription>): stri
  * \`npm run schema\` (engine/generate/builtins.ts): do not edit.
  * test/runtime/open.test.ts fails when it no longer matches.
  */
-import type { BuiltinName } from './pool/dist-paths.js';
-import type { ToolDescription } from './protocol/messages.js';
+import type { ToolDescription } from '../protocol/messages.js';
+import type { BuiltinName } from './names.js';
 
 /** Each built-in tool's description, by name. */
 export const BUILTIN_TOOLS: Readonly<Record<BuiltinName, ToolDescription>> = ${JSON.stringify(tools, null, 2)};

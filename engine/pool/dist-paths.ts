@@ -27,14 +27,3 @@ export function distPath(relative: string): string {
 export function workerEntry(): string {
   return distPath('workers/entry.js');
 }
-
-/** The built-in tools, in registration order. */
-export const BUILTIN_NAMES = ['bash', 'read'] as const;
-
-/** Name of a built-in tool. */
-export type BuiltinName = (typeof BUILTIN_NAMES)[number];
-
-/** Module path of a built-in tool. */
-export function builtinTool(name: BuiltinName): string {
-  return distPath(`workers/builtins/${name}.js`);
-}

@@ -1,7 +1,7 @@
 /**
  * How Engine.open starts: the first worker starts booting before anything
  * else is loaded or validated, and the built-ins are registered from their
- * generated descriptions (engine/builtin-tools.ts) without a worker round
+ * generated descriptions (engine/builtins/descriptions.ts) without a worker round
  * trip. How the bugs show if they return: a stale generated file lists an
  * argument schema or stream declaration the tool no longer has; an open that
  * fails after the early pool started leaves a worker thread running.
@@ -10,9 +10,9 @@ import { promises as fsp, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BUILTIN_TOOLS } from '../../engine/builtin-tools.js';
+import { BUILTIN_TOOLS } from '../../engine/builtins/descriptions.js';
+import { BUILTIN_NAMES, builtinTool } from '../../engine/builtins/names.js';
 import { Engine } from '../../engine/index.js';
-import { BUILTIN_NAMES, builtinTool } from '../../engine/pool/dist-paths.js';
 import { defaultPoolOptions, earlyPoolOptions, WorkerPool } from '../../engine/pool/pool.js';
 import { describeModule } from '../../engine/registry.js';
 import { closeEngines, openEngine } from './helpers.js';

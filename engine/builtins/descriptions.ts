@@ -5,8 +5,8 @@
  * `npm run schema` (engine/generate/builtins.ts): do not edit.
  * test/runtime/open.test.ts fails when it no longer matches.
  */
-import type { BuiltinName } from './pool/dist-paths.js';
-import type { ToolDescription } from './protocol/messages.js';
+import type { ToolDescription } from '../protocol/messages.js';
+import type { BuiltinName } from './names.js';
 
 /** Each built-in tool's description, by name. */
 export const BUILTIN_TOOLS: Readonly<Record<BuiltinName, ToolDescription>> = {
