@@ -4,8 +4,9 @@
  * than the grace period; reclaim temporary files and pins of dead processes.
  * Safe while other processes publish.
  */
+
+import { collectGarbage, DEFAULT_GC_GRACE_MS, type GcReport } from '../../store/gc/collect.js';
 import { BadArgumentsError } from '../protocol/errors.js';
-import { collectGarbage, DEFAULT_GC_GRACE_MS, type GcReport } from '../sessions/gc.js';
 import {
   type Command,
   EXIT_OK,

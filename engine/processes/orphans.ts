@@ -3,7 +3,7 @@
  * watchdog died with it (both killed at once) still run. Each watchdog
  * journals the groups it tracks in `procs/<engine pid>-<random>.pgids`
  * (engine/processes/process-guard.ts); when the engine that owns a journal is dead (the
- * owner check of engine/sessions/owners.ts, pid reuse included), every group
+ * owner check of store/owners.ts, pid reuse included), every group
  * the journal still tracks is SIGKILLed and the journal removed. Engine.open
  * runs it in the background, and every garbage collection runs it.
  *
@@ -16,8 +16,8 @@
  */
 import { promises as fsp, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { OwnerCheck, ownerPid, procInfo, START_SLACK_MS } from '../../store/owners.js';
 import type { Store } from '../../store/store.js';
-import { OwnerCheck, ownerPid, procInfo, START_SLACK_MS } from '../sessions/owners.js';
 import { readRegularFile } from '../sessions/roots.js';
 import { killProcessGroup } from './process-group.js';
 

@@ -14,12 +14,12 @@
  */
 import { constants, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
+import { type OwnerCheck, ownerPid } from '../../store/owners.js';
 import { parsePinJournal } from '../../store/pins.js';
 import type { Store } from '../../store/store.js';
 import { toSluiceError } from '../protocol/errors.js';
 import { listSessionIds } from './catalog.js';
 import { type OpenEventLog, openEventLog, scanOpenLog } from './log-reader.js';
-import { type OwnerCheck, ownerPid } from './owners.js';
 import type { SessionRecord } from './records.js';
 import { eventLogPath } from './session-id.js';
 import { callReferences, recordReferences, referenceView, SessionFold } from './state.js';

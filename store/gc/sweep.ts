@@ -30,12 +30,12 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { INDEX_MIN_BLOB_BYTES } from '../../store/line-index.js';
-import type { Store } from '../../store/store.js';
-import { toSluiceError } from '../protocol/errors.js';
-import { type ListedBlob, manifestStreams, manifestStreamsAt, placedSince } from './gc-blobs.js';
-import { OwnerCheck, ownerPid } from './owners.js';
-import { readdirOrEmpty, type SessionScan, scanPins } from './roots.js';
+import { toSluiceError } from '../../engine/protocol/errors.js';
+import { readdirOrEmpty, type SessionScan, scanPins } from '../../engine/sessions/roots.js';
+import { INDEX_MIN_BLOB_BYTES } from '../line-index.js';
+import { OwnerCheck, ownerPid } from '../owners.js';
+import type { Store } from '../store.js';
+import { type ListedBlob, manifestStreams, manifestStreamsAt, placedSince } from './blobs.js';
 
 /** Named points of a collection, for tests that interleave it with publishers. */
 export type GcStep = 'listed' | 'pins' | 'roots' | 'marked' | 'tombstone' | 'recheck' | 'relisted' | 'unlink';

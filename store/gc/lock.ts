@@ -1,17 +1,17 @@
 /**
  * The store-wide GC lock: `gc/lock`, created with O_EXCL, holding the owner's
  * pid. One collection at a time; publishers never take it (pins and
- * tombstoning keep them safe, see gc.ts). A lock whose owner is dead (see
+ * tombstoning keep them safe, see collect.ts). A lock whose owner is dead (see
  * owners.ts) is broken: renamed aside, checked to be the very file judged
  * stale (same inode), and removed.
  */
 import { randomBytes } from 'node:crypto';
 import { constants, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { makeDirs } from '../../store/io.js';
-import type { Store } from '../../store/store.js';
-import { TimeoutError, toSluiceError } from '../protocol/errors.js';
-import { OwnerCheck } from './owners.js';
+import { TimeoutError, toSluiceError } from '../../engine/protocol/errors.js';
+import { makeDirs } from '../io.js';
+import { OwnerCheck } from '../owners.js';
+import type { Store } from '../store.js';
 
 /** A held GC lock. */
 export interface GcLock {

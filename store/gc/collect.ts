@@ -13,7 +13,7 @@
  *    period, then everything a marked manifest references, transitively.
  * 5. Sweep the unmarked blobs by tombstoning, with a re-check of pins, of
  *    the records appended since step 3 and of the manifests placed since
- *    step 2 (gc-sweep.ts). No step of the argument rests on a timestamp.
+ *    step 2 (sweep.ts). No step of the argument rests on a timestamp.
  * 6. Reclaim pins and temporary files whose owner is dead, and line indexes
  *    whose blob is gone. Temporary files of live owners are never touched,
  *    nor files whose names are not of the owned form.
@@ -24,17 +24,17 @@
  */
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { MAX_MANIFEST_BYTES } from '../../store/manifest.js';
-import type { Store } from '../../store/store.js';
-import { reapOrphans } from '../processes/orphans.js';
-import { BadOptionError, toSluiceError } from '../protocol/errors.js';
-import { type ListedBlob, listBlobs, manifestStreams } from './gc-blobs.js';
-import { acquireGcLock } from './gc-lock.js';
-import { type GcStep, recoverTrash, removeIndexOfAbsentBlob, sweep } from './gc-sweep.js';
-import { OwnerCheck, ownerPid } from './owners.js';
-import { readdirOrEmpty, type SessionScan, scanPins, scanSessions } from './roots.js';
+import { reapOrphans } from '../../engine/processes/orphans.js';
+import { BadOptionError, toSluiceError } from '../../engine/protocol/errors.js';
+import { readdirOrEmpty, type SessionScan, scanPins, scanSessions } from '../../engine/sessions/roots.js';
+import { MAX_MANIFEST_BYTES } from '../manifest.js';
+import { OwnerCheck, ownerPid } from '../owners.js';
+import type { Store } from '../store.js';
+import { type ListedBlob, listBlobs, manifestStreams } from './blobs.js';
+import { acquireGcLock } from './lock.js';
+import { type GcStep, recoverTrash, removeIndexOfAbsentBlob, sweep } from './sweep.js';
 
-export type { GcStep } from './gc-sweep.js';
+export type { GcStep } from './sweep.js';
 
 /** Default grace period: one hour. */
 export const DEFAULT_GC_GRACE_MS = 60 * 60 * 1000;

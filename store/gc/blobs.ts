@@ -11,11 +11,11 @@
 import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { READ_STORE_FILE } from '../../store/file.js';
-import { decodeManifest, MANIFEST_KIND, MAX_MANIFEST_BYTES } from '../../store/manifest.js';
-import type { Store } from '../../store/store.js';
-import { toSluiceError } from '../protocol/errors.js';
-import { readdirOrEmpty } from './roots.js';
+import { toSluiceError } from '../../engine/protocol/errors.js';
+import { readdirOrEmpty } from '../../engine/sessions/roots.js';
+import { READ_STORE_FILE } from '../file.js';
+import { decodeManifest, MANIFEST_KIND, MAX_MANIFEST_BYTES } from '../manifest.js';
+import type { Store } from '../store.js';
 
 /** A listed blob: size and mtime as the listing saw them. */
 export interface ListedBlob {
