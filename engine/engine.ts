@@ -39,6 +39,8 @@ const sessionsModule = () => import('./sessions/index.js');
 function poolOptionsOf(o: ResolvedOptions): PoolOptions {
   return {
     concurrency: o.concurrency,
+    threads: o.threads,
+    callsPerThread: o.callsPerThread,
     minThreads: o.minThreads,
     maxOldGenerationSizeMb: o.workerHeapMb,
     idleTimeout: defaultPoolOptions().idleTimeout,
@@ -48,6 +50,8 @@ function poolOptionsOf(o: ResolvedOptions): PoolOptions {
 function samePoolOptions(a: PoolOptions, b: PoolOptions): boolean {
   return (
     a.concurrency === b.concurrency &&
+    a.threads === b.threads &&
+    a.callsPerThread === b.callsPerThread &&
     a.minThreads === b.minThreads &&
     a.maxOldGenerationSizeMb === b.maxOldGenerationSizeMb &&
     a.idleTimeout === b.idleTimeout

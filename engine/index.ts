@@ -34,7 +34,7 @@ export type { McpServerConfig } from './mcp/config.js';
 export type { EngineOptions } from './options.js';
 export type { ToolOutputOptions } from './presentation/options.js';
 export * from './protocol/errors.js';
-export type { Attachment, EmittedMessage, PreparedOperation } from './protocol/messages.js';
+export type { Attachment, EmittedMessage, PreparedOperation, ToolIsolation } from './protocol/messages.js';
 export { PROTOCOL_VERSION } from './protocol/messages.js';
 export type { OutputDeclaration } from './protocol/streams.js';
 export { MAX_STREAM_NAME_BYTES, MAX_STREAMS, validateDeclaration } from './protocol/streams.js';

@@ -159,6 +159,7 @@ const tools: Handler = async (ctx, _req, res, _p, url) => {
       source: t.source,
       output: t.output,
       selfPaginating: t.selfPaginating,
+      isolation: t.isolation,
       argsSchema: t.argsSchema,
     })),
   };

@@ -182,12 +182,16 @@ export const callTaskSchema = z.object({
 /** A piscina task. */
 export const taskSchema = z.discriminatedUnion('kind', [describeTaskSchema, callTaskSchema]);
 
+/** Whether a tool's calls may share a worker thread. */
+export const toolIsolationSchema = z.enum(['shared', 'thread']);
+
 /** A tool as a worker describes it. */
 export const toolDescriptionSchema = z.object({
   name: z.string(),
   description: z.string(),
   output: outputDeclarationSchema,
   selfPaginating: z.boolean(),
+  isolation: toolIsolationSchema,
   argsSchema: z.unknown(),
 });
 
@@ -223,6 +227,7 @@ export const workerMessageSchema = z.discriminatedUnion('t', [
 export const engineMessageSchema = z.discriminatedUnion('t', [
   z.object({ t: z.literal('credit'), c: z.string(), n: z.number().int().positive() }),
   z.object({ t: z.literal('abort'), c: z.string(), reason: z.string() }),
+  z.object({ t: z.literal('abandon'), c: z.string() }),
   z.object({ t: z.literal('rpc'), c: z.string(), m: z.unknown() }),
 ]);
 
@@ -309,6 +314,7 @@ export const toolSummarySchema = z.object({
   source: z.enum(['builtin', 'plugin', 'mcp']),
   output: outputDeclarationSchema,
   selfPaginating: z.boolean(),
+  isolation: toolIsolationSchema,
   argsSchema: z.unknown(),
 });
 
