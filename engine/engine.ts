@@ -6,6 +6,7 @@ import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { StoreIO } from '../store/io.js';
 import type { Store } from '../store/store.js';
+import type { BatchOptions, BatchResult } from './batch/batch.js';
 import { BUILTIN_NAMES, builtinTool } from './builtins/names.js';
 import type { ApprovalPolicy, Call, CallOptions, CallRecorder, InternalCallOptions } from './call/call.js';
 import type { EventHub } from './events/hub.js';
@@ -280,6 +281,24 @@ export class Engine {
   /** Runs a call to its end. */
   run(tool: string, args: unknown, options: CallOptions = {}): Promise<TerminalResult> {
     return this.call(tool, args, options).result;
+  }
+
+  /**
+   * Runs a batch of calls (`{ id, tool, args?, session? }` objects, or JSON
+   * lines of them) with bounded concurrency and yields one result per item:
+   * in completion order, or input order with `ordered`. The input is pulled
+   * only as results are consumed (backpressure); an invalid item yields an
+   * error result (EBADARGS, EUNKNOWNTOOL) instead of ending the batch; an id
+   * already completed in its session is not run again, its recorded result
+   * is yielded with `resumed: true`. Breaking out of the loop, or aborting
+   * `signal`, stops the batch and cancels its running calls.
+   */
+  batch(
+    calls: Iterable<unknown> | AsyncIterable<unknown>,
+    options: BatchOptions = {},
+  ): AsyncGenerator<BatchResult, void, undefined> {
+    this.assertOpen();
+    return this.runtime.runBatch(this, calls, options);
   }
 
   /**

@@ -3,6 +3,8 @@
  * tool authors import `sluice/tool`, the store is `sluice/store`, and the
  * wire schemas (zod) are `sluice/protocol`.
  */
+export type { BatchCall, BatchOptions, BatchResult } from './batch/batch.js';
+export { batchFailed } from './batch/batch.js';
 export type { ApprovalPolicy, CallOptions, CallRecorder } from './call/call.js';
 export { type ArtifactReadTarget, artifactReadTarget, isArtifactRead, READ_TOOL } from './compaction/artifact-read.js';
 export type {
