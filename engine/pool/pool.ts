@@ -54,6 +54,8 @@ export const MAX_CALLS_PER_THREAD = 1024;
 export const MAX_THREADS = 256;
 /** Smallest worker heap limit in MiB (the `workerHeapMb` option's lower bound). */
 export const MIN_WORKER_HEAP_MB = 16;
+/** Least time a shared thread has to answer an abandon before it is deemed blocked and terminated. */
+export const MIN_ABANDON_ANSWER_MS = 5000;
 /** Times a call is handed to another thread because the one it was given retired before starting it. */
 const MAX_RETIRED_RETRIES = 8;
 
@@ -258,15 +260,20 @@ export class WorkerPool {
   /**
    * Lets go of a shared call that did not stop when asked: its worker stops
    * waiting for the tool and retires its thread once idle. If the task has
-   * not settled after `graceMs` (the thread's event loop is blocked), the
-   * thread is terminated.
+   * not settled after `graceMs`, and at least {@link MIN_ABANDON_ANSWER_MS}
+   * (the thread's event loop is blocked), the thread is terminated.
    */
   abandon(callId: string, port: MessagePort, graceMs: number): void {
     port.postMessage({ t: 'abandon', c: callId } satisfies EngineMessage);
-    const timer = setTimeout(() => {
-      this.abandonTimers.delete(timer);
-      if (this.unsettled.has(callId)) void this.terminate(port);
-    }, graceMs);
+    // The answer needs only a turn of the worker's event loop, but a busy thread on a loaded machine
+    // can take a while: terminating it too early would fail innocent thread-mates.
+    const timer = setTimeout(
+      () => {
+        this.abandonTimers.delete(timer);
+        if (this.unsettled.has(callId)) void this.terminate(port);
+      },
+      Math.max(graceMs, MIN_ABANDON_ANSWER_MS),
+    );
     this.abandonTimers.add(timer);
   }
 
