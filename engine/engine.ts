@@ -14,7 +14,8 @@ import type { LazySessionLog } from './lazy-session-log.js';
 import type { McpServerConfig } from './mcp/config.js';
 import type { McpServers } from './mcp/servers.js';
 import type { EngineOptions, ResolvedOptions } from './options.js';
-import { defaultPoolOptions, earlyPoolOptions, type PoolOptions, WorkerPool } from './pool/pool.js';
+import type { EngineMetrics, MetricsSnapshot } from './metrics.js';
+import { defaultPoolOptions, earlyPoolOptions, type PoolOptions, type PoolStats, WorkerPool } from './pool/pool.js';
 import type { ProcessGuard } from './processes/process-guard.js';
 import type { ReadBytesResult, ReadOptions, ReadResult } from './read.js';
 import type { Registry, ToolInfo } from './registry.js';
@@ -120,6 +121,7 @@ export class Engine {
   private readonly processes: ProcessGuard;
   private unhandleSignals: (() => void) | undefined;
   private readonly runtime: Runtime;
+  private readonly counters: EngineMetrics;
   private closed = false;
 
   private constructor(
@@ -139,6 +141,15 @@ export class Engine {
     this.sessionLog = new runtime.LazySessionLog(store);
     this.recorder = init.recorder ?? this.sessionLog;
     this.processes = new runtime.ProcessGuard(store.layout.procs);
+    this.counters = new runtime.EngineMetrics();
+  }
+
+  /**
+   * The engine's counters and the pool's state, for `GET /v1/metrics`
+   * (engine/server/metrics.ts renders them). @internal
+   */
+  metricsSnapshot(): { counters: Readonly<MetricsSnapshot>; pool: PoolStats } {
+    return { counters: this.counters.snapshot(), pool: this.pool.stats() };
   }
 
   /** Opens an engine on a store (created when missing). */
@@ -255,6 +266,7 @@ export class Engine {
         ...(this.recorder ? { recorder: this.recorder } : {}),
         engineHub: this.hub,
         onSettled: (c) => this.calls.delete(c.callId),
+        metrics: this.counters,
       },
       info,
       args,
@@ -262,6 +274,8 @@ export class Engine {
       internal,
     );
     this.calls.set(call.callId, call);
+    this.counters.callStarted(info.name);
+    void call.result.then((r) => this.counters.callEnded(r));
     void call.start();
     const handle: CallHandle = {
       callId: call.callId,
@@ -372,7 +386,11 @@ export class Engine {
    * and older than the grace period (default one hour). Safe while calls run.
    */
   gc(options: GcOptions = {}): Promise<GcReport> {
-    return sessionsModule().then((s) => s.collectGarbage(this.store, options));
+    return sessionsModule().then(async (s) => {
+      const report = await s.collectGarbage(this.store, options);
+      if (!report.dryRun) this.counters.gcRan(report.bytesFreed, report.removed);
+      return report;
+    });
   }
 
   /**

@@ -107,6 +107,8 @@ export interface CallDeps {
   recorder?: CallRecorder;
   engineHub: EventHub<CallEvent>;
   onSettled(call: Call): void;
+  /** Counts credit waits (engine/metrics.ts). */
+  metrics?: { creditWait(): void };
 }
 
 /** How long a completion may trail its task's result (they travel on different ports). */
@@ -275,7 +277,7 @@ export class Call {
    * is terminated. A shared thread carries other calls, so this call alone
    * ends now (its process groups are killed) and the worker is told to let it
    * go and retire once idle; only if the worker does not answer within
-   * another grace period (its event loop is blocked) is the thread
+   * max(graceMs, 5 s) (its event loop is blocked) is the thread
    * terminated, failing the calls it carries (docs/architecture.md).
    */
   private giveUp(err: SluiceError): void {
@@ -386,8 +388,12 @@ export class Call {
       this.credit(len);
       return;
     }
+    const before = this.inFlight;
     this.inFlight += len;
     if (this.inFlight > this.maxInFlight) this.maxInFlight = this.inFlight;
+    // The window is full: the worker waits for credit until this chunk is on disk.
+    const window = this.deps.settings.window;
+    if (before < window && this.inFlight >= window) this.deps.metrics?.creditWait();
     written.then(
       () => {
         this.inFlight -= len;
