@@ -13,8 +13,8 @@ import type { EventHub } from './events/hub.js';
 import type { LazySessionLog } from './lazy-session-log.js';
 import type { McpServerConfig } from './mcp/config.js';
 import type { McpServers } from './mcp/servers.js';
-import type { EngineOptions, ResolvedOptions } from './options.js';
 import type { EngineMetrics, MetricsSnapshot } from './metrics.js';
+import type { EngineOptions, ResolvedOptions } from './options.js';
 import { defaultPoolOptions, earlyPoolOptions, type PoolOptions, type PoolStats, WorkerPool } from './pool/pool.js';
 import type { ProcessGuard } from './processes/process-guard.js';
 import type { ReadBytesResult, ReadOptions, ReadResult } from './read.js';
@@ -312,7 +312,12 @@ export class Engine {
     options: BatchOptions = {},
   ): AsyncGenerator<BatchResult, void, undefined> {
     this.assertOpen();
-    return this.runtime.runBatch(this, calls, options);
+    // Loaded on first use: the batch runner brings the session-index modules an open does not need.
+    const load = import('./batch/batch.js');
+    const engine = this;
+    return (async function* () {
+      yield* (await load).runBatch(engine, calls, options);
+    })();
   }
 
   /**

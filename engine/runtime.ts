@@ -7,7 +7,6 @@
  * statically but the pool (docs/architecture.md, "Opening an engine").
  */
 export { resolveStoreDir, Store } from '../store/store.js';
-export { runBatch } from './batch/batch.js';
 export { BUILTIN_TOOLS } from './builtins/descriptions.js';
 export { Call } from './call/call.js';
 export { assertJsonArgs } from './call/json-args.js';
