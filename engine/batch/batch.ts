@@ -62,6 +62,9 @@ export interface BatchEngine {
   call(tool: string, args: unknown, options: { session?: string; callId?: string }): CallHandle;
 }
 
+/** Session logs a batch keeps open for resume at once (items naming many sessions reopen the oldest). */
+const MAX_OPEN_INDEXES = 32;
+
 /** How far ahead of the oldest unreturned result an ordered batch may read, in multiples of its concurrency. */
 const ORDERED_WINDOW = 4;
 
@@ -80,7 +83,7 @@ export async function* runBatch(
   const ordered = options.ordered === true;
   const resume = options.resume !== false;
   const ids = new Set<string>();
-  const indexes = new Map<string, Promise<CompletedIndex>>();
+  const indexes = new Map<string, { index: Promise<CompletedIndex>; users: number }>();
   const running = new Set<CallHandle>();
   /** Results ready to return: in completion order, or (ordered) by index. */
   const ready: BatchResult[] = [];
@@ -116,13 +119,25 @@ export async function* runBatch(
   const hasRoom = () =>
     ordered ? read - nextIndex < limit * ORDERED_WINDOW && inflight < limit : inflight + ready.length < limit;
 
-  const indexFor = (session: string) => {
-    let p = indexes.get(session);
-    if (!p) {
-      p = openCompletedIndex(engine.store, session);
-      indexes.set(session, p);
+  /** Runs `fn` on `session`'s index, opening it if needed; at most MAX_OPEN_INDEXES logs stay open. */
+  const withIndex = async <T>(session: string, fn: (idx: CompletedIndex) => Promise<T>): Promise<T> => {
+    let entry = indexes.get(session);
+    if (entry) indexes.delete(session);
+    entry ??= { index: openCompletedIndex(engine.store, session), users: 0 };
+    // Map order is recency: the entry goes last.
+    indexes.set(session, entry);
+    for (const [s, e] of indexes) {
+      if (indexes.size <= MAX_OPEN_INDEXES) break;
+      if (e.users > 0 || e === entry) continue;
+      indexes.delete(s);
+      void e.index.then((i) => i.close()).catch(() => {});
     }
-    return p;
+    entry.users++;
+    try {
+      return await fn(await entry.index);
+    } finally {
+      entry.users--;
+    }
   };
 
   const runItem = async (index: number, value: unknown): Promise<void> => {
@@ -139,11 +154,11 @@ export async function* runBatch(
       let callId = call.id;
       if (session !== undefined) {
         // Even without resume, a call id the session has seen is never reused (see completed-index.ts).
-        const idx = await indexFor(session);
-        if (resume && idx.has(call.id)) {
-          return deliver(index, { id: call.id, index, result: await idx.result(call.id), resumed: true });
-        }
-        callId = idx.nextCallId(call.id);
+        const found = await withIndex(session, async (idx) =>
+          resume && idx.has(call.id) ? { recorded: await idx.result(call.id) } : { callId: idx.nextCallId(call.id) },
+        );
+        if ('recorded' in found) return deliver(index, { id: call.id, index, result: found.recorded, resumed: true });
+        callId = found.callId;
       }
       if (stopped) return deliver(index, null);
       const handle = engine.call(call.tool, call.args, { callId, ...(session !== undefined ? { session } : {}) });
@@ -207,7 +222,7 @@ export async function* runBatch(
     // stdin); once stopped it reads nothing more and starts nothing more.
     void reader;
     while (inflight > 0) await changed();
-    for (const p of indexes.values()) await p.then((i) => i.close()).catch(() => {});
+    for (const e of indexes.values()) await e.index.then((i) => i.close()).catch(() => {});
   }
 }
 

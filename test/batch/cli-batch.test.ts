@@ -64,7 +64,7 @@ async function writeCalls(path: string, n: number): Promise<number> {
     const line =
       i % 1000 === 999 ? `{broken ${i}` : JSON.stringify({ id: `c${i}`, tool: 'echo', args: { text: `line ${i}\n` } });
     if (i % 1000 === 999) bad++;
-    if (!out.write(`${line}\n`)) await new Promise((r) => out.once('drain', r));
+    if (!out.write(`${line}\n`)) await new Promise<void>((r) => out.once('drain', () => r()));
   }
   await new Promise<void>((r, j) => out.end((err?: Error | null) => (err ? j(err) : r())));
   return bad;

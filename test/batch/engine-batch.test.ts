@@ -181,6 +181,22 @@ describe('Engine.batch', () => {
     await expectStoreClean(engine);
   });
 
+  it('resume across more sessions than the batch keeps open at once (40 items, one session each)', async () => {
+    const { engine } = await engineWith(['echo']);
+    const items = Array.from({ length: 40 }, (_, i) => ({
+      id: `m${i}`,
+      tool: 'echo',
+      args: { text: `${i}` },
+      session: `many-${i}`,
+    }));
+    const first = await collect(engine.batch(items, { concurrency: 8 }));
+    expect(first.filter((r) => r.result?.status === 'success')).toHaveLength(40);
+    const second = await collect(engine.batch(items, { concurrency: 8 }));
+    expect(second.filter((r) => r.resumed)).toHaveLength(40);
+    for (const r of second) expect(r.result).toEqual(first.find((f) => f.id === r.id)?.result);
+    await expectStoreClean(engine);
+  });
+
   it('breaking out of the loop cancels the running calls and leaves no process behind', async () => {
     const { engine } = await engineWith([]);
     const sleeper = uniqueSleep();
