@@ -92,6 +92,11 @@ const SYSCALL: Record<IoOp, string> = {
   unlink: 'unlink',
   utimes: 'utime',
   mkdir: 'mkdir',
+  readdir: 'scandir',
+  stat: 'stat',
+  lstat: 'lstat',
+  rmdir: 'rmdir',
+  link: 'link',
 };
 
 const ERRNO: Record<string, number> = { ENOSPC: -28, EIO: -5, EACCES: -13, EROFS: -30, EDQUOT: -122, EPERM: -1 };
@@ -311,11 +316,20 @@ export class FaultyIO implements StoreIO {
   utimes = (path: string, atime: Date, mtime: Date) =>
     this.run(this.record('utimes', path), () => this.base.utimes(path, atime, mtime));
   mkdir = (path: string) => this.run(this.record('mkdir', path), () => this.base.mkdir(path));
+  readdir = (dir: string) => this.run(this.record('readdir', dir), () => this.base.readdir(dir));
+  stat = (path: string) => this.run(this.record('stat', path), () => this.base.stat(path));
+  lstat = (path: string) => this.run(this.record('lstat', path), () => this.base.lstat(path));
+  rmdir = (path: string) => this.run(this.record('rmdir', path), () => this.base.rmdir(path));
+  link = (existing: string, newPath: string) =>
+    this.run(this.record('link', existing, { to: newPath }), () => this.base.link(existing, newPath));
 }
 
-/** Operations that change what is on disk or make it durable (everything except open for reading). */
+/** Operations that only look (open for reading, listings, stat). */
+const LOOKS: ReadonlySet<IoOp> = new Set<IoOp>(['open', 'readdir', 'stat', 'lstat']);
+
+/** Operations that change what is on disk or make it durable (everything except opening and looking). */
 export function isDurableOp(rec: OpRecord): boolean {
-  return rec.op !== 'open';
+  return !LOOKS.has(rec.op);
 }
 
 /** A short label for an operation, for test names and failure messages: `fsync capture`, `rename capture→blob`. */

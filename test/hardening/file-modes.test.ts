@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../engine/engine.js';
 import { loadOrCreateToken } from '../../engine/server/auth.js';
-import { collectGarbage } from '../../store/gc/collect.js';
+import { collectGarbage } from '../../engine/sessions/gc.js';
 import { ageBlobs, makeTempDir, removeDir } from './helpers.js';
 
 let dir: string;

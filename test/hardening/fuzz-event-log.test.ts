@@ -12,12 +12,12 @@ import { dirname, join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine } from '../../engine/engine.js';
+import { collectGarbage } from '../../engine/sessions/gc.js';
 import { MAX_LINE_BYTES, readEventLog } from '../../engine/sessions/log-reader.js';
 import { SessionRecorder } from '../../engine/sessions/recorder.js';
 import { replaySession } from '../../engine/sessions/replay.js';
 import { eventLogPath } from '../../engine/sessions/session-id.js';
 import { verifyWithSessions } from '../../engine/sessions/verify.js';
-import { collectGarbage } from '../../store/gc/collect.js';
 import { streamsResult } from '../sessions/helpers.js';
 import { makeTempDir, removeDir, soak, soakTimeout } from './helpers.js';
 

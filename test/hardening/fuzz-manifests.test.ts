@@ -10,7 +10,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { collectGarbage } from '../../store/gc/collect.js';
+import { collectGarbage } from '../../engine/sessions/gc.js';
 import { decodeManifest, MANIFEST_KIND } from '../../store/manifest.js';
 import { sha256, soak, soakTimeout } from './helpers.js';
 import { type Isolated, isolatedEngine } from './isolated.js';

@@ -18,8 +18,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { OutputRef } from '../../engine/result.js';
+import { collectGarbage } from '../../engine/sessions/gc.js';
 import { replaySession } from '../../engine/sessions/replay.js';
-import { collectGarbage } from '../../store/gc/collect.js';
 import { Store } from '../../store/store.js';
 import { CLI } from '../store/helpers.js';
 import {

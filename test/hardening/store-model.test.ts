@@ -13,7 +13,7 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { collectGarbage } from '../../store/gc/collect.js';
+import { collectGarbage } from '../../engine/sessions/gc.js';
 import { encodeManifest } from '../../store/manifest.js';
 import { streamsResult } from '../sessions/helpers.js';
 import { heldPins } from '../store/helpers.js';

@@ -172,6 +172,11 @@ export async function crashAndRestart(m: Model, r: Real): Promise<Real> {
   m.deadTmp += await handOver(r.store.layout.tmp);
   m.deadPins += await handOver(r.store.layout.pins);
   m.deadTrash += await handOver(r.store.layout.trash);
+  // A collection that died holding the GC lock left it with its pid: the dead pid, so the next one breaks it.
+  const lock = join(r.store.layout.gc, 'lock');
+  if ((await fsp.readFile(lock, 'utf8').catch(() => '')).trim() === String(process.pid)) {
+    await fsp.writeFile(lock, `${dead}\n`);
+  }
   m.pins.clear();
   return openReal(r.dir);
 }

@@ -16,7 +16,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../engine/engine.js';
 import { reapOrphans } from '../../engine/processes/orphans.js';
 import { ProcessGuard } from '../../engine/processes/process-guard.js';
-import { collectGarbage } from '../../store/gc/collect.js';
+import { collectGarbage } from '../../engine/sessions/gc.js';
 import { Store } from '../../store/store.js';
 import { deadPid } from '../sessions/helpers.js';
 import { tempDir } from '../store/helpers.js';
