@@ -23,6 +23,7 @@ import {
   ResourceLimitError,
   UnknownStreamError,
 } from '../engine/protocol/errors.js';
+import { utf8CompleteEnd } from '../engine/protocol/text.js';
 import { BLOB_START, findAnchor, INDEX_SCAN_BOUND, type IndexedAnchor, wantsIndex } from './index-file.js';
 import {
   isIndexUnavailable,
@@ -263,20 +264,6 @@ async function checkCharBoundary(
   );
 }
 
-/**
- * The largest cut at or before `end` that does not split a character: an
- * unfinished multi-byte sequence at the end (at most three bytes) is held
- * back for the next page.
- */
-function codePointEnd(b: Uint8Array, end: number): number {
-  let lead = end - 1;
-  while (lead >= 0 && lead > end - 4 && ((b[lead] as number) & 0xc0) === 0x80) lead--;
-  if (lead < 0) return end;
-  const x = b[lead] as number;
-  const need = x >= 0xf0 ? 4 : x >= 0xe0 ? 3 : x >= 0xc0 ? 2 : 1;
-  return end - lead < need ? lead : end;
-}
-
 /** UTF-8 size of the text `bytes` decode to (U+FFFD, three bytes, for each invalid sequence). */
 export function decodedSize(bytes: Uint8Array): number {
   if (isUtf8(bytes)) return bytes.length;
@@ -291,7 +278,7 @@ export function decodedSize(bytes: Uint8Array): number {
  */
 export function textBudgetCut(b: Uint8Array, max: number): number {
   // Valid text (the usual case): its size is its bytes, so the cut is the bound, backed off a split character.
-  const fast = codePointEnd(b, Math.min(b.length, max));
+  const fast = utf8CompleteEnd(b, Math.min(b.length, max));
   if (isUtf8(b.subarray(0, fast))) return fast;
   let i = 0;
   let text = 0;

@@ -9,6 +9,7 @@ import { MAX_CHUNK_BYTES } from '../engine/protocol/limits.js';
 import type { TextKind } from '../engine/protocol/messages.js';
 import { CallEndpoint, Comlink, installErrorTransfer } from '../engine/protocol/rpc.js';
 import { channelNames, type OutputDeclaration } from '../engine/protocol/streams.js';
+import { unitCutAfter } from '../engine/protocol/text.js';
 import { post, postChunk, postText } from './channel.js';
 import { CreditGate } from './credit.js';
 import type { ArtifactReader, HostServices, ToolContext } from './tool.js';
@@ -286,9 +287,7 @@ export class CallRun {
         drop -= first.length;
         continue;
       }
-      let cut = drop;
-      const c = first.charCodeAt(cut);
-      if (c >= 0xdc00 && c <= 0xdfff) cut++;
+      const cut = unitCutAfter(first, drop);
       // Copied through a Buffer: a slice could keep the whole (perhaps huge) original alive.
       this.displayPieces[0] = Buffer.from(first.slice(cut), 'utf8').toString('utf8');
       this.displayChars -= cut;

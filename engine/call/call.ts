@@ -35,7 +35,7 @@ import { COMPLETION_BOUNDS, MAX_TIMER_MS } from '../protocol/limits.js';
 import type { PreparedOperation, TextKind, WireCompletion, WorkerMessage } from '../protocol/messages.js';
 import { wireCompletionSchema } from '../protocol/messages.js';
 import { CallEndpoint, Comlink, installErrorTransfer } from '../protocol/rpc.js';
-import { cutMarker, cutMarkerBytes, detachString, utf8PrefixEnd } from '../protocol/text.js';
+import { clipUtf8, cutMarker, cutMarkerBytes, detachString, unitCutBefore, utf8PrefixEnd } from '../protocol/text.js';
 import type { ToolInfo } from '../registry.js';
 import type { CallEvent, CallStatus, FullTextRefs, OutputRef, TerminalResult, TextRef } from '../result.js';
 import { Capture } from './capture.js';
@@ -737,21 +737,11 @@ export function displayFrames(text: string): string[] {
   let i = 0;
   while (i < text.length) {
     let end = Math.min(text.length, i + MAX_DISPLAY_EVENT_CHARS);
-    const c = text.charCodeAt(end - 1);
-    if (end < text.length && c >= 0xd800 && c <= 0xdbff) end--;
+    end = unitCutBefore(text, end);
     frames.push(text.slice(i, end));
     i = end;
   }
   return frames;
-}
-
-/** `text` cut to at most `max` UTF-8 bytes on a code point boundary, with an ellipsis when cut. */
-function clipUtf8(text: string, max: number): string {
-  const full = Buffer.from(text);
-  if (full.length <= max) return text;
-  let end = max - 3; // room for the ellipsis
-  while (end > 0 && ((full[end] as number) & 0xc0) === 0x80) end--; // back to the start of a character
-  return `${full.subarray(0, end).toString('utf8')}…`;
 }
 
 /**
