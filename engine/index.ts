@@ -3,7 +3,7 @@
  * tool authors import `sluice/tool`, the store is `sluice/store`, and the
  * wire schemas (zod) are `sluice/protocol`.
  */
-export type { ApprovalPolicy, CallOptions, CallRecorder } from './call/call.js';
+export type { ApprovalPolicy, CallOptions, CallRecorder } from './call/call-types.js';
 export { type ArtifactReadTarget, artifactReadTarget, isArtifactRead, READ_TOOL } from './compaction/artifact-read.js';
 export type {
   CompactionFailureReason,

@@ -5,7 +5,7 @@
  * Engine.open and the first call do not wait for them.
  */
 import type { Store } from '../store/store.js';
-import type { CallRecorder } from './call/call.js';
+import type { CallRecorder } from './call/call-types.js';
 import { ClosedError } from './protocol/errors.js';
 import type { ToolInfo } from './registry.js';
 import type { TerminalResult } from './result.js';

@@ -4,7 +4,7 @@
  * as a model's call would run, and its terminal result turned into a page.
  * `sluice read` uses it too, so the three surfaces cannot disagree.
  */
-import type { CallOptions } from './call/call.js';
+import type { CallOptions } from './call/call-types.js';
 import { deserializeError, ProtocolError, ToolFailedError } from './protocol/errors.js';
 import type { Attachment } from './protocol/messages.js';
 import type { TerminalResult } from './result.js';

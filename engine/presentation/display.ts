@@ -7,7 +7,7 @@
  * reaches the model. The final display of a completion replaces the live
  * display (the caller drops its {@link LiveDisplay}); it is not appended.
  */
-import { detachString, unitPrefix, utf8SuffixStart } from '../protocol/text.js';
+import { detachString, unitCutBefore, unitPrefix, utf8SuffixStart } from '../protocol/text.js';
 
 /** Default bound of a {@link LiveDisplay}: 64 KiB. */
 export const DEFAULT_LIVE_DISPLAY_BYTES = 64 * 1024;
@@ -154,6 +154,22 @@ export class LiveDisplay {
     this.pieces = [joined];
     this.pieceBytes = [this.bytes];
   }
+}
+
+/** Largest display event, in UTF-16 code units (so a subscriber's queue holds at most queueLimit × 16 KiB). */
+export const MAX_DISPLAY_EVENT_CHARS = 8192;
+
+/** Splits display text into events of at most {@link MAX_DISPLAY_EVENT_CHARS}, never inside a surrogate pair. */
+export function displayFrames(text: string): string[] {
+  if (text.length <= MAX_DISPLAY_EVENT_CHARS) return [text];
+  const frames: string[] = [];
+  let i = 0;
+  while (i < text.length) {
+    const end = unitCutBefore(text, Math.min(text.length, i + MAX_DISPLAY_EVENT_CHARS));
+    frames.push(text.slice(i, end));
+    i = end;
+  }
+  return frames;
 }
 
 /** Facts about a call that ended without success, for {@link incompleteDisplay}. */

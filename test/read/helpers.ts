@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
-import type { ApprovalPolicy } from '../../engine/call/call.js';
+import type { ApprovalPolicy } from '../../engine/call/call-types.js';
 import { defaultApproval, Engine, type EngineOpenOptions } from '../../engine/engine.js';
 import type { PreparedOperation } from '../../engine/protocol/messages.js';
 import { tempDir } from '../store/helpers.js';

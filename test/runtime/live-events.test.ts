@@ -111,7 +111,7 @@ describe('live events', () => {
 
 describe('display frames', () => {
   it('splits long display text into bounded events without breaking a surrogate pair', async () => {
-    const { displayFrames, MAX_DISPLAY_EVENT_CHARS } = await import('../../engine/call/call.js');
+    const { displayFrames, MAX_DISPLAY_EVENT_CHARS } = await import('../../engine/presentation/display.js');
     const text = `${'a'.repeat(MAX_DISPLAY_EVENT_CHARS - 1)}😀${'b'.repeat(MAX_DISPLAY_EVENT_CHARS * 2)}`;
     const frames = displayFrames(text);
     expect(frames.join('')).toBe(text);
