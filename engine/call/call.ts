@@ -336,7 +336,9 @@ export class Call {
     if (completion && showsToolDisplay) {
       completion.display = textWithCutMarker(completion.display as string, this.textSizes.display, fullText.display);
     }
-    model = withStatusLine(model, { status, complete, error, note: completion?.note, wholeError: fullText.error });
+    /** The view without its status line: a failed recording gives it another one, never a second. */
+    let view = model;
+    model = withStatusLine(view, { status, complete, error, note: completion?.note, wholeError: fullText.error });
     try {
       // A page is bounded by its tool and PageCapture, never by toolOutput: configuration cannot cut or fail it.
       if (!(this.capture instanceof PageCapture)) {
@@ -351,7 +353,8 @@ export class Call {
         toolsOwnError = false;
       }
       complete = false;
-      model = withStatusLine('', { status, complete, error, note: completion?.note });
+      view = '';
+      model = withStatusLine(view, { status, complete, error, note: completion?.note });
     }
 
     const durationMs = Date.now() - this.startedAt;
@@ -385,7 +388,7 @@ export class Call {
       result.status = 'failed';
       result.complete = false;
       result.error = serializeError(e);
-      result.model = withStatusLine(result.model, { status: 'failed', complete: false, error: e });
+      result.model = withStatusLine(view, { status: 'failed', complete: false, error: e });
       result.display = this.finalDisplay('failed', completion, e, result.durationMs, false, result.output);
       // Once more, with the failure the caller gets: a write that failed part-way left at most a torn
       // line, which replay skips, and would otherwise show this call as interrupted.

@@ -237,6 +237,23 @@ describe('fsync failures are never success', () => {
   });
 });
 
+describe('a recording that fails', () => {
+  it("replaces a failed call's status line with its own, never adding a second", async () => {
+    const { engine, io } = await openFaulty();
+    const fault = io.inject({ op: 'datasync', role: 'log', nth: 1, errno: 'EIO' });
+    const r = await engine.run('bash', { command: `echo ${tag()}; exit 3` }, { session: `rf-${tag()}` });
+    io.reset();
+    expect(fault.fired).toBe(1);
+    expect(r).toMatchObject({ status: 'failed', complete: false, error: { code: 'EDISK' } });
+    const lines = r.model.split('\n').filter((l) => l.startsWith('[Status:'));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^\[Status: failed\. EDISK: .*Output is incomplete\.\]$/);
+    expect(r.model.endsWith(lines[0] as string)).toBe(true);
+    await expectNoLeftovers(engine.store);
+    await expectNoHalfState(engine.store);
+  });
+});
+
 describe('the publication pin journal', () => {
   it('serial calls append to one journal that stays open: no pin file is created or deleted per call', async () => {
     // If it regresses: each call creates and deletes a pin file, and on ext4 every deleted inode slows the
