@@ -9,16 +9,16 @@ import type { Store } from '../store/store.js';
 import { BUILTIN_NAMES, builtinTool } from './builtins/names.js';
 import type { Call } from './call/call.js';
 import type { ApprovalPolicy, CallOptions, CallRecorder, InternalCallOptions } from './call/call-types.js';
+import type { ReadBytesResult, ReadOptions, ReadResult } from './engine-read.js';
 import type { EventHub } from './events/hub.js';
-import type { LazySessionLog } from './lazy-session-log.js';
 import type { McpServerConfig } from './mcp/config.js';
 import type { McpServers } from './mcp/servers.js';
 import type { EngineOptions, ResolvedOptions } from './options.js';
 import { defaultPoolOptions, earlyPoolOptions, type PoolOptions, WorkerPool } from './pool/pool.js';
 import type { ProcessGuard } from './processes/process-guard.js';
-import type { ReadBytesResult, ReadOptions, ReadResult } from './read.js';
 import type { Registry, ToolInfo } from './registry.js';
 import type { CallEvent, TerminalResult } from './result.js';
+import type { EngineSessionLog } from './session-log.js';
 import type {
   GcOptions,
   GcReport,
@@ -112,7 +112,7 @@ export class Engine {
   private readonly hub: EventHub<CallEvent>;
   private readonly approve: ApprovalPolicy;
   private readonly recorder: CallRecorder | undefined;
-  private readonly sessionLog: LazySessionLog;
+  private readonly sessionLog: EngineSessionLog;
   private readonly processes: ProcessGuard;
   private unhandleSignals: (() => void) | undefined;
   private readonly runtime: Runtime;
@@ -132,7 +132,7 @@ export class Engine {
     this.registry = new runtime.Registry();
     this.hub = new runtime.EventHub<CallEvent>({ queueLimit: options.subscriberQueue });
     this.approve = init.approve ?? defaultApproval(options.cwd);
-    this.sessionLog = new runtime.LazySessionLog(store);
+    this.sessionLog = new runtime.EngineSessionLog(store);
     this.recorder = init.recorder ?? this.sessionLog;
     this.processes = new runtime.ProcessGuard(store.layout.procs);
   }

@@ -11,9 +11,9 @@ import { makeDirs, realIO, type StoreIO } from './io.js';
 import { StoreLayout } from './layout.js';
 import type { Manifest } from './manifest.js';
 import { loadManifest } from './manifest-load.js';
+import { type ReadPage, type ReadPageBytes, type ReadPageOptions, readPage, readPageBytes } from './pages.js';
 import { type Pin, PinJournal } from './pins.js';
 import { Placement } from './placement.js';
-import { type ReadPage, type ReadPageBytes, type ReadPageOptions, readPage, readPageBytes } from './read.js';
 import { type VerifyOptions, type VerifyReport, verifyStore } from './verify.js';
 
 /** The default store directory, relative to the working directory. */

@@ -182,7 +182,7 @@ export interface IncompleteCallInfo {
   status: 'failed' | 'cancelled';
   /** How long it ran. */
   durationMs: number;
-  /** What the published output holds, per channel (`''` or `output` for single output): nothing when none was published. */
+  /** What the published output holds, per stream (`''` or `output` for single output): nothing when none was published. */
   streams: Array<{ name: string; bytes: number; lines: number }>;
   /** True when the tool wrote output but none of it could be kept (a disk error): the display must not claim any. */
   lost?: boolean;

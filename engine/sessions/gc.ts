@@ -4,18 +4,14 @@
  * under the collector's lock, the reaping of process groups whose engine
  * died (engine/processes/orphans.ts).
  */
-import {
-  collectStore,
-  DEFAULT_GC_GRACE_MS,
-  type GcOptions,
-  type GcReport as StoreGcReport,
-} from '../../store/gc/collect.js';
+import { collectStore, type GcOptions, type GcReport as StoreGcReport } from '../../store/gc/collect.js';
 import type { Store } from '../../store/store.js';
 import { reapOrphans } from '../processes/orphans.js';
 import { scanSessions } from './roots.js';
 
 export type { GcOptions, GcStep } from '../../store/gc/collect.js';
-export { DEFAULT_GC_GRACE_MS };
+/** Default grace period of a collection: one hour. */
+export { DEFAULT_GC_GRACE_MS } from '../../store/gc/collect.js';
 
 /** What a collection found and did (with `dryRun`: would do). */
 export interface GcReport extends Omit<StoreGcReport, 'durationMs'> {

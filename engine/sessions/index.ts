@@ -15,5 +15,5 @@ export { SessionRecorder } from './recorder.js';
 export type { ReplayedCall, ReplayedSession, SessionReplay } from './replay.js';
 export { openReplay, replaySession } from './replay.js';
 export { assertSessionId, isSessionId, MAX_SESSION_ID_LENGTH } from './session-id.js';
-export type { MissingReference, SessionVerifyReport } from './verify.js';
-export { verifyWithSessions } from './verify.js';
+export type { MissingReference, SessionVerifyReport } from './verify-references.js';
+export { verifyWithSessions } from './verify-references.js';

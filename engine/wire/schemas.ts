@@ -17,6 +17,7 @@
  * nothing of sluice outside itself.
  */
 
+import type { ReadResult } from '../engine-read.js';
 import { ERROR_CODES, type SerializedError } from '../protocol/errors.js';
 import {
   type CallTask,
@@ -31,7 +32,6 @@ import {
 } from '../protocol/messages.js';
 import { isStreamName, MAX_STREAM_NAME_BYTES, MAX_STREAMS, type OutputDeclaration } from '../protocol/streams.js';
 import { z } from '../protocol/zod.js';
-import type { ReadResult } from '../read.js';
 import type { CallEvent, OutputRef, TerminalResult } from '../result.js';
 import type { ReplayedSession, SessionSummary } from '../sessions/index.js';
 import { completedRecordSchema, revertRecordSchema, spillRefSchema, startedRecordSchema } from '../sessions/records.js';

@@ -17,7 +17,7 @@ import { MAX_LINE_BYTES, readEventLog } from '../../engine/sessions/log-reader.j
 import { SessionRecorder } from '../../engine/sessions/recorder.js';
 import { replaySession } from '../../engine/sessions/replay.js';
 import { eventLogPath } from '../../engine/sessions/session-id.js';
-import { verifyWithSessions } from '../../engine/sessions/verify.js';
+import { verifyWithSessions } from '../../engine/sessions/verify-references.js';
 import { streamsResult } from '../sessions/helpers.js';
 import { makeTempDir, removeDir, soak, soakTimeout } from './helpers.js';
 

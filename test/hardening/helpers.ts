@@ -11,7 +11,7 @@ import { promises as fsp, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { verifyWithSessions } from '../../engine/sessions/verify.js';
+import { verifyWithSessions } from '../../engine/sessions/verify-references.js';
 import type { Store } from '../../store/store.js';
 import { heldPins } from '../store/helpers.js';
 

@@ -12,7 +12,7 @@ import type { TerminalResult } from './result.js';
 import type { SessionRecorder } from './sessions/recorder.js';
 
 /** A {@link SessionRecorder} created when a call with a session (or a revert) first needs it. */
-export class LazySessionLog implements CallRecorder {
+export class EngineSessionLog implements CallRecorder {
   private readonly store: Store;
   private recorder: Promise<SessionRecorder> | undefined;
   private closed = false;
