@@ -1,7 +1,15 @@
 import { promises as fsp } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ABSENT, blobCount, codeOf, expectNoLeaks, flipBit, openFixture, type ReadFixture } from './helpers.js';
+import {
+  ABSENT,
+  blobCount,
+  codeOf,
+  expectNoLeaks,
+  flipBit,
+  openFixture,
+  type ReadFixture,
+} from '../support/read-fixture.js';
 
 async function bashManifest(f: ReadFixture, command = 'echo out; echo err >&2') {
   const r = await f.engine.run('bash', { command });

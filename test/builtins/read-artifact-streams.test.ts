@@ -10,7 +10,7 @@ import {
   seqDigest,
   sha256,
   tempDir,
-} from './helpers.js';
+} from '../support/read-fixture.js';
 
 describe('reading the streams of a bash call through read', () => {
   it('reads each stream of the manifest, and the bare manifest URI as its JSON', async () => {

@@ -2,7 +2,7 @@ import { promises as fsp } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { codeOf, expectNoLeaks, openFixture } from './helpers.js';
+import { codeOf, expectNoLeaks, openFixture } from '../support/read-fixture.js';
 
 /** A secret file outside the working root (beside it, under the same test directory). */
 async function outside(root: string): Promise<{ dir: string; file: string }> {

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { blobCount, codeOf, expectNoLeaks, openFixture } from './helpers.js';
+import { blobCount, codeOf, expectNoLeaks, openFixture } from '../support/read-fixture.js';
 
 /** A valid 1×1 PNG (signature, IHDR, IDAT, IEND). */
 const PNG = Buffer.from(

@@ -2,7 +2,7 @@ import { existsSync, promises as fsp } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { openFixture } from './helpers.js';
+import { openFixture } from '../support/read-fixture.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 

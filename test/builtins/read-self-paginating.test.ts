@@ -2,7 +2,7 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MAX_PAGE_OUTPUT_BYTES } from '../../engine/call/page-capture.js';
-import { blobCount, codeOf, expectNoLeaks, Hasher, openFixture, sha256 } from './helpers.js';
+import { blobCount, codeOf, expectNoLeaks, Hasher, openFixture, sha256 } from '../support/read-fixture.js';
 
 /** A line of exactly `width` bytes (newline included) that names its index. */
 const wideLine = (i: number, width: number) => `${String(i).padStart(8, '0')}${'x'.repeat(width - 9)}\n`;

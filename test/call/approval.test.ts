@@ -5,7 +5,15 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PreparedOperation } from '../../engine/index.js';
-import { closeEngines, engineWith, expectStoreClean, pgrep, sleep, streamBytes, uniqueSleep } from './helpers.js';
+import {
+  closeEngines,
+  engineWith,
+  expectStoreClean,
+  pgrep,
+  sleep,
+  streamBytes,
+  uniqueSleep,
+} from '../support/engines.js';
 
 afterEach(closeEngines);
 

@@ -4,7 +4,7 @@
  * naming the field, before the tool runs.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { closeEngines, engineWith, expectStoreClean, singleText } from './helpers.js';
+import { closeEngines, engineWith, expectStoreClean, singleText } from '../support/engines.js';
 
 afterEach(closeEngines);
 

@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { realIO } from '../../store/io.js';
-import { closeEngines, engineWith, expectStoreClean, floodDigest, hashBlobFile, sleep } from './helpers.js';
+import { closeEngines, engineWith, expectStoreClean, floodDigest, hashBlobFile, sleep } from '../support/engines.js';
 
 afterEach(closeEngines);
 

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { COMPLETION_BOUNDS } from '../../engine/protocol/limits.js';
 import { cutMarkerBytes } from '../../engine/protocol/text.js';
-import { closeEngines, engineWith, expectStoreClean } from './helpers.js';
+import { closeEngines, engineWith, expectStoreClean } from '../support/engines.js';
 
 afterEach(closeEngines);
 

@@ -11,7 +11,7 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { closeEngines, engineWith, expectStoreClean, readBlob, sha256 } from './helpers.js';
+import { closeEngines, engineWith, expectStoreClean, readBlob, sha256 } from '../support/engines.js';
 
 const run = promisify(execFile);
 

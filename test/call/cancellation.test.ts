@@ -18,7 +18,7 @@ import {
   waitForDisplay,
   waitNoProcess,
   waitProcess,
-} from './helpers.js';
+} from '../support/engines.js';
 
 afterEach(closeEngines);
 

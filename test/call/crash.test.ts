@@ -15,7 +15,7 @@ import {
   singleText,
   uniqueSleep,
   waitNoProcess,
-} from './helpers.js';
+} from '../support/engines.js';
 
 afterEach(closeEngines);
 

@@ -20,7 +20,7 @@ import {
   streamBytes,
   uniqueSleep,
   waitNoProcess,
-} from './helpers.js';
+} from '../support/engines.js';
 
 afterEach(closeEngines);
 

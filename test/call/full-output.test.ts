@@ -9,7 +9,7 @@
  * with `results` empty.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { closeEngines, engineWith, expectStoreClean, readBlob, sha256 } from './helpers.js';
+import { closeEngines, engineWith, expectStoreClean, readBlob, sha256 } from '../support/engines.js';
 
 afterEach(closeEngines);
 

@@ -17,8 +17,8 @@ import { SluiceError } from '../../engine/protocol/errors.js';
 import { MAX_STREAMS, streamNameProblem, validateDeclaration } from '../../engine/protocol/streams.js';
 import { manifestSchema } from '../../store/manifest.js';
 import { parseArtifactUri } from '../../store/uri.js';
-import { makeTempDir, removeDir, soak, soakTimeout } from './helpers.js';
-import { type Isolated, isolatedEngine } from './isolated.js';
+import { makeTempDir, removeDir, soak, soakTimeout } from '../support/invariants.js';
+import { type Isolated, isolatedEngine } from '../support/isolated.js';
 
 const D = '0123456789abcdef'.repeat(4);
 

@@ -12,8 +12,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isErrorCode } from '../../engine/protocol/errors.js';
 import type { TerminalResult } from '../../engine/result.js';
-import { soak, soakTimeout, within } from './helpers.js';
-import { type Isolated, isolatedEngine } from './isolated.js';
+import { soak, soakTimeout, within } from '../support/invariants.js';
+import { type Isolated, isolatedEngine } from '../support/isolated.js';
 
 let iso: Isolated;
 beforeAll(async () => {

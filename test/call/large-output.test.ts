@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { blobPath, closeEngines, expectStoreClean, openEngine, sha256 } from './helpers.js';
+import { blobPath, closeEngines, expectStoreClean, openEngine, sha256 } from '../support/engines.js';
 
 const exec = promisify(execFile);
 

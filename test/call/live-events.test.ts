@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CallEvent } from '../../engine/index.js';
-import { closeEngines, engineWith, streamBytes, waitForDisplay } from './helpers.js';
+import { closeEngines, engineWith, streamBytes, waitForDisplay } from '../support/engines.js';
 
 afterEach(closeEngines);
 

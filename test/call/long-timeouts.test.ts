@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../engine/index.js';
 import { MAX_TIMER_MS } from '../../engine/protocol/limits.js';
 import { cleanup as cleanupServers, expectNoLeaks, startTestServer } from '../server/helpers.js';
-import { closeEngines, expectStoreClean, openEngine, streamBytes } from './helpers.js';
+import { closeEngines, expectStoreClean, openEngine, streamBytes } from '../support/engines.js';
 
 afterEach(async () => {
   await closeEngines();

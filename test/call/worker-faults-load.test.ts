@@ -22,8 +22,8 @@ import {
   floodDigest,
   pgrep,
   waitNoProcess,
-} from '../runtime/helpers.js';
-import { describeProcesses, rng, sleep, soak, soakTimeout } from './helpers.js';
+} from '../support/engines.js';
+import { describeProcesses, rng, sleep, soak, soakTimeout } from '../support/invariants.js';
 
 afterEach(closeEngines);
 

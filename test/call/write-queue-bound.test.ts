@@ -9,7 +9,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { writeQueueBound } from '../../workers/context.js';
-import { closeEngines, engineWith, expectPoolServes, expectStoreClean } from './helpers.js';
+import { closeEngines, engineWith, expectPoolServes, expectStoreClean } from '../support/engines.js';
 
 afterEach(closeEngines);
 

@@ -1,7 +1,7 @@
 import { existsSync, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ABSENT, CLI, expectNoLeaks, flipBit, openFixture, sluice, tempDir } from './helpers.js';
+import { ABSENT, CLI, expectNoLeaks, flipBit, openFixture, sluice, tempDir } from '../support/read-fixture.js';
 
 beforeAll(() => {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npx tsc -p .\` (npm test builds first)`);

@@ -10,7 +10,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TerminalResult } from '../../engine/index.js';
-import { sha256, uniqueSleep, waitNoProcess, waitProcess } from './helpers.js';
+import { sha256, uniqueSleep, waitNoProcess, waitProcess } from '../support/engines.js';
 
 const MAIN = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'engine', 'cli', 'main.js');
 

@@ -18,7 +18,7 @@ import {
   sha256,
   singleText,
   streamBytes,
-} from './helpers.js';
+} from '../support/engines.js';
 
 afterEach(closeEngines);
 

@@ -15,7 +15,7 @@ import { BUILTIN_NAMES, builtinTool } from '../../engine/builtins/names.js';
 import { Engine } from '../../engine/index.js';
 import { defaultPoolOptions, earlyPoolOptions, WorkerPool } from '../../engine/pool/pool.js';
 import { describeModule } from '../../engine/registry.js';
-import { closeEngines, openEngine } from './helpers.js';
+import { closeEngines, openEngine } from '../support/engines.js';
 
 afterEach(closeEngines);
 

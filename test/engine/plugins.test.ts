@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PreparedOperation } from '../../engine/index.js';
-import { cleanup, finish, openEngine, plugin } from './helpers.js';
+import { cleanup, finish, openEngine, plugin } from '../support/mcp.js';
 
 afterEach(cleanup);
 

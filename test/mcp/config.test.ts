@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { applyConfig, loadConfigFile, loadRunConfig, parseMcpFlag, splitCommand } from '../../engine/cli/config.js';
 import { parseMcpServerConfig, sluiceToolNames } from '../../engine/mcp/config.js';
 import { distPath } from '../../engine/pool/dist-paths.js';
-import { cleanup, finish, MCP_SERVER, openEngine, plugin, uniqueMarker, waitNoProcess } from './helpers.js';
+import { cleanup, finish, MCP_SERVER, openEngine, plugin, uniqueMarker, waitNoProcess } from '../support/mcp.js';
 
 const exec = promisify(execFile);
 

@@ -4,7 +4,7 @@
  * over the message bound.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { cleanup, finish, openMcpEngine, pgrep, serverStats, waitNoProcess } from './helpers.js';
+import { cleanup, finish, openMcpEngine, pgrep, serverStats, waitNoProcess } from '../support/mcp.js';
 
 afterEach(cleanup);
 

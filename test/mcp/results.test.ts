@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PreparedOperation } from '../../engine/index.js';
-import { bigDigest, cleanup, finish, openEngine, openMcpEngine, RAW_SERVER, serverStats } from './helpers.js';
+import { bigDigest, cleanup, finish, openEngine, openMcpEngine, RAW_SERVER, serverStats } from '../support/mcp.js';
 
 afterEach(cleanup);
 

@@ -13,7 +13,7 @@ import {
   pgrep,
   serverStats,
   waitNoProcess,
-} from './helpers.js';
+} from '../support/mcp.js';
 
 afterEach(cleanup);
 

@@ -15,7 +15,7 @@ import {
   uniqueSleep,
   waitForDisplay,
   waitNoProcess,
-} from './helpers.js';
+} from '../support/engines.js';
 
 afterEach(closeEngines);
 

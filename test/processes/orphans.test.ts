@@ -20,8 +20,8 @@ import { collectGarbage } from '../../engine/sessions/gc.js';
 import { Store } from '../../store/store.js';
 import { deadPid } from '../sessions/helpers.js';
 import { tempDir } from '../store/helpers.js';
-import { closeEngines, openEngine, pgrep, uniqueSleep } from './helpers.js';
-import { eventually, running, startHost, stopHosts, watchdogOf } from './host.js';
+import { closeEngines, openEngine, pgrep, uniqueSleep } from '../support/engines.js';
+import { eventually, running, startHost, stopHosts, watchdogOf } from '../support/lifecycle-host.js';
 
 const spawned: ChildProcess[] = [];
 

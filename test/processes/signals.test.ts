@@ -17,8 +17,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { replaySession } from '../../engine/sessions/replay.js';
 import { Store } from '../../store/store.js';
 import { CLI, heldPins, tempDir } from '../store/helpers.js';
-import { closeEngines, openEngine, pgrep, uniqueSleep } from './helpers.js';
-import { eventually, startHost, stopHosts, watchdogOf } from './host.js';
+import { closeEngines, openEngine, pgrep, uniqueSleep } from '../support/engines.js';
+import { eventually, startHost, stopHosts, watchdogOf } from '../support/lifecycle-host.js';
 
 const children: ChildProcess[] = [];
 

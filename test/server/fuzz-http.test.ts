@@ -15,7 +15,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorBodySchema, terminalResultSchema } from '../../engine/wire/schemas.js';
 import { CLI } from '../store/helpers.js';
-import { entriesUnder, makeTempDir, removeDir, soak, soakTimeout, within } from './helpers.js';
+import { entriesUnder, makeTempDir, removeDir, soak, soakTimeout, within } from '../support/invariants.js';
 
 let base: string;
 let cwd: string;

@@ -18,8 +18,8 @@ import { SessionRecorder } from '../../engine/sessions/recorder.js';
 import { replaySession } from '../../engine/sessions/replay.js';
 import { eventLogPath } from '../../engine/sessions/session-id.js';
 import { verifyWithSessions } from '../../engine/sessions/verify-references.js';
-import { streamsResult } from '../sessions/helpers.js';
-import { makeTempDir, removeDir, soak, soakTimeout } from './helpers.js';
+import { makeTempDir, removeDir, soak, soakTimeout } from '../support/invariants.js';
+import { streamsResult } from './helpers.js';
 
 let dir: string;
 let engine: Engine;

@@ -32,7 +32,7 @@ import {
   sleep,
   soak,
   soakTimeout,
-} from './helpers.js';
+} from '../support/invariants.js';
 
 const CHILD = fileURLToPath(new URL('../fixtures/hardening/capture-child.mjs', import.meta.url));
 const HOUR = 60 * 60 * 1000;

@@ -11,8 +11,8 @@ import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../engine/engine.js';
 import type { TerminalResult } from '../../engine/result.js';
-import { FaultyIO, type OpRecord } from './faulty-io.js';
-import { makeTempDir, removeDir, tag } from './helpers.js';
+import { FaultyIO, type OpRecord } from '../support/faulty-io.js';
+import { makeTempDir, removeDir, tag } from '../support/invariants.js';
 
 const cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {

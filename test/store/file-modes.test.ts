@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../engine/engine.js';
 import { loadOrCreateToken } from '../../engine/server/auth.js';
 import { collectGarbage } from '../../engine/sessions/gc.js';
-import { ageBlobs, makeTempDir, removeDir } from './helpers.js';
+import { ageBlobs, makeTempDir, removeDir } from '../support/invariants.js';
 
 let dir: string;
 let oldMask: number;

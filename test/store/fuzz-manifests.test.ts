@@ -12,8 +12,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collectGarbage } from '../../engine/sessions/gc.js';
 import { decodeManifest, MANIFEST_KIND } from '../../store/manifest.js';
-import { sha256, soak, soakTimeout } from './helpers.js';
-import { type Isolated, isolatedEngine } from './isolated.js';
+import { sha256, soak, soakTimeout } from '../support/invariants.js';
+import { type Isolated, isolatedEngine } from '../support/isolated.js';
 
 let iso: Isolated;
 /** Real blobs: content by digest. */

@@ -12,8 +12,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isErrorCode } from '../../engine/protocol/errors.js';
 import { isArtifactUri } from '../../store/uri.js';
-import { entriesUnder, soak, soakTimeout } from './helpers.js';
-import { type Isolated, isolatedEngine } from './isolated.js';
+import { entriesUnder, soak, soakTimeout } from '../support/invariants.js';
+import { type Isolated, isolatedEngine } from '../support/isolated.js';
 
 const ORACLE = /^artifact:\/\/[0-9a-f]{64}(\/[A-Za-z0-9._-]{1,64})?$/;
 function oracle(s: string): { digest: string; stream?: string } | undefined {

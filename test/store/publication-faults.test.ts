@@ -15,10 +15,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../engine/engine.js';
 import type { TerminalResult } from '../../engine/result.js';
 import { replaySession } from '../../engine/sessions/replay.js';
-import { expectPublished, fixture } from '../runtime/helpers.js';
-import { heldPins } from '../store/helpers.js';
-import { FaultyIO, type IoOp, label, type OpRecord, type Role } from './faulty-io.js';
-import { expectNoHalfState, expectNoLeftovers, makeTempDir, removeDir, tag, within } from './helpers.js';
+import { expectPublished, fixture } from '../support/engines.js';
+import { FaultyIO, type IoOp, label, type OpRecord, type Role } from '../support/faulty-io.js';
+import { expectNoHalfState, expectNoLeftovers, makeTempDir, removeDir, tag, within } from '../support/invariants.js';
+import { heldPins } from './helpers.js';
 
 interface Scenario {
   name: string;

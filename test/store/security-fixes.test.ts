@@ -22,9 +22,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { forTerminal, reportError } from '../../engine/cli/common.js';
 import { Engine } from '../../engine/engine.js';
 import { distPath } from '../../engine/pool/dist-paths.js';
-import { uniqueSleep, waitNoProcess } from '../runtime/helpers.js';
-import { CLI } from '../store/helpers.js';
-import { describeProcesses, makeTempDir, removeDir, sha256 } from './helpers.js';
+import { uniqueSleep, waitNoProcess } from '../support/engines.js';
+import { describeProcesses, makeTempDir, removeDir, sha256 } from '../support/invariants.js';
+import { CLI } from './helpers.js';
 
 const cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {

@@ -16,9 +16,17 @@ import { describe, expect, it } from 'vitest';
 import { collectGarbage } from '../../engine/sessions/gc.js';
 import { encodeManifest } from '../../store/manifest.js';
 import { streamsResult } from '../sessions/helpers.js';
-import { heldPins } from '../store/helpers.js';
-import type { FaultyIO } from './faulty-io.js';
-import { blobDigests, expectNoLeftovers, makeTempDir, removeDir, sha256, soak, soakTimeout } from './helpers.js';
+import type { FaultyIO } from '../support/faulty-io.js';
+import {
+  blobDigests,
+  expectNoLeftovers,
+  makeTempDir,
+  removeDir,
+  sha256,
+  soak,
+  soakTimeout,
+} from '../support/invariants.js';
+import { heldPins } from './helpers.js';
 import {
   crashAndRestart,
   expectedBareRead,

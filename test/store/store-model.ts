@@ -12,8 +12,8 @@ import { SessionRecorder } from '../../engine/sessions/recorder.js';
 import { realIO, type StoreIO } from '../../store/io.js';
 import { type Pin, Store } from '../../store/store.js';
 import { deadPid } from '../sessions/helpers.js';
-import { FaultyIO } from './faulty-io.js';
-import { sha256 } from './helpers.js';
+import { FaultyIO } from '../support/faulty-io.js';
+import { sha256 } from '../support/invariants.js';
 
 /** What a present blob is. */
 export type BlobState = 'ok' | 'flipped' | 'truncated';

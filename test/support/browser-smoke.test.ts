@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childPids } from '../store/helpers.js';
-import { chromiumBrowser, useBrowser } from '../support/browser.js';
+import { chromiumBrowser, useBrowser } from './browser.js';
 
 const chromium = await chromiumBrowser();
 

@@ -9,7 +9,7 @@
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { Engine, type EngineOpenOptions } from '../../engine/engine.js';
-import { entriesUnder, expectNoLeftovers, makeTempDir, removeDir } from './helpers.js';
+import { entriesUnder, expectNoLeftovers, makeTempDir, removeDir } from './invariants.js';
 
 /** An engine in an isolated process environment; call {@link Isolated.close} at the end. */
 export interface Isolated {

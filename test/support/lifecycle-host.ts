@@ -7,7 +7,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { pgrep, sleep } from './helpers.js';
+import { pgrep, sleep } from './engines.js';
 
 const HOST = fileURLToPath(new URL('../fixtures/lifecycle/engine-host.mjs', import.meta.url));
 

@@ -19,14 +19,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { describe, expect, it } from 'vitest';
-import {
-  createBucket,
-  deleteBucket,
-  type S3Service,
-  s3Service,
-  uniqueBucketName,
-  useTempBucket,
-} from '../support/s3.js';
+import { createBucket, deleteBucket, type S3Service, s3Service, uniqueBucketName, useTempBucket } from './s3.js';
 
 const s3 = await s3Service();
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
