@@ -23,7 +23,7 @@ import {
   ResourceLimitError,
   UnknownStreamError,
 } from '../engine/protocol/errors.js';
-import { utf8CompleteEnd } from '../engine/protocol/text.js';
+import { decodedSize, textBudgetCut } from '../engine/protocol/text.js';
 import { BLOB_START, findAnchor, INDEX_SCAN_BOUND, type IndexedAnchor, wantsIndex } from './index-file.js';
 import {
   isIndexUnavailable,
@@ -33,111 +33,21 @@ import {
   type VerifiedBlob,
 } from './integrity.js';
 import { loadManifest } from './manifest-load.js';
+import {
+  MAX_PAGE_BYTES,
+  pageOptions,
+  type ReadPage,
+  type ReadPageBytes,
+  type ReadPageOptions,
+} from './page-options.js';
 import type { Store } from './store.js';
 import { parseArtifactUri } from './uri.js';
 
-/** Lines in a page when no limit is given, and the largest limit accepted. */
-export const MAX_PAGE_LINES = 2000;
-/**
- * The largest page, in UTF-8 bytes of its text (and so of its stored bytes,
- * which are never more). Whole lines that pass it are an error, never a cut
- * page; a single line that passes it is returned in pieces.
- */
-export const MAX_PAGE_BYTES = 2 * 1024 * 1024;
-
-/** Options of {@link readPage}. */
-export interface ReadPageOptions {
-  /** Zero-based index of the first line of the page; a non-negative integer. @default 0 */
-  offset?: number;
-  /** Most lines in the page; an integer from 1 to {@link MAX_PAGE_LINES}. @default 2000 */
-  limit?: number;
-  /**
-   * Bytes into line `offset` where the page starts: a `nextByteOffset` a
-   * previous page gave, to continue a line longer than a page. Must lie
-   * inside the line (less than its length, its `\n` included). @default 0
-   */
-  byteOffset?: number;
-}
-
-/** What a page is, besides its content. */
-export interface PageInfo {
-  /** The zero-based offset of the first line, as requested. */
-  offset: number;
-  /** Lines the page holds, a line it holds only part of included. */
-  lines: number;
-  /** Lines in the whole artifact (or stream). */
-  totalLines: number;
-  /** Offset of the next page, or null when this page reaches the end. */
-  nextOffset: number | null;
-  /**
-   * Non-null when the page stops inside line `nextOffset` (a line longer
-   * than {@link MAX_PAGE_BYTES}): the `byteOffset` that continues it.
-   */
-  nextByteOffset: number | null;
-  /** True when the stored bytes of the page are not valid UTF-8 (its text shows U+FFFD for them). */
-  lossy: boolean;
-  /** The digest named by the URI (for a stream URI, the manifest's). */
-  digest: string;
-  /** The stream named by the URI, when it has one. */
-  stream?: string;
-  /** The digest of the blob the lines come from: the stream's blob for a stream URI, else `digest`. */
-  blob: string;
-}
-
-/** One page of an artifact, as text. */
-export interface ReadPage extends PageInfo {
-  /** The page's stored bytes as text, `\n` (and any `\r`) included; empty past the end. */
-  content: string;
-}
-
-/** One page of an artifact, as its stored bytes. */
-export interface ReadPageBytes extends PageInfo {
-  /** The page's bytes exactly as stored. */
-  bytes: Buffer;
-}
+export * from './page-options.js';
 
 /** Read size while looking for and collecting a page. */
 const PAGE_CHUNK = 64 * 1024;
 const LF = 0x0a;
-
-function quote(value: unknown): string {
-  if (typeof value === 'number') return String(value);
-  if (value === undefined) return 'undefined';
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
-  }
-}
-
-function isCount(v: unknown): v is number {
-  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-}
-
-/**
- * Checks and defaults paging options. Throws {@link BadArgumentsError} (EBADARGS)
- * quoting the bad value: offset and byteOffset must be non-negative integers,
- * limit an integer from 1 to {@link MAX_PAGE_LINES}.
- */
-export function pageOptions(opts: ReadPageOptions = {}): { offset: number; limit: number; byteOffset: number } {
-  const { offset = 0, limit = MAX_PAGE_LINES, byteOffset = 0 } = opts;
-  if (!isCount(offset)) {
-    throw new BadArgumentsError(
-      `offset must be a non-negative integer (a zero-based line number), got ${quote(offset)}`,
-      { offset },
-    );
-  }
-  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE_LINES) {
-    throw new BadArgumentsError(`limit must be an integer from 1 to ${MAX_PAGE_LINES}, got ${quote(limit)}`, { limit });
-  }
-  if (!isCount(byteOffset)) {
-    throw new BadArgumentsError(
-      `byteOffset must be a non-negative integer (bytes into the line at offset), got ${quote(byteOffset)}`,
-      { byteOffset },
-    );
-  }
-  return { offset, limit, byteOffset };
-}
 
 function tooLarge(bytes: number, offset: number, limit: number, fits: number): ResourceLimitError {
   return new ResourceLimitError(
@@ -262,63 +172,6 @@ async function checkCharBoundary(
     `byteOffset ${byteOffset} falls inside a character of line ${offset}; that character starts at byteOffset ${startsAt}`,
     { offset, byteOffset, characterStart: startsAt },
   );
-}
-
-/** UTF-8 size of the text `bytes` decode to (U+FFFD, three bytes, for each invalid sequence). */
-export function decodedSize(bytes: Uint8Array): number {
-  if (isUtf8(bytes)) return bytes.length;
-  return Buffer.byteLength(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('utf8'), 'utf8');
-}
-
-/**
- * The longest cut of `b` whose text (decoded as UTF-8, U+FFFD for each
- * maximal invalid subpart, as TextDecoder does) takes at most `max` bytes,
- * and that splits no character: an unfinished sequence at the end of `b` is
- * left for the next page. One pass, whatever the bytes.
- */
-export function textBudgetCut(b: Uint8Array, max: number): number {
-  // Valid text (the usual case): its size is its bytes, so the cut is the bound, backed off a split character.
-  const fast = utf8CompleteEnd(b, Math.min(b.length, max));
-  if (isUtf8(b.subarray(0, fast))) return fast;
-  let i = 0;
-  let text = 0;
-  while (i < b.length) {
-    const x = b[i] as number;
-    let len = 1;
-    let width = 1;
-    if (x >= 0x80) {
-      let need = 0;
-      let lo = 0x80;
-      let hi = 0xbf;
-      if (x >= 0xc2 && x <= 0xdf) need = 1;
-      else if (x >= 0xe0 && x <= 0xef) {
-        need = 2;
-        if (x === 0xe0) lo = 0xa0;
-        if (x === 0xed) hi = 0x9f;
-      } else if (x >= 0xf0 && x <= 0xf4) {
-        need = 3;
-        if (x === 0xf0) lo = 0x90;
-        if (x === 0xf4) hi = 0x8f;
-      }
-      width = 3; // U+FFFD, unless the sequence completes
-      let j = 1;
-      while (need > 0 && j <= need && i + j < b.length) {
-        const y = b[i + j] as number;
-        if (y < lo || y > hi) break;
-        lo = 0x80;
-        hi = 0xbf;
-        j++;
-      }
-      if (need > 0 && j === need + 1) width = len = need + 1;
-      else if (need > 0 && i + j === b.length)
-        break; // may finish past the end: the next page's
-      else len = need > 0 ? j : 1;
-    }
-    if (text + width > max) break;
-    text += width;
-    i += len;
-  }
-  return i;
 }
 
 /** A collected page: its bytes and where it ends. */

@@ -91,3 +91,19 @@ export function assertTimeout(ms: unknown): void {
     );
   }
 }
+
+/** A handle on a running call. */
+export interface CallHandle {
+  /** The call's id: in its events, its terminal result and its session log records. */
+  readonly callId: string;
+  /** Settles with the terminal result (never rejects for tool-level failures). */
+  readonly result: Promise<TerminalResult>;
+  /** Live events of this call: started, display deltas, completed (a lagging subscriber gets `lagged` then completed). */
+  events(): AsyncIterableIterator<CallEvent | { type: 'lagged'; dropped: number }>;
+  /** Asks the call to stop. */
+  cancel(reason?: string): void;
+  /** The bounded live display so far. */
+  readonly liveDisplay: string;
+  /** Peak bytes in flight between worker and disk (never above the window). */
+  readonly maxInFlight: number;
+}

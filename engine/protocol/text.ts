@@ -7,6 +7,8 @@
  * property-tested once (test/protocol/text-cut.property.test.ts).
  */
 
+import { isUtf8 } from 'node:buffer';
+
 const isHigh = (c: number) => c >= 0xd800 && c <= 0xdbff;
 const isLow = (c: number) => c >= 0xdc00 && c <= 0xdfff;
 
@@ -89,6 +91,63 @@ export function utf8CompleteEnd(b: Uint8Array, end: number = b.length): number {
   const x = b[lead] as number;
   const need = x >= 0xf0 ? 4 : x >= 0xe0 ? 3 : x >= 0xc0 ? 2 : 1;
   return end - lead < need ? lead : end;
+}
+
+/** UTF-8 size of the text `bytes` decode to (U+FFFD, three bytes, for each invalid sequence). */
+export function decodedSize(bytes: Uint8Array): number {
+  if (isUtf8(bytes)) return bytes.length;
+  return Buffer.byteLength(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('utf8'), 'utf8');
+}
+
+/**
+ * The longest cut of `b` whose text (decoded as UTF-8, U+FFFD for each
+ * maximal invalid subpart, as TextDecoder does) takes at most `max` bytes,
+ * and that splits no character: an unfinished sequence at the end of `b` is
+ * left for the next page. One pass, whatever the bytes.
+ */
+export function textBudgetCut(b: Uint8Array, max: number): number {
+  // Valid text (the usual case): its size is its bytes, so the cut is the bound, backed off a split character.
+  const fast = utf8CompleteEnd(b, Math.min(b.length, max));
+  if (isUtf8(b.subarray(0, fast))) return fast;
+  let i = 0;
+  let text = 0;
+  while (i < b.length) {
+    const x = b[i] as number;
+    let len = 1;
+    let width = 1;
+    if (x >= 0x80) {
+      let need = 0;
+      let lo = 0x80;
+      let hi = 0xbf;
+      if (x >= 0xc2 && x <= 0xdf) need = 1;
+      else if (x >= 0xe0 && x <= 0xef) {
+        need = 2;
+        if (x === 0xe0) lo = 0xa0;
+        if (x === 0xed) hi = 0x9f;
+      } else if (x >= 0xf0 && x <= 0xf4) {
+        need = 3;
+        if (x === 0xf0) lo = 0x90;
+        if (x === 0xf4) hi = 0x8f;
+      }
+      width = 3; // U+FFFD, unless the sequence completes
+      let j = 1;
+      while (need > 0 && j <= need && i + j < b.length) {
+        const y = b[i + j] as number;
+        if (y < lo || y > hi) break;
+        lo = 0x80;
+        hi = 0xbf;
+        j++;
+      }
+      if (need > 0 && j === need + 1) width = len = need + 1;
+      else if (need > 0 && i + j === b.length)
+        break; // may finish past the end: the next page's
+      else len = need > 0 ? j : 1;
+    }
+    if (text + width > max) break;
+    text += width;
+    i += len;
+  }
+  return i;
 }
 
 /**
