@@ -7,7 +7,7 @@
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { distPath } from '../engine/paths.js';
+import { distPath } from '../engine/pool/dist-paths.js';
 import { envInt, median, report } from './util.js';
 
 const CALLS = envInt('SLUICE_BENCH_CALLS', 20000);

@@ -29,7 +29,7 @@ import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, wr
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { Engine } from '../engine/engine.js';
-import { distPath } from '../engine/paths.js';
+import { distPath } from '../engine/pool/dist-paths.js';
 import { envInt, median, report, tempDir } from './util.js';
 
 const CALLS = envInt('SLUICE_BENCH_CALLS', 5000);

@@ -10,7 +10,7 @@ import { z } from './protocol/zod.js';
 /** Bytes of the model-view bound kept for the status line of a failed or cancelled call. */
 export const MODEL_STATUS_RESERVE = 1024;
 
-import { defaultPoolOptions, MAX_CONCURRENCY, MIN_WORKER_HEAP_MB } from './pool.js';
+import { defaultPoolOptions, MAX_CONCURRENCY, MIN_WORKER_HEAP_MB } from './pool/pool.js';
 import { BadOptionError } from './protocol/errors.js';
 import { firstIssue } from './protocol/issues.js';
 import { MAX_TIMER_MS } from './protocol/limits.js';

@@ -3,7 +3,7 @@
  * declaration is read in a worker (a `describe` task) and validated here.
  */
 
-import type { WorkerPool } from './pool.js';
+import type { WorkerPool } from './pool/pool.js';
 import {
   BadDeclarationError,
   BadModuleError,
@@ -77,7 +77,7 @@ export class Registry {
 
   /**
    * Validates a description obtained without a worker (the built-ins' generated
-   * descriptions, engine/builtin-tools.ts) and registers it, with the same
+   * descriptions, engine/builtins/descriptions.ts) and registers it, with the same
    * checks as {@link register}.
    */
   add(d: ToolDescription, module: string, source: ToolInfo['source'], overrides: RegisterOverrides = {}): ToolInfo {

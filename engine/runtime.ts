@@ -7,16 +7,16 @@
  * statically but the pool (docs/architecture.md, "Opening an engine").
  */
 export { resolveStoreDir, Store } from '../store/store.js';
-export { BUILTIN_TOOLS } from './builtin-tools.js';
-export { Call } from './call.js';
+export { BUILTIN_TOOLS } from './builtins/descriptions.js';
+export { Call } from './call/call.js';
+export { assertJsonArgs } from './call/json-args.js';
+export { READ_TOOL, readArgs, readCallOptions, readResultOf } from './engine-read.js';
 export { EventHub } from './events/hub.js';
-export { assertJsonArgs } from './json-args.js';
-export { LazySessionLog } from './lazy-session-log.js';
 export { resolveOptions } from './options.js';
-export { reapOrphans } from './orphans.js';
-export { ProcessGuard } from './process-guard.js';
+export { reapOrphans } from './processes/orphans.js';
+export { ProcessGuard } from './processes/process-guard.js';
 export { ClosedError, toSluiceError } from './protocol/errors.js';
-export { READ_TOOL, readArgs, readCallOptions, readResultOf } from './read.js';
 export { Registry } from './registry.js';
+export { EngineSessionLog } from './session-log.js';
 export { assertSessionId } from './sessions/session-id.js';
 export { handleSignals } from './signals.js';

@@ -28,7 +28,7 @@ export class StoreLayout {
   readonly trash: string;
   /** Corrupt blobs moved aside by a repairing verify, kept for an operator to inspect. */
   readonly quarantine: string;
-  /** Journals of the process groups engines' calls run, written by their watchdogs (engine/process-guard.ts). */
+  /** Journals of the process groups engines' calls run, written by their watchdogs (engine/processes/process-guard.ts). */
   readonly procs: string;
 
   constructor(root: string) {

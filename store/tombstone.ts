@@ -1,7 +1,7 @@
 /**
  * Reading a blob that a garbage collection has moved aside for a moment.
  *
- * GC deletes by tombstoning (engine/sessions/gc-sweep.ts): it renames a
+ * GC deletes by tombstoning (store/gc/sweep.ts): it renames a
  * candidate into `gc/trash/<owner>/<digest>`, re-reads the pins, and puts the
  * blob back when a publisher pinned or refreshed it meanwhile. For that
  * instant the blob is not at its address, though it may be live. A reader

@@ -4,6 +4,7 @@
  * than the grace period; reclaim temporary files and pins of dead processes.
  * Safe while other processes publish.
  */
+
 import { BadArgumentsError } from '../protocol/errors.js';
 import { collectGarbage, DEFAULT_GC_GRACE_MS, type GcReport } from '../sessions/gc.js';
 import {

@@ -5,8 +5,8 @@
  * live display deltas), or its model view with --model.
  */
 
-import { writeJsonWithArray } from '../json-stream.js';
 import { BadArgumentsError } from '../protocol/errors.js';
+import { writeJsonWithArray } from '../server/json-stream.js';
 import { openReplay, type ReplayedCall } from '../sessions/replay.js';
 import {
   type Command,

@@ -5,7 +5,7 @@
  * a worker like any plugin, with the server's description and JSON Schema.
  */
 import { pathToFileURL } from 'node:url';
-import { distPath } from '../paths.js';
+import { distPath } from '../pool/dist-paths.js';
 import { BadModuleError, BadOptionError } from '../protocol/errors.js';
 import type { McpServerSpec, McpToolDef } from '../protocol/mcp.js';
 import type { RegisterOverrides, ToolInfo } from '../registry.js';
@@ -66,7 +66,7 @@ export class McpServers {
       const entry = pathToFileURL(distPath('workers/mcp/tool.js')).href;
       const modules = defs.map((def) => {
         const name = names.get(def.name) as string;
-        const query = new URLSearchParams({ h: host.channel, s: spec.name, t: def.name, n: name });
+        const query = new URLSearchParams({ h: host.hostId, s: spec.name, t: def.name, n: name });
         return { def, name, module: `${entry}?${query}` };
       });
       // Every name is checked before any is registered, so a clash leaves nothing half added.

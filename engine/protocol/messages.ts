@@ -90,7 +90,7 @@ const cutSchema = z
 
 /**
  * Zod schema of the terminal fields as they arrive from a worker. An `error`
- * ends the call failed with that error whatever `status` says (engine/call.ts).
+ * ends the call failed with that error whatever `status` says (engine/call/call.ts).
  * `cut` is the worker runtime's, never the tool's: which fields it cut to
  * their bound (their whole text went ahead as `text` messages).
  */

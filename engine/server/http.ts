@@ -3,7 +3,6 @@
  * size-bounded JSON request bodies validated with zod.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { writeJsonWithArray } from '../json-stream.js';
 import {
   BadArgumentsError,
   type ErrorCode,
@@ -13,6 +12,7 @@ import {
 } from '../protocol/errors.js';
 import { firstIssue } from '../protocol/issues.js';
 import type { z } from '../protocol/zod.js';
+import { writeJsonWithArray } from './json-stream.js';
 
 /**
  * The HTTP status of each error code. A `Record` over every code, so adding

@@ -1,7 +1,7 @@
 /**
  * The endpoints of the HTTP API (docs/http.md), each a handler of one
  * authenticated request. Bodies and queries are validated with the schemas of
- * engine/protocol/wire.ts; errors become `{ error: { code, message } }`
+ * engine/wire/schemas.ts; errors become `{ error: { code, message } }`
  * through {@link sendError} in the server.
  */
 import { readFileSync } from 'node:fs';
@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Engine } from '../engine.js';
 import { BadArgumentsError, ClosedError, NotFoundError, ResourceLimitError } from '../protocol/errors.js';
+import type { z } from '../protocol/zod.js';
 import {
   type callAcceptedSchema,
   type callPendingSchema,
@@ -19,8 +20,7 @@ import {
   PROTOCOL_VERSION,
   readQuerySchema,
   type toolsResponseSchema,
-} from '../protocol/wire.js';
-import type { z } from '../protocol/zod.js';
+} from '../wire/schemas.js';
 import { HttpError, parseWith, readJsonBody, sendJson, sendJsonArrayStream } from './http.js';
 import { streamCallEvents } from './sse.js';
 import type { CallTracker, TrackedCall } from './tracker.js';

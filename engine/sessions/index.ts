@@ -2,6 +2,7 @@
  * Sessions: the durable event log, replay, revert, garbage collection and
  * verify. See docs/operations.md.
  */
+
 export type { RevertResult, SessionSummary } from './catalog.js';
 export { deleteSession, listSessionIds, listSessions, revertSession } from './catalog.js';
 export type { GcOptions, GcReport, GcStep } from './gc.js';
@@ -14,5 +15,5 @@ export { SessionRecorder } from './recorder.js';
 export type { ReplayedCall, ReplayedSession, SessionReplay } from './replay.js';
 export { openReplay, replaySession } from './replay.js';
 export { assertSessionId, isSessionId, MAX_SESSION_ID_LENGTH } from './session-id.js';
-export type { MissingReference, SessionVerifyReport } from './verify.js';
-export { verifyWithSessions } from './verify.js';
+export type { MissingReference, SessionVerifyReport } from './verify-references.js';
+export { verifyWithSessions } from './verify-references.js';

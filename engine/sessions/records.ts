@@ -242,7 +242,7 @@ export function encodeCompleted(result: TerminalResult, at: string): CompletedRe
 
 /**
  * The reading schemas of the record types, for the published wire contract:
- * engine/protocol/wire.ts composes them into the event-log record schemas
+ * engine/wire/schemas.ts composes them into the event-log record schemas
  * (and the generated JSON Schema) instead of restating them.
  */
 export {

@@ -1,6 +1,6 @@
 /**
  * The committed JSON Schema (docs/schema/sluice-protocol.json) is exactly
- * what engine/protocol/wire.ts generates. If this fails, the wire contract
+ * what engine/wire/schemas.ts generates. If this fails, the wire contract
  * changed: run `npm run schema`, bump PROTOCOL_VERSION when the change
  * breaks readers, and update docs/protocol.md (see AGENTS.md).
  */
@@ -9,14 +9,14 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../../engine/protocol/errors.js';
-import { PROTOCOL_SCHEMA_PATH, protocolJsonSchema, renderProtocolSchema } from '../../engine/protocol/json-schema.js';
 import { PROTOCOL_VERSION } from '../../engine/protocol/messages.js';
-import { WIRE_SCHEMAS } from '../../engine/protocol/wire.js';
+import { PROTOCOL_SCHEMA_PATH, protocolJsonSchema, renderProtocolSchema } from '../../engine/wire/json-schema.js';
+import { WIRE_SCHEMAS } from '../../engine/wire/schemas.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 describe('generated JSON Schema', () => {
-  it('the committed schema is the generated one (run `npm run schema` after changing engine/protocol/wire.ts)', () => {
+  it('the committed schema is the generated one (run `npm run schema` after changing engine/wire/schemas.ts)', () => {
     const committed = readFileSync(join(ROOT, PROTOCOL_SCHEMA_PATH), 'utf8');
     expect(committed).toBe(renderProtocolSchema());
   });

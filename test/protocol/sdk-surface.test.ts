@@ -80,7 +80,7 @@ describe('the public API is documented', () => {
     expect(entries.map((e) => e.slice(DIST.length + 1))).toEqual([
       'engine/engine.d.ts',
       'engine/index.d.ts',
-      'engine/protocol/wire.d.ts',
+      'engine/wire/schemas.d.ts',
       'store/index.d.ts',
       'workers/tool.d.ts',
     ]);
@@ -100,12 +100,12 @@ describe('the public API is documented', () => {
 
   it('every member of the core types has TSDoc', () => {
     const core: Record<string, string[]> = {
-      'engine/engine.d.ts': ['Engine', 'CallHandle', 'EngineOpenOptions'],
-      'engine/call.d.ts': ['CallOptions'],
+      'engine/engine.d.ts': ['Engine', 'EngineOpenOptions'],
+      'engine/call/call-types.d.ts': ['CallOptions', 'CallHandle'],
       'engine/options.d.ts': ['EngineOptions'],
       'engine/registry.d.ts': ['ToolInfo'],
       'engine/result.d.ts': ['TerminalResult', 'StreamRef'],
-      'engine/read.d.ts': ['ReadOptions', 'ReadResult'],
+      'engine/engine-read.d.ts': ['ReadOptions', 'ReadResult'],
       'engine/protocol/messages.d.ts': ['Attachment', 'EmittedMessage'],
       'engine/server/server.d.ts': ['SluiceServer', 'ServerOptions'],
     };

@@ -13,11 +13,11 @@ import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { z } from 'zod';
-import { Call } from '../../engine/call.js';
+import { Call } from '../../engine/call/call.js';
 import { Engine } from '../../engine/index.js';
-import { WorkerPool } from '../../engine/pool.js';
-import { protocolJsonSchema } from '../../engine/protocol/json-schema.js';
+import { WorkerPool } from '../../engine/pool/pool.js';
 import { isStreamName } from '../../engine/protocol/streams.js';
+import { protocolJsonSchema } from '../../engine/wire/json-schema.js';
 import {
   describeResultSchema,
   engineMessageSchema,
@@ -30,7 +30,7 @@ import {
   taskSchema,
   terminalResultSchema,
   workerMessageSchema,
-} from '../../engine/protocol/wire.js';
+} from '../../engine/wire/schemas.js';
 
 const FIXTURES = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'tools');
 

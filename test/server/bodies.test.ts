@@ -6,7 +6,7 @@
  */
 import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { errorBodySchema, terminalResultSchema } from '../../engine/protocol/wire.js';
+import { errorBodySchema, terminalResultSchema } from '../../engine/wire/schemas.js';
 import { cleanup, expectNoLeaks, startTestServer, type TestServer } from './helpers.js';
 
 afterEach(cleanup);

@@ -18,7 +18,7 @@ import {
   sessionsResponseSchema,
   terminalResultSchema,
   toolsResponseSchema,
-} from '../../engine/protocol/wire.js';
+} from '../../engine/wire/schemas.js';
 import { cleanup, startTestServer, type TestServer } from './helpers.js';
 
 afterEach(cleanup);

@@ -12,7 +12,7 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { replayedSessionSchema, subscriptionEventSchema } from '../../engine/protocol/wire.js';
+import { replayedSessionSchema, subscriptionEventSchema } from '../../engine/wire/schemas.js';
 import { CLI, readEvents, sleep } from './helpers.js';
 import { serve, stopChildren } from './stall-support.js';
 

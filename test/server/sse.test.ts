@@ -6,7 +6,7 @@
  * over HTTP, and keep-alive comments.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { subscriptionEventSchema, terminalResultSchema } from '../../engine/protocol/wire.js';
+import { subscriptionEventSchema, terminalResultSchema } from '../../engine/wire/schemas.js';
 import { cleanup, expectNoLeaks, ids, readEvents, type SseEvent, startTestServer, type TestServer } from './helpers.js';
 
 afterEach(cleanup);

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { subscriptionEventSchema, type terminalResultSchema } from '../../engine/protocol/wire.js';
+import { subscriptionEventSchema, type terminalResultSchema } from '../../engine/wire/schemas.js';
 import { cleanup, printedToken, type ServeChild, type SseEvent, spawnServe, tempDir } from './helpers.js';
 
 /** A terminal result as the API returns it. */

@@ -16,7 +16,7 @@ import { Engine } from '../../engine/engine.js';
 import type { TerminalResult } from '../../engine/result.js';
 import { collectGarbage } from '../../engine/sessions/gc.js';
 import { replaySession } from '../../engine/sessions/replay.js';
-import { verifyWithSessions } from '../../engine/sessions/verify.js';
+import { verifyWithSessions } from '../../engine/sessions/verify-references.js';
 import { Store } from '../../store/store.js';
 import { CLI, tempDir } from '../store/helpers.js';
 import { ageStore, allBlobsIntact, blobDigests, sha256 } from './helpers.js';

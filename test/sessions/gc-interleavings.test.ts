@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { collectGarbage, type GcStep } from '../../engine/sessions/gc.js';
 import { SessionRecorder } from '../../engine/sessions/recorder.js';
-import { verifyWithSessions } from '../../engine/sessions/verify.js';
+import { verifyWithSessions } from '../../engine/sessions/verify-references.js';
 import { realIO, type StoreIO } from '../../store/io.js';
 import { encodeManifest } from '../../store/manifest.js';
 import { type Pin, Store } from '../../store/store.js';

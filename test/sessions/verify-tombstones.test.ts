@@ -10,7 +10,7 @@ import { promises as fsp } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { collectGarbage } from '../../engine/sessions/gc.js';
-import { verifyWithSessions } from '../../engine/sessions/verify.js';
+import { verifyWithSessions } from '../../engine/sessions/verify-references.js';
 import { Store } from '../../store/store.js';
 import { sluice, tempDir } from '../store/helpers.js';
 import { unreadable } from './helpers.js';

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, onTestFinished } from 'vitest';
-import { WATCHDOG_NAME } from '../../engine/process-guard.js';
+import { WATCHDOG_NAME } from '../../engine/processes/process-guard.js';
 import { StoreFile } from '../../store/file.js';
 import { realIO, type StoreIO } from '../../store/io.js';
 import { parsePinJournal } from '../../store/pins.js';
@@ -167,7 +167,7 @@ export function sluice(
 
 /**
  * Pids of this process's live child processes (bash and anything it left),
- * except an open engine's watchdog (engine/process-guard.ts), which belongs
+ * except an open engine's watchdog (engine/processes/process-guard.ts), which belongs
  * to the engine, not to a call.
  */
 export function childPids(): number[] {

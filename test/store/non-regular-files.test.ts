@@ -17,8 +17,8 @@ import { eventLogPath } from '../../engine/sessions/session-id.js';
 import { readBlobWhole } from '../../engine/sessions/spill.js';
 import { encodeManifest } from '../../store/manifest.js';
 import type { Store } from '../../store/store.js';
-import { closeEngines, openEngine } from '../runtime/helpers.js';
 import { deadPid, streamsResult } from '../sessions/helpers.js';
+import { closeEngines, openEngine } from '../support/engines.js';
 import { sha256, tempStore } from './helpers.js';
 
 afterEach(closeEngines);

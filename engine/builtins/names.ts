@@ -1,0 +1,17 @@
+/**
+ * The built-in tools: their names, in registration order, and where their
+ * compiled modules are (a built-in's module is workers/builtins/<name>.ts).
+ * Their descriptions are generated ahead of time into descriptions.ts.
+ */
+import { distPath } from '../pool/dist-paths.js';
+
+/** The built-in tools, in registration order. */
+export const BUILTIN_NAMES = ['bash', 'read'] as const;
+
+/** Name of a built-in tool. */
+export type BuiltinName = (typeof BUILTIN_NAMES)[number];
+
+/** Module path of a built-in tool. */
+export function builtinTool(name: BuiltinName): string {
+  return distPath(`workers/builtins/${name}.js`);
+}

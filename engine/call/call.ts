@@ -1,0 +1,443 @@
+/**
+ * One call, main side: routes the worker's messages into the capture
+ * coordinator, returns credit as bytes reach disk, keeps the bounded live
+ * display, answers host-service calls, enforces cancellation and the grace
+ * period, and finalises exactly once: publish, pin, record, release, report.
+ */
+import { randomUUID } from 'node:crypto';
+import type { MessagePort } from 'node:worker_threads';
+import type { Pin } from '../../store/store.js';
+import { EventHub } from '../events/hub.js';
+import { MODEL_STATUS_RESERVE } from '../options.js';
+import { displayFrames, LiveDisplay } from '../presentation/display.js';
+import { clipDisplay, finalDisplay } from '../presentation/final-display.js';
+import { assertModelViewWithinBound, previewBudget } from '../presentation/model-view.js';
+import { withStatusLine } from '../presentation/status-line.js';
+import { isToolProcessGroup, killProcessGroup } from '../processes/process-group.js';
+import {
+  CancelledError,
+  ProtocolError,
+  type SerializedError,
+  type SluiceError,
+  serializeError,
+  TimeoutError,
+  toSluiceError,
+} from '../protocol/errors.js';
+import type { TextKind, WireCompletion, WorkerMessage } from '../protocol/messages.js';
+import { wireCompletionSchema } from '../protocol/messages.js';
+import { CallEndpoint, Comlink, installErrorTransfer } from '../protocol/rpc.js';
+import type { ToolInfo } from '../registry.js';
+import type { CallEvent, CallStatus, OutputRef, TerminalResult } from '../result.js';
+import { approvalService } from './approval.js';
+import { boundArrivedError, oversizedCompletion, textWithCutMarker, withCutMarker } from './arrived.js';
+import type { CallDeps, CallOptions, InternalCallOptions } from './call-types.js';
+import { assertTimeout } from './call-types.js';
+import { Capture } from './capture.js';
+import { FullTexts } from './full-text.js';
+import { Intake } from './intake.js';
+import { PageCapture } from './page-capture.js';
+import { keepFullTexts, publishAccepted } from './publish.js';
+import { type Outcome, terminalStatus } from './terminal-status.js';
+
+/** How long a completion may trail its task's result (they travel on different ports). */
+const LATE_COMPLETION_MS = 2000;
+/** How long messages a dead worker posted may trail its death. */
+const LATE_MESSAGES_MS = 50;
+
+/** A running call. */
+export class Call {
+  readonly callId: string;
+  readonly tool: ToolInfo;
+  readonly session: string | undefined;
+  readonly hub: EventHub<CallEvent>;
+  /** Settles with the terminal result; never rejects. */
+  readonly result: Promise<TerminalResult>;
+  /** Largest number of bytes in flight (received, not yet on disk) seen; for tests of backpressure. */
+  get maxInFlight(): number {
+    return this.intake.maxInFlight;
+  }
+  /** A self-paginating tool's page as it produced it, when the call was made with `keepPage`. */
+  pageBytes: Buffer | undefined;
+
+  private readonly deps: CallDeps;
+  private readonly args: unknown;
+  private readonly startedAt = Date.now();
+  private readonly capture: Capture | PageCapture;
+  /** Whole texts of fields the worker cut to their bounds, and the sizes it announced for them. */
+  private readonly texts: FullTexts;
+  private textSizes: Partial<Record<TextKind, number>> = {};
+  private readonly live: LiveDisplay;
+  private readonly piscinaAbort = new AbortController();
+  private readonly pgids = new Set<number>();
+  private readonly endpoint: CallEndpoint;
+  private port: MessagePort | undefined;
+  private exposed = false;
+  private readonly intake: Intake;
+  private ended = false;
+  private cancelRequested: SluiceError | undefined;
+  private failure: SluiceError | undefined;
+  private graceTimer: NodeJS.Timeout | undefined;
+  private timeoutTimer: NodeJS.Timeout | undefined;
+  private settleTimer: NodeJS.Timeout | undefined;
+  private resolve!: (r: TerminalResult) => void;
+  private readonly unlinkSignal: (() => void) | undefined;
+  private readonly keepPage: boolean;
+
+  constructor(deps: CallDeps, tool: ToolInfo, args: unknown, options: CallOptions, internal: InternalCallOptions = {}) {
+    assertTimeout(options.timeoutMs);
+    this.deps = deps;
+    this.keepPage = internal.keepPage === true;
+    this.tool = tool;
+    this.args = args;
+    this.session = options.session;
+    this.callId = options.callId ?? randomUUID();
+    this.hub = new EventHub<CallEvent>({ queueLimit: deps.settings.subscriberQueue });
+    this.live = new LiveDisplay(deps.settings.liveDisplayBytes);
+    this.result = new Promise((r) => {
+      this.resolve = r;
+    });
+    const s = deps.settings;
+    if (tool.selfPaginating) {
+      this.capture = new PageCapture();
+    } else {
+      const reserve = { ...s.toolOutput, maxModelBytes: s.toolOutput.maxModelBytes - MODEL_STATUS_RESERVE };
+      const limits = previewBudget(tool.output, reserve);
+      this.capture = new Capture(deps.store, tool.output, { ...limits, maxStreamBytes: s.maxStreamBytes });
+    }
+    this.texts = new FullTexts(deps.store, { maxBytes: s.maxStreamBytes });
+    this.intake = new Intake(this.capture, this.texts, {
+      failed: () => this.failure !== undefined,
+      stopping: () => this.cancelRequested !== undefined || this.failure !== undefined,
+      fail: (err) => this.failWith(err),
+      sendCredit: (n) => {
+        if (this.port && !this.ended) this.deps.pool.send(this.port, { t: 'credit', c: this.callId, n });
+      },
+    });
+    installErrorTransfer();
+    this.endpoint = new CallEndpoint((m) => {
+      if (this.port) this.deps.pool.send(this.port, { t: 'rpc', c: this.callId, m });
+    });
+    if (options.signal) {
+      const onAbort = () => this.cancel('cancelled by the caller');
+      if (options.signal.aborted) queueMicrotask(onAbort);
+      else options.signal.addEventListener('abort', onAbort, { once: true });
+      this.unlinkSignal = () => options.signal?.removeEventListener('abort', onAbort);
+    }
+    if (options.timeoutMs !== undefined) {
+      this.timeoutTimer = setTimeout(() => {
+        this.failWith(new TimeoutError(`${tool.name} ran longer than ${options.timeoutMs} ms`));
+      }, options.timeoutMs);
+    }
+  }
+
+  /** Starts the call (records it, then hands it to the pool). */
+  async start(): Promise<void> {
+    // Let the caller subscribe to events before the first one is published.
+    await Promise.resolve();
+    const at = new Date(this.startedAt).toISOString();
+    const started: CallEvent = { type: 'started', callId: this.callId, tool: this.tool.name, at };
+    if (this.session !== undefined) started.session = this.session;
+    this.hub.publish(started);
+    this.deps.engineHub.publish(started);
+    try {
+      await this.deps.recorder?.started({
+        callId: this.callId,
+        tool: this.tool,
+        args: this.args,
+        at,
+        ...(this.session !== undefined ? { session: this.session } : {}),
+      });
+    } catch (err) {
+      await this.finish({ kind: 'crash', error: toSluiceError(err, 'EDISK') }, toSluiceError(err, 'EDISK'));
+      return;
+    }
+    const task = {
+      kind: 'call' as const,
+      module: this.tool.module,
+      callId: this.callId,
+      args: this.args,
+      window: this.deps.settings.window,
+      cwd: this.deps.settings.cwd,
+      storeDir: this.deps.store.root,
+      displayBytes: this.deps.settings.liveDisplayBytes,
+    };
+    this.deps.pool.run(task, { signal: this.piscinaAbort.signal, callId: this.callId, sink: this }).then(
+      () => {
+        // The task returned; its done/fail message was posted before, on another port, and the
+        // two ports are not ordered: give it time to land before calling it a protocol breach.
+        if (this.ended) return;
+        this.settleTimer = setTimeout(() => {
+          void this.finish({ kind: 'crash', error: new ProtocolError('the worker finished without a completion') });
+        }, LATE_COMPLETION_MS);
+      },
+      (err: unknown) => {
+        // Messages the worker posted before it died (or retired) are still queued on its port.
+        if (this.ended) return;
+        this.settleTimer = setTimeout(() => void this.finish({ kind: 'crash', error: err }), LATE_MESSAGES_MS);
+      },
+    );
+  }
+
+  /** Asks the tool to stop; its worker is terminated if it has not ended after the grace period. */
+  cancel(reason = 'cancelled'): void {
+    this.requestStop(new CancelledError(reason));
+  }
+
+  private failWith(err: SluiceError): void {
+    this.failure ??= err;
+    this.requestStop(err);
+  }
+
+  private requestStop(err: SluiceError): void {
+    if (this.ended || this.cancelRequested) return;
+    this.cancelRequested = err;
+    if (!this.port) {
+      // Not started in a worker yet: nothing to be graceful with.
+      this.piscinaAbort.abort(err);
+      return;
+    }
+    this.deps.pool.send(this.port, { t: 'abort', c: this.callId, reason: err.message });
+    this.graceTimer = setTimeout(() => this.piscinaAbort.abort(err), this.deps.settings.graceMs);
+  }
+
+  /** Handles one message of this call from its worker. @internal */
+  onMessage(m: WorkerMessage, port: MessagePort): void {
+    if (this.ended) return;
+    switch (m.t) {
+      case 'start':
+        this.port = port;
+        if (JSON.stringify(m.output) !== JSON.stringify(this.tool.output)) {
+          this.failWith(
+            new ProtocolError(`${this.tool.name}: the worker's output declaration differs from the registered one`),
+          );
+        }
+        if (this.cancelRequested) {
+          port.postMessage({ t: 'abort', c: this.callId, reason: this.cancelRequested.message });
+          this.graceTimer ??= setTimeout(
+            () => this.piscinaAbort.abort(this.cancelRequested),
+            this.deps.settings.graceMs,
+          );
+        }
+        return;
+      case 'chunk':
+        this.intake.chunk(m.s, m.b);
+        return;
+      case 'display': {
+        this.live.append(m.text);
+        // Subscriber queues are bounded in events; bounded events make them bounded in bytes.
+        for (const text of displayFrames(m.text)) {
+          const ev: CallEvent = { type: 'display', callId: this.callId, text };
+          this.hub.publish(ev);
+          this.deps.engineHub.publish(ev);
+        }
+        this.intake.credit(Math.min(m.n, this.deps.settings.window));
+        return;
+      }
+      case 'proc':
+        if (isToolProcessGroup(m.pid) && !this.pgids.has(m.pid)) {
+          this.pgids.add(m.pid);
+          this.deps.processes?.track(m.pid);
+        }
+        return;
+      case 'rpc':
+        // Host services are exposed on first use: most calls never ask for them.
+        if (!this.exposed) {
+          this.exposed = true;
+          Comlink.expose(
+            approvalService(this.deps.approve, {
+              tool: this.tool.name,
+              callId: this.callId,
+              ...(this.session !== undefined ? { session: this.session } : {}),
+            }),
+            this.endpoint.asComlink(),
+          );
+        }
+        this.endpoint.deliver(m.m);
+        return;
+      case 'text':
+        this.intake.text(m.k, m.b);
+        return;
+      case 'done': {
+        const parsed = wireCompletionSchema.safeParse(m.completion);
+        if (!parsed.success) {
+          void this.finish({
+            kind: 'fail',
+            error: serializeError(new ProtocolError(`invalid completion: ${parsed.error.message}`)),
+            cancelled: false,
+          });
+          return;
+        }
+        const oversized = oversizedCompletion(parsed.data);
+        if (oversized) {
+          void this.finish({ kind: 'fail', error: serializeError(oversized), cancelled: false });
+          return;
+        }
+        const completion = parsed.data;
+        if (completion.error) completion.error = boundArrivedError(completion.error as SerializedError);
+        this.textSizes = { ...completion.cut };
+        if (completion.display !== undefined)
+          completion.display = clipDisplay(completion.display, this.deps.settings.liveDisplayBytes);
+        void this.finish({ kind: 'done', completion });
+        return;
+      }
+      case 'fail':
+        if (m.cut !== undefined) this.textSizes = { error: m.cut };
+        void this.finish({ kind: 'fail', error: boundArrivedError(m.error), cancelled: m.cancelled === true });
+        return;
+    }
+  }
+
+  private async finish(outcome: Outcome, preset?: SluiceError): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    clearTimeout(this.graceTimer);
+    clearTimeout(this.timeoutTimer);
+    clearTimeout(this.settleTimer);
+    this.unlinkSignal?.();
+    this.deps.pool.detach(this.callId);
+    this.killProcessGroups();
+
+    const decided = terminalStatus({
+      outcome,
+      failure: preset ?? this.failure,
+      cancelRequested: this.cancelRequested,
+      tool: this.tool.name,
+    });
+    let { status, error, toolsOwnError, reportedError, complete } = decided;
+    const completion = outcome.kind === 'done' ? outcome.completion : undefined;
+
+    // Publish what was accepted.
+    let output: OutputRef | null = null;
+    let model = '';
+    let pin: Pin | undefined;
+    try {
+      ({ output, model, pin } = await publishAccepted(this.capture, this.deps.store, {
+        ended: outcome.kind === 'done',
+        pageMetadata: status === 'success' ? completion?.metadata : undefined,
+      }));
+    } catch (err) {
+      error = toSluiceError(err, 'EDISK');
+      toolsOwnError = false;
+      status = 'failed';
+      complete = false;
+    }
+    // Texts the worker cut to their bounds are kept whole only when the result shows them.
+    const showsToolDisplay = completion?.display !== undefined && status !== 'cancelled' && (!error || toolsOwnError);
+    const kept = await keepFullTexts(this.texts, this.deps.store, pin, {
+      ...(error !== undefined && error === reportedError ? { error: this.textSizes.error } : {}),
+      ...(showsToolDisplay ? { display: this.textSizes.display } : {}),
+    });
+    pin = kept.pin;
+    const fullText = kept.refs;
+    if (error !== undefined && error === reportedError) {
+      error = withCutMarker(error, this.textSizes.error, fullText.error);
+      if (toolsOwnError) reportedError = error;
+    }
+    if (completion && showsToolDisplay) {
+      completion.display = textWithCutMarker(completion.display as string, this.textSizes.display, fullText.display);
+    }
+    /** The view without its status line: a failed recording gives it another one, never a second. */
+    let view = model;
+    model = withStatusLine(view, { status, complete, error, note: completion?.note, wholeError: fullText.error });
+    try {
+      // A page is bounded by its tool and PageCapture, never by toolOutput: configuration cannot cut or fail it.
+      if (!(this.capture instanceof PageCapture)) {
+        assertModelViewWithinBound(model, this.deps.settings.toolOutput.maxModelBytes);
+      }
+    } catch (err) {
+      // Cannot happen with the reserve the status line has; if it ever does, the view is replaced
+      // by the status line alone (never cut), and a success becomes a failure that says why.
+      if (status === 'success') {
+        status = 'failed';
+        error = toSluiceError(err);
+        toolsOwnError = false;
+      }
+      complete = false;
+      view = '';
+      model = withStatusLine(view, { status, complete, error, note: completion?.note });
+    }
+
+    const durationMs = Date.now() - this.startedAt;
+    const result: TerminalResult = {
+      callId: this.callId,
+      tool: this.tool.name,
+      status,
+      complete,
+      display: this.finalDisplay(status, completion, error, durationMs, toolsOwnError, output),
+      model,
+      output,
+      metadata: completion?.metadata ?? {},
+      attachments: status === 'success' || status === 'failed' ? (completion?.attachments ?? []) : [],
+      messages: completion?.messages ?? [],
+      startedAt: new Date(this.startedAt).toISOString(),
+      durationMs,
+    };
+    if (this.session !== undefined) result.session = this.session;
+    if (error) result.error = serializeError(error);
+    if (fullText.error || fullText.display) result.fullText = fullText;
+    if (this.capture instanceof PageCapture) {
+      if (this.keepPage && status === 'success') this.pageBytes = this.capture.bytes();
+      this.capture.discard();
+    }
+
+    try {
+      await this.deps.recorder?.completed(result);
+    } catch (err) {
+      // Not recorded (or not durably): the call fails, and its model view and display say why.
+      const e = toSluiceError(err, 'EDISK');
+      result.status = 'failed';
+      result.complete = false;
+      result.error = serializeError(e);
+      result.model = withStatusLine(view, { status: 'failed', complete: false, error: e });
+      result.display = this.finalDisplay('failed', completion, e, result.durationMs, false, result.output);
+      // Once more, with the failure the caller gets: a write that failed part-way left at most a torn
+      // line, which replay skips, and would otherwise show this call as interrupted.
+      await this.deps.recorder?.completed(result).catch(() => {});
+    } finally {
+      // Terminal references are durable (or recording failed): the publication protection can go.
+      await pin?.release();
+    }
+    const ev: CallEvent = { type: 'completed', callId: this.callId, result };
+    this.hub.close(ev);
+    this.deps.engineHub.publish(ev);
+    this.deps.onSettled(this);
+    this.resolve(result);
+  }
+
+  /** The final display (engine/presentation/final-display.ts) of a call that ended so. */
+  private finalDisplay(
+    status: CallStatus,
+    completion: WireCompletion | undefined,
+    error: SluiceError | undefined,
+    durationMs: number,
+    ownError: boolean,
+    output: OutputRef | null,
+  ): string {
+    const stands = completion?.display !== undefined && status !== 'cancelled' && (!error || ownError);
+    return finalDisplay({
+      tool: this.tool.name,
+      status,
+      durationMs,
+      toolDisplay: stands ? completion?.display : undefined,
+      reason: error ? `${error.code}: ${error.message}` : (completion?.note ?? 'the tool reported failure'),
+      output,
+      lost: output === null && this.capture.stats().some((c) => c.bytes > 0),
+      args: this.args,
+    });
+  }
+
+  /** Kills every process group the tool registered (synchronous: also used from a process 'exit' hook). */
+  killProcessGroups(): void {
+    for (const pid of this.pgids) {
+      killProcessGroup(pid);
+      this.deps.processes?.untrack(pid);
+    }
+    // Killed once: a later call (the exit hook after finish) must not kill a pid reused meanwhile.
+    this.pgids.clear();
+  }
+
+  /** The live display so far (bounded). */
+  get liveDisplay(): string {
+    return this.live.text;
+  }
+}

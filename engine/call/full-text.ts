@@ -1,0 +1,86 @@
+/**
+ * The whole of a text the worker cut to its bound (an error's message, a
+ * final display): its `text` messages are written to a temporary blob as
+ * they arrive, like a stream's chunks, and published with the call's
+ * output, so the bounded result can say where the whole text is. Nothing
+ * holds the text in memory.
+ */
+import type { BlobWriter } from '../../store/blob-writer.js';
+import type { Pin, Store } from '../../store/store.js';
+import type { TextKind } from '../protocol/messages.js';
+import type { TextRef } from '../result.js';
+
+/** Most bytes of whole text one call may send (per kind): the size bound of a stream. */
+export interface FullTextLimits {
+  maxBytes: number;
+}
+
+/** Collects the whole texts of one call. */
+export class FullTexts {
+  private readonly store: Store;
+  private readonly maxBytes: number;
+  private readonly writers = new Map<TextKind, BlobWriter>();
+  /** Kinds whose text passed the bound and is no longer collected. */
+  private readonly dropped = new Set<TextKind>();
+
+  constructor(store: Store, limits: FullTextLimits) {
+    this.store = store;
+    this.maxBytes = limits.maxBytes;
+  }
+
+  /**
+   * Accepts part of the whole text of `kind`; settles once it is written
+   * (when its credit may go back). Past the size bound of a stream the text
+   * is dropped, not the call failed: the result then says how much was cut,
+   * without an address.
+   */
+  accept(kind: TextKind, bytes: Uint8Array): Promise<void> {
+    if (this.dropped.has(kind)) return Promise.resolve();
+    let w = this.writers.get(kind);
+    if (!w) {
+      w = this.store.writer();
+      this.writers.set(kind, w);
+    }
+    if (w.bytes + bytes.length > this.maxBytes) {
+      this.dropped.add(kind);
+      this.writers.delete(kind);
+      return w.abort();
+    }
+    return w.write(bytes);
+  }
+
+  /** True when some text arrived. */
+  get any(): boolean {
+    return this.writers.size > 0 || this.dropped.size > 0;
+  }
+
+  /**
+   * Publishes each text whose size is the one the worker announced
+   * (`expected`), under `pin`; a text that is short (the call ended while it
+   * was being sent) or failed to be written is dropped. Returns the refs of
+   * those kept. Never throws: a whole text is an extra, not the result.
+   */
+  async publish(pin: Pin, expected: Partial<Record<TextKind, number>>): Promise<Partial<Record<TextKind, TextRef>>> {
+    const kept: Partial<Record<TextKind, TextRef>> = {};
+    for (const [kind, w] of this.writers) {
+      if (w.bytes !== expected[kind] || w.error !== undefined) {
+        await w.abort();
+        continue;
+      }
+      try {
+        const info = await w.commit(undefined, pin);
+        kept[kind] = { digest: info.digest, bytes: info.bytes };
+      } catch {
+        // Disk trouble while keeping an extra: the bounded text and its marker still say what was cut.
+      }
+    }
+    this.writers.clear();
+    return kept;
+  }
+
+  /** Drops every text; temporary files are removed. */
+  async discard(): Promise<void> {
+    await Promise.all([...this.writers.values()].map((w) => w.abort()));
+    this.writers.clear();
+  }
+}

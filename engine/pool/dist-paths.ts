@@ -1,0 +1,29 @@
+/**
+ * Where the compiled worker code lives. Worker threads run JavaScript, so the
+ * engine always points piscina at the build output (dist/), also when the
+ * engine itself runs from TypeScript sources under vitest; `npm test` builds
+ * first.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** True when this module runs from dist/ (compiled), false from sources. */
+const compiled = fileURLToPath(import.meta.url).endsWith('.js');
+/** The dist/ directory. */
+const distRoot = compiled ? resolve(here, '..', '..') : resolve(here, '..', '..', 'dist');
+
+/** Path of a compiled file under dist/, e.g. `workers/entry.js`. */
+export function distPath(relative: string): string {
+  const p = join(distRoot, relative);
+  if (!existsSync(p)) {
+    throw new Error(`sluice is not built: ${p} is missing (run npm run build)`);
+  }
+  return p;
+}
+
+/** The piscina worker entry. */
+export function workerEntry(): string {
+  return distPath('workers/entry.js');
+}

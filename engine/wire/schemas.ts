@@ -1,0 +1,171 @@
+/**
+ * The wire contract: one zod schema for every shape that crosses a boundary
+ * (worker ↔ engine messages, terminal results and their output references,
+ * live call events, session event-log records, read pages, and the bodies of
+ * the HTTP API). {@link PROTOCOL_VERSION} versions all of it; the JSON
+ * Schema in docs/schema/sluice-protocol.json is generated from
+ * {@link WIRE_SCHEMAS} (`npm run schema`) and a test fails when it drifts.
+ *
+ * The shapes are in shapes.ts, the HTTP bodies in http-bodies.ts; this
+ * module (`sluice/protocol`) re-exports both and holds the registry and the
+ * checks. The TypeScript types stay where their code lives (messages.ts,
+ * result.ts, engine-read.ts, sessions/); the compile-time checks at the end
+ * of this file fail
+ * the build when a schema and its type disagree, so the two cannot drift
+ * either. Event-log records reuse the lenient reading schemas of
+ * engine/sessions/records.ts, tightened where the reader deliberately
+ * accepts anything. That import (and the types of engine-read.ts, result.ts
+ * and sessions/) is why these schemas live here, on the main thread, and not in
+ * engine/protocol/, which workers and the store load and which imports
+ * nothing of sluice outside itself.
+ */
+
+import type { ReadResult } from '../engine-read.js';
+import type { SerializedError } from '../protocol/errors.js';
+import type {
+  CallTask,
+  DescribeResult,
+  DescribeTask,
+  EngineMessage,
+  ToolDescription,
+  WorkerMessage,
+} from '../protocol/messages.js';
+import type { OutputDeclaration } from '../protocol/streams.js';
+import type { z } from '../protocol/zod.js';
+import type { CallEvent, OutputRef, TerminalResult } from '../result.js';
+import type { ReplayedSession, SessionSummary } from '../sessions/index.js';
+import {
+  callAcceptedSchema,
+  callPendingSchema,
+  callRequestSchema,
+  cancelRequestSchema,
+  cancelResponseSchema,
+  errorBodySchema,
+  infoResponseSchema,
+  readQuerySchema,
+  replayedSessionSchema,
+  type sessionSummarySchema,
+  sessionsResponseSchema,
+  toolsResponseSchema,
+} from './http-bodies.js';
+import {
+  attachmentSchema,
+  callCompletedRecordSchema,
+  callEventSchema,
+  callStartedRecordSchema,
+  type callTaskSchema,
+  describeResultSchema,
+  type describeTaskSchema,
+  emittedMessageSchema,
+  engineMessageSchema,
+  errorCodeSchema,
+  eventLogRecordSchema,
+  laggedEventSchema,
+  outputDeclarationSchema,
+  outputRefSchema,
+  readPageSchema,
+  serializedErrorSchema,
+  sessionRevertRecordSchema,
+  spillRefSchema,
+  streamRefSchema,
+  subscriptionEventSchema,
+  taskSchema,
+  terminalResultSchema,
+  type toolDescriptionSchema,
+  workerMessageSchema,
+} from './shapes.js';
+
+export * from './http-bodies.js';
+export * from './shapes.js';
+
+// ── The registry the JSON Schema is generated from ──────────────────────────
+
+/** How a schema is published: its `$defs` name, a description, and whether it describes input (requests). */
+export interface WireSchemaEntry {
+  schema: z.ZodType;
+  description: string;
+  /** Requests are described as the client sends them (defaults not yet applied). */
+  io: 'input' | 'output';
+}
+
+/** Every published schema by its `$defs` name, in document order. */
+export const WIRE_SCHEMAS: Readonly<Record<string, WireSchemaEntry>> = {
+  ErrorCode: { schema: errorCodeSchema, description: 'A stable error code.', io: 'output' },
+  SerializedError: { schema: serializedErrorSchema, description: 'An error as it crosses a boundary.', io: 'output' },
+  OutputDeclaration: { schema: outputDeclarationSchema, description: "A tool's output declaration.", io: 'output' },
+  Attachment: { schema: attachmentSchema, description: 'An attachment: base64 bytes.', io: 'output' },
+  EmittedMessage: { schema: emittedMessageSchema, description: 'A message a tool emits.', io: 'output' },
+  StreamRef: { schema: streamRefSchema, description: 'One published stream of named output.', io: 'output' },
+  OutputRef: { schema: outputRefSchema, description: "References to a call's published output.", io: 'output' },
+  TerminalResult: { schema: terminalResultSchema, description: 'The terminal result of a call.', io: 'output' },
+  CallEvent: { schema: callEventSchema, description: 'A live event of a call.', io: 'output' },
+  LaggedEvent: { schema: laggedEventSchema, description: 'A subscriber fell behind.', io: 'output' },
+  SubscriptionEvent: { schema: subscriptionEventSchema, description: 'What a subscription yields.', io: 'output' },
+  ReadPage: { schema: readPageSchema, description: 'One page of a read.', io: 'output' },
+  Task: { schema: taskSchema, description: 'A worker task (piscina).', io: 'output' },
+  DescribeResult: { schema: describeResultSchema, description: 'What a describe task returns.', io: 'output' },
+  WorkerMessage: { schema: workerMessageSchema, description: 'Worker → engine message.', io: 'output' },
+  EngineMessage: { schema: engineMessageSchema, description: 'Engine → worker message.', io: 'output' },
+  CallStartedRecord: { schema: callStartedRecordSchema, description: 'Event log: call.started.', io: 'output' },
+  CallCompletedRecord: { schema: callCompletedRecordSchema, description: 'Event log: call.completed.', io: 'output' },
+  SessionRevertRecord: { schema: sessionRevertRecordSchema, description: 'Event log: session.revert.', io: 'output' },
+  EventLogRecord: { schema: eventLogRecordSchema, description: 'Any event-log record.', io: 'output' },
+  SpillRef: { schema: spillRefSchema, description: "Where a record's oversized fields went.", io: 'output' },
+  CallRequest: { schema: callRequestSchema, description: 'HTTP: POST /v1/calls body.', io: 'input' },
+  CallAccepted: { schema: callAcceptedSchema, description: 'HTTP: POST /v1/calls 202.', io: 'output' },
+  CallPending: { schema: callPendingSchema, description: 'HTTP: GET /v1/calls/:id 202.', io: 'output' },
+  CancelRequest: { schema: cancelRequestSchema, description: 'HTTP: POST /v1/calls/:id/cancel body.', io: 'input' },
+  CancelResponse: { schema: cancelResponseSchema, description: 'HTTP: cancel response.', io: 'output' },
+  ReadQuery: { schema: readQuerySchema, description: 'HTTP: GET /v1/read query.', io: 'input' },
+  ErrorBody: { schema: errorBodySchema, description: 'HTTP: error response body.', io: 'output' },
+  ToolsResponse: { schema: toolsResponseSchema, description: 'HTTP: GET /v1/tools.', io: 'output' },
+  SessionsResponse: { schema: sessionsResponseSchema, description: 'HTTP: GET /v1/sessions.', io: 'output' },
+  ReplayedSession: { schema: replayedSessionSchema, description: 'HTTP: GET /v1/sessions/:id/replay.', io: 'output' },
+  InfoResponse: { schema: infoResponseSchema, description: 'HTTP: GET /v1/info.', io: 'output' },
+};
+
+// ── Compile-time agreement of schemas and types ─────────────────────────────
+
+/** True when A and B are mutually assignable. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+/** True when A is assignable to B. */
+type Fits<A, B> = [A] extends [B] ? true : false;
+
+/**
+ * Each entry must be `true`: a schema changed without its type (or the
+ * reverse) fails the build here, naming the pair.
+ */
+export type WireTypeChecks = {
+  serializedError: Same<z.infer<typeof serializedErrorSchema>, SerializedError>;
+  outputDeclaration: Same<z.infer<typeof outputDeclarationSchema>, OutputDeclaration>;
+  outputRef: Same<z.infer<typeof outputRefSchema>, OutputRef>;
+  terminalResult: Same<z.infer<typeof terminalResultSchema>, TerminalResult>;
+  callEvent: Same<z.infer<typeof callEventSchema>, CallEvent>;
+  readPage: Same<z.infer<typeof readPageSchema>, ReadResult>;
+  describeTask: Same<z.infer<typeof describeTaskSchema>, DescribeTask>;
+  callTask: Same<z.infer<typeof callTaskSchema>, CallTask>;
+  toolDescription: Same<z.infer<typeof toolDescriptionSchema>, ToolDescription>;
+  describeResult: Same<z.infer<typeof describeResultSchema>, DescribeResult>;
+  workerMessage: Same<z.infer<typeof workerMessageSchema>, WorkerMessage>;
+  engineMessage: Same<z.infer<typeof engineMessageSchema>, EngineMessage>;
+  sessionSummary: Same<z.infer<typeof sessionSummarySchema>, SessionSummary>;
+  replayedSession: Fits<z.infer<typeof replayedSessionSchema>, ReplayedSession>;
+};
+
+const typeChecks: { [K in keyof WireTypeChecks]: WireTypeChecks[K] } = {
+  serializedError: true,
+  outputDeclaration: true,
+  outputRef: true,
+  terminalResult: true,
+  callEvent: true,
+  readPage: true,
+  describeTask: true,
+  callTask: true,
+  toolDescription: true,
+  describeResult: true,
+  workerMessage: true,
+  engineMessage: true,
+  sessionSummary: true,
+  replayedSession: true,
+};
+void typeChecks;

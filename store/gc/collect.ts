@@ -1,0 +1,245 @@
+/**
+ * Garbage collection of a store: mark from the roots, sweep the rest.
+ *
+ * Protocol (docs/operations.md), under the store-wide GC lock:
+ *
+ * 1. Restore the trash of a collection that died mid-sweep; run the owner's
+ *    own reclaiming ({@link CollectHooks.whileLocked}).
+ * 2. List every blob with its size and mtime, FIRST.
+ * 3. THEN read the pins, THEN the roots (the session logs, through
+ *    {@link CollectHooks.roots}). A publisher adds a digest to
+ *    its pin before renaming the blob into place and releases the pin only
+ *    after the record referencing it is durable, so every blob in the listing
+ *    is either pinned in step 3 or referenced by a record read after it.
+ * 4. Mark: roots, pinned digests and every blob younger than the grace
+ *    period, then everything a marked manifest references, transitively.
+ * 5. Sweep the unmarked blobs by tombstoning, with a re-check of pins, of
+ *    the roots added since step 3 and of the manifests placed since
+ *    step 2 (sweep.ts). No step of the argument rests on a timestamp.
+ * 6. Reclaim pins and temporary files whose owner is dead, and line indexes
+ *    whose blob is gone. Temporary files of live owners are never touched,
+ *    nor files whose names are not of the owned form.
+ *
+ * Anything that cannot be read on the way (a shard, a pin, a log, a
+ * manifest) fails the collection with EDISK before anything is deleted, or
+ * puts back what it had moved aside: what cannot be read may hold roots.
+ */
+import { join } from 'node:path';
+import { BadOptionError, toSluiceError } from '../../engine/protocol/errors.js';
+import { MAX_MANIFEST_BYTES } from '../manifest.js';
+import { readdirOrEmpty } from '../owned-files.js';
+import { OwnerCheck, ownerPid } from '../owners.js';
+import type { Store } from '../store.js';
+import { type ListedBlob, listBlobs, manifestStreams } from './blobs.js';
+import { acquireGcLock } from './lock.js';
+import { scanPins } from './pin-scan.js';
+import type { RootScan, RootSource } from './roots.js';
+import { type GcStep, recoverTrash, removeIndexOfAbsentBlob, sweep } from './sweep.js';
+
+export type { RootScan, RootSource } from './roots.js';
+export type { GcStep } from './sweep.js';
+
+/** Default grace period: one hour. */
+export const DEFAULT_GC_GRACE_MS = 60 * 60 * 1000;
+
+/** Options of {@link collectGarbage}. */
+export interface GcOptions {
+  /** Blobs modified less than this long ago survive, with everything a young manifest references. @default 3600000 (1 hour) */
+  graceMs?: number;
+  /** Report what would be removed; change nothing (and take no lock). @default false */
+  dryRun?: boolean;
+  /** How long to wait for another collection's lock before failing with ETIMEOUT. @default 30000 */
+  lockTimeoutMs?: number;
+  /** @internal Awaited at each named step; tests interleave publishers there. */
+  onStep?: (step: GcStep) => Promise<void> | void;
+}
+
+/** What the store's owner adds to a collection (engine/sessions/gc.ts supplies the sessions). */
+export interface CollectHooks {
+  /** The roots: read after the listing and the pins, re-read at the sweep's re-check. */
+  roots: RootSource;
+  /** Runs under the GC lock before the listing (not in a dry run): the owner's own reclaiming. */
+  whileLocked?: () => Promise<void>;
+}
+
+/** What a collection found and did (with `dryRun`: would do). */
+export interface GcReport {
+  dryRun: boolean;
+  graceMs: number;
+  /** Blobs listed. */
+  scanned: number;
+  /** Blobs kept (scanned minus removed). */
+  kept: number;
+  /** Blobs removed. */
+  removed: number;
+  /** Bytes of the removed blobs. */
+  bytesFreed: number;
+  /** Digests the roots reference (in sluice: live calls of existing sessions). */
+  roots: number;
+  /** Digests held by pins of live owners. */
+  pinned: number;
+  /** Blobs inside the grace period. */
+  young: number;
+  /** Candidates put back because a publisher pinned, recorded or referenced them during the sweep. */
+  restored: number;
+  /** Temporary files of dead owners removed. */
+  tmpReclaimed: number;
+  /** Their bytes. */
+  tmpBytesReclaimed: number;
+  /** Pin files of dead owners removed. */
+  pinsReclaimed: number;
+  /** Line-index files removed with their blob, or orphaned. */
+  indexRemoved: number;
+  /** Tombstones of a dead collection restored. */
+  trashRecovered: number;
+  durationMs: number;
+}
+
+const PREFIX = /^[0-9a-f]{2}$/;
+const INDEX_NAME = /^([0-9a-f]{62})\.idx$/;
+
+/**
+ * Collects the garbage of `store`. Safe against concurrent publishers in
+ * this and other processes, even with a grace period of 0.
+ *
+ * @throws BadOptionError (EBADOPTION) for a bad option; TimeoutError (ETIMEOUT) when another collection holds the lock; DiskError (EDISK).
+ */
+export async function collectStore(store: Store, hooks: CollectHooks, options: GcOptions = {}): Promise<GcReport> {
+  const started = Date.now();
+  const graceMs = options.graceMs ?? DEFAULT_GC_GRACE_MS;
+  if (!Number.isFinite(graceMs) || graceMs < 0) {
+    throw new BadOptionError(`graceMs must be a non-negative number, got ${JSON.stringify(options.graceMs)}`);
+  }
+  const dryRun = options.dryRun === true;
+  const step = async (s: GcStep) => {
+    await options.onStep?.(s);
+  };
+  const lock = dryRun ? undefined : await acquireGcLock(store, options.lockTimeoutMs ?? 30_000);
+  let roots: RootScan | undefined;
+  try {
+    const report: GcReport = {
+      dryRun,
+      graceMs,
+      scanned: 0,
+      kept: 0,
+      removed: 0,
+      bytesFreed: 0,
+      roots: 0,
+      pinned: 0,
+      young: 0,
+      restored: 0,
+      tmpReclaimed: 0,
+      tmpBytesReclaimed: 0,
+      pinsReclaimed: 0,
+      indexRemoved: 0,
+      trashRecovered: dryRun ? 0 : await recoverTrash(store),
+      durationMs: 0,
+    };
+    if (!dryRun) await hooks.whileLocked?.();
+    // The order below is the safety argument: blobs first, then pins, then records.
+    const listed = await listBlobs(store);
+    report.scanned = listed.size;
+    await step('listed');
+    const owners = new OwnerCheck();
+    const pins = await scanPins(store, owners);
+    report.pinned = pins.digests.size;
+    await step('pins');
+    roots = await hooks.roots(store);
+    report.roots = roots.digests.size;
+    await step('roots');
+
+    const now = Date.now();
+    const marked = new Set<string>();
+    const visit: string[] = [];
+    const mark = (d: string) => {
+      if (marked.has(d)) return;
+      marked.add(d);
+      visit.push(d);
+    };
+    for (const d of roots.digests) mark(d);
+    for (const d of pins.digests) mark(d);
+    for (const [d, b] of listed) {
+      if (now - b.mtimeMs < graceMs) {
+        report.young++;
+        mark(d);
+      }
+    }
+    while (visit.length > 0) {
+      const d = visit.pop() as string;
+      const b = listed.get(d);
+      if (!b || b.bytes > MAX_MANIFEST_BYTES) continue;
+      for (const s of await manifestStreams(store, d)) mark(s);
+    }
+    await step('marked');
+
+    const candidates = [...listed.keys()].filter((d) => !marked.has(d)).sort();
+    if (dryRun) {
+      report.removed = candidates.length;
+      for (const d of candidates) report.bytesFreed += (listed.get(d) as ListedBlob).bytes;
+    } else {
+      const swept = await sweep(store, candidates, listed, { graceMs, roots, step });
+      report.removed = swept.removed;
+      report.bytesFreed = swept.bytesFreed;
+      report.restored = swept.restored;
+      report.indexRemoved = swept.indexRemoved;
+    }
+    report.kept = report.scanned - report.removed;
+
+    report.pinsReclaimed = pins.dead.length;
+    if (!dryRun) for (const p of pins.dead) await store.io.unlink(p).catch(() => {});
+    const tmp = await reclaimTemporaries(store, owners, dryRun);
+    report.tmpReclaimed = tmp.files;
+    report.tmpBytesReclaimed = tmp.bytes;
+    if (!dryRun) report.indexRemoved += await removeOrphanIndexes(store, graceMs);
+    report.durationMs = Date.now() - started;
+    return report;
+  } catch (err) {
+    throw toSluiceError(err, 'EDISK');
+  } finally {
+    await roots?.close();
+    await lock?.release();
+  }
+}
+
+/** Removes temporary files whose owner is dead (never others, never a blanket delete). */
+async function reclaimTemporaries(
+  store: Store,
+  owners: OwnerCheck,
+  dryRun: boolean,
+): Promise<{ files: number; bytes: number }> {
+  const out = { files: 0, bytes: 0 };
+  for (const name of await readdirOrEmpty(store.io, store.layout.tmp)) {
+    const pid = ownerPid(name);
+    if (pid === undefined) continue;
+    const path = join(store.layout.tmp, name);
+    const st = await store.io.stat(path).catch(() => undefined);
+    if (!st?.isFile() || owners.alive(pid, st.mtimeMs)) continue;
+    if (!dryRun) {
+      try {
+        await store.io.unlink(path);
+      } catch {
+        continue;
+      }
+    }
+    out.files++;
+    out.bytes += st.size;
+  }
+  return out;
+}
+
+/** Removes line indexes older than the grace period whose blob is absent. */
+async function removeOrphanIndexes(store: Store, graceMs: number): Promise<number> {
+  let removed = 0;
+  const now = Date.now();
+  for (const prefix of await readdirOrEmpty(store.io, store.layout.index)) {
+    if (!PREFIX.test(prefix)) continue;
+    for (const name of await readdirOrEmpty(store.io, join(store.layout.index, prefix)).catch(() => [] as string[])) {
+      const m = INDEX_NAME.exec(name);
+      if (!m) continue;
+      const st = await store.io.stat(join(store.layout.index, prefix, name)).catch(() => undefined);
+      if (!st || now - st.mtimeMs < graceMs) continue;
+      if (await removeIndexOfAbsentBlob(store, prefix + m[1])) removed++;
+    }
+  }
+  return removed;
+}

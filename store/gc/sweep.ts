@@ -1,0 +1,164 @@
+/**
+ * Deleting blobs safely while publishers run: tombstoning, then one re-check.
+ *
+ * Every candidate is first renamed into this collection's trash directory
+ * (`gc/trash/<pid>-<random>/<digest>`, inside the store, so the rename is
+ * atomic). Then, in this order, the re-check reads
+ *
+ * 1. the pins again,
+ * 2. the roots again: whatever the root scan says was added since it was
+ *    read (for the sessions: every record appended to their logs since the
+ *    scan, and whole logs of sessions created since),
+ * 3. the blobs placed at their address since the listing (or placed again
+ *    after being moved aside) that are manifests,
+ *
+ * and puts back every tombstone that one of them names, or that a kept
+ * manifest among the tombstones names, transitively, or that is inside the
+ * grace period. Only then are the others unlinked, with their index files.
+ *
+ * Why this loses nothing, whatever the timestamps say (docs/operations.md):
+ * a publisher adds a digest to its pin before it refreshes or places the
+ * blob. A refresh after the rename fails (ENOENT) and the publisher places
+ * its own copy, which is never touched. A refresh before the rename was
+ * preceded by the pin add, so the pins read in step 1 hold it, unless the
+ * pin was released; a release follows the durable record (read in step 2),
+ * or, for an unrecorded call, the placing of the manifest that references
+ * the blob (found in step 3). Restoring over a publisher's copy is harmless:
+ * the content is the same.
+ *
+ * Trash left by a collection that died is restored by the next one.
+ */
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { toSluiceError } from '../../engine/protocol/errors.js';
+import { INDEX_MIN_BLOB_BYTES } from '../line-index.js';
+import { readdirOrEmpty } from '../owned-files.js';
+import { OwnerCheck, ownerPid } from '../owners.js';
+import type { Store } from '../store.js';
+import { type ListedBlob, manifestStreams, placedSince } from './blobs.js';
+import { scanPins } from './pin-scan.js';
+import type { RootScan } from './roots.js';
+
+/** Named points of a collection, for tests that interleave it with publishers. */
+export type GcStep = 'listed' | 'pins' | 'roots' | 'marked' | 'tombstone' | 'recheck' | 'relisted' | 'unlink';
+
+/** What a sweep did. */
+export interface SweepResult {
+  removed: number;
+  bytesFreed: number;
+  restored: number;
+  indexRemoved: number;
+}
+
+const isMissing = (err: unknown) => (err as { code?: unknown }).code === 'ENOENT';
+
+/** Tombstones `candidates`, re-checks them (see the module comment), puts back what must stay, deletes the rest. */
+export async function sweep(
+  store: Store,
+  candidates: readonly string[],
+  listed: ReadonlyMap<string, ListedBlob>,
+  opts: { graceMs: number; roots: RootScan; step: (s: GcStep) => Promise<void> },
+): Promise<SweepResult> {
+  const result: SweepResult = { removed: 0, bytesFreed: 0, restored: 0, indexRemoved: 0 };
+  if (candidates.length === 0) return result;
+  const trash = join(store.layout.trash, `${process.pid}-${randomBytes(6).toString('hex')}`);
+  await store.io.mkdir(trash);
+  const moved = new Set<string>();
+  try {
+    for (const d of candidates) {
+      await opts.step('tombstone');
+      try {
+        await store.io.rename(store.layout.blobPath(d), join(trash, d));
+        moved.add(d);
+      } catch (err) {
+        if (!isMissing(err)) throw err;
+      }
+    }
+    await opts.step('recheck');
+    // A fresh owner check: a pid found dead earlier may belong to a new publisher by now.
+    const keep = new Set((await scanPins(store, new OwnerCheck())).digests);
+    for (const d of await opts.roots.appended()) keep.add(d);
+    await opts.step('relisted');
+    for (const d of await placedSince(store, listed, moved)) {
+      for (const s of await manifestStreams(store, d)) keep.add(s);
+    }
+    const now = Date.now();
+    if (opts.graceMs > 0) {
+      // Inside the grace period by the tombstone's own mtime (refreshed since the listing): kept as young.
+      for (const d of moved) {
+        const st = await store.io.stat(join(trash, d));
+        if (now - st.mtimeMs < opts.graceMs) keep.add(d);
+      }
+    }
+    // Kept tombstones go back, and so does whatever a kept manifest among them references.
+    const back = [...keep].filter((d) => moved.has(d));
+    while (back.length > 0) {
+      const d = back.pop() as string;
+      if (!moved.delete(d)) continue;
+      const path = join(trash, d);
+      for (const s of await manifestStreams(store, d, path)) if (moved.has(s)) back.push(s);
+      await restore(store, path, d);
+      result.restored++;
+    }
+    for (const d of [...moved].sort()) {
+      const path = join(trash, d);
+      const size = listed.get(d)?.bytes ?? 0;
+      await opts.step('unlink');
+      await store.io.unlink(path);
+      moved.delete(d);
+      result.removed++;
+      result.bytesFreed += size;
+      // Only large blobs get an index; a stray one of a small blob is left to the orphan-index pass.
+      if (size >= INDEX_MIN_BLOB_BYTES && (await removeIndexOfAbsentBlob(store, d))) result.indexRemoved++;
+    }
+  } catch (err) {
+    // Whatever is still tombstoned goes back: a failed collection must not lose a blob.
+    for (const d of moved) await restore(store, join(trash, d), d).catch(() => {});
+    throw toSluiceError(err, 'EDISK');
+  } finally {
+    await store.io.rmdir(trash).catch(() => {});
+  }
+  return result;
+}
+
+/** Removes the line index of `digest` unless its blob is present (again). True when one was removed. */
+export async function removeIndexOfAbsentBlob(store: Store, digest: string): Promise<boolean> {
+  if (await store.hasBlob(digest)) return false;
+  try {
+    await store.io.unlink(store.layout.indexPath(digest));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function restore(store: Store, path: string, digest: string): Promise<void> {
+  if (await store.hasBlob(digest)) await store.io.unlink(path);
+  else await store.io.rename(path, store.layout.blobPath(digest));
+}
+
+/**
+ * Restores the trash of collections that died mid-sweep (their owner is
+ * dead, or is this process and the caller holds the lock): each tombstone
+ * goes back to its address unless the blob is there again. Returns how many
+ * tombstones were handled.
+ */
+export async function recoverTrash(store: Store): Promise<number> {
+  const base = store.layout.trash;
+  const owners = new OwnerCheck();
+  let recovered = 0;
+  for (const name of await readdirOrEmpty(store.io, base)) {
+    const dir = join(base, name);
+    const st = await store.io.stat(dir).catch(() => undefined);
+    if (!st?.isDirectory()) continue;
+    const pid = ownerPid(`${name}.trash`);
+    if (pid === undefined || (pid !== process.pid && owners.alive(pid, st.mtimeMs))) continue;
+    for (const entry of await readdirOrEmpty(store.io, dir)) {
+      if (!/^[0-9a-f]{64}$/.test(entry)) continue;
+      await restore(store, join(dir, entry), entry);
+      recovered++;
+    }
+    await store.io.rmdir(dir).catch(() => {});
+  }
+  return recovered;
+}
