@@ -3,10 +3,12 @@
  * MessagePort at startup (through piscina's message event) that carries every
  * call's data and control messages, tagged by call id.
  */
+
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import type { MessagePort } from 'node:worker_threads';
 import type { Piscina as PiscinaPool } from 'piscina';
+import type { ResolvedOptions } from '../options.js';
 import { killProcessGroup } from '../processes/process-group.js';
 import { RETIRE_EXIT_CODE } from '../protocol/limits.js';
 import type { EngineMessage, Task, ToolIsolation, WorkerMessage } from '../protocol/messages.js';
@@ -367,4 +369,28 @@ function isRetirement(err: unknown): boolean {
 
 function isPort(v: unknown): v is MessagePort {
   return typeof v === 'object' && v !== null && typeof (v as MessagePort).postMessage === 'function';
+}
+
+/** The pool options of resolved settings. */
+export function poolOptionsOf(o: ResolvedOptions): PoolOptions {
+  return {
+    concurrency: o.concurrency,
+    threads: o.threads,
+    callsPerThread: o.callsPerThread,
+    minThreads: o.minThreads,
+    maxOldGenerationSizeMb: o.workerHeapMb,
+    idleTimeout: defaultPoolOptions().idleTimeout,
+  };
+}
+
+/** True when two pool settings would build the same pool. */
+export function samePoolOptions(a: PoolOptions, b: PoolOptions): boolean {
+  return (
+    a.concurrency === b.concurrency &&
+    a.threads === b.threads &&
+    a.callsPerThread === b.callsPerThread &&
+    a.minThreads === b.minThreads &&
+    a.maxOldGenerationSizeMb === b.maxOldGenerationSizeMb &&
+    a.idleTimeout === b.idleTimeout
+  );
 }

@@ -22,7 +22,7 @@ import {
   uniqueSleep,
   waitNoProcess,
   waitProcess,
-} from '../runtime/helpers.js';
+} from '../support/engines.js';
 
 afterEach(closeEngines);
 
