@@ -99,6 +99,15 @@ export const terminalResultSchema = z.object({
   durationMs: z.number().nonnegative(),
 });
 
+/** One result of a batch: an item of `Engine.batch`, a line of `sluice batch`'s output. */
+export const batchResultSchema = z.object({
+  id: z.string().nullable(),
+  index: z.number().int().nonnegative(),
+  result: terminalResultSchema.optional(),
+  error: z.object({ code: errorCodeSchema, message: z.string() }).optional(),
+  resumed: z.literal(true).optional(),
+});
+
 /** A live event of a call: started, display delta, completed (always last). */
 export const callEventSchema = z.discriminatedUnion('type', [
   z.object({

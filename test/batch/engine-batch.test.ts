@@ -12,6 +12,7 @@ import type { BatchResult } from '../../engine/batch/batch.js';
 import { OversizeLine } from '../../engine/batch/items.js';
 import { lines } from '../../engine/batch/lines.js';
 import type { CallEvent } from '../../engine/result.js';
+import { batchResultSchema } from '../../engine/wire/schemas.js';
 import {
   closeEngines,
   engineWith,
@@ -143,6 +144,8 @@ describe('Engine.batch', () => {
     expect(by(10)?.result).toMatchObject({ status: 'failed', error: { code: 'EBADARGS' } });
     expect(by(11)).toMatchObject({ id: null, error: { code: 'EBADARGS', message: /9437184 bytes/ } });
     expect(by(12)?.result).toMatchObject({ callId: '7', status: 'success' });
+    // Every result, call or not, is a valid BatchResult of the wire contract.
+    for (const r of results) expect(batchResultSchema.strict().safeParse(r).success, JSON.stringify(r)).toBe(true);
     await expectStoreClean(engine);
   });
 
