@@ -1,7 +1,8 @@
 /**
- * Concurrency (target 4): 16 concurrent bash calls of 128 MiB each; aggregate
- * throughput against one 1 GiB-class single call measured in the same run
- * (target 1's figure), and peak RSS growth.
+ * Concurrency (target 4, raised by issue 21): 16 concurrent bash calls of
+ * 128 MiB each; aggregate throughput against one 1 GiB-class single call
+ * measured in the same run (target 1's figure): median >= 0.9x, the first
+ * round of a fresh engine >= 0.8x; and peak RSS growth.
  *
  * Rounds of (single call, then the concurrent calls) repeat
  * SLUICE_BENCH_CONC_RUNS times. The median ratio is quoted and checked, with
@@ -67,10 +68,11 @@ try {
     maxPeakRssGrowthMiB: Math.round(growth / 1024 / 1024),
     peakRssGrowthRunsMiB: rounds.map((r) => Math.round(r.growth / 1024 / 1024)),
     peakRssAboveStartMiB: Math.round(aboveStart / 1024 / 1024),
+    firstRoundRatio: Math.round((rounds[0]?.ratio ?? 0) * 1000) / 1000,
     failed,
     target:
-      'median aggregate >= 0.8x the single-call throughput of the same round; RSS growth <= 256 MiB in every round',
-    pass: ratio >= 0.8 && growth <= 256 * 1024 * 1024 && failed === 0,
+      'median aggregate >= 0.9x the single-call throughput of the same round (issue 21), the first round of a fresh engine >= 0.8x; RSS growth <= 256 MiB in every round',
+    pass: ratio >= 0.9 && (rounds[0]?.ratio ?? 0) >= 0.8 && growth <= 256 * 1024 * 1024 && failed === 0,
   });
 } finally {
   tmp.remove();

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import type { StoreIO } from '../store/io.js';
 import type { Store } from '../store/store.js';
+import type { BatchOptions, BatchResult } from './batch/batch.js';
 import { BUILTIN_NAMES, builtinTool } from './builtins/names.js';
 import type { Call } from './call/call.js';
 import type { ApprovalPolicy, CallHandle, CallOptions, CallRecorder, InternalCallOptions } from './call/call-types.js';
@@ -13,8 +14,16 @@ import type { ReadBytesResult, ReadOptions, ReadResult } from './engine-read.js'
 import type { EventHub } from './events/hub.js';
 import type { McpServerConfig } from './mcp/config.js';
 import type { McpServers } from './mcp/servers.js';
+import type { EngineMetrics, MetricsSnapshot } from './metrics.js';
 import type { EngineOptions, ResolvedOptions } from './options.js';
-import { defaultPoolOptions, earlyPoolOptions, poolOptionsOf, samePoolOptions, WorkerPool } from './pool/pool.js';
+import {
+  defaultPoolOptions,
+  earlyPoolOptions,
+  type PoolStats,
+  poolOptionsOf,
+  samePoolOptions,
+  WorkerPool,
+} from './pool/pool.js';
 import type { ProcessGuard } from './processes/process-guard.js';
 import type { Registry, ToolInfo } from './registry.js';
 import type { CallEvent, TerminalResult } from './result.js';
@@ -81,6 +90,7 @@ export class Engine {
   private readonly processes: ProcessGuard;
   private unhandleSignals: (() => void) | undefined;
   private readonly runtime: Runtime;
+  private readonly counters: EngineMetrics;
   private closed = false;
 
   private constructor(
@@ -100,6 +110,15 @@ export class Engine {
     this.sessionLog = new runtime.EngineSessionLog(store);
     this.recorder = init.recorder ?? this.sessionLog;
     this.processes = new runtime.ProcessGuard(store.layout.procs);
+    this.counters = new runtime.EngineMetrics();
+  }
+
+  /**
+   * The engine's counters and the pool's state, for `GET /v1/metrics`
+   * (engine/server/metrics.ts renders them). @internal
+   */
+  metricsSnapshot(): { counters: Readonly<MetricsSnapshot>; pool: PoolStats } {
+    return { counters: this.counters.snapshot(), pool: this.pool.stats() };
   }
 
   /** Opens an engine on a store (created when missing). */
@@ -216,6 +235,7 @@ export class Engine {
         ...(this.recorder ? { recorder: this.recorder } : {}),
         engineHub: this.hub,
         onSettled: (c) => this.calls.delete(c.callId),
+        metrics: this.counters,
       },
       info,
       args,
@@ -223,6 +243,8 @@ export class Engine {
       internal,
     );
     this.calls.set(call.callId, call);
+    this.counters.callStarted(info.name);
+    void call.result.then((r) => this.counters.callEnded(r));
     void call.start();
     const handle: CallHandle = {
       callId: call.callId,
@@ -242,6 +264,29 @@ export class Engine {
   /** Runs a call to its end. */
   run(tool: string, args: unknown, options: CallOptions = {}): Promise<TerminalResult> {
     return this.call(tool, args, options).result;
+  }
+
+  /**
+   * Runs a batch of calls (`{ id, tool, args?, session? }` objects, or JSON
+   * lines of them) with bounded concurrency and yields one result per item:
+   * in completion order, or input order with `ordered`. The input is pulled
+   * only as results are consumed (backpressure); an invalid item yields an
+   * error result (EBADARGS, EUNKNOWNTOOL) instead of ending the batch; an id
+   * already completed in its session is not run again, its recorded result
+   * is yielded with `resumed: true`. Breaking out of the loop, or aborting
+   * `signal`, stops the batch and cancels its running calls.
+   */
+  batch(
+    calls: Iterable<unknown> | AsyncIterable<unknown>,
+    options: BatchOptions = {},
+  ): AsyncGenerator<BatchResult, void, undefined> {
+    this.assertOpen();
+    // Loaded on first use: the batch runner brings the session-index modules an open does not need.
+    const load = import('./batch/batch.js');
+    const engine = this;
+    return (async function* () {
+      yield* (await load).runBatch(engine, calls, options);
+    })();
   }
 
   /**
@@ -315,7 +360,11 @@ export class Engine {
    * and older than the grace period (default one hour). Safe while calls run.
    */
   gc(options: GcOptions = {}): Promise<GcReport> {
-    return sessionsModule().then((s) => s.collectGarbage(this.store, options));
+    return sessionsModule().then(async (s) => {
+      const report = await s.collectGarbage(this.store, options);
+      if (!report.dryRun) this.counters.gcRan(report.bytesFreed, report.removed);
+      return report;
+    });
   }
 
   /**

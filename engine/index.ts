@@ -3,6 +3,8 @@
  * tool authors import `sluice/tool`, the store is `sluice/store`, and the
  * wire schemas (zod) are `sluice/protocol`.
  */
+export type { BatchCall, BatchOptions, BatchResult } from './batch/batch.js';
+export { batchFailed } from './batch/batch.js';
 export type { ApprovalPolicy, CallOptions, CallRecorder } from './call/call-types.js';
 export { type ArtifactReadTarget, artifactReadTarget, isArtifactRead, READ_TOOL } from './compaction/artifact-read.js';
 export type {
@@ -35,7 +37,7 @@ export type { McpServerConfig } from './mcp/config.js';
 export type { EngineOptions } from './options.js';
 export type { ToolOutputOptions } from './presentation/options.js';
 export * from './protocol/errors.js';
-export type { Attachment, EmittedMessage, PreparedOperation } from './protocol/messages.js';
+export type { Attachment, EmittedMessage, PreparedOperation, ToolIsolation } from './protocol/messages.js';
 export { PROTOCOL_VERSION } from './protocol/messages.js';
 export type { OutputDeclaration } from './protocol/streams.js';
 export { MAX_STREAM_NAME_BYTES, MAX_STREAMS, validateDeclaration } from './protocol/streams.js';

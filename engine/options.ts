@@ -10,7 +10,13 @@ import { z } from './protocol/zod.js';
 /** Bytes of the model-view bound kept for the status line of a failed or cancelled call. */
 export const MODEL_STATUS_RESERVE = 1024;
 
-import { defaultPoolOptions, MAX_CONCURRENCY, MIN_WORKER_HEAP_MB } from './pool/pool.js';
+import {
+  defaultPoolOptions,
+  MAX_CALLS_PER_THREAD,
+  MAX_CONCURRENCY,
+  MAX_THREADS,
+  MIN_WORKER_HEAP_MB,
+} from './pool/pool.js';
 import { BadOptionError } from './protocol/errors.js';
 import { firstIssue } from './protocol/issues.js';
 import { MAX_TIMER_MS } from './protocol/limits.js';
@@ -22,8 +28,12 @@ export interface EngineOptions {
   store?: string;
   /** Model-view limits: per-stream `maxLines` (2000) and `maxBytes` (51200), and the aggregate `maxModelBytes` (256 KiB). */
   toolOutput?: Partial<ToolOutputOptions>;
-  /** Calls running at once (one worker thread each); more wait in a queue. @default max(16, 2 × cores) */
+  /** Calls running at once, over all threads; more wait in a queue. @default max(16, 2 × cores) */
   concurrency?: number;
+  /** Most worker threads carrying shared calls (tools of `isolation: 'shared'`, the default). @default os.availableParallelism() */
+  threads?: number;
+  /** Most calls one shared thread carries at once. @default 256 */
+  callsPerThread?: number;
   /** Worker threads kept warm. @default 1 */
   minThreads?: number;
   /** Credit window per call, in bytes: the most output in flight between a worker and the disk. @default 1 MiB */
@@ -48,6 +58,8 @@ const schema = z.strictObject({
   store: z.string().min(1).optional(),
   toolOutput: z.unknown().optional(),
   concurrency: positiveInt.max(MAX_CONCURRENCY).optional(),
+  threads: positiveInt.max(MAX_THREADS).optional(),
+  callsPerThread: positiveInt.max(MAX_CALLS_PER_THREAD).optional(),
   minThreads: z.number().int().nonnegative().optional(),
   window: positiveInt
     .min(MIN_WINDOW_BYTES)
@@ -65,6 +77,8 @@ const schema = z.strictObject({
 export interface ResolvedOptions {
   toolOutput: ToolOutputOptions;
   concurrency: number;
+  threads: number;
+  callsPerThread: number;
   minThreads: number;
   window: number;
   graceMs: number;
@@ -96,6 +110,8 @@ export function resolveOptions(input: EngineOptions, defaults: { concurrency: nu
   return {
     toolOutput,
     concurrency: o.concurrency ?? defaults.concurrency,
+    threads: o.threads ?? pool.threads,
+    callsPerThread: o.callsPerThread ?? pool.callsPerThread,
     minThreads: o.minThreads ?? pool.minThreads,
     window: o.window ?? 1024 * 1024,
     graceMs: o.graceMs ?? 2000,

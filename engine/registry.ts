@@ -11,7 +11,7 @@ import {
   toSluiceError,
   UnknownToolError,
 } from './protocol/errors.js';
-import type { DescribeResult, ToolDescription } from './protocol/messages.js';
+import type { DescribeResult, ToolDescription, ToolIsolation } from './protocol/messages.js';
 import { type OutputDeclaration, validateDeclaration } from './protocol/streams.js';
 
 /** The tool-name rule of defineTool, enforced again on the main side. */
@@ -27,6 +27,8 @@ export interface ToolInfo {
   output: OutputDeclaration;
   /** Only built-ins may opt out of retention and truncation. */
   selfPaginating: boolean;
+  /** Whether its calls share worker threads (`'shared'`) or get one each (`'thread'`). */
+  isolation: ToolIsolation;
   /** JSON Schema of the arguments. */
   argsSchema: unknown;
   /** Module specifier loaded by workers. */
@@ -113,6 +115,8 @@ export class Registry {
       description: overrides.description ?? d.description,
       output,
       selfPaginating: d.selfPaginating === true,
+      // A description without the field (a forged or older worker) gets the safe choice.
+      isolation: d.isolation === 'shared' ? 'shared' : 'thread',
       argsSchema: overrides.argsSchema ?? d.argsSchema,
       module,
       source,

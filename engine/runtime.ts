@@ -12,6 +12,7 @@ export { Call } from './call/call.js';
 export { assertJsonArgs } from './call/json-args.js';
 export { READ_TOOL, readArgs, readCallOptions, readResultOf } from './engine-read.js';
 export { EventHub } from './events/hub.js';
+export { EngineMetrics } from './metrics.js';
 export { resolveOptions } from './options.js';
 export { reapOrphans } from './processes/orphans.js';
 export { ProcessGuard } from './processes/process-guard.js';

@@ -15,6 +15,7 @@ import {
   serializeError,
   UndeclaredStreamError,
 } from '../engine/protocol/errors.js';
+import { RETIRE_EXIT_CODE } from '../engine/protocol/limits.js';
 import type {
   CallTask,
   DescribeResult,
@@ -107,6 +108,7 @@ function describe(tool: ToolDefinition): ToolDescription {
     description: tool.description,
     output: tool.output,
     selfPaginating: tool.selfPaginating === true,
+    isolation: tool.isolation ?? 'shared',
     argsSchema,
   };
 }
@@ -121,11 +123,18 @@ function parseArgs(tool: ToolDefinition, args: unknown): unknown {
   throw new BadArgumentsError(`invalid arguments for ${tool.name}: ${problems.join('; ')}`, { issues: problems });
 }
 
-async function runCall(task: CallTask): Promise<void> {
+async function runCall(task: CallTask, abandon: () => void): Promise<void> {
   enginePort();
   let run: CallRun | undefined;
   const pending: EngineMessage[] = [];
   const off = onEngineMessage(task.callId, (m) => {
+    if (m.t === 'abandon') {
+      // The tool did not stop within the grace period and the engine has ended its call: whatever
+      // it still does belongs to no call, so this thread takes no new call and retires once idle.
+      tainted = true;
+      abandon();
+      return;
+    }
     if (!run) return void pending.push(m);
     if (m.t === 'credit') run.gate.grant(m.n);
     else if (m.t === 'abort') run.abort.abort(new CancelledError(m.reason));
@@ -245,6 +254,24 @@ function writeAll(w: NodeJS.WritableStream, value: string | Uint8Array): Promise
   });
 }
 
+/**
+ * Calls this thread is carrying (piscina's concurrentTasksPerWorker lets a
+ * shared thread carry many at once; an isolated thread carries one).
+ */
+let running = 0;
+/** Set while an idle thread looks for leftovers: calls that arrive meanwhile wait for its verdict. */
+let checking: Promise<boolean> | undefined;
+/** An abandoned call's tool may still run here: the thread must retire. */
+let tainted = false;
+/** The thread has decided to exit. */
+let retiring = false;
+
+// A tool ending its thread with the retirement code would have the pool run its sibling calls
+// again as if this thread had retired before starting them: that code is reserved.
+const exit = process.exit.bind(process);
+process.exit = ((code?: number | string | null) =>
+  exit(Number(code) === RETIRE_EXIT_CODE ? 1 : (code ?? undefined))) as typeof process.exit;
+
 /** The piscina task function. */
 export default async function task(t: Task): Promise<DescribeResult | null> {
   if (t.kind === 'describe') {
@@ -254,11 +281,27 @@ export default async function task(t: Task): Promise<DescribeResult | null> {
       return { error: serializeError(err, 'EBADMODULE') };
     }
   }
-  await runCall(t);
-  if (await leftBehind()) {
-    // The call's done/fail message is already on the engine port. Exiting before the task
-    // resolves keeps piscina from handing this thread the next task in the meantime.
-    process.exit(0);
+  // A call that arrives while the idle check runs waits for it; if the thread retires, this call
+  // never starts (it posted nothing) and the pool runs it on another thread.
+  while (checking) await checking;
+  // A thread with an abandoned call, or about to retire, takes no new call: it waits for the exit.
+  if (tainted || retiring) return new Promise<never>(() => {});
+  running++;
+  try {
+    await new Promise<void>((resolve) => {
+      runCall(t, resolve).then(resolve, resolve);
+    });
+  } finally {
+    running--;
+  }
+  if (running === 0 && !retiring) {
+    checking = (async () => tainted || (await leftBehind()) !== undefined)();
+    retiring = await checking;
+    checking = undefined;
+    // This task resolves first (its call started, so it must not look like one that never ran);
+    // the thread exits once piscina has its answer. A task handed over meanwhile waits, never
+    // starts, and is rejected by the exit with the code that tells the pool to run it elsewhere.
+    if (retiring) setImmediate(() => exit(RETIRE_EXIT_CODE));
   }
   return null;
 }
@@ -274,9 +317,12 @@ function countResources(): Map<string, number> {
 
 /**
  * A tool may leave work behind (a timer, a socket, a child it did not track)
- * that would run, and perhaps throw, during the next call on this thread. A
+ * that would run, and perhaps throw, during a later call on this thread. A
  * call must only ever fail by its own doing, so a thread with leftovers is
- * retired and piscina starts a fresh one. Returns the leftover type, if any.
+ * retired and piscina starts a fresh one. Handles cannot be told apart by
+ * call, so the count is taken when the thread is idle (no call running):
+ * a shared thread that is never idle is checked at its next idle moment.
+ * Returns the leftover type, if any.
  */
 async function leftBehind(): Promise<string | undefined> {
   // Handles of finished pipes and processes close on the next turns of the loop.

@@ -16,11 +16,17 @@
  */
 import type { Writable } from 'node:stream';
 import { BadDeclarationError } from '../engine/protocol/errors.js';
-import type { CompletionFields, PreparedOperation } from '../engine/protocol/messages.js';
+import type { CompletionFields, PreparedOperation, ToolIsolation } from '../engine/protocol/messages.js';
 import { type OutputDeclaration, validateDeclaration } from '../engine/protocol/streams.js';
 import type { z } from '../engine/protocol/zod.js';
 
-export type { Attachment, CompletionFields, EmittedMessage, PreparedOperation } from '../engine/protocol/messages.js';
+export type {
+  Attachment,
+  CompletionFields,
+  EmittedMessage,
+  PreparedOperation,
+  ToolIsolation,
+} from '../engine/protocol/messages.js';
 
 /** Host services a tool may call (they run on the main thread, reached through comlink). */
 export interface HostServices {
@@ -155,6 +161,14 @@ export interface ToolSpec<S extends z.ZodObject> {
    * whose page is already bounded). Honoured only for sluice's built-in tools.
    */
   selfPaginating?: boolean;
+  /**
+   * `'shared'` (default): a worker thread carries this tool's calls alongside
+   * others (right for tools that wait on processes and I/O). `'thread'`: each
+   * call gets a thread to itself, for a tool that blocks its event loop,
+   * needs the whole heap limit or may crash its thread: in a shared thread,
+   * such a tool fails the calls it shares the thread with (EWORKERCRASH).
+   */
+  isolation?: ToolIsolation;
   /** Describes the operation for the host's approval policy; runs before `run`. */
   prepare?(args: z.infer<S>, ctx: ToolContext): PreparedOperation | Promise<PreparedOperation>;
   /** Does the work. */
@@ -187,6 +201,11 @@ export function defineTool<S extends z.ZodObject>(spec: ToolSpec<S>): ToolDefini
     throw new BadDeclarationError(`tool ${spec.name}: args must be a zod object schema`);
   }
   if (typeof spec.run !== 'function') throw new BadDeclarationError(`tool ${spec.name}: run must be a function`);
+  const isolation: unknown = spec.isolation;
+  if (isolation !== undefined && isolation !== 'shared' && isolation !== 'thread') {
+    const got = typeof isolation === 'string' ? JSON.stringify(isolation.slice(0, 64)) : typeof isolation;
+    throw new BadDeclarationError(`tool ${spec.name}: isolation must be 'shared' or 'thread', not ${got}`);
+  }
   const output = validateDeclaration(spec.output === 'single' ? { kind: 'single' } : spec.output, `tool ${spec.name}`);
   return Object.freeze({
     ...spec,

@@ -19,6 +19,7 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinName, ToolDescription>> = {
       streams: ['stdout', 'stderr'],
     },
     selfPaginating: false,
+    isolation: 'shared',
     argsSchema: {
       $schema: 'https://json-schema.org/draft/2020-12/schema',
       type: 'object',
@@ -52,6 +53,7 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinName, ToolDescription>> = {
       kind: 'single',
     },
     selfPaginating: true,
+    isolation: 'shared',
     argsSchema: {
       $schema: 'https://json-schema.org/draft/2020-12/schema',
       type: 'object',

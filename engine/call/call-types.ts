@@ -79,6 +79,8 @@ export interface CallDeps {
   recorder?: CallRecorder;
   engineHub: EventHub<CallEvent>;
   onSettled(call: Call): void;
+  /** Counts credit waits (engine/metrics.ts). */
+  metrics?: { creditWait(): void };
 }
 
 /** Throws EBADARGS unless `ms` is absent or a duration a timer can wait (setTimeout fires after 1 ms beyond 2^31-1). */

@@ -112,6 +112,8 @@ export class Call {
       sendCredit: (n) => {
         if (this.port && !this.ended) this.deps.pool.send(this.port, { t: 'credit', c: this.callId, n });
       },
+      window: s.window,
+      creditWait: () => this.deps.metrics?.creditWait(),
     });
     installErrorTransfer();
     this.endpoint = new CallEndpoint((m) => {
@@ -161,7 +163,8 @@ export class Call {
       storeDir: this.deps.store.root,
       displayBytes: this.deps.settings.liveDisplayBytes,
     };
-    this.deps.pool.run(task, { signal: this.piscinaAbort.signal, callId: this.callId, sink: this }).then(
+    const isolation = this.tool.isolation;
+    this.deps.pool.run(task, { signal: this.piscinaAbort.signal, callId: this.callId, sink: this, isolation }).then(
       () => {
         // The task returned; its done/fail message was posted before, on another port, and the
         // two ports are not ordered: give it time to land before calling it a protocol breach.
@@ -197,7 +200,25 @@ export class Call {
       return;
     }
     this.deps.pool.send(this.port, { t: 'abort', c: this.callId, reason: err.message });
-    this.graceTimer = setTimeout(() => this.piscinaAbort.abort(err), this.deps.settings.graceMs);
+    this.graceTimer = setTimeout(() => this.giveUp(err), this.deps.settings.graceMs);
+  }
+
+  /**
+   * The tool did not stop within the grace period. An isolated call's thread
+   * is terminated. A shared thread carries other calls, so this call alone
+   * ends now (its process groups are killed) and the worker is told to let it
+   * go and retire once idle; only if the worker does not answer within
+   * max(graceMs, 5 s) (its event loop is blocked) is the thread
+   * terminated, failing the calls it carries (docs/architecture.md).
+   */
+  private giveUp(err: SluiceError): void {
+    if (this.ended) return;
+    if (this.tool.isolation === 'thread' || !this.port) {
+      this.piscinaAbort.abort(err);
+      return;
+    }
+    this.deps.pool.abandon(this.callId, this.port, this.deps.settings.graceMs);
+    void this.finish({ kind: 'crash', error: err });
   }
 
   /** Handles one message of this call from its worker. @internal */
@@ -213,10 +234,8 @@ export class Call {
         }
         if (this.cancelRequested) {
           port.postMessage({ t: 'abort', c: this.callId, reason: this.cancelRequested.message });
-          this.graceTimer ??= setTimeout(
-            () => this.piscinaAbort.abort(this.cancelRequested),
-            this.deps.settings.graceMs,
-          );
+          const err = this.cancelRequested;
+          this.graceTimer ??= setTimeout(() => this.giveUp(err), this.deps.settings.graceMs);
         }
         return;
       case 'chunk':

@@ -22,6 +22,10 @@ export interface IntakeHost {
   fail(err: SluiceError): void;
   /** Sends `n` bytes of credit to the worker (when it is still there). */
   sendCredit(n: number): void;
+  /** The call's credit window in bytes. */
+  readonly window: number;
+  /** The bytes in flight reached the window: the worker waits for credit (counted in engine/metrics.ts). */
+  creditWait?(): void;
 }
 
 /** See the module comment. */
@@ -61,8 +65,10 @@ export class Intake {
       this.credit(len);
       return;
     }
+    const before = this.inFlight;
     this.inFlight += len;
     if (this.inFlight > this.maxInFlight) this.maxInFlight = this.inFlight;
+    if (before < this.host.window && this.inFlight >= this.host.window) this.host.creditWait?.();
     written.then(
       () => {
         this.inFlight -= len;

@@ -21,6 +21,10 @@ const COMMANDS: Record<string, CommandEntry> = {
     summary: 'run one tool call and print its model view (or --json result)',
     load: () => import('./run.js'),
   },
+  batch: {
+    summary: 'run one tool call per JSON line; one JSON result per line (resumable with --session)',
+    load: () => import('./batch.js'),
+  },
   read: {
     summary: 'print one page of an artifact (artifact://<digest>[/<stream>]), file or directory',
     load: () => import('./read.js'),

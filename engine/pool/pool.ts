@@ -10,8 +10,10 @@ import type { MessagePort } from 'node:worker_threads';
 import type { Piscina as PiscinaPool } from 'piscina';
 import type { ResolvedOptions } from '../options.js';
 import { killProcessGroup } from '../processes/process-group.js';
-import type { EngineMessage, Task, WorkerMessage } from '../protocol/messages.js';
+import { RETIRE_EXIT_CODE } from '../protocol/limits.js';
+import type { EngineMessage, Task, ToolIsolation, WorkerMessage } from '../protocol/messages.js';
 import { PORT_HANDSHAKE } from '../protocol/port.js';
+import { Admission } from './admission.js';
 import { workerEntry } from './dist-paths.js';
 
 /**
@@ -21,6 +23,9 @@ import { workerEntry } from './dist-paths.js';
  */
 const { Piscina } = createRequire(import.meta.url)('piscina') as typeof import('piscina');
 
+/** piscina's balancer hook (its type is not exported from the package root). */
+type PiscinaLoadBalancer = NonNullable<ConstructorParameters<typeof PiscinaPool>[0]>['loadBalancer'] & {};
+
 /** Receives the messages of one call. */
 export interface CallSink {
   /** Called for every message of the call, with the port it came on. */
@@ -29,11 +34,15 @@ export interface CallSink {
 
 /** Options of {@link WorkerPool}. */
 export interface PoolOptions {
-  /** Calls that may run at once (one thread each). */
+  /** Calls that may run at once, over both kinds of thread; more wait in the pool's queue. */
   concurrency: number;
+  /** Most threads carrying shared calls (tools declared `isolation: 'shared'`, the default). */
+  threads: number;
+  /** Most calls one shared thread carries at once. */
+  callsPerThread: number;
   /** Threads kept warm. */
   minThreads: number;
-  /** Heap limit of each worker in MiB (a tool exhausting it fails its own call only). */
+  /** Heap limit of each worker in MiB (a tool exhausting it fails the calls on its thread). */
   maxOldGenerationSizeMb: number;
   /** Milliseconds an idle thread is kept. */
   idleTimeout: number;
@@ -41,13 +50,24 @@ export interface PoolOptions {
 
 /** Most calls an engine may run at once (the `concurrency` option's upper bound). */
 export const MAX_CONCURRENCY = 1024;
+/** Most calls one shared thread may carry (the `callsPerThread` option's upper bound). */
+export const MAX_CALLS_PER_THREAD = 1024;
+/** Most threads (the `threads` option's upper bound). */
+export const MAX_THREADS = 256;
 /** Smallest worker heap limit in MiB (the `workerHeapMb` option's lower bound). */
 export const MIN_WORKER_HEAP_MB = 16;
+/** Least time a shared thread has to answer an abandon before it is deemed blocked and terminated. */
+export const MIN_ABANDON_ANSWER_MS = 5000;
+/** Times a call is handed to another thread because the one it was given retired before starting it. */
+const MAX_RETIRED_RETRIES = 8;
 
 /** Default options. */
 export function defaultPoolOptions(): PoolOptions {
+  const cores = availableParallelism();
   return {
-    concurrency: Math.max(16, availableParallelism() * 2),
+    concurrency: Math.max(16, cores * 2),
+    threads: cores,
+    callsPerThread: 256,
     minThreads: 1,
     maxOldGenerationSizeMb: 512,
     idleTimeout: 30_000,
@@ -57,6 +77,8 @@ export function defaultPoolOptions(): PoolOptions {
 /** The engine settings that shape the pool. */
 export interface PoolSettings {
   concurrency?: unknown;
+  threads?: unknown;
+  callsPerThread?: unknown;
   minThreads?: unknown;
   workerHeapMb?: unknown;
 }
@@ -76,50 +98,132 @@ export function earlyPoolOptions(s: PoolSettings): PoolOptions | undefined {
     return Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max ? (v as number) : undefined;
   };
   const concurrency = int(s.concurrency, 1, MAX_CONCURRENCY, d.concurrency);
+  const threads = int(s.threads, 1, MAX_THREADS, d.threads);
+  const callsPerThread = int(s.callsPerThread, 1, MAX_CALLS_PER_THREAD, d.callsPerThread);
   const minThreads = int(s.minThreads, 0, Number.MAX_SAFE_INTEGER, d.minThreads);
   const heap = int(s.workerHeapMb, MIN_WORKER_HEAP_MB, Number.MAX_SAFE_INTEGER, d.maxOldGenerationSizeMb);
-  if (concurrency === undefined || minThreads === undefined || heap === undefined) return undefined;
-  return { concurrency, minThreads, maxOldGenerationSizeMb: heap, idleTimeout: d.idleTimeout };
+  if (
+    concurrency === undefined ||
+    threads === undefined ||
+    callsPerThread === undefined ||
+    minThreads === undefined ||
+    heap === undefined
+  ) {
+    return undefined;
+  }
+  return { concurrency, threads, callsPerThread, minThreads, maxOldGenerationSizeMb: heap, idleTimeout: d.idleTimeout };
 }
 
-/** piscina plus the per-worker ports. */
+/** Options of {@link WorkerPool.run}. */
+export interface RunOptions {
+  /** Withdraws a call still waiting for a slot; for an isolated call, also terminates its thread. */
+  signal?: AbortSignal;
+  callId?: string;
+  sink?: CallSink;
+  /** The tool's isolation: `'thread'` runs the call on a thread of its own. @default 'shared' */
+  isolation?: ToolIsolation;
+}
+
+/** What the pool is doing, for metrics. */
+export interface PoolStats {
+  /** Live worker threads (both kinds). */
+  threads: number;
+  /** Threads carrying at least one task. */
+  busyThreads: number;
+  /** Calls holding a slot (running, or handed to a thread that is starting). */
+  running: number;
+  /** Calls waiting for a slot. */
+  queued: number;
+}
+
+/** The piscina pools (shared and isolated threads) plus the per-worker ports. */
 export class WorkerPool {
+  /** The pool of shared threads (also runs describe tasks). */
   readonly piscina: PiscinaPool;
   /** The options the pool was started with. */
   readonly options: PoolOptions;
+  private isolated: PiscinaPool | undefined;
+  private readonly admission: Admission;
   private readonly sinks = new Map<string, CallSink>();
-  private readonly ports = new Set<MessagePort>();
+  /** Calls whose worker has posted a message: they started, so they are never run again. */
+  private readonly heard = new Set<string>();
+  /** The thread each started call runs on (by its first message), for the busy-thread count. */
+  private readonly callThreads = new Map<string, MessagePort>();
+  private readonly ports = new Map<number, MessagePort>();
+  private readonly portThreads = new Map<MessagePort, number>();
+  private closed = false;
+  /** Calls whose task has not settled yet. */
+  private readonly unsettled = new Set<string>();
+  private readonly abandonTimers = new Set<NodeJS.Timeout>();
 
   constructor(opts: PoolOptions) {
     this.options = { ...opts };
-    this.piscina = new Piscina({
+    this.admission = new Admission(opts.concurrency);
+    // Calls spread over the threads before any thread carries its full share: a thread takes at
+    // most concurrency / threads calls while another may still be started.
+    const spread = Math.min(opts.callsPerThread, Math.ceil(opts.concurrency / opts.threads));
+    this.piscina = this.makePiscina({
+      minThreads: Math.min(opts.minThreads, opts.threads),
+      maxThreads: opts.threads,
+      concurrentTasksPerWorker: opts.callsPerThread,
+      loadBalancer: spreadBalancer(spread, opts.callsPerThread, opts.threads),
+    });
+  }
+
+  private makePiscina(shape: {
+    minThreads: number;
+    maxThreads: number;
+    concurrentTasksPerWorker: number;
+    loadBalancer?: PiscinaLoadBalancer;
+  }): PiscinaPool {
+    const p = new Piscina({
       filename: workerEntry(),
-      minThreads: Math.min(opts.minThreads, opts.concurrency),
-      maxThreads: opts.concurrency,
-      // One call per thread: a tool that spins, crashes or exhausts its heap takes only its own call down.
-      concurrentTasksPerWorker: 1,
+      ...shape,
       // Calls beyond the limit wait their turn instead of failing.
       maxQueue: Number.POSITIVE_INFINITY,
-      idleTimeout: opts.idleTimeout,
+      idleTimeout: this.options.idleTimeout,
+      // An idle piscina worker blocks in Atomics.wait, which would freeze the event loop a shared
+      // thread's other calls (and the idle leftover check) run on: messages wake workers instead.
+      atomics: shape.concurrentTasksPerWorker > 1 ? 'disabled' : 'sync',
       // A small young generation: a worker moving output allocates and drops many pipe-read buffers,
       // and with V8's default each of 16 threads grows tens of MiB of nursery (bench/concurrency.ts).
-      resourceLimits: { maxOldGenerationSizeMb: opts.maxOldGenerationSizeMb, maxYoungGenerationSizeMb: 4 },
+      resourceLimits: { maxOldGenerationSizeMb: this.options.maxOldGenerationSizeMb, maxYoungGenerationSizeMb: 4 },
       // The worker must see process.env changes made by the host (PATH, HOME).
       env: process.env,
     });
-    this.piscina.on('message', (m: unknown) => this.onWorkerMessage(m));
+    p.on('message', (m: unknown) => this.onWorkerMessage(m));
     // piscina emits 'error' for worker errors outside any task; they are reported per call instead.
-    this.piscina.on('error', () => {});
+    p.on('error', () => {});
+    return p;
+  }
+
+  /** Isolated threads start on the first call that needs one. */
+  private isolatedPool(): PiscinaPool {
+    this.isolated ??= this.makePiscina({
+      minThreads: 0,
+      maxThreads: Math.min(this.options.concurrency, ISOLATED_THREADS),
+      // One call per thread: a tool that spins, crashes or exhausts its heap takes only its own call down.
+      concurrentTasksPerWorker: 1,
+    });
+    return this.isolated;
   }
 
   private onWorkerMessage(m: unknown): void {
     if (!m || typeof m !== 'object' || !(PORT_HANDSHAKE in m)) return;
     const port = (m as { port?: MessagePort }).port ?? Object.values(m).find(isPort);
     if (!port) return;
-    this.ports.add(port);
+    const threadId = (m as { threadId?: unknown }).threadId;
+    if (typeof threadId === 'number') {
+      this.ports.set(threadId, port);
+      this.portThreads.set(port, threadId);
+    }
     port.on('message', (msg: WorkerMessage) => {
       const sink = this.sinks.get(msg.c);
       if (sink) {
+        if (!this.heard.has(msg.c)) {
+          this.heard.add(msg.c);
+          this.callThreads.set(msg.c, port);
+        }
         sink.onMessage(msg, port);
         return;
       }
@@ -127,19 +231,72 @@ export class WorkerPool {
       // except a process group reported too late to be killed with its call: nothing may outlive a call.
       if (msg?.t === 'proc') killProcessGroup(msg.pid);
     });
-    port.on('close', () => this.ports.delete(port));
+    port.on('close', () => {
+      const id = this.portThreads.get(port);
+      if (id !== undefined) this.ports.delete(id);
+      this.portThreads.delete(port);
+    });
     port.unref();
   }
 
-  /** Runs a task; messages of `callId` go to `sink` until {@link detach}. */
-  run(task: Task, options: { signal?: AbortSignal; callId?: string; sink?: CallSink } = {}): Promise<unknown> {
-    if (options.callId && options.sink) this.sinks.set(options.callId, options.sink);
-    return this.piscina.run(task, options.signal ? { signal: options.signal } : {});
+  /**
+   * Runs a task once the concurrency bound admits it; messages of `callId`
+   * go to `sink` until {@link detach}. A thread that retires (it found
+   * leftovers when idle) before starting the task hands it to another.
+   */
+  async run(task: Task, options: RunOptions = {}): Promise<unknown> {
+    const { callId, sink, signal } = options;
+    if (callId && sink) this.sinks.set(callId, sink);
+    if (task.kind === 'describe') return this.retrying(this.piscina, task, undefined);
+    const release = await this.admission.acquire(signal);
+    if (callId) this.unsettled.add(callId);
+    try {
+      if (options.isolation === 'thread') return await this.retrying(this.isolatedPool(), task, callId, signal);
+      return await this.retrying(this.piscina, task, callId);
+    } finally {
+      if (callId) this.unsettled.delete(callId);
+      release();
+    }
+  }
+
+  /**
+   * Lets go of a shared call that did not stop when asked: its worker stops
+   * waiting for the tool and retires its thread once idle. If the task has
+   * not settled after `graceMs`, and at least {@link MIN_ABANDON_ANSWER_MS}
+   * (the thread's event loop is blocked), the thread is terminated.
+   */
+  abandon(callId: string, port: MessagePort, graceMs: number): void {
+    port.postMessage({ t: 'abandon', c: callId } satisfies EngineMessage);
+    // The answer needs only a turn of the worker's event loop, but a busy thread on a loaded machine
+    // can take a while: terminating it too early would fail innocent thread-mates.
+    const timer = setTimeout(
+      () => {
+        this.abandonTimers.delete(timer);
+        if (this.unsettled.has(callId)) void this.terminate(port);
+      },
+      Math.max(graceMs, MIN_ABANDON_ANSWER_MS),
+    );
+    this.abandonTimers.add(timer);
+  }
+
+  private async retrying(pool: PiscinaPool, task: Task, callId: string | undefined, signal?: AbortSignal) {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await pool.run(task, signal ? { signal } : {});
+      } catch (err) {
+        // A call that ended (detached) is never run again, whatever its task's fate.
+        const unstarted = callId === undefined || (this.sinks.has(callId) && !this.heard.has(callId));
+        if (!this.closed && unstarted && attempt < MAX_RETIRED_RETRIES && isRetirement(err)) continue;
+        throw err;
+      }
+    }
   }
 
   /** Stops routing messages of `callId`. */
   detach(callId: string): void {
     this.sinks.delete(callId);
+    this.heard.delete(callId);
+    this.callThreads.delete(callId);
   }
 
   /** Sends a message to the worker owning `port`. */
@@ -147,16 +304,67 @@ export class WorkerPool {
     port.postMessage(m);
   }
 
+  /**
+   * Terminates the thread owning `port`, failing every call it carries
+   * (EWORKERCRASH for those that did not ask to stop): the last resort for
+   * a shared thread whose event loop no longer answers.
+   */
+  async terminate(port: MessagePort): Promise<void> {
+    const id = this.portThreads.get(port);
+    if (id === undefined) return;
+    const worker = this.piscina.threads.find((w) => w.threadId === id);
+    await worker?.terminate();
+  }
+
   /** Number of live worker threads. */
   get threads(): number {
-    return this.piscina.threads.length;
+    return this.piscina.threads.length + (this.isolated?.threads.length ?? 0);
+  }
+
+  /** Threads, busy threads, running and queued calls. */
+  stats(): PoolStats {
+    return {
+      threads: this.threads,
+      busyThreads: new Set(this.callThreads.values()).size,
+      running: this.admission.active,
+      queued: this.admission.queued,
+    };
   }
 
   /** Terminates every worker. */
   async close(): Promise<void> {
-    for (const p of this.ports) p.close();
-    await this.piscina.destroy();
+    this.closed = true;
+    for (const t of this.abandonTimers) clearTimeout(t);
+    this.admission.rejectAll(new Error('the worker pool is closed'));
+    for (const p of this.ports.values()) p.close();
+    await Promise.all([this.piscina.destroy(), this.isolated?.destroy()]);
   }
+}
+
+/** Threads an isolated pool may start: one per isolated call running. */
+const ISOLATED_THREADS = Math.max(16, availableParallelism() * 2);
+
+/**
+ * piscina's least-busy choice, with a soft cap: a thread that carries
+ * `spread` calls takes more only when no thread can be started (the
+ * balancer returning null makes piscina start one), so calls use every
+ * core before they pile onto one thread; `max` is the hard cap.
+ */
+function spreadBalancer(spread: number, max: number, threads: number): PiscinaLoadBalancer {
+  return (_task, workers) => {
+    let best: (typeof workers)[number] | null = null;
+    for (const w of workers) {
+      if (w.currentUsage >= max) continue;
+      if (!best || w.currentUsage < best.currentUsage) best = w;
+    }
+    if (best && best.currentUsage >= spread && workers.length < threads) return null;
+    return best;
+  };
+}
+
+/** True for a worker exit with the retirement code (the thread started none of the tasks it held). */
+function isRetirement(err: unknown): boolean {
+  return err instanceof Error && err.message === `worker exited with code: ${RETIRE_EXIT_CODE}`;
 }
 
 function isPort(v: unknown): v is MessagePort {
@@ -167,6 +375,8 @@ function isPort(v: unknown): v is MessagePort {
 export function poolOptionsOf(o: ResolvedOptions): PoolOptions {
   return {
     concurrency: o.concurrency,
+    threads: o.threads,
+    callsPerThread: o.callsPerThread,
     minThreads: o.minThreads,
     maxOldGenerationSizeMb: o.workerHeapMb,
     idleTimeout: defaultPoolOptions().idleTimeout,
@@ -177,6 +387,8 @@ export function poolOptionsOf(o: ResolvedOptions): PoolOptions {
 export function samePoolOptions(a: PoolOptions, b: PoolOptions): boolean {
   return (
     a.concurrency === b.concurrency &&
+    a.threads === b.threads &&
+    a.callsPerThread === b.callsPerThread &&
     a.minThreads === b.minThreads &&
     a.maxOldGenerationSizeMb === b.maxOldGenerationSizeMb &&
     a.idleTimeout === b.idleTimeout

@@ -13,6 +13,14 @@
  */
 export const MAX_CHUNK_BYTES = 256 * 1024;
 
+/**
+ * The exit code of a worker thread that retires itself (it found work a
+ * finished call left behind, or carried an abandoned call). Tasks the thread
+ * held that never posted `start` ran no tool code, so the pool runs them again
+ * elsewhere; a tool calling process.exit with this code is given code 1.
+ */
+export const RETIRE_EXIT_CODE = 85;
+
 /** Smallest credit window an engine accepts. */
 export const MIN_WINDOW_BYTES = 64 * 1024;
 

@@ -19,7 +19,7 @@ import type { OutputDeclaration } from './streams.js';
 import { z } from './zod.js';
 
 /** Version of the worker ↔ engine and wire contracts. Moves with any change to these shapes (see AGENTS.md). */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 
 export { MAX_CHUNK_BYTES, MIN_WINDOW_BYTES } from './limits.js';
 export { PORT_HANDSHAKE } from './port.js';
@@ -110,9 +110,19 @@ export interface ToolDescription {
   description: string;
   output: OutputDeclaration;
   selfPaginating: boolean;
+  /** `'shared'`: the call may share its worker thread with other calls; `'thread'`: it gets a thread to itself. */
+  isolation: ToolIsolation;
   /** JSON Schema of the arguments. */
   argsSchema: unknown;
 }
+
+/**
+ * Where a tool's calls run: `'shared'` (the default) lets one worker thread
+ * carry many calls at once; `'thread'` gives each call a thread of its own,
+ * for tools that block their event loop, need the whole heap limit, or leave
+ * work behind (docs/architecture.md, "Threads and calls").
+ */
+export type ToolIsolation = 'shared' | 'thread';
 
 /**
  * What a `describe` task resolves to. A failure travels as a value, not a
@@ -161,4 +171,6 @@ export type WorkerMessage =
 export type EngineMessage =
   | { t: 'credit'; c: string; n: number }
   | { t: 'abort'; c: string; reason: string }
+  /** The engine gave up on a cancelled call that did not stop: the worker stops waiting for it and retires its thread once idle. */
+  | { t: 'abandon'; c: string }
   | { t: 'rpc'; c: string; m: unknown };

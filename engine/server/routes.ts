@@ -159,6 +159,7 @@ const tools: Handler = async (ctx, _req, res, _p, url) => {
       source: t.source,
       output: t.output,
       selfPaginating: t.selfPaginating,
+      isolation: t.isolation,
       argsSchema: t.argsSchema,
     })),
   };
@@ -328,8 +329,21 @@ const replay: Handler = async (ctx, _req, res, [id], url) => {
   }
 };
 
+const metrics: Handler = async (ctx, _req, res, _p, url) => {
+  onlyParams(url, [], 'GET /v1/metrics');
+  const { renderMetrics } = await import('./metrics.js');
+  const { contentType, text } = await renderMetrics(ctx.engine);
+  res.writeHead(200, {
+    'content-type': contentType,
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+  });
+  res.end(text);
+};
+
 const ROUTES: Route[] = [
   { method: 'GET', pattern: /^\/v1\/info$/, handler: info },
+  { method: 'GET', pattern: /^\/v1\/metrics$/, handler: metrics },
   { method: 'GET', pattern: /^\/v1\/tools$/, handler: tools },
   { method: 'POST', pattern: /^\/v1\/calls$/, handler: startCall },
   { method: 'GET', pattern: new RegExp(`^/v1/calls/${ID}$`), handler: getCall },

@@ -159,7 +159,8 @@ export async function replaySession(store: Store, id: string): Promise<ReplayedS
   };
 }
 
-async function replayCall(store: Store, session: string, e: CallEntry): Promise<ReplayedCall> {
+/** Rebuilds one call from its records (its spilled fields read back). @internal */
+export async function replayCall(store: Store, session: string, e: CallEntry): Promise<ReplayedCall> {
   const unavailable: string[] = [];
   const started = e.started ? await withSpill(store, e.started, unavailable) : undefined;
   const tool = e.completed?.tool ?? e.started?.tool ?? 'unknown';

@@ -10,6 +10,7 @@ import {
   outputDeclarationSchema,
   PROTOCOL_VERSION,
   terminalResultSchema,
+  toolIsolationSchema,
 } from './shapes.js';
 
 const count = z.number().int().nonnegative();
@@ -70,6 +71,7 @@ export const toolSummarySchema = z.object({
   source: z.enum(['builtin', 'plugin', 'mcp']),
   output: outputDeclarationSchema,
   selfPaginating: z.boolean(),
+  isolation: toolIsolationSchema,
   argsSchema: z.unknown(),
 });
 

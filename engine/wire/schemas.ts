@@ -20,6 +20,7 @@
  * nothing of sluice outside itself.
  */
 
+import type { BatchResult } from '../batch/batch.js';
 import type { ReadResult } from '../engine-read.js';
 import type { SerializedError } from '../protocol/errors.js';
 import type {
@@ -50,6 +51,7 @@ import {
 } from './http-bodies.js';
 import {
   attachmentSchema,
+  batchResultSchema,
   callCompletedRecordSchema,
   callEventSchema,
   callStartedRecordSchema,
@@ -98,6 +100,11 @@ export const WIRE_SCHEMAS: Readonly<Record<string, WireSchemaEntry>> = {
   StreamRef: { schema: streamRefSchema, description: 'One published stream of named output.', io: 'output' },
   OutputRef: { schema: outputRefSchema, description: "References to a call's published output.", io: 'output' },
   TerminalResult: { schema: terminalResultSchema, description: 'The terminal result of a call.', io: 'output' },
+  BatchResult: {
+    schema: batchResultSchema,
+    description: 'One result of a batch (a sluice batch output line).',
+    io: 'output',
+  },
   CallEvent: { schema: callEventSchema, description: 'A live event of a call.', io: 'output' },
   LaggedEvent: { schema: laggedEventSchema, description: 'A subscriber fell behind.', io: 'output' },
   SubscriptionEvent: { schema: subscriptionEventSchema, description: 'What a subscription yields.', io: 'output' },
@@ -140,6 +147,7 @@ export type WireTypeChecks = {
   outputDeclaration: Same<z.infer<typeof outputDeclarationSchema>, OutputDeclaration>;
   outputRef: Same<z.infer<typeof outputRefSchema>, OutputRef>;
   terminalResult: Same<z.infer<typeof terminalResultSchema>, TerminalResult>;
+  batchResult: Same<z.infer<typeof batchResultSchema>, BatchResult>;
   callEvent: Same<z.infer<typeof callEventSchema>, CallEvent>;
   readPage: Same<z.infer<typeof readPageSchema>, ReadResult>;
   describeTask: Same<z.infer<typeof describeTaskSchema>, DescribeTask>;
@@ -157,6 +165,7 @@ const typeChecks: { [K in keyof WireTypeChecks]: WireTypeChecks[K] } = {
   outputDeclaration: true,
   outputRef: true,
   terminalResult: true,
+  batchResult: true,
   callEvent: true,
   readPage: true,
   describeTask: true,

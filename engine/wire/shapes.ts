@@ -99,6 +99,15 @@ export const terminalResultSchema = z.object({
   durationMs: z.number().nonnegative(),
 });
 
+/** One result of a batch: an item of `Engine.batch`, a line of `sluice batch`'s output. */
+export const batchResultSchema = z.object({
+  id: z.string().nullable(),
+  index: z.number().int().nonnegative(),
+  result: terminalResultSchema.optional(),
+  error: z.object({ code: errorCodeSchema, message: z.string() }).optional(),
+  resumed: z.literal(true).optional(),
+});
+
 /** A live event of a call: started, display delta, completed (always last). */
 export const callEventSchema = z.discriminatedUnion('type', [
   z.object({
@@ -150,12 +159,16 @@ export const callTaskSchema = z.object({
 /** A piscina task. */
 export const taskSchema = z.discriminatedUnion('kind', [describeTaskSchema, callTaskSchema]);
 
+/** Whether a tool's calls may share a worker thread. */
+export const toolIsolationSchema = z.enum(['shared', 'thread']);
+
 /** A tool as a worker describes it. */
 export const toolDescriptionSchema = z.object({
   name: z.string(),
   description: z.string(),
   output: outputDeclarationSchema,
   selfPaginating: z.boolean(),
+  isolation: toolIsolationSchema,
   argsSchema: z.unknown(),
 });
 
@@ -191,6 +204,7 @@ export const workerMessageSchema = z.discriminatedUnion('t', [
 export const engineMessageSchema = z.discriminatedUnion('t', [
   z.object({ t: z.literal('credit'), c: z.string(), n: z.number().int().positive() }),
   z.object({ t: z.literal('abort'), c: z.string(), reason: z.string() }),
+  z.object({ t: z.literal('abandon'), c: z.string() }),
   z.object({ t: z.literal('rpc'), c: z.string(), m: z.unknown() }),
 ]);
 

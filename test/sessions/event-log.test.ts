@@ -14,6 +14,7 @@ const TOOL: ToolInfo = {
   description: '',
   output: { kind: 'streams', streams: ['out', 'err'] },
   selfPaginating: false,
+  isolation: 'shared',
   argsSchema: {},
   module: 'synthetic.mjs',
   source: 'plugin',

@@ -1,0 +1,205 @@
+/**
+ * Harness scale (issue 21), every figure a ratio against a baseline measured
+ * in the same run:
+ *
+ * - small: 200 small bash calls (`echo; seq 1 20; echo >&2`), 16 in flight,
+ *   over 10 sessions, on a warm engine, against `child_process.spawn` of the
+ *   same commands with the same concurrency (stdout and stderr read): wall
+ *   <= 1.2x, p99 latency <= 1.5x. Rounds alternate; medians are quoted.
+ * - cold: the same 200 calls from a fresh `node` process (engine open
+ *   included) against a fresh `node` process spawning them: wall <= 2x.
+ * - sleeps: 1,000 concurrent `sleep 5` bash calls through one engine: all
+ *   succeed within 8 s, peak RSS of the process (its worker threads
+ *   included) <= 512 MiB.
+ *
+ *   SLUICE_BENCH_SCALE_ROUNDS (default 3), SLUICE_BENCH_SLEEPS (default 1000)
+ *
+ * `node dist/bench/scale.js cold-engine DIR` and `cold-raw` are the cold
+ * children (internal).
+ */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Engine } from '../engine/engine.js';
+import { envInt, median, report, tempDir } from './util.js';
+
+const CALLS = 200;
+const IN_FLIGHT = 16;
+const SESSIONS = 10;
+const COMMAND = 'echo; seq 1 20; echo >&2';
+const ROUNDS = envInt('SLUICE_BENCH_SCALE_ROUNDS', 3);
+const SLEEPS = envInt('SLUICE_BENCH_SLEEPS', 1000);
+
+/** Runs `n` jobs, `IN_FLIGHT` at a time; returns wall ms and each job's latency. */
+async function inFlight(
+  n: number,
+  one: (i: number) => Promise<void>,
+): Promise<{ wallMs: number; latencies: number[] }> {
+  let next = 0;
+  const latencies: number[] = [];
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (next < n) {
+        const i = next++;
+        const s = performance.now();
+        await one(i);
+        latencies.push(performance.now() - s);
+      }
+    }),
+  );
+  return { wallMs: performance.now() - t0, latencies };
+}
+
+function p99(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil(s.length * 0.99) - 1)] as number;
+}
+
+/** What the raw side does per call: spawn bash, read both pipes to the end. */
+function rawCall(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', ['-c', COMMAND], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.on('data', () => {});
+    child.stderr.on('data', () => {});
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`exit ${code}`))));
+  });
+}
+
+async function engineRound(engine: Engine, round: number) {
+  return inFlight(CALLS, async (i) => {
+    const r = await engine.run('bash', { command: COMMAND }, { session: `s${round}-${i % SESSIONS}` });
+    if (r.status !== 'success') throw new Error(r.model);
+  });
+}
+
+const r2 = (x: number) => Math.round(x * 100) / 100;
+
+async function small(dir: string) {
+  const engine = await Engine.open({ store: join(dir, 'store') });
+  try {
+    await engineRound(engine, -1); // warm: threads up, code optimised
+    await inFlight(CALLS, rawCall);
+    const rows: Array<{ engineMs: number; rawMs: number; engineP99: number; rawP99: number }> = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const raw = await inFlight(CALLS, rawCall);
+      const eng = await engineRound(engine, round);
+      rows.push({ engineMs: eng.wallMs, rawMs: raw.wallMs, engineP99: p99(eng.latencies), rawP99: p99(raw.latencies) });
+    }
+    const wall = median(rows.map((r) => r.engineMs / r.rawMs));
+    const tail = median(rows.map((r) => r.engineP99 / r.rawP99));
+    return {
+      wallRatio: r2(wall),
+      p99Ratio: r2(tail),
+      rounds: rows.map((r) => ({
+        engineMs: Math.round(r.engineMs),
+        rawMs: Math.round(r.rawMs),
+        engineP99Ms: r2(r.engineP99),
+        rawP99Ms: r2(r.rawP99),
+      })),
+      pass: wall <= 1.2 && tail <= 1.5,
+    };
+  } finally {
+    await engine.close();
+  }
+}
+
+function child(mode: string, dir: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const c = spawn(process.execPath, [fileURLToPath(import.meta.url), mode, dir], { stdio: 'inherit' });
+    c.on('error', reject);
+    c.on('close', (code) => (code === 0 ? resolve(performance.now() - t0) : reject(new Error(`${mode} exit ${code}`))));
+  });
+}
+
+async function cold(dir: string) {
+  const rows: Array<{ engineMs: number; rawMs: number }> = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const rawMs = await child('cold-raw', dir);
+    const engineMs = await child('cold-engine', join(dir, `cold-${round}`));
+    rows.push({ engineMs, rawMs });
+  }
+  const ratio = median(rows.map((r) => r.engineMs / r.rawMs));
+  return {
+    wallRatio: r2(ratio),
+    rounds: rows.map((r) => ({ engineMs: Math.round(r.engineMs), rawMs: Math.round(r.rawMs) })),
+    pass: ratio <= 2,
+  };
+}
+
+/** The baseline: the same sleeps spawned straight from this process (before any engine exists). */
+async function rawSleeps(): Promise<number> {
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from(
+      { length: SLEEPS },
+      () =>
+        new Promise<void>((resolve, reject) => {
+          const c = spawn('bash', ['-c', 'sleep 5'], { stdio: ['ignore', 'pipe', 'pipe'] });
+          c.on('error', reject);
+          c.on('close', () => resolve());
+        }),
+    ),
+  );
+  return performance.now() - t0;
+}
+
+async function sleeps(dir: string) {
+  const rawMs = await rawSleeps();
+  const engine = await Engine.open({
+    store: join(dir, 'sleeps'),
+    concurrency: Math.min(SLEEPS, 1024),
+    callsPerThread: 1024,
+  });
+  try {
+    const rss0 = process.memoryUsage.rss();
+    let peak = rss0;
+    const timer = setInterval(() => {
+      peak = Math.max(peak, process.memoryUsage.rss());
+    }, 20);
+    const t0 = performance.now();
+    const results = await Promise.all(Array.from({ length: SLEEPS }, () => engine.run('bash', { command: 'sleep 5' })));
+    const wallMs = performance.now() - t0;
+    clearInterval(timer);
+    peak = Math.max(peak, process.memoryUsage.rss());
+    const failed = results.filter((r) => r.status !== 'success').length;
+    const peakMiB = Math.round(peak / 1024 / 1024);
+    return {
+      calls: SLEEPS,
+      wallMs: Math.round(wallMs),
+      rawSpawnMs: Math.round(rawMs),
+      wallRatioToRaw: r2(wallMs / rawMs),
+      peakRssMiB: peakMiB,
+      threads: engine.threads,
+      failed,
+      pass: failed === 0 && wallMs <= 8000 && peakMiB <= 512,
+    };
+  } finally {
+    await engine.close();
+  }
+}
+
+const [mode, arg] = process.argv.slice(2);
+if (mode === 'cold-raw') {
+  await inFlight(CALLS, rawCall);
+} else if (mode === 'cold-engine') {
+  const engine = await Engine.open({ store: join(arg as string, 'store') });
+  await engineRound(engine, 0);
+  await engine.close();
+} else {
+  const tmp = tempDir('sluice-bench-scale-');
+  try {
+    const which = new Set(mode ? mode.split(',') : ['small', 'cold', 'sleeps']);
+    const out: Record<string, unknown> = { bench: 'scale' };
+    if (which.has('small')) out.small = await small(tmp.dir);
+    if (which.has('cold')) out.cold = await cold(tmp.dir);
+    if (which.has('sleeps')) out.sleeps = await sleeps(tmp.dir);
+    const parts = ['small', 'cold', 'sleeps'].filter((k) => out[k]).map((k) => out[k] as { pass: boolean });
+    out.pass = parts.every((p) => p.pass);
+    report(out);
+  } finally {
+    tmp.remove();
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * The progress line `sluice batch` draws on stderr when it is a terminal:
+ * done/total, rate, ETA, failures and bytes captured, redrawn in place at
+ * most ten times a second and cleared before the command ends.
+ */
+
+/** Counts the line shows. */
+export interface ProgressCounts {
+  done: number;
+  /** Items in the input, when known (a file is counted first; stdin is not). */
+  total: number | undefined;
+  failed: number;
+  bytes: number;
+}
+
+const WIDTH = 24;
+
+/** Formats a byte count with a binary unit. */
+export function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return u === 0 ? `${v} B` : `${v.toFixed(1)} ${units[u]}`;
+}
+
+function formatEta(seconds: number): string {
+  if (!Number.isFinite(seconds)) return '?';
+  const s = Math.round(seconds);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}
+
+/** The progress line for `c`, `elapsedMs` after the start. */
+export function progressLine(c: ProgressCounts, elapsedMs: number): string {
+  const rate = elapsedMs > 0 ? (c.done * 1000) / elapsedMs : 0;
+  const parts: string[] = [];
+  if (c.total !== undefined && c.total > 0) {
+    const filled = Math.min(WIDTH, Math.round((c.done / c.total) * WIDTH));
+    parts.push(`[${'#'.repeat(filled)}${'.'.repeat(WIDTH - filled)}] ${c.done}/${c.total}`);
+  } else parts.push(`${c.done} done`);
+  parts.push(`${rate.toFixed(1)}/s`);
+  if (c.total !== undefined) parts.push(`ETA ${formatEta(rate > 0 ? (c.total - c.done) / rate : Number.NaN)}`);
+  parts.push(`${c.failed} failed`);
+  parts.push(formatBytes(c.bytes));
+  return parts.join('  ');
+}
+
+/** Draws the line on a terminal stream. */
+export class ProgressBar {
+  private readonly started = Date.now();
+  private last = 0;
+  private drawn = false;
+
+  constructor(private readonly out: NodeJS.WriteStream) {}
+
+  /** Redraws, unless the last redraw was under 100 ms ago (`force` redraws anyway). */
+  update(c: ProgressCounts, force = false): void {
+    const now = Date.now();
+    if (!force && now - this.last < 100) return;
+    this.last = now;
+    const width = this.out.columns && this.out.columns > 10 ? this.out.columns - 1 : 79;
+    this.out.write(`\r\x1b[2K${progressLine(c, now - this.started).slice(0, width)}`);
+    this.drawn = true;
+  }
+
+  /** Leaves the final line in place (a newline after it). */
+  finish(c: ProgressCounts): void {
+    this.update(c, true);
+    if (this.drawn) this.out.write('\n');
+  }
+}

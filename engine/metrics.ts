@@ -1,0 +1,97 @@
+/**
+ * The engine's counters, kept as plain numbers on the hot path (no metrics
+ * library there): calls started and ended by tool and status, call
+ * durations in fixed histogram buckets, bytes captured per stream, credit
+ * waits, GC runs and bytes freed. `GET /v1/metrics` (engine/server/metrics.ts)
+ * renders them, with the pool's and the store's gauges, in the Prometheus
+ * text format. Label values are bounded: tool names are registered names,
+ * stream names are declared (at most 16 per tool), statuses are four.
+ */
+import type { CallStatus, OutputRef, TerminalResult } from './result.js';
+
+/** Upper bounds (seconds) of the call-duration histogram's buckets. */
+export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+/** One tool's duration histogram. */
+export interface DurationHistogram {
+  /** Cumulative counts per bucket of {@link DURATION_BUCKETS} (Prometheus `le` semantics). */
+  buckets: number[];
+  count: number;
+  sum: number;
+}
+
+/** What a scrape reads. */
+export interface MetricsSnapshot {
+  started: Map<string, number>;
+  /** By tool, then status. */
+  ended: Map<string, Map<CallStatus, number>>;
+  durations: Map<string, DurationHistogram>;
+  /** Bytes captured by stream name (`single` for single-output tools). */
+  bytes: Map<string, number>;
+  creditWaits: number;
+  gcRuns: number;
+  gcBytesFreed: number;
+  gcBlobsRemoved: number;
+}
+
+/** The engine's counters. */
+export class EngineMetrics {
+  private readonly s: MetricsSnapshot = {
+    started: new Map(),
+    ended: new Map(),
+    durations: new Map(),
+    bytes: new Map(),
+    creditWaits: 0,
+    gcRuns: 0,
+    gcBytesFreed: 0,
+    gcBlobsRemoved: 0,
+  };
+
+  /** A call of `tool` started. */
+  callStarted(tool: string): void {
+    this.s.started.set(tool, (this.s.started.get(tool) ?? 0) + 1);
+  }
+
+  /** A call ended with result `r`. */
+  callEnded(r: TerminalResult): void {
+    let byStatus = this.s.ended.get(r.tool);
+    if (!byStatus) {
+      byStatus = new Map();
+      this.s.ended.set(r.tool, byStatus);
+    }
+    byStatus.set(r.status, (byStatus.get(r.status) ?? 0) + 1);
+    let h = this.s.durations.get(r.tool);
+    if (!h) {
+      h = { buckets: DURATION_BUCKETS.map(() => 0), count: 0, sum: 0 };
+      this.s.durations.set(r.tool, h);
+    }
+    const seconds = r.durationMs / 1000;
+    for (const [i, le] of DURATION_BUCKETS.entries()) if (seconds <= le) h.buckets[i] = (h.buckets[i] ?? 0) + 1;
+    h.count++;
+    h.sum += seconds;
+    for (const [stream, n] of streamBytes(r.output)) this.s.bytes.set(stream, (this.s.bytes.get(stream) ?? 0) + n);
+  }
+
+  /** A call's bytes in flight reached its credit window: its worker waits for credit. */
+  creditWait(): void {
+    this.s.creditWaits++;
+  }
+
+  /** A garbage collection ran and freed `bytes` in `removed` blobs. */
+  gcRan(bytes: number, removed: number): void {
+    this.s.gcRuns++;
+    this.s.gcBytesFreed += bytes;
+    this.s.gcBlobsRemoved += removed;
+  }
+
+  /** The counters as they are now (live maps: read them, do not keep them). */
+  snapshot(): Readonly<MetricsSnapshot> {
+    return this.s;
+  }
+}
+
+function streamBytes(o: OutputRef | null): Array<[string, number]> {
+  if (!o) return [];
+  if (o.kind === 'streams') return o.streams.map((s) => [s.name, s.bytes]);
+  return [[o.kind === 'page' ? 'page' : 'single', o.bytes]];
+}

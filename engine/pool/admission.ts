@@ -1,0 +1,80 @@
+/**
+ * The engine's bound on calls running at once (the `concurrency` option): a
+ * FIFO of waiting calls in front of the thread pools. It lives here rather
+ * than in piscina's queue because a task piscina holds cannot be withdrawn
+ * without an AbortSignal, and piscina never shares a thread with an
+ * abortable task: calls on shared threads carry no signal into piscina.
+ */
+
+interface Waiter {
+  grant: (release: () => void) => void;
+  reject: (err: unknown) => void;
+  unlink: () => void;
+}
+
+/** A counting semaphore with abortable waits. */
+export class Admission {
+  private running = 0;
+  private readonly waiting: Waiter[] = [];
+
+  /** `limit` is the most holders at once. */
+  constructor(private readonly limit: number) {}
+
+  /** Calls holding a slot. */
+  get active(): number {
+    return this.running;
+  }
+
+  /** Calls waiting for a slot. */
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  /**
+   * Resolves with a release function once a slot is free; rejects with the
+   * signal's reason if it aborts first (the wait is withdrawn, nothing held).
+   */
+  acquire(signal?: AbortSignal): Promise<() => void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (this.running < this.limit && this.waiting.length === 0) {
+      this.running++;
+      return Promise.resolve(this.releaser());
+    }
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        const i = this.waiting.indexOf(waiter);
+        if (i >= 0) this.waiting.splice(i, 1);
+        reject(signal?.reason);
+      };
+      const waiter: Waiter = {
+        grant: resolve,
+        reject,
+        unlink: () => signal?.removeEventListener('abort', onAbort),
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiting.push(waiter);
+    });
+  }
+
+  /** Rejects every waiter with `err` (the pool is closing). */
+  rejectAll(err: unknown): void {
+    for (const w of this.waiting.splice(0)) {
+      w.unlink();
+      w.reject(err);
+    }
+  }
+
+  private releaser(): () => void {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.waiting.shift();
+      if (next) {
+        // The slot passes straight to the next waiter: the count does not change.
+        next.unlink();
+        next.grant(this.releaser());
+      } else this.running--;
+    };
+  }
+}

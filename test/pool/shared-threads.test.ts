@@ -1,0 +1,184 @@
+/**
+ * Many calls per worker thread: a shared thread carries many calls at once;
+ * a tool declared `isolation: 'thread'` gets a thread of its own; a crash of
+ * a shared thread fails the calls it carries with EWORKERCRASH and the
+ * engine serves the next call on a fresh thread; a cancelled shared call
+ * that ignores its signal is let go without harming its thread-mates, unless
+ * it blocks the thread's event loop, which terminates the thread; a thread
+ * with leftovers retires when idle without dropping the calls handed to it.
+ */
+import { promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  closeEngines,
+  engineWith,
+  expectPoolServes,
+  expectStoreClean,
+  fixture,
+  singleText,
+  sleep,
+  streamBytes,
+  uniqueSleep,
+  waitForDisplay,
+  waitNoProcess,
+  waitProcess,
+} from '../support/engines.js';
+
+afterEach(closeEngines);
+
+/** Waits (bounded only as a failure bound) until `path` exists. */
+async function waitFile(path: string, ms = 30_000): Promise<void> {
+  const until = Date.now() + ms;
+  for (;;) {
+    if (
+      await fsp.stat(path).then(
+        () => true,
+        () => false,
+      )
+    )
+      return;
+    if (Date.now() > until) throw new Error(`${path} never appeared`);
+    await sleep(20);
+  }
+}
+
+/** A bash command that announces itself in `started`, then waits until `release` exists. */
+function waitingCommand(started: string, release: string, out: string): string {
+  return `touch ${started}; n=0; while [ ! -e ${release} ]; do n=$((n+1)); [ $n -gt 3000 ] && exit 7; sleep 0.02; done; echo ${out}`;
+}
+
+describe('shared threads', () => {
+  it('one thread carries 16 calls at once: all run together (a barrier) and all succeed', async () => {
+    const { engine, dir } = await engineWith([], { threads: 1, callsPerThread: 16, concurrency: 16 });
+    const barrier = join(dir, 'barrier');
+    await fsp.mkdir(barrier);
+    const command = (i: number) =>
+      `touch ${barrier}/${i}; n=0; while [ $(ls ${barrier} | wc -l) -lt 16 ]; do n=$((n+1)); [ $n -gt 3000 ] && exit 7; sleep 0.02; done; echo all ${i}`;
+    const results = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => engine.run('bash', { command: command(i) })),
+    );
+    for (const [i, r] of results.entries()) {
+      expect(r.status).toBe('success');
+      expect(await streamBytes(engine, r)).toEqual({ stdout: `all ${i}\n`, stderr: '' });
+    }
+    expect(engine.threads).toBe(1);
+    await expectStoreClean(engine);
+  });
+
+  it('a tool declared isolation thread runs on a thread of its own, and tools() says so', async () => {
+    const { engine } = await engineWith(['crash', 'echo'], { threads: 1 });
+    const byName = Object.fromEntries(engine.tools().map((t) => [t.name, t.isolation]));
+    expect(byName).toMatchObject({ crash: 'thread', echo: 'shared', bash: 'shared', read: 'shared' });
+    const sleeper = uniqueSleep();
+    const bash = engine.call('bash', { command: sleeper.command });
+    await waitProcess(sleeper.marker);
+    // The crash takes down its own thread only: the shared thread's bash call is untouched.
+    const crashed = await engine.run('crash', { how: 'exit' });
+    expect(crashed).toMatchObject({ status: 'failed', error: { code: 'EWORKERCRASH' } });
+    expect(engine.threads).toBeGreaterThanOrEqual(1);
+    bash.cancel();
+    expect((await bash.result).status).toBe('cancelled');
+    expect(await waitNoProcess(sleeper.marker)).toEqual([]);
+    await expectStoreClean(engine);
+  });
+
+  it('a crashing shared tool fails every call its thread carries with EWORKERCRASH; the next call gets a fresh thread', async () => {
+    const { engine } = await engineWith(['shared-crash'], { threads: 1 });
+    const sleeper = uniqueSleep();
+    const mate = engine.call('bash', { command: `echo mate; ${sleeper.command}` });
+    await waitProcess(sleeper.marker);
+    const crashed = await engine.run('shared-crash', { how: 'exit', partial: 'before exit\n' });
+    expect(crashed).toMatchObject({ status: 'failed', complete: false, error: { code: 'EWORKERCRASH' } });
+    expect(await singleText(engine, crashed)).toBe('before exit\n');
+    const m = await mate.result;
+    expect(m).toMatchObject({ status: 'failed', complete: false, error: { code: 'EWORKERCRASH' } });
+    expect(m.error?.message).toMatch(/exited with code: 3/);
+    // Its accepted output is published, and its process group is killed with it.
+    expect((await streamBytes(engine, m)).stdout).toBe('mate\n');
+    expect(await waitNoProcess(sleeper.marker)).toEqual([]);
+    await expectPoolServes(engine);
+    await expectStoreClean(engine);
+  });
+
+  it('a cancelled shared call that ignores its signal is let go after graceMs; its thread-mate finishes normally', async () => {
+    const { engine, dir } = await engineWith(['shared-stubborn'], { threads: 1, graceMs: 200 });
+    const started = join(dir, 'started');
+    const release = join(dir, 'release');
+    const mate = engine.call('bash', { command: waitingCommand(started, release, 'mate done') });
+    await waitFile(started);
+    const stubborn = engine.call('shared-stubborn', {});
+    await waitForDisplay(stubborn, 'ready');
+    stubborn.cancel('stop');
+    const r = await stubborn.result;
+    expect(r).toMatchObject({ status: 'cancelled', complete: false, error: { code: 'ECANCELLED' } });
+    expect(await singleText(engine, r)).toBe('stubborn\n');
+    // The thread was not terminated: the mate it carries is still running and succeeds.
+    await fsp.writeFile(release, '');
+    const m = await mate.result;
+    expect(m).toMatchObject({ status: 'success', complete: true });
+    expect(await streamBytes(engine, m)).toEqual({ stdout: 'mate done\n', stderr: '' });
+    // The thread (tainted by the abandoned tool) retires once idle; calls keep being served.
+    await expectPoolServes(engine);
+    await expectPoolServes(engine);
+    await expectStoreClean(engine);
+  });
+
+  it('a cancelled shared call that blocks its event loop has its thread terminated; the mate fails with EWORKERCRASH', async () => {
+    const { engine } = await engineWith(['shared-spin'], { threads: 1, graceMs: 200 });
+    const sleeper = uniqueSleep();
+    const mate = engine.call('bash', { command: sleeper.command });
+    await waitProcess(sleeper.marker);
+    const spin = engine.call('shared-spin', {});
+    await waitForDisplay(spin, 'ready');
+    spin.cancel();
+    const r = await spin.result;
+    expect(r).toMatchObject({ status: 'cancelled', complete: false });
+    expect(await singleText(engine, r)).toBe('partial\n');
+    const m = await mate.result;
+    expect(m).toMatchObject({ status: 'failed', error: { code: 'EWORKERCRASH' } });
+    expect(await waitNoProcess(sleeper.marker)).toEqual([]);
+    await expectPoolServes(engine);
+    await expectStoreClean(engine);
+  });
+
+  it('a shared thread with leftovers retires when idle: 10 rounds of a leaky call then a call all succeed', async () => {
+    const { engine } = await engineWith(['leaky'], { threads: 1 });
+    for (let i = 0; i < 10; i++) {
+      // The leaked timer would throw in 60 s; the thread must be gone long before.
+      const [leaky, next] = await Promise.all([
+        engine.run('leaky', { delayMs: 60_000 }),
+        engine.run('bash', { command: `echo round ${i}` }),
+      ]);
+      expect(leaky).toMatchObject({ status: 'success', complete: true });
+      expect(next).toMatchObject({ status: 'success', complete: true });
+      expect(await streamBytes(engine, next)).toEqual({ stdout: `round ${i}\n`, stderr: '' });
+      const after = await engine.run('bash', { command: `echo after ${i}` });
+      expect(await streamBytes(engine, after)).toEqual({ stdout: `after ${i}\n`, stderr: '' });
+    }
+    await expectStoreClean(engine);
+  });
+
+  it('an invalid isolation is EBADDECL at registration, quoting the value', async () => {
+    const { engine } = await engineWith([]);
+    await expect(engine.register(fixture('bad-isolation'))).rejects.toMatchObject({
+      code: 'EBADDECL',
+      message: /"process"/,
+    });
+    expect(engine.tools().map((t) => t.name)).not.toContain('bad-isolation');
+  });
+
+  it('threads and callsPerThread are validated: EBADOPTION names the option', async () => {
+    for (const [option, value] of [
+      ['threads', 0],
+      ['threads', 257],
+      ['callsPerThread', 0],
+      ['callsPerThread', 1.5],
+    ] as const) {
+      await expect(engineWith([], { [option]: value })).rejects.toMatchObject({
+        code: 'EBADOPTION',
+        details: { option },
+      });
+    }
+  });
+});
