@@ -12,7 +12,7 @@ import {
   UnknownToolError,
 } from './protocol/errors.js';
 import type { DescribeResult, ToolDescription } from './protocol/messages.js';
-import { type OutputDeclaration, validateDeclaration } from './protocol/streams.js';
+import { type OutputDeclaration, PREVIEW_MODES, type PreviewMode, validateDeclaration } from './protocol/streams.js';
 
 /** The tool-name rule of defineTool, enforced again on the main side. */
 const TOOL_NAME_RULE = /^[a-z][a-z0-9_.-]{0,63}$/;
@@ -27,6 +27,8 @@ export interface ToolInfo {
   output: OutputDeclaration;
   /** Only built-ins may opt out of retention and truncation. */
   selfPaginating: boolean;
+  /** The tool's declared preview mode, when it declares one. */
+  preview?: PreviewMode;
   /** JSON Schema of the arguments. */
   argsSchema: unknown;
   /** Module specifier loaded by workers. */
@@ -92,6 +94,12 @@ export class Registry {
         module,
       });
     }
+    if (d.preview !== undefined && !PREVIEW_MODES.includes(d.preview)) {
+      throw new BadDeclarationError(
+        `${module}: preview must be ${PREVIEW_MODES.map((m) => JSON.stringify(m)).join(' or ')}, got ${JSON.stringify(d.preview)}`,
+        { module },
+      );
+    }
     if (d.selfPaginating && output.kind !== 'single') {
       throw new BadDeclarationError(`${module}: a self-paginating tool has single output`, { module });
     }
@@ -113,6 +121,7 @@ export class Registry {
       description: overrides.description ?? d.description,
       output,
       selfPaginating: d.selfPaginating === true,
+      ...(d.preview !== undefined ? { preview: d.preview } : {}),
       argsSchema: overrides.argsSchema ?? d.argsSchema,
       module,
       source,

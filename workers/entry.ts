@@ -107,6 +107,7 @@ function describe(tool: ToolDefinition): ToolDescription {
     description: tool.description,
     output: tool.output,
     selfPaginating: tool.selfPaginating === true,
+    ...(tool.preview !== undefined ? { preview: tool.preview } : {}),
     argsSchema,
   };
 }

@@ -17,7 +17,7 @@
 import type { Writable } from 'node:stream';
 import { BadDeclarationError } from '../engine/protocol/errors.js';
 import type { CompletionFields, PreparedOperation } from '../engine/protocol/messages.js';
-import { type OutputDeclaration, validateDeclaration } from '../engine/protocol/streams.js';
+import { type OutputDeclaration, type PreviewMode, validateDeclaration } from '../engine/protocol/streams.js';
 import type { z } from '../engine/protocol/zod.js';
 
 export type { Attachment, CompletionFields, EmittedMessage, PreparedOperation } from '../engine/protocol/messages.js';
@@ -155,6 +155,13 @@ export interface ToolSpec<S extends z.ZodObject> {
    * whose page is already bounded). Honoured only for sluice's built-in tools.
    */
   selfPaginating?: boolean;
+  /**
+   * How the model sees this tool's truncated streams: `head` (the first
+   * lines) or `head+tail` (the first and the last lines, the middle named
+   * by the read hint). A call's own `preview` option overrides it.
+   * @default the engine's `toolOutput.preview`
+   */
+  preview?: PreviewMode;
   /** Describes the operation for the host's approval policy; runs before `run`. */
   prepare?(args: z.infer<S>, ctx: ToolContext): PreparedOperation | Promise<PreparedOperation>;
   /** Does the work. */

@@ -13,12 +13,13 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinName, ToolDescription>> = {
   bash: {
     name: 'bash',
     description:
-      'Runs a bash command. Its stdout and stderr are captured as separate streams; long output is truncated in the view with a read hint for the rest.',
+      'Runs a bash command. Its stdout and stderr are captured as separate streams; long output shows its first and last lines, with a read hint for the omitted middle.',
     output: {
       kind: 'streams',
       streams: ['stdout', 'stderr'],
     },
     selfPaginating: false,
+    preview: 'head+tail',
     argsSchema: {
       $schema: 'https://json-schema.org/draft/2020-12/schema',
       type: 'object',

@@ -11,6 +11,7 @@ import { EventHub } from '../events/hub.js';
 import { MODEL_STATUS_RESERVE } from '../options.js';
 import type { WorkerPool } from '../pool/pool.js';
 import { formatBytes, formatDuration, incompleteDisplay, LiveDisplay } from '../presentation/display.js';
+import { PREVIEW_MODES, type PreviewMode } from '../presentation/head-tail.js';
 import { assertModelViewWithinBound, previewBudget, renderModelView } from '../presentation/model-view.js';
 import type { ToolOutputOptions } from '../presentation/options.js';
 import { renderPageView } from '../presentation/page-view.js';
@@ -88,6 +89,12 @@ export interface CallOptions {
   timeoutMs?: number;
   /** The call's id. @default a random UUID */
   callId?: string;
+  /**
+   * How this call's truncated streams are previewed for the model (`head` or
+   * `head+tail`); EBADARGS otherwise, synchronously from `Engine.call`.
+   * @default the tool's declared preview, else the engine's `toolOutput.preview`, else `'head'`
+   */
+  preview?: PreviewMode;
 }
 
 /** Options the engine itself sets on a call. */
@@ -162,6 +169,7 @@ export class Call {
 
   constructor(deps: CallDeps, tool: ToolInfo, args: unknown, options: CallOptions, internal: InternalCallOptions = {}) {
     assertTimeout(options.timeoutMs);
+    assertPreview(options.preview);
     this.deps = deps;
     this.keepPage = internal.keepPage === true;
     this.tool = tool;
@@ -179,7 +187,12 @@ export class Call {
     } else {
       const reserve = { ...s.toolOutput, maxModelBytes: s.toolOutput.maxModelBytes - MODEL_STATUS_RESERVE };
       const limits = previewBudget(tool.output, reserve);
-      this.capture = new Capture(deps.store, tool.output, { ...limits, maxStreamBytes: s.maxStreamBytes });
+      this.capture = new Capture(deps.store, tool.output, {
+        ...limits,
+        maxStreamBytes: s.maxStreamBytes,
+        preview: options.preview ?? tool.preview ?? s.toolOutput.preview ?? 'head',
+        tailShare: s.toolOutput.tailShare,
+      });
     }
     this.texts = new FullTexts(deps.store, { maxBytes: s.maxStreamBytes });
     installErrorTransfer();
@@ -706,6 +719,14 @@ export class Call {
 }
 
 /** Throws EBADARGS unless `ms` is absent or a duration a timer can wait (setTimeout fires after 1 ms beyond 2^31-1). */
+function assertPreview(mode: unknown): void {
+  if (mode === undefined || PREVIEW_MODES.includes(mode as PreviewMode)) return;
+  throw new BadArgumentsError(
+    `preview must be ${PREVIEW_MODES.map((m) => JSON.stringify(m)).join(' or ')}, got ${JSON.stringify(mode) ?? String(mode)}`,
+    { preview: String(mode) },
+  );
+}
+
 function assertTimeout(ms: unknown): void {
   if (ms === undefined) return;
   if (typeof ms !== 'number' || !(ms > 0) || ms > MAX_TIMER_MS) {

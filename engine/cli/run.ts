@@ -10,6 +10,7 @@
 import { Engine } from '../engine.js';
 import { sanitizeForTerminal } from '../presentation/sanitize.js';
 import { BadArgumentsError, type ErrorCode } from '../protocol/errors.js';
+import { PREVIEW_MODES, type PreviewMode } from '../protocol/streams.js';
 import { signalExitCode } from '../signals.js';
 import {
   type Command,
@@ -31,7 +32,7 @@ export const EXIT_CANCELLED = 130;
 const CANCELLING: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 const USAGE = `Usage: sluice run <tool> [--args JSON] [--session ID] [--json] [--store DIR]
-                  [--config FILE] [--plugin PATH]... [--mcp NAME=COMMAND]...
+                  [--preview head|head+tail] [--config FILE] [--plugin PATH]... [--mcp NAME=COMMAND]...
 
 Runs one tool call and prints its model view: bounded previews of its output
 with read hints (artifact://...) for the rest.
@@ -41,7 +42,11 @@ with read hints (artifact://...) for the rest.
   --session ID    record the call in session ID (see sluice replay)
   --json          print the terminal result as JSON instead of the model view
   --store DIR     the store (default: $SLUICE_STORE, else ./.sluice)
-  --config FILE   JSON: { "mcpServers": { NAME: { "command", "args", "env", "cwd" } }, "plugins": [PATH] }
+  --preview MODE  how truncated streams are shown: head (their first lines) or head+tail
+                  (first and last lines; the hint reads the middle). Default: the tool's
+                  own choice (bash: head+tail), else toolOutput.preview, else head
+  --config FILE   JSON: { "mcpServers": { NAME: { "command", "args", "env", "cwd" } }, "plugins": [PATH],
+                  "toolOutput": { "preview", "tailShare", "maxLines", "maxBytes", "maxModelBytes" } }
   --plugin PATH   register a plugin tool module (repeatable)
   --mcp NAME=COMMAND [ARGS]
                   start an MCP server over stdio; its tools are NAME.<tool> (repeatable)
@@ -55,6 +60,7 @@ const OPTIONS = {
   args: { type: 'string' },
   session: { type: 'string' },
   json: { type: 'boolean' },
+  preview: { type: 'string' },
   config: { type: 'string' },
   plugin: { type: 'string', multiple: true },
   mcp: { type: 'string', multiple: true },
@@ -76,6 +82,11 @@ function parseJsonArgs(text: string | undefined): unknown {
   }
 }
 
+function parsePreview(text: string | undefined): PreviewMode | undefined {
+  if (text === undefined || PREVIEW_MODES.includes(text as PreviewMode)) return text as PreviewMode | undefined;
+  throw new BadArgumentsError(`--preview must be ${PREVIEW_MODES.join(' or ')}, got ${JSON.stringify(text)}`);
+}
+
 /** The `run` command. */
 export const command: Command = {
   summary: 'run one tool call and print its model view (or --json result)',
@@ -93,8 +104,12 @@ export const command: Command = {
     }
     const tool = positionals[0] as string;
     const args = parseJsonArgs(values.args);
+    const preview = parsePreview(values.preview);
     const extra = await loadRunConfig(values, process.cwd());
-    const engine = await Engine.open({ ...(values.store ? { store: values.store } : {}) });
+    const engine = await Engine.open({
+      ...(values.store ? { store: values.store } : {}),
+      ...(extra.toolOutput ? { toolOutput: extra.toolOutput } : {}),
+    });
     const stderr = ctx.stderr as NodeJS.WriteStream;
     const live = stderr.isTTY === true;
     let first: NodeJS.Signals | undefined;
@@ -108,7 +123,10 @@ export const command: Command = {
     for (const s of CANCELLING) process.on(s, onSignal);
     try {
       await applyConfig(engine, extra);
-      handle = engine.call(tool, args, values.session ? { session: values.session } : {});
+      handle = engine.call(tool, args, {
+        ...(values.session ? { session: values.session } : {}),
+        ...(preview ? { preview } : {}),
+      });
       // A signal that came while the engine opened cancels the call as soon as it exists.
       if (first) handle.cancel(`sluice run received ${first}`);
       const events = live ? handle.events() : undefined;

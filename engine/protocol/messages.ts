@@ -15,7 +15,7 @@
  * flight never exceed the window.
  */
 import type { SerializedError } from './errors.js';
-import type { OutputDeclaration } from './streams.js';
+import type { OutputDeclaration, PreviewMode } from './streams.js';
 import { z } from './zod.js';
 
 /** Version of the worker ↔ engine and wire contracts. Moves with any change to these shapes (see AGENTS.md). */
@@ -110,6 +110,8 @@ export interface ToolDescription {
   description: string;
   output: OutputDeclaration;
   selfPaginating: boolean;
+  /** The tool's own choice of model preview for its truncated streams (absent: the engine's). */
+  preview?: PreviewMode;
   /** JSON Schema of the arguments. */
   argsSchema: unknown;
 }

@@ -159,6 +159,7 @@ const tools: Handler = async (ctx, _req, res, _p, url) => {
       source: t.source,
       output: t.output,
       selfPaginating: t.selfPaginating,
+      ...(t.preview !== undefined ? { preview: t.preview } : {}),
       argsSchema: t.argsSchema,
     })),
   };
@@ -181,6 +182,7 @@ const startCall: Handler = async (ctx, req, res, _p, url) => {
   const handle = ctx.engine.call(body.tool, body.args, {
     ...(body.session !== undefined ? { session: body.session } : {}),
     ...(body.timeoutMs !== undefined ? { timeoutMs: body.timeoutMs } : {}),
+    ...(body.preview !== undefined ? { preview: body.preview } : {}),
   });
   ctx.tracker.track(handle, body.tool, body.session);
   const accepted: Body<typeof callAcceptedSchema> = { callId: handle.callId };

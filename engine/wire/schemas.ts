@@ -29,7 +29,14 @@ import {
   type WorkerMessage,
   wireCompletionSchema,
 } from '../protocol/messages.js';
-import { isStreamName, MAX_STREAM_NAME_BYTES, MAX_STREAMS, type OutputDeclaration } from '../protocol/streams.js';
+import {
+  isStreamName,
+  MAX_STREAM_NAME_BYTES,
+  MAX_STREAMS,
+  type OutputDeclaration,
+  PREVIEW_MODES,
+  type PreviewMode,
+} from '../protocol/streams.js';
 import { z } from '../protocol/zod.js';
 import type { ReadResult } from '../read.js';
 import type { CallEvent, OutputRef, TerminalResult } from '../result.js';
@@ -62,6 +69,9 @@ export const streamNameSchema = z
   .string()
   .regex(new RegExp(`^(?!\\.\\.?$)[A-Za-z0-9._-]{1,${MAX_STREAM_NAME_BYTES}}$`))
   .refine(isStreamName, { message: 'not a valid stream name' });
+
+/** A preview mode: `head` or `head+tail`. */
+export const previewModeSchema = z.enum(PREVIEW_MODES as [PreviewMode, ...PreviewMode[]]);
 
 /** A tool's output declaration. */
 export const outputDeclarationSchema = z.discriminatedUnion('kind', [
@@ -188,6 +198,7 @@ export const toolDescriptionSchema = z.object({
   description: z.string(),
   output: outputDeclarationSchema,
   selfPaginating: z.boolean(),
+  preview: previewModeSchema.optional(),
   argsSchema: z.unknown(),
 });
 
@@ -259,6 +270,7 @@ export const callRequestSchema = z.strictObject({
   args: z.unknown().default({}),
   session: z.string().min(1).optional(),
   timeoutMs: z.number().int().positive().optional(),
+  preview: previewModeSchema.optional(),
 });
 
 /** `POST /v1/calls` response (202). */
@@ -309,6 +321,7 @@ export const toolSummarySchema = z.object({
   source: z.enum(['builtin', 'plugin', 'mcp']),
   output: outputDeclarationSchema,
   selfPaginating: z.boolean(),
+  preview: previewModeSchema.optional(),
   argsSchema: z.unknown(),
 });
 

@@ -78,7 +78,7 @@ function spawnError(err: unknown, command: string, cwd: string): Error {
 export default defineTool({
   name: 'bash',
   description:
-    'Runs a bash command. Its stdout and stderr are captured as separate streams; long output is truncated in the view with a read hint for the rest.',
+    'Runs a bash command. Its stdout and stderr are captured as separate streams; long output shows its first and last lines, with a read hint for the omitted middle.',
   args: z.object({
     command: z.string().min(1).describe('The command, run as bash -c <command>'),
     timeout: z
@@ -91,6 +91,8 @@ export default defineTool({
     cwd: z.string().min(1).optional().describe('Working directory (default: the engine working directory)'),
   }),
   output: ['stdout', 'stderr'],
+  // A build or test run prints its verdict last: the tail is what a head-only preview would hide.
+  preview: 'head+tail',
   prepare(args, ctx) {
     return { kind: 'process.spawn', command: args.command, cwd: args.cwd ?? ctx.cwd };
   },
