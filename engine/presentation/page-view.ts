@@ -9,6 +9,9 @@
  *
  *     [More: read(filePath="<filePath>", offset=<nextOffset>, byteOffset=<nextByteOffset>)]
  *
+ * A read that started at or past the end (an empty page) gets, instead, the
+ * note `[offset N is past the end: T lines]`.
+ *
  * Generic: any self-paginating tool whose metadata has a numeric `nextOffset`
  * and a string `filePath` (or `uri`) gets it. The line is never counted in
  * the page (`output.bytes` is the page alone), so the page can be recovered
@@ -24,6 +27,20 @@ export const LOSSY_NOTE = '[Lossy: bytes that are not valid UTF-8 are shown as U
 
 function isCount(v: unknown): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+}
+
+/**
+ * The note for a read that started past the end (without a line ending),
+ * or undefined: `[offset 200000 is past the end: 100000 lines]`. An empty
+ * page is otherwise indistinguishable from an empty line range the model
+ * asked for on purpose. A directory counts entries.
+ */
+export function pastEndNote(metadata: Record<string, unknown> | undefined): string | undefined {
+  const offset = metadata?.offset;
+  const total = metadata?.totalLines;
+  if (!isCount(offset) || !isCount(total) || offset === 0 || offset < total) return undefined;
+  const unit = metadata?.kind === 'directory' ? ['entry', 'entries'] : ['line', 'lines'];
+  return `[offset ${offset} is past the end: ${total} ${total === 1 ? unit[0] : unit[1]}]`;
 }
 
 /**
@@ -55,6 +72,8 @@ export function continuationLine(metadata: Record<string, unknown> | undefined):
  */
 export function renderPageView(page: string, metadata: Record<string, unknown> | undefined): string {
   const notes: string[] = [];
+  const past = pastEndNote(metadata);
+  if (past !== undefined) notes.push(past);
   if (metadata?.lossy === true) notes.push(LOSSY_NOTE);
   const more = continuationLine(metadata);
   if (more !== undefined) notes.push(more);
