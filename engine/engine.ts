@@ -18,6 +18,7 @@ import type { ProcessGuard } from './processes/process-guard.js';
 import type { ReadBytesResult, ReadOptions, ReadResult } from './read.js';
 import type { Registry, ToolInfo } from './registry.js';
 import type { CallEvent, TerminalResult } from './result.js';
+import type { SearchOptions, SearchResult } from './search.js';
 import type {
   GcOptions,
   GcReport,
@@ -287,6 +288,21 @@ export class Engine {
   async read(filePath: string, options: ReadOptions = {}): Promise<ReadResult> {
     const { READ_TOOL, readArgs, readCallOptions, readResultOf } = this.runtime;
     return readResultOf(await this.run(READ_TOOL, readArgs(filePath, options), readCallOptions(options)));
+  }
+
+  /**
+   * Searches an artifact (`artifact://<digest>[/<stream>]`) for `pattern`,
+   * like `grep -n` with zero-based line numbers (each a `read` offset), by
+   * calling the built-in `grep` tool through the ordinary call path: approved
+   * as an artifact read, one streaming pass over the blob, one bounded page
+   * (continue with `offset: nextOffset`). Throws the typed error of a failed
+   * search (EBADURI, ENOTFOUND, EINTEGRITY, EBADARGS, EDENIED, ...).
+   */
+  async search(filePath: string, pattern: string, options: SearchOptions = {}): Promise<SearchResult> {
+    const { SEARCH_TOOL, searchArgs, searchCallOptions, searchResultOf } = this.runtime;
+    return searchResultOf(
+      await this.run(SEARCH_TOOL, searchArgs(filePath, pattern, options), searchCallOptions(options)),
+    );
   }
 
   /**

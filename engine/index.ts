@@ -4,7 +4,13 @@
  * wire schemas (zod) are `sluice/protocol`.
  */
 export type { ApprovalPolicy, CallOptions, CallRecorder } from './call/call.js';
-export { type ArtifactReadTarget, artifactReadTarget, isArtifactRead, READ_TOOL } from './compaction/artifact-read.js';
+export {
+  type ArtifactReadTarget,
+  artifactReadTarget,
+  isArtifactRead,
+  READ_TOOL,
+  SEARCH_TOOL,
+} from './compaction/artifact-read.js';
 export type {
   CompactionFailureReason,
   CompactionResult,
@@ -41,6 +47,7 @@ export { MAX_STREAM_NAME_BYTES, MAX_STREAMS, validateDeclaration } from './proto
 export type { ReadBytesResult, ReadOptions, ReadPageInfo, ReadResult } from './read.js';
 export type { ToolInfo } from './registry.js';
 export type { CallEvent, CallStatus, OutputRef, StreamRef, TerminalResult } from './result.js';
+export type { SearchLine, SearchOptions, SearchResult } from './search.js';
 export type { ServerOptions, ServerToken } from './server/index.js';
 export { DEFAULT_HOST, DEFAULT_PORT, loadOrCreateToken, SluiceServer, startServer } from './server/index.js';
 export type {

@@ -18,5 +18,6 @@ export { ProcessGuard } from './processes/process-guard.js';
 export { ClosedError, toSluiceError } from './protocol/errors.js';
 export { READ_TOOL, readArgs, readCallOptions, readResultOf } from './read.js';
 export { Registry } from './registry.js';
+export { SEARCH_TOOL, searchArgs, searchCallOptions, searchResultOf } from './search.js';
 export { assertSessionId } from './sessions/session-id.js';
 export { handleSignals } from './signals.js';

@@ -509,11 +509,14 @@ export async function resolveArtifact(store: Store, uri: string): Promise<Resolv
   const entry = manifest.streams.find((s) => s.name === stream);
   if (!entry) {
     const declared = manifest.streams.map((s) => s.name).join(', ') || '(none)';
-    throw new UnknownStreamError(`manifest ${digest} has no stream ${JSON.stringify(stream)}; its streams are: ${declared}`, {
-      digest,
-      stream,
-      streams: manifest.streams.map((s) => s.name),
-    });
+    throw new UnknownStreamError(
+      `manifest ${digest} has no stream ${JSON.stringify(stream)}; its streams are: ${declared}`,
+      {
+        digest,
+        stream,
+        streams: manifest.streams.map((s) => s.name),
+      },
+    );
   }
   return { digest, stream, blob: entry.digest, expectedBytes: entry.bytes };
 }

@@ -59,6 +59,10 @@ function artifactReader(storeDir: string): ArtifactReader {
       const { read, store } = await open();
       return read.readPageBytes(store, uri, opts);
     },
+    search: async (uri, opts) => {
+      const { store } = await open();
+      return (await import('../store/search.js')).searchArtifact(store, uri, opts);
+    },
   };
 }
 

@@ -19,6 +19,7 @@ import { BadDeclarationError } from '../engine/protocol/errors.js';
 import type { CompletionFields, PreparedOperation } from '../engine/protocol/messages.js';
 import { type OutputDeclaration, type PreviewMode, validateDeclaration } from '../engine/protocol/streams.js';
 import type { z } from '../engine/protocol/zod.js';
+import type { SearchOptions, SearchPage } from '../store/search.js';
 
 export type { Attachment, CompletionFields, EmittedMessage, PreparedOperation } from '../engine/protocol/messages.js';
 
@@ -67,6 +68,8 @@ export interface ArtifactReader {
   readPage(uri: string, opts?: ArtifactPageOptions): Promise<ArtifactPage>;
   /** The same page as its stored bytes, exactly. */
   readPageBytes(uri: string, opts?: ArtifactPageOptions): Promise<ArtifactPageBytes>;
+  /** One page of matching lines of the artifact, in one streaming pass (store/search.ts); the same errors as a read, EBADARGS for bad options. */
+  search(uri: string, opts: SearchOptions): Promise<SearchPage>;
 }
 
 /** What a tool's `run` and `prepare` receive besides their arguments. */

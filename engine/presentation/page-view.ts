@@ -12,6 +12,9 @@
  * A read that started at or past the end (an empty page) gets, instead, the
  * note `[offset N is past the end: T lines]`.
  *
+ * A tool whose metadata has a string `continuation` (grep) gets
+ * `[More: <continuation>]` instead: the exact call of that tool that goes on.
+ *
  * Generic: any self-paginating tool whose metadata has a numeric `nextOffset`
  * and a string `filePath` (or `uri`) gets it. The line is never counted in
  * the page (`output.bytes` is the page alone), so the page can be recovered
@@ -38,6 +41,8 @@ function isCount(v: unknown): v is number {
 export function pastEndNote(metadata: Record<string, unknown> | undefined): string | undefined {
   const offset = metadata?.offset;
   const total = metadata?.totalLines;
+  // A search page says it in its own summary line.
+  if (metadata?.kind === 'search') return undefined;
   if (!isCount(offset) || !isCount(total) || offset === 0 || offset < total) return undefined;
   const unit = metadata?.kind === 'directory' ? ['entry', 'entries'] : ['line', 'lines'];
   return `[offset ${offset} is past the end: ${total} ${total === 1 ? unit[0] : unit[1]}]`;
@@ -50,6 +55,8 @@ export function pastEndNote(metadata: Record<string, unknown> | undefined): stri
  * stopped inside a line (`nextByteOffset`) continues with `byteOffset`.
  */
 export function continuationLine(metadata: Record<string, unknown> | undefined): string | undefined {
+  // A tool that continues with a call of its own (grep) gives it whole.
+  if (typeof metadata?.continuation === 'string') return `[More: ${metadata.continuation}]`;
   const next = metadata?.nextOffset;
   if (!isCount(next)) return undefined;
   const path =

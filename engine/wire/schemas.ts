@@ -40,6 +40,7 @@ import {
 import { z } from '../protocol/zod.js';
 import type { ReadResult } from '../read.js';
 import type { CallEvent, OutputRef, TerminalResult } from '../result.js';
+import type { SearchResult } from '../search.js';
 import type { ReplayedSession, SessionSummary } from '../sessions/index.js';
 import { completedRecordSchema, revertRecordSchema, spillRefSchema, startedRecordSchema } from '../sessions/records.js';
 
@@ -172,6 +173,25 @@ export const readPageSchema = z.object({
   attachments: z.array(attachmentSchema).optional(),
 });
 
+/** One line of a search page: zero-based `line` (a read offset), the text, match or context. */
+export const searchLineSchema = z.object({
+  line: count,
+  text: z.string(),
+  match: z.boolean(),
+  cut: count.optional(),
+});
+
+/** A search page: `Engine.search`, `sluice grep --json`, `GET /v1/search`. */
+export const searchResultSchema = z.object({
+  content: z.string(),
+  lines: z.array(searchLineSchema),
+  matches: count,
+  offset: count,
+  totalLines: count,
+  nextOffset: count.nullable(),
+  longLines: count,
+});
+
 // ── Worker ↔ engine ─────────────────────────────────────────────────────────
 
 /** Task: describe the tool a module exports. */
@@ -294,6 +314,26 @@ export const cancelResponseSchema = z.object({
   status: z.union([z.literal('cancelling'), callStatusSchema]),
 });
 
+/** `GET /v1/search` query: the strings of `Engine.search`'s arguments. */
+export const searchQuerySchema = z.strictObject({
+  filePath: z.string().min(1),
+  pattern: z.string().min(1),
+  regex: z.enum(['true', 'false']).optional(),
+  ignoreCase: z.enum(['true', 'false']).optional(),
+  context: z
+    .string()
+    .regex(/^[0-9]{1,15}$/)
+    .optional(),
+  limit: z
+    .string()
+    .regex(/^[0-9]{1,15}$/)
+    .optional(),
+  offset: z
+    .string()
+    .regex(/^[0-9]{1,15}$/)
+    .optional(),
+});
+
 /** `GET /v1/read` query parameters (decimal strings). */
 export const readQuerySchema = z.strictObject({
   filePath: z.string().min(1),
@@ -392,6 +432,7 @@ export const WIRE_SCHEMAS: Readonly<Record<string, WireSchemaEntry>> = {
   LaggedEvent: { schema: laggedEventSchema, description: 'A subscriber fell behind.', io: 'output' },
   SubscriptionEvent: { schema: subscriptionEventSchema, description: 'What a subscription yields.', io: 'output' },
   ReadPage: { schema: readPageSchema, description: 'One page of a read.', io: 'output' },
+  SearchResult: { schema: searchResultSchema, description: 'One page of a search.', io: 'output' },
   Task: { schema: taskSchema, description: 'A worker task (piscina).', io: 'output' },
   DescribeResult: { schema: describeResultSchema, description: 'What a describe task returns.', io: 'output' },
   WorkerMessage: { schema: workerMessageSchema, description: 'Worker → engine message.', io: 'output' },
@@ -407,6 +448,7 @@ export const WIRE_SCHEMAS: Readonly<Record<string, WireSchemaEntry>> = {
   CancelRequest: { schema: cancelRequestSchema, description: 'HTTP: POST /v1/calls/:id/cancel body.', io: 'input' },
   CancelResponse: { schema: cancelResponseSchema, description: 'HTTP: cancel response.', io: 'output' },
   ReadQuery: { schema: readQuerySchema, description: 'HTTP: GET /v1/read query.', io: 'input' },
+  SearchQuery: { schema: searchQuerySchema, description: 'HTTP: GET /v1/search query.', io: 'input' },
   ErrorBody: { schema: errorBodySchema, description: 'HTTP: error response body.', io: 'output' },
   ToolsResponse: { schema: toolsResponseSchema, description: 'HTTP: GET /v1/tools.', io: 'output' },
   SessionsResponse: { schema: sessionsResponseSchema, description: 'HTTP: GET /v1/sessions.', io: 'output' },
@@ -432,6 +474,7 @@ export type WireTypeChecks = {
   terminalResult: Same<z.infer<typeof terminalResultSchema>, TerminalResult>;
   callEvent: Same<z.infer<typeof callEventSchema>, CallEvent>;
   readPage: Same<z.infer<typeof readPageSchema>, ReadResult>;
+  searchResult: Same<z.infer<typeof searchResultSchema>, SearchResult>;
   describeTask: Same<z.infer<typeof describeTaskSchema>, DescribeTask>;
   callTask: Same<z.infer<typeof callTaskSchema>, CallTask>;
   toolDescription: Same<z.infer<typeof toolDescriptionSchema>, ToolDescription>;
@@ -449,6 +492,7 @@ const typeChecks: { [K in keyof WireTypeChecks]: WireTypeChecks[K] } = {
   terminalResult: true,
   callEvent: true,
   readPage: true,
+  searchResult: true,
   describeTask: true,
   callTask: true,
   toolDescription: true,

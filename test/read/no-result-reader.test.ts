@@ -25,7 +25,7 @@ describe('read is the only result-reading tool', () => {
   it('the registry lists exactly the built-ins bash and read, and read has only filePath, offset, limit, byteOffset', async () => {
     const { engine } = await openFixture();
     const tools = engine.tools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['bash', 'read']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['bash', 'grep', 'read']);
     expect(tools.every((t) => t.source === 'builtin')).toBe(true);
     const read = tools.find((t) => t.name === 'read');
     expect(read).toMatchObject({ selfPaginating: true, output: { kind: 'single' } });
