@@ -44,6 +44,9 @@ import { freeChunk } from './free-buffer.js';
 import { FullTexts } from './full-text.js';
 import { PageCapture } from './page-capture.js';
 
+/** Progress events go out at most this often while output flows (docs/protocol.md, "Events"). */
+export const PROGRESS_INTERVAL_MS = 250;
+
 /** Decides whether a prepared operation may run. Return false (or throw) to deny. */
 export type ApprovalPolicy = (
   op: PreparedOperation,
@@ -166,6 +169,9 @@ export class Call {
   private resolve!: (r: TerminalResult) => void;
   private readonly unlinkSignal: (() => void) | undefined;
   private readonly keepPage: boolean;
+  /** When the last progress event went out, and the one waiting to follow it (see {@link noteProgress}). */
+  private progressAt = 0;
+  private progressTimer: NodeJS.Timeout | undefined;
 
   constructor(deps: CallDeps, tool: ToolInfo, args: unknown, options: CallOptions, internal: InternalCallOptions = {}) {
     assertTimeout(options.timeoutMs);
@@ -362,6 +368,39 @@ export class Call {
     }
   }
 
+  /**
+   * Output flowed: publish a progress event, at most one per
+   * {@link PROGRESS_INTERVAL_MS}; a chunk inside the interval schedules one at
+   * its end, so the last counts before a silence are never held back. A
+   * silent tool gets none: elapsed time is the consumer's clock since `started`.
+   */
+  private noteProgress(): void {
+    if (this.ended || this.progressTimer !== undefined || !(this.capture instanceof Capture)) return;
+    const wait = this.progressAt + PROGRESS_INTERVAL_MS - Date.now();
+    if (wait <= 0) {
+      this.publishProgress();
+      return;
+    }
+    this.progressTimer = setTimeout(() => {
+      this.progressTimer = undefined;
+      if (!this.ended) this.publishProgress();
+    }, wait);
+  }
+
+  private publishProgress(): void {
+    this.progressAt = Date.now();
+    const single = this.tool.output.kind === 'single';
+    const streams = (this.capture as Capture).stats().map((s) => ({ ...s, name: single ? '' : s.name }));
+    const ev: CallEvent = {
+      type: 'progress',
+      callId: this.callId,
+      elapsedMs: this.progressAt - this.startedAt,
+      streams,
+    };
+    this.hub.publish(ev);
+    this.deps.engineHub.publish(ev);
+  }
+
   private onChunk(index: number, bytes: Uint8Array): void {
     if (!(bytes instanceof Uint8Array)) {
       this.failWith(new ProtocolError('a chunk without bytes'));
@@ -384,6 +423,7 @@ export class Call {
     }
     this.inFlight += len;
     if (this.inFlight > this.maxInFlight) this.maxInFlight = this.inFlight;
+    this.noteProgress();
     written.then(
       () => {
         this.inFlight -= len;
@@ -467,6 +507,7 @@ export class Call {
     this.ended = true;
     clearTimeout(this.graceTimer);
     clearTimeout(this.timeoutTimer);
+    clearTimeout(this.progressTimer);
     clearTimeout(this.settleTimer);
     this.unlinkSignal?.();
     this.deps.pool.detach(this.callId);

@@ -122,6 +122,9 @@ export class TrackedCall {
         this.push('display', JSON.stringify(ev));
       } else if (ev.type === 'lagged') {
         this.push('lagged', JSON.stringify(ev));
+      } else if (ev.type === 'progress') {
+        // Not an SSE event (yet): the stream's byte and line counts are in the result.
+        continue;
       } else {
         this.finish(ev.result);
         return;

@@ -152,6 +152,12 @@ export const callEventSchema = z.discriminatedUnion('type', [
     at: isoTime,
   }),
   z.object({ type: z.literal('display'), callId: z.string(), text: z.string() }),
+  z.object({
+    type: z.literal('progress'),
+    callId: z.string(),
+    elapsedMs: count,
+    streams: z.array(z.object({ name: z.string(), bytes: count, lines: count })).max(MAX_STREAMS),
+  }),
   z.object({ type: z.literal('completed'), callId: z.string(), result: terminalResultSchema }),
 ]);
 
