@@ -138,9 +138,9 @@ describe('the wire schemas match what the engine produces', () => {
     for (const ev of own) exact(subscriptionEventSchema, ev);
     // The streamed call's output flowed: its first chunk always reports progress (validated above); how many
     // more follow depends on how long the call took, so only the first is asserted.
-    const types = own.map((e) => (e as { type: string }).type);
-    expect(types.filter((t) => t !== 'progress')).toEqual(['started', 'display', 'completed']);
-    expect(types[1]).toBe('progress');
+    const ownTypes = own.map((e) => (e as { type: string }).type);
+    expect(ownTypes.filter((t) => t !== 'progress')).toEqual(['started', 'display', 'completed']);
+    expect(ownTypes[1]).toBe('progress');
     await engine.close();
     engine = undefined;
     await pump;
