@@ -1,7 +1,9 @@
 /**
  * `sluice run <tool> --args '<json>' [--session ID] [--json] [--store DIR]`:
- * runs one call on the embedded store. On a terminal the live display streams
- * to stderr and the final display replaces it at the end; stdout gets the
+ * runs one call on the embedded store. On a terminal, stderr shows a live
+ * status area (live-view.ts: spinner, elapsed time, bytes and lines per
+ * stream, the last complete display lines) that the final display replaces
+ * at the end; stdout gets the
  * model view (or, with --json, the terminal result), so piping it gives only
  * what a model would see. Ctrl-C, SIGTERM and SIGHUP cancel the call cleanly
  * (its cancelled result recorded, its processes killed) and exit 130, 143 or
@@ -24,6 +26,7 @@ import {
   writeOut,
 } from './common.js';
 import { applyConfig, loadRunConfig } from './config.js';
+import { LiveView } from './live-view.js';
 
 /** Exit code of a cancelled call (128 + SIGINT, as shells report it). */
 export const EXIT_CANCELLED = 130;
@@ -53,7 +56,9 @@ with read hints (artifact://...) for the rest.
 
 Exit status: 0 success, 1 the tool failed, 2 bad usage or arguments, 130 cancelled
 (Ctrl-C), 143 or 129 cancelled by SIGTERM or SIGHUP. A second signal exits at once.
-On a terminal, the live display goes to stderr while the call runs.
+When stderr is a terminal, a status area there shows the call while it runs (elapsed
+time, bytes and lines per stream, the last complete lines of its display) and is
+replaced by the final display at the end; otherwise nothing is drawn.
 `;
 
 const OPTIONS = {
@@ -130,15 +135,25 @@ export const command: Command = {
       // A signal that came while the engine opened cancels the call as soon as it exists.
       if (first) handle.cancel(`sluice run received ${first}`);
       const events = live ? handle.events() : undefined;
+      const view = live ? new LiveView(stderr, tool) : undefined;
+      view?.start();
       const pump = (async () => {
-        if (!events) return;
+        if (!events || !view) return;
         for await (const ev of events) {
-          if (ev.type === 'display') stderr.write(sanitizeForTerminal(ev.text));
+          if (ev.type === 'display') view.display(ev.text);
+          else if (ev.type === 'progress') view.progress(ev.streams);
         }
       })();
-      const result = await handle.result;
-      await pump;
-      if (live) stderr.write(`\n${sanitizeForTerminal(result.display)}\n`);
+      let result: Awaited<typeof handle.result>;
+      try {
+        result = await handle.result;
+        await pump;
+      } catch (err) {
+        view?.stop();
+        throw err;
+      }
+      // The final display replaces the live area (it is not appended after it).
+      view?.finish(sanitizeForTerminal(result.display));
       await writeOut(
         ctx.stdout,
         values.json

@@ -18,9 +18,10 @@ import { BadArgumentsError, serializeError, TimeoutError, ToolFailedError } from
 import { MAX_TIMER_MS } from '../../engine/protocol/limits.js';
 import { complete, defineTool, handOver, z } from '../tool.js';
 
-/** Live display: the first bytes of output verbatim, then a progress line at most this often. */
+/** Live display: the first whole lines of output verbatim (up to 4 KiB), then the newest line at most this often. */
 const PROGRESS_EVERY_MS = 500;
 const VERBATIM_DISPLAY_BYTES = 4096;
+const LATEST_LINE_BYTES = 512;
 /** After SIGTERM on cancellation, SIGKILL follows this much later. */
 const KILL_AFTER_MS = 500;
 /** After bash exits, how long its pipes may take to reach end of file before the group is killed. */
@@ -130,18 +131,23 @@ export default defineTool({
     let lastProgress = Date.now();
     const show = (chunk: Buffer) => {
       if (shown < VERBATIM_DISPLAY_BYTES) {
-        const part = chunk.subarray(0, VERBATIM_DISPLAY_BYTES - shown);
-        shown += part.length;
-        ctx.display(shownText.write(part));
-        if (shown >= VERBATIM_DISPLAY_BYTES) ctx.display('\n…\n');
+        // Whole lines only: a line cut by the budget would look like real output (`104` of `1040`).
+        const room = chunk.subarray(0, VERBATIM_DISPLAY_BYTES - shown);
+        const cut = room.length < chunk.length ? room.lastIndexOf(0x0a) + 1 : room.length;
+        shown = cut === room.length ? shown + cut : VERBATIM_DISPLAY_BYTES;
+        if (cut > 0) ctx.display(shownText.write(room.subarray(0, cut)));
+        if (shown >= VERBATIM_DISPLAY_BYTES) ctx.display('…\n');
         return;
       }
       const now = Date.now();
       if (now - lastProgress >= PROGRESS_EVERY_MS) {
         lastProgress = now;
-        ctx.display(
-          `… stdout ${fmtBytes(out.bytes)}, stderr ${fmtBytes(err.bytes)}, ${((now - started) / 1000).toFixed(1)} s\n`,
-        );
+        // The newest complete line (the engine's progress events carry the byte counts).
+        const end = chunk.lastIndexOf(0x0a);
+        if (end === -1) return;
+        const start = chunk.lastIndexOf(0x0a, end - 1) + 1;
+        const line = chunk.subarray(start, Math.min(end, start + LATEST_LINE_BYTES)).toString('utf8');
+        ctx.display(`${line}${end - start > LATEST_LINE_BYTES ? '…' : ''}\n`);
       }
     };
     // The meters' listeners start the pipes flowing: no await between here and the pipelines below.
