@@ -10,8 +10,8 @@ import { MAX_SEARCH_CONTEXT, MAX_SEARCH_LIMIT } from '../../store/search.js';
 import { resolveStoreDir } from '../../store/store.js';
 import { parseArtifactUri } from '../../store/uri.js';
 import { Engine } from '../engine.js';
+import type { SearchResult } from '../engine-search.js';
 import { BadArgumentsError, NotFoundError } from '../protocol/errors.js';
-import type { SearchResult } from '../search.js';
 import {
   type Command,
   EXIT_FAILURE,

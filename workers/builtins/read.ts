@@ -18,7 +18,7 @@
  * the engine adds a `[More: read(...)]` line to the model view.
  */
 import { BadArgumentsError } from '../../engine/protocol/errors.js';
-import { MAX_PAGE_LINES } from '../../store/read.js';
+import { MAX_PAGE_LINES } from '../../store/pages.js';
 import { isArtifactUri, parseArtifactUri } from '../../store/uri.js';
 import { complete, defineTool, type PreparedOperation, type ToolContext, z } from '../tool.js';
 import { type FsTarget, readFsTarget, resolveFsTarget } from './read-fs.js';
