@@ -22,7 +22,6 @@
  */
 import { formatBytes, formatDuration } from '../presentation/display.js';
 import { sanitizeForTerminal } from '../presentation/sanitize.js';
-import { unitPrefix } from '../protocol/text.js';
 
 /** Complete display lines kept under the status line. */
 export const LIVE_LINES = 4;
@@ -47,10 +46,43 @@ export interface LiveStream {
   lines: number;
 }
 
-/** `text` clipped to `width` columns (one column per UTF-16 unit, a safe over-estimate for most text), `…` marking a cut. */
-function clip(text: string, width: number): string {
-  if (text.length <= width) return text;
-  return `${unitPrefix(text, Math.max(0, width - 1))}…`;
+/** Terminal columns of code point `c`: 2 for East Asian wide and fullwidth characters and emoji, else 1. */
+function columnsOf(c: number): number {
+  return (c >= 0x1100 && c <= 0x115f) ||
+    (c >= 0x2e80 && c <= 0xa4cf) ||
+    (c >= 0xac00 && c <= 0xd7a3) ||
+    (c >= 0xf900 && c <= 0xfaff) ||
+    (c >= 0xfe30 && c <= 0xfe4f) ||
+    (c >= 0xff00 && c <= 0xff60) ||
+    (c >= 0xffe0 && c <= 0xffe6) ||
+    (c >= 0x1f300 && c <= 0x1faff) ||
+    (c >= 0x20000 && c <= 0x3fffd)
+    ? 2
+    : 1;
+}
+
+/**
+ * `text` clipped to `width` terminal columns, `…` marking a cut. Wide
+ * characters count two, so a drawn line never wraps: the redraw moves up
+ * exactly as many rows as it drew.
+ */
+export function clip(text: string, width: number): string {
+  let cols = 0;
+  let i = 0;
+  const cps = [...text];
+  for (; i < cps.length; i++) {
+    const w = columnsOf((cps[i] as string).codePointAt(0) as number);
+    if (cols + w > width) break;
+    cols += w;
+  }
+  if (i === cps.length) return text;
+  // Room for the ellipsis: drop characters until one column is free.
+  let kept = i;
+  while (kept > 0 && cols + 1 > width) {
+    kept--;
+    cols -= columnsOf((cps[kept] as string).codePointAt(0) as number);
+  }
+  return `${cps.slice(0, kept).join('')}…`;
 }
 
 /** The in-place status area. */
@@ -90,7 +122,7 @@ export class LiveView {
       this.skipping = false;
       rest = rest.slice(nl + 1);
       if (line === undefined) continue;
-      this.recent.push(clip(sanitizeForTerminal(line.replace(/\r$/, '')), 4096));
+      this.recent.push(clip(sanitizeForTerminal(line.replace(/\r$/, '')), 1024));
       if (this.recent.length > LIVE_LINES) this.recent.shift();
     }
     if (this.skipping) return;
