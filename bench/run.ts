@@ -13,7 +13,18 @@ import { fileURLToPath } from 'node:url';
  * (this project's benchmark machine) creating files near recently deleted
  * ones is slower for minutes after (docs/benchmarks.md, "Inode churn").
  */
-const ALL = ['startup', 'capture', 'memory', 'concurrency', 'read-pages', 'channel', 'mcp', 'scale', 'overhead'];
+const ALL = [
+  'startup',
+  'capture',
+  'memory',
+  'concurrency',
+  'read-pages',
+  'search',
+  'channel',
+  'mcp',
+  'scale',
+  'overhead',
+];
 
 async function runOne(name: string): Promise<Record<string, unknown>> {
   const file = fileURLToPath(new URL(`./${name}.js`, import.meta.url));

@@ -11,6 +11,7 @@ export { defaultApproval } from './call/default-approval.js';
 
 import { defaultApproval } from './call/default-approval.js';
 import type { ReadBytesResult, ReadOptions, ReadResult } from './engine-read.js';
+import type { SearchOptions, SearchResult } from './engine-search.js';
 import type { EventHub } from './events/hub.js';
 import type { McpServerConfig } from './mcp/config.js';
 import type { McpServers } from './mcp/servers.js';
@@ -298,6 +299,19 @@ export class Engine {
   async read(filePath: string, options: ReadOptions = {}): Promise<ReadResult> {
     const { READ_TOOL, readArgs, readCallOptions, readResultOf } = this.runtime;
     return readResultOf(await this.run(READ_TOOL, readArgs(filePath, options), readCallOptions(options)));
+  }
+
+  /**
+   * Searches an artifact (`artifact://<digest>[/<stream>]`) for `pattern` like
+   * `grep -n`, lines zero-based (read offsets), through the built-in `grep` tool
+   * on the ordinary call path (approved as an artifact read); one bounded page,
+   * continue with `offset: nextOffset`. Throws the typed error of a failed search.
+   */
+  async search(filePath: string, pattern: string, options: SearchOptions = {}): Promise<SearchResult> {
+    const { SEARCH_TOOL, searchArgs, searchCallOptions, searchResultOf } = this.runtime;
+    return searchResultOf(
+      await this.run(SEARCH_TOOL, searchArgs(filePath, pattern, options), searchCallOptions(options)),
+    );
   }
 
   /**

@@ -6,7 +6,13 @@
 export type { BatchCall, BatchOptions, BatchResult } from './batch/batch.js';
 export { batchFailed } from './batch/batch.js';
 export type { ApprovalPolicy, CallOptions, CallRecorder } from './call/call-types.js';
-export { type ArtifactReadTarget, artifactReadTarget, isArtifactRead, READ_TOOL } from './compaction/artifact-read.js';
+export {
+  type ArtifactReadTarget,
+  artifactReadTarget,
+  isArtifactRead,
+  READ_TOOL,
+  SEARCH_TOOL,
+} from './compaction/artifact-read.js';
 export type {
   CompactionFailureReason,
   CompactionResult,
@@ -32,6 +38,7 @@ export { renderHistory } from './compaction/render.js';
 export type { CallHandle, EngineOpenOptions } from './engine.js';
 export { defaultApproval, Engine } from './engine.js';
 export type { ReadBytesResult, ReadOptions, ReadPageInfo, ReadResult } from './engine-read.js';
+export type { SearchLine, SearchOptions, SearchResult } from './engine-search.js';
 export type { LaggedMarker } from './events/hub.js';
 export type { McpServerConfig } from './mcp/config.js';
 export type { EngineOptions } from './options.js';

@@ -12,7 +12,7 @@ import {
   UnknownToolError,
 } from './protocol/errors.js';
 import type { DescribeResult, ToolDescription, ToolIsolation } from './protocol/messages.js';
-import { type OutputDeclaration, validateDeclaration } from './protocol/streams.js';
+import { type OutputDeclaration, PREVIEW_MODES, type PreviewMode, validateDeclaration } from './protocol/streams.js';
 
 /** The tool-name rule of defineTool, enforced again on the main side. */
 const TOOL_NAME_RULE = /^[a-z][a-z0-9_.-]{0,63}$/;
@@ -29,6 +29,8 @@ export interface ToolInfo {
   selfPaginating: boolean;
   /** Whether its calls share worker threads (`'shared'`) or get one each (`'thread'`). */
   isolation: ToolIsolation;
+  /** The tool's declared preview mode, when it declares one. */
+  preview?: PreviewMode;
   /** JSON Schema of the arguments. */
   argsSchema: unknown;
   /** Module specifier loaded by workers. */
@@ -94,6 +96,12 @@ export class Registry {
         module,
       });
     }
+    if (d.preview !== undefined && !PREVIEW_MODES.includes(d.preview)) {
+      throw new BadDeclarationError(
+        `${module}: preview must be ${PREVIEW_MODES.map((m) => JSON.stringify(m)).join(' or ')}, got ${JSON.stringify(d.preview)}`,
+        { module },
+      );
+    }
     if (d.selfPaginating && output.kind !== 'single') {
       throw new BadDeclarationError(`${module}: a self-paginating tool has single output`, { module });
     }
@@ -117,6 +125,7 @@ export class Registry {
       selfPaginating: d.selfPaginating === true,
       // A description without the field (a forged or older worker) gets the safe choice.
       isolation: d.isolation === 'shared' ? 'shared' : 'thread',
+      ...(d.preview !== undefined ? { preview: d.preview } : {}),
       argsSchema: overrides.argsSchema ?? d.argsSchema,
       module,
       source,

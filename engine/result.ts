@@ -86,4 +86,12 @@ export interface TerminalResult {
 export type CallEvent =
   | { type: 'started'; callId: string; tool: string; session?: string; at: string }
   | { type: 'display'; callId: string; text: string }
+  | {
+      type: 'progress';
+      callId: string;
+      /** Milliseconds since the call started. */
+      elapsedMs: number;
+      /** Bytes and lines each stream has accepted so far, in declaration order (`''` names a single output). */
+      streams: Array<{ name: string; bytes: number; lines: number }>;
+    }
   | { type: 'completed'; callId: string; result: TerminalResult };

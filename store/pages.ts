@@ -330,6 +330,46 @@ async function readBlobPage(
   }
 }
 
+/** What an artifact URI addresses: the blob to read and, for a stream, the size its manifest records. */
+export interface ResolvedArtifact {
+  digest: string;
+  stream?: string;
+  blob: string;
+  expectedBytes?: number;
+}
+
+/**
+ * Resolves an artifact URI to its blob: itself, or a manifest's stream.
+ * EBADURI, ENOTFOUND, EINTEGRITY, ENOTMANIFEST and EUNKNOWNSTREAM as for a read.
+ */
+export async function resolveArtifact(store: Store, uri: string): Promise<ResolvedArtifact> {
+  const { digest, stream } = parseArtifactUri(uri);
+  if (stream === undefined) return { digest, blob: digest };
+  const manifest = await loadManifest(store, digest);
+  const entry = manifest.streams.find((s) => s.name === stream);
+  if (!entry) {
+    const declared = manifest.streams.map((s) => s.name).join(', ') || '(none)';
+    throw new UnknownStreamError(
+      `manifest ${digest} has no stream ${JSON.stringify(stream)}; its streams are: ${declared}`,
+      {
+        digest,
+        stream,
+        streams: manifest.streams.map((s) => s.name),
+      },
+    );
+  }
+  return { digest, stream, blob: entry.digest, expectedBytes: entry.bytes };
+}
+
+/**
+ * Byte position where zero-based line `offset` (below the blob's line
+ * count) starts, found through the line index: O(64 KiB) of scanning, not
+ * O(offset).
+ */
+export async function lineStartByte(store: Store, blob: VerifiedBlob, offset: number): Promise<number> {
+  return lineStart(blob, (await anchorFor(store, blob, offset)).anchor, offset);
+}
+
 /**
  * Reads one page of the artifact at `uri`, as its stored bytes.
  *
@@ -347,23 +387,8 @@ async function readBlobPage(
  * @throws ResourceLimitError (ERESOURCELIMIT) when whole lines pass {@link MAX_PAGE_BYTES} (`details.fits` says how many fit).
  */
 export async function readPageBytes(store: Store, uri: string, opts?: ReadPageOptions): Promise<ReadPageBytes> {
-  const { digest, stream } = parseArtifactUri(uri);
   const options = pageOptions(opts);
-  let blob = digest;
-  let expectedBytes: number | undefined;
-  if (stream !== undefined) {
-    const manifest = await loadManifest(store, digest);
-    const entry = manifest.streams.find((s) => s.name === stream);
-    if (!entry) {
-      const declared = manifest.streams.map((s) => s.name).join(', ') || '(none)';
-      throw new UnknownStreamError(
-        `manifest ${digest} has no stream ${JSON.stringify(stream)}; its streams are: ${declared}`,
-        { digest, stream, streams: manifest.streams.map((s) => s.name) },
-      );
-    }
-    blob = entry.digest;
-    expectedBytes = entry.bytes;
-  }
+  const { digest, stream, blob, expectedBytes } = await resolveArtifact(store, uri);
   const page = await readBlobPage(store, blob, options, expectedBytes);
   const cut = page.cutInLine !== undefined;
   const next = options.offset + page.lines - (cut ? 1 : 0);

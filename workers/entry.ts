@@ -60,6 +60,10 @@ function artifactReader(storeDir: string): ArtifactReader {
       const { read, store } = await open();
       return read.readPageBytes(store, uri, opts);
     },
+    search: async (uri, opts) => {
+      const { store } = await open();
+      return (await import('../store/search.js')).searchArtifact(store, uri, opts);
+    },
   };
 }
 
@@ -109,6 +113,7 @@ function describe(tool: ToolDefinition): ToolDescription {
     output: tool.output,
     selfPaginating: tool.selfPaginating === true,
     isolation: tool.isolation ?? 'shared',
+    ...(tool.preview !== undefined ? { preview: tool.preview } : {}),
     argsSchema,
   };
 }

@@ -17,8 +17,9 @@
 import type { Writable } from 'node:stream';
 import { BadDeclarationError } from '../engine/protocol/errors.js';
 import type { CompletionFields, PreparedOperation, ToolIsolation } from '../engine/protocol/messages.js';
-import { type OutputDeclaration, validateDeclaration } from '../engine/protocol/streams.js';
+import { type OutputDeclaration, type PreviewMode, validateDeclaration } from '../engine/protocol/streams.js';
 import type { z } from '../engine/protocol/zod.js';
+import type { SearchOptions, SearchPage } from '../store/search.js';
 
 export type {
   Attachment,
@@ -73,6 +74,8 @@ export interface ArtifactReader {
   readPage(uri: string, opts?: ArtifactPageOptions): Promise<ArtifactPage>;
   /** The same page as its stored bytes, exactly. */
   readPageBytes(uri: string, opts?: ArtifactPageOptions): Promise<ArtifactPageBytes>;
+  /** One page of matching lines of the artifact, in one streaming pass (store/search.ts); the same errors as a read, EBADARGS for bad options. */
+  search(uri: string, opts: SearchOptions): Promise<SearchPage>;
 }
 
 /** What a tool's `run` and `prepare` receive besides their arguments. */
@@ -169,6 +172,13 @@ export interface ToolSpec<S extends z.ZodObject> {
    * such a tool fails the calls it shares the thread with (EWORKERCRASH).
    */
   isolation?: ToolIsolation;
+  /**
+   * How the model sees this tool's truncated streams: `head` (the first
+   * lines) or `head+tail` (the first and the last lines, the middle named
+   * by the read hint). A call's own `preview` option overrides it.
+   * @default the engine's `toolOutput.preview`
+   */
+  preview?: PreviewMode;
   /** Describes the operation for the host's approval policy; runs before `run`. */
   prepare?(args: z.infer<S>, ctx: ToolContext): PreparedOperation | Promise<PreparedOperation>;
   /** Does the work. */

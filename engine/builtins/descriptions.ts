@@ -13,13 +13,14 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinName, ToolDescription>> = {
   bash: {
     name: 'bash',
     description:
-      'Runs a bash command. Its stdout and stderr are captured as separate streams; long output is truncated in the view with a read hint for the rest.',
+      'Runs a bash command. Its stdout and stderr are captured as separate streams; long output shows its first and last lines, with a read hint for the omitted middle.',
     output: {
       kind: 'streams',
       streams: ['stdout', 'stderr'],
     },
     selfPaginating: false,
     isolation: 'shared',
+    preview: 'head+tail',
     argsSchema: {
       $schema: 'https://json-schema.org/draft/2020-12/schema',
       type: 'object',
@@ -84,6 +85,60 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinName, ToolDescription>> = {
         },
       },
       required: ['filePath'],
+      additionalProperties: false,
+    },
+  },
+  grep: {
+    name: 'grep',
+    description:
+      'Searches the stored output of an earlier tool call (an artifact), like grep -n. filePath is artifact://<digest> or artifact://<digest>/<stream> exactly as a truncation hint gives it. pattern is literal text unless regex is true (a JavaScript regular expression, matched within one line). Each result line is N:text for a match and N-text for a context line, N the zero-based line number: read(filePath, offset=N) reads from that line. When more matches follow, the output ends with a [More: grep(...)] line giving the exact call that continues.',
+    output: {
+      kind: 'single',
+    },
+    selfPaginating: true,
+    isolation: 'shared',
+    argsSchema: {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+      properties: {
+        filePath: {
+          type: 'string',
+          minLength: 1,
+          description: 'artifact://<digest> or artifact://<digest>/<stream>',
+        },
+        pattern: {
+          type: 'string',
+          minLength: 1,
+          description: 'The text to find (a regular expression with regex: true)',
+        },
+        regex: {
+          description: 'Treat pattern as a JavaScript regular expression (default false)',
+          type: 'boolean',
+        },
+        ignoreCase: {
+          description: 'Ignore letter case (default false)',
+          type: 'boolean',
+        },
+        context: {
+          description: 'Lines of context before and after each match, 0 to 10 (default 0)',
+          type: 'integer',
+          minimum: 0,
+          maximum: 10,
+        },
+        limit: {
+          description: 'Most matches to return, 1 to 1000 (default 100)',
+          type: 'integer',
+          exclusiveMinimum: 0,
+          maximum: 1000,
+        },
+        offset: {
+          description: 'Zero-based line to start searching at (default 0; a [More: grep(...)] line gives it)',
+          type: 'integer',
+          minimum: 0,
+          maximum: 9007199254740991,
+        },
+      },
+      required: ['filePath', 'pattern'],
       additionalProperties: false,
     },
   },

@@ -6,7 +6,7 @@
 import { distPath } from '../pool/dist-paths.js';
 
 /** The built-in tools, in registration order. */
-export const BUILTIN_NAMES = ['bash', 'read'] as const;
+export const BUILTIN_NAMES = ['bash', 'read', 'grep'] as const;
 
 /** Name of a built-in tool. */
 export type BuiltinName = (typeof BUILTIN_NAMES)[number];

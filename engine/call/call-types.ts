@@ -11,6 +11,7 @@ import type { ProcessGuard } from '../processes/process-guard.js';
 import { BadArgumentsError } from '../protocol/errors.js';
 import { MAX_TIMER_MS } from '../protocol/limits.js';
 import type { PreparedOperation } from '../protocol/messages.js';
+import { PREVIEW_MODES, type PreviewMode } from '../protocol/streams.js';
 import type { ToolInfo } from '../registry.js';
 import type { CallEvent, TerminalResult } from '../result.js';
 import type { Call } from './call.js';
@@ -60,6 +61,12 @@ export interface CallOptions {
   timeoutMs?: number;
   /** The call's id. @default a random UUID */
   callId?: string;
+  /**
+   * How this call's truncated streams are previewed for the model (`head` or
+   * `head+tail`); EBADARGS otherwise, synchronously from `Engine.call`.
+   * @default the tool's declared preview, else the engine's `toolOutput.preview`, else `'head'`
+   */
+  preview?: PreviewMode;
 }
 
 /** Options the engine itself sets on a call. */
@@ -92,6 +99,15 @@ export function assertTimeout(ms: unknown): void {
       { timeoutMs: typeof ms === 'number' && Number.isFinite(ms) ? ms : String(ms) },
     );
   }
+}
+
+/** Throws EBADARGS unless `mode` is absent or a preview mode. */
+export function assertPreview(mode: unknown): void {
+  if (mode === undefined || PREVIEW_MODES.includes(mode as PreviewMode)) return;
+  throw new BadArgumentsError(
+    `preview must be ${PREVIEW_MODES.map((m) => JSON.stringify(m)).join(' or ')}, got ${JSON.stringify(mode) ?? String(mode)}`,
+    { preview: String(mode) },
+  );
 }
 
 /** A handle on a running call. */

@@ -31,11 +31,12 @@ import type { CallEvent, CallStatus, OutputRef, TerminalResult } from '../result
 import { approvalService } from './approval.js';
 import { boundArrivedError, oversizedCompletion, textWithCutMarker, withCutMarker } from './arrived.js';
 import type { CallDeps, CallOptions, InternalCallOptions } from './call-types.js';
-import { assertTimeout } from './call-types.js';
+import { assertPreview, assertTimeout } from './call-types.js';
 import { Capture } from './capture.js';
 import { FullTexts } from './full-text.js';
 import { Intake } from './intake.js';
 import { PageCapture } from './page-capture.js';
+import { ProgressTicker } from './progress.js';
 import { keepFullTexts, publishAccepted } from './publish.js';
 import { type Outcome, terminalStatus } from './terminal-status.js';
 
@@ -82,9 +83,11 @@ export class Call {
   private resolve!: (r: TerminalResult) => void;
   private readonly unlinkSignal: (() => void) | undefined;
   private readonly keepPage: boolean;
+  private readonly progress: ProgressTicker;
 
   constructor(deps: CallDeps, tool: ToolInfo, args: unknown, options: CallOptions, internal: InternalCallOptions = {}) {
     assertTimeout(options.timeoutMs);
+    assertPreview(options.preview);
     this.deps = deps;
     this.keepPage = internal.keepPage === true;
     this.tool = tool;
@@ -102,8 +105,14 @@ export class Call {
     } else {
       const reserve = { ...s.toolOutput, maxModelBytes: s.toolOutput.maxModelBytes - MODEL_STATUS_RESERVE };
       const limits = previewBudget(tool.output, reserve);
-      this.capture = new Capture(deps.store, tool.output, { ...limits, maxStreamBytes: s.maxStreamBytes });
+      this.capture = new Capture(deps.store, tool.output, {
+        ...limits,
+        maxStreamBytes: s.maxStreamBytes,
+        preview: options.preview ?? tool.preview ?? s.toolOutput.preview ?? 'head',
+        tailShare: s.toolOutput.tailShare,
+      });
     }
+    this.progress = new ProgressTicker(() => this.publishProgress());
     this.texts = new FullTexts(deps.store, { maxBytes: s.maxStreamBytes });
     this.intake = new Intake(this.capture, this.texts, {
       failed: () => this.failure !== undefined,
@@ -240,6 +249,7 @@ export class Call {
         return;
       case 'chunk':
         this.intake.chunk(m.s, m.b);
+        if (this.capture instanceof Capture) this.progress.note();
         return;
       case 'display': {
         this.live.append(m.text);
@@ -306,12 +316,22 @@ export class Call {
     }
   }
 
+  /** One progress event: bytes and lines each stream holds now (`''` names a single output). */
+  private publishProgress(): void {
+    const single = this.tool.output.kind === 'single';
+    const streams = (this.capture as Capture).stats().map((c) => ({ ...c, name: single ? '' : c.name }));
+    const ev: CallEvent = { type: 'progress', callId: this.callId, elapsedMs: Date.now() - this.startedAt, streams };
+    this.hub.publish(ev);
+    this.deps.engineHub.publish(ev);
+  }
+
   private async finish(outcome: Outcome, preset?: SluiceError): Promise<void> {
     if (this.ended) return;
     this.ended = true;
     clearTimeout(this.graceTimer);
     clearTimeout(this.timeoutTimer);
     clearTimeout(this.settleTimer);
+    this.progress.stop();
     this.unlinkSignal?.();
     this.deps.pool.detach(this.callId);
     this.killProcessGroups();

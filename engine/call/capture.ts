@@ -11,8 +11,8 @@ import type { BlobInfo, BlobWriter } from '../../store/blob-writer.js';
 import { crashPoint } from '../../store/crash-point.js';
 import { encodeManifest } from '../../store/manifest.js';
 import type { Pin, Store } from '../../store/store.js';
+import { type PreviewMode, type StreamPreview, StreamPreviewBuilder } from '../presentation/head-tail.js';
 import type { OutputView } from '../presentation/model-view.js';
-import { type Preview, PreviewBuilder } from '../presentation/preview.js';
 import { ProtocolError, SizeLimitError } from '../protocol/errors.js';
 import type { OutputDeclaration } from '../protocol/streams.js';
 import type { OutputRef } from '../result.js';
@@ -25,6 +25,10 @@ export interface CaptureLimits {
   maxBytes: number;
   /** Hard bound on each stream's size; a chunk that would pass it fails the call. */
   maxStreamBytes: number;
+  /** How previews are built. @default 'head' */
+  preview?: PreviewMode;
+  /** With `head+tail`: the tail's share of the lines and bytes. @default 0.5 */
+  tailShare?: number;
 }
 
 /** What a finished capture published. */
@@ -36,7 +40,7 @@ export interface CapturedOutput {
 interface CapturedStream {
   name: string;
   writer: BlobWriter;
-  preview: PreviewBuilder;
+  preview: StreamPreviewBuilder;
 }
 
 /** Captures the streams of one call into the store. */
@@ -55,7 +59,7 @@ export class Capture {
     this.streams = names.map((name) => ({
       name,
       writer: store.writer(),
-      preview: new PreviewBuilder(limits.maxLines, limits.maxBytes),
+      preview: new StreamPreviewBuilder(limits.maxLines, limits.maxBytes, limits.preview, limits.tailShare),
     }));
   }
 
@@ -110,19 +114,22 @@ export class Capture {
       await this.discard();
       throw err;
     }
-    const previews: Preview[] = this.streams.map((c, i) => c.preview.finish((infos[i] as BlobInfo).bytes));
+    const previews: StreamPreview[] = this.streams.map((c, i) => {
+      const info = infos[i] as BlobInfo;
+      return c.preview.finish({ bytes: info.bytes, lines: info.lines });
+    });
     if (this.decl.kind === 'single') {
       const info = infos[0] as BlobInfo;
-      const preview = previews[0] as Preview;
+      const shown = previews[0] as StreamPreview;
       return {
         ref: {
           kind: 'single',
           digest: info.digest,
           bytes: info.bytes,
           lines: info.lines,
-          truncated: preview.truncated,
+          truncated: shown.preview.truncated,
         },
-        view: { kind: 'single', digest: info.digest, preview },
+        view: { kind: 'single', digest: info.digest, ...shown },
       };
     }
     const entries = this.streams.map((c, i) => {
@@ -135,12 +142,12 @@ export class Capture {
       ref: {
         kind: 'streams',
         manifest: manifest.digest,
-        streams: entries.map((e, i) => ({ ...e, truncated: (previews[i] as Preview).truncated })),
+        streams: entries.map((e, i) => ({ ...e, truncated: (previews[i] as StreamPreview).preview.truncated })),
       },
       view: {
         kind: 'streams',
         manifest: manifest.digest,
-        streams: entries.map((e, i) => ({ name: e.name, preview: previews[i] as Preview })),
+        streams: entries.map((e, i) => ({ name: e.name, ...(previews[i] as StreamPreview) })),
       },
     };
   }

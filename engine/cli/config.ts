@@ -5,7 +5,8 @@
  * ```json
  * {
  *   "mcpServers": { "files": { "command": "npx", "args": ["-y", "some-mcp-server"], "env": { "TOKEN": "…" } } },
- *   "plugins": ["./tools/search.mjs"]
+ *   "plugins": ["./tools/search.mjs"],
+ *   "toolOutput": { "preview": "head+tail" }
  * }
  * ```
  *
@@ -18,6 +19,7 @@ import { promises as fsp } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Engine } from '../engine.js';
 import { MCP_SERVER_NAME, type McpServerConfig, mcpServerFields } from '../mcp/config.js';
+import { parseToolOutputOptions, type ToolOutputOptionsInput } from '../presentation/options.js';
 import { BadOptionError, NotFoundError } from '../protocol/errors.js';
 import { firstIssue } from '../protocol/issues.js';
 import { z } from '../protocol/zod.js';
@@ -29,6 +31,8 @@ export interface SluiceConfig {
   plugins: string[];
   /** MCP servers, each with its name. */
   mcpServers: McpServerConfig[];
+  /** The engine's `toolOutput` options (validated; `preview`, limits), when the file sets them. */
+  toolOutput?: ToolOutputOptionsInput;
 }
 
 const serverSchema = z.strictObject({ type: z.literal('stdio').optional(), ...mcpServerFields });
@@ -36,6 +40,7 @@ const serverSchema = z.strictObject({ type: z.literal('stdio').optional(), ...mc
 const fileSchema = z.strictObject({
   mcpServers: z.record(z.string(), serverSchema).optional(),
   plugins: z.array(z.string().min(1)).optional(),
+  toolOutput: z.record(z.string(), z.unknown()).optional(),
 });
 
 /** `--config`, `--plugin` and `--mcp`, as `sluice run` parses them. */
@@ -70,7 +75,10 @@ export function parseConfig(input: unknown, baseDir: string, origin = 'config'):
     mcpServers.push({ ...rest, name, ...(s.cwd !== undefined ? { cwd: resolve(baseDir, s.cwd) } : {}) });
   }
   const plugins = (c.plugins ?? []).map((p) => (isUrl(p) ? p : resolve(baseDir, p)));
-  return { plugins, mcpServers };
+  if (c.toolOutput === undefined) return { plugins, mcpServers };
+  // Checked here, so a bad value names the file; the engine applies the defaults.
+  parseToolOutputOptions(c.toolOutput, `${origin}: toolOutput`);
+  return { plugins, mcpServers, toolOutput: c.toolOutput as ToolOutputOptionsInput };
 }
 
 /** Reads and validates a JSON config file. ENOTFOUND when it is missing, EBADOPTION when it is not valid. */

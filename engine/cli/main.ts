@@ -29,6 +29,10 @@ const COMMANDS: Record<string, CommandEntry> = {
     summary: 'print one page of an artifact (artifact://<digest>[/<stream>]), file or directory',
     load: () => import('./read.js'),
   },
+  grep: {
+    summary: 'search a stored artifact like grep -n (zero-based line numbers)',
+    load: () => import('./grep.js'),
+  },
   verify: {
     summary: 'check every blob against its digest; list corrupt and missing blobs',
     load: () => import('./verify.js'),

@@ -49,7 +49,8 @@ directory as one entry a line. Files are read only inside the working directory.
                     attachments are added for an image or PDF)
   --store DIR       the store (default: $SLUICE_STORE, else ./.sluice)
 
-When a page stops inside a line, a note on stderr gives the --byte-offset that continues it.
+When a page stops inside a line, a note on stderr gives the --byte-offset that continues it;
+an --offset at or past the end prints nothing on stdout and says so on stderr (exit 0).
 `;
 
 const OPTIONS = {
@@ -150,6 +151,13 @@ export const command: Command = {
     else await writeOut(ctx.stdout, values.json ? `${jsonOf(page)}\n` : forTerminal(ctx.stdout, page.content));
     const note = values.json ? undefined : continuationNote(filePath, page);
     if (note !== undefined) await writeOut(ctx.stderr, note);
+    // An empty page is also what a read past the end prints: say which it was (--json has the totals).
+    if (!values.json && page.offset > 0 && page.offset >= page.totalLines) {
+      await writeOut(
+        ctx.stderr,
+        `sluice read: offset ${page.offset} is past the end: ${page.totalLines} ${page.totalLines === 1 ? 'line' : 'lines'} (${filePath})\n`,
+      );
+    }
     // Shown as text, invalid bytes became U+FFFD: say so, and how to get them exactly.
     if (!raw && !values.json && page.lossy) {
       await writeOut(

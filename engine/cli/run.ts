@@ -1,7 +1,9 @@
 /**
  * `sluice run <tool> --args '<json>' [--session ID] [--json] [--store DIR]`:
- * runs one call on the embedded store. On a terminal the live display streams
- * to stderr and the final display replaces it at the end; stdout gets the
+ * runs one call on the embedded store. On a terminal, stderr shows a live
+ * status area (live-view.ts: spinner, elapsed time, bytes and lines per
+ * stream, the last complete display lines) that the final display replaces
+ * at the end; stdout gets the
  * model view (or, with --json, the terminal result), so piping it gives only
  * what a model would see. Ctrl-C, SIGTERM and SIGHUP cancel the call cleanly
  * (its cancelled result recorded, its processes killed) and exit 130, 143 or
@@ -10,6 +12,7 @@
 import { Engine } from '../engine.js';
 import { sanitizeForTerminal } from '../presentation/sanitize.js';
 import { BadArgumentsError, type ErrorCode } from '../protocol/errors.js';
+import { PREVIEW_MODES, type PreviewMode } from '../protocol/streams.js';
 import { signalExitCode } from '../signals.js';
 import {
   type Command,
@@ -23,6 +26,7 @@ import {
   writeOut,
 } from './common.js';
 import { applyConfig, loadRunConfig } from './config.js';
+import { LiveView } from './live-view.js';
 
 /** Exit code of a cancelled call (128 + SIGINT, as shells report it). */
 export const EXIT_CANCELLED = 130;
@@ -31,7 +35,7 @@ export const EXIT_CANCELLED = 130;
 const CANCELLING: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 const USAGE = `Usage: sluice run <tool> [--args JSON] [--session ID] [--json] [--store DIR]
-                  [--config FILE] [--plugin PATH]... [--mcp NAME=COMMAND]...
+                  [--preview head|head+tail] [--config FILE] [--plugin PATH]... [--mcp NAME=COMMAND]...
 
 Runs one tool call and prints its model view: bounded previews of its output
 with read hints (artifact://...) for the rest.
@@ -41,20 +45,27 @@ with read hints (artifact://...) for the rest.
   --session ID    record the call in session ID (see sluice replay)
   --json          print the terminal result as JSON instead of the model view
   --store DIR     the store (default: $SLUICE_STORE, else ./.sluice)
-  --config FILE   JSON: { "mcpServers": { NAME: { "command", "args", "env", "cwd" } }, "plugins": [PATH] }
+  --preview MODE  how truncated streams are shown: head (their first lines) or head+tail
+                  (first and last lines; the hint reads the middle). Default: the tool's
+                  own choice (bash: head+tail), else toolOutput.preview, else head
+  --config FILE   JSON: { "mcpServers": { NAME: { "command", "args", "env", "cwd" } }, "plugins": [PATH],
+                  "toolOutput": { "preview", "tailShare", "maxLines", "maxBytes", "maxModelBytes" } }
   --plugin PATH   register a plugin tool module (repeatable)
   --mcp NAME=COMMAND [ARGS]
                   start an MCP server over stdio; its tools are NAME.<tool> (repeatable)
 
 Exit status: 0 success, 1 the tool failed, 2 bad usage or arguments, 130 cancelled
 (Ctrl-C), 143 or 129 cancelled by SIGTERM or SIGHUP. A second signal exits at once.
-On a terminal, the live display goes to stderr while the call runs.
+When stderr is a terminal, a status area there shows the call while it runs (elapsed
+time, bytes and lines per stream, the last complete lines of its display) and is
+replaced by the final display at the end; otherwise nothing is drawn.
 `;
 
 const OPTIONS = {
   args: { type: 'string' },
   session: { type: 'string' },
   json: { type: 'boolean' },
+  preview: { type: 'string' },
   config: { type: 'string' },
   plugin: { type: 'string', multiple: true },
   mcp: { type: 'string', multiple: true },
@@ -76,6 +87,11 @@ function parseJsonArgs(text: string | undefined): unknown {
   }
 }
 
+function parsePreview(text: string | undefined): PreviewMode | undefined {
+  if (text === undefined || PREVIEW_MODES.includes(text as PreviewMode)) return text as PreviewMode | undefined;
+  throw new BadArgumentsError(`--preview must be ${PREVIEW_MODES.join(' or ')}, got ${JSON.stringify(text)}`);
+}
+
 /** The `run` command. */
 export const command: Command = {
   summary: 'run one tool call and print its model view (or --json result)',
@@ -93,8 +109,12 @@ export const command: Command = {
     }
     const tool = positionals[0] as string;
     const args = parseJsonArgs(values.args);
+    const preview = parsePreview(values.preview);
     const extra = await loadRunConfig(values, process.cwd());
-    const engine = await Engine.open({ ...(values.store ? { store: values.store } : {}) });
+    const engine = await Engine.open({
+      ...(values.store ? { store: values.store } : {}),
+      ...(extra.toolOutput ? { toolOutput: extra.toolOutput } : {}),
+    });
     const stderr = ctx.stderr as NodeJS.WriteStream;
     const live = stderr.isTTY === true;
     let first: NodeJS.Signals | undefined;
@@ -108,19 +128,32 @@ export const command: Command = {
     for (const s of CANCELLING) process.on(s, onSignal);
     try {
       await applyConfig(engine, extra);
-      handle = engine.call(tool, args, values.session ? { session: values.session } : {});
+      handle = engine.call(tool, args, {
+        ...(values.session ? { session: values.session } : {}),
+        ...(preview ? { preview } : {}),
+      });
       // A signal that came while the engine opened cancels the call as soon as it exists.
       if (first) handle.cancel(`sluice run received ${first}`);
       const events = live ? handle.events() : undefined;
+      const view = live ? new LiveView(stderr, tool) : undefined;
+      view?.start();
       const pump = (async () => {
-        if (!events) return;
+        if (!events || !view) return;
         for await (const ev of events) {
-          if (ev.type === 'display') stderr.write(sanitizeForTerminal(ev.text));
+          if (ev.type === 'display') view.display(ev.text);
+          else if (ev.type === 'progress') view.progress(ev.streams);
         }
       })();
-      const result = await handle.result;
-      await pump;
-      if (live) stderr.write(`\n${sanitizeForTerminal(result.display)}\n`);
+      let result: Awaited<typeof handle.result>;
+      try {
+        result = await handle.result;
+        await pump;
+      } catch (err) {
+        view?.stop();
+        throw err;
+      }
+      // The final display replaces the live area (it is not appended after it).
+      view?.finish(sanitizeForTerminal(result.display));
       await writeOut(
         ctx.stdout,
         values.json

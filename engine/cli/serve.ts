@@ -99,7 +99,11 @@ export const command: Command = {
     const extra = await loadRunConfig(values, process.cwd());
     const signal = firstSignal();
     let sig: NodeJS.Signals;
-    const engine = await Engine.open({ ...(values.store ? { store: values.store } : {}) });
+    // A config file's toolOutput (e.g. preview) applies to the served engine as it does to sluice run.
+    const engine = await Engine.open({
+      ...(values.store ? { store: values.store } : {}),
+      ...(extra.toolOutput ? { toolOutput: extra.toolOutput } : {}),
+    });
     try {
       await applyConfig(engine, extra);
       const token = await loadOrCreateToken(engine.store.root);

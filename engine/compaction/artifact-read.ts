@@ -1,7 +1,8 @@
 /**
  * Recognising artifact retrieval in a model history: a call to the tool
- * named exactly `read` whose `filePath` argument, taken from the parsed
- * arguments object, has the artifact scheme. Never by substring search in
+ * named exactly `read` (or `grep`, which searches artifacts and returns
+ * their lines) whose `filePath` argument, taken from the parsed arguments
+ * object, has the artifact scheme. Never by substring search in
  * serialised JSON (a file named `/tmp/artifact://x` is a filesystem read) and
  * never by the tool name alone (`read` of a normal path is a filesystem read).
  */
@@ -11,6 +12,9 @@ import { argumentsObject } from './json.js';
 
 /** The name of the built-in tool that reads artifacts and files. */
 export const READ_TOOL = 'read';
+
+/** The name of the built-in tool that searches artifacts: its output is artifact content too. */
+export const SEARCH_TOOL = 'grep';
 
 /** What an artifact read call addressed. */
 export interface ArtifactReadTarget {
@@ -30,7 +34,7 @@ export interface ArtifactReadTarget {
  * `filePath`, or arguments that are not a JSON object).
  */
 export function artifactReadTarget(call: Pick<ToolCallItem, 'tool' | 'args'>): ArtifactReadTarget | undefined {
-  if (call.tool !== READ_TOOL) return undefined;
+  if (call.tool !== READ_TOOL && call.tool !== SEARCH_TOOL) return undefined;
   const args = argumentsObject(call.args);
   if (args === undefined || !Object.hasOwn(args, 'filePath')) return undefined;
   const filePath = args.filePath;

@@ -22,20 +22,47 @@
 import { formatArtifactUri, isDigest } from '../../store/uri.js';
 import { BadDeclarationError, BadUriError, ResourceLimitError } from '../protocol/errors.js';
 import { MAX_STREAM_NAME_BYTES, MAX_STREAMS, type OutputDeclaration, streamNameProblem } from '../protocol/streams.js';
+import { formatBytes } from './display.js';
 import type { ToolOutputOptions } from './options.js';
 import type { Preview } from './preview.js';
+
+/** The size of a whole stream, as every read hint states it. */
+export interface StreamTotals {
+  /** Stored bytes of the whole stream. */
+  bytes: number;
+  /** Lines of the whole stream, by the line rule. */
+  lines: number;
+}
+
+/**
+ * The tail of a head+tail preview: the stream's last whole lines, shown after
+ * the hint. The lines between the head's offset and `startLine` are the
+ * omitted middle, read with the hint's call.
+ */
+export interface TailView {
+  /** The shown last lines (decoded text). */
+  text: string;
+  /** Zero-based index of the tail's first line: a read offset. */
+  startLine: number;
+  /** Stored bytes from the head's offset to the tail: what the view leaves out. */
+  omittedBytes: number;
+}
 
 /** One named stream of a streams view. */
 export interface StreamView {
   /** The declared stream name. */
   name: string;
-  /** Its preview, built with the limits of {@link streamPreviewBudget}. */
+  /** Its preview (the head), built with the limits of {@link streamPreviewBudget}. */
   preview: Preview;
+  /** The whole stream's size, stated in its hint. */
+  total: StreamTotals;
+  /** With a head+tail preview of a truncated stream: the tail. */
+  tail?: TailView;
 }
 
 /** The output of one call as the model view needs it. */
 export type OutputView =
-  | { kind: 'single'; digest: string; preview: Preview }
+  | { kind: 'single'; digest: string; preview: Preview; total: StreamTotals; tail?: TailView }
   | { kind: 'streams'; manifest: string; streams: StreamView[] };
 
 /** The line that stands for a stream with no bytes at all. */
@@ -44,18 +71,71 @@ export const EMPTY_STREAM_MARKER = '(empty)';
 /** Smallest per-stream byte limit the aggregate bound may impose: room for one code point of any size. */
 export const MIN_STREAM_PREVIEW_BYTES = 4;
 
-const HINT_OPEN = '[Truncated. Read more: read(filePath="';
+const HINT_OPEN = '[Truncated: ';
+const HINT_READ = '. Read more: read(filePath="';
 const HINT_MIDDLE = '", offset=';
 const HINT_CLOSE = ')]';
+const TAIL_OPEN = '[Tail: from offset=';
+const TAIL_CLOSE = ' to the end]';
 /** `artifact://` plus a 64-hex digest. */
 const BARE_URI_BYTES = formatArtifactUri('0'.repeat(64)).length;
 
+function plural(n: number, one: string, many: string): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/** What the view shows of a stream, as the hint says it: `lines 1-2000 of 100000 shown, ...`. */
+function shownText(preview: Preview, total: StreamTotals, tail: TailView | undefined): string {
+  const k = preview.offset;
+  const parts: string[] = [];
+  if (k >= 1) parts.push(k === 1 ? '1' : `1-${k}`);
+  if (tail) parts.push(tail.startLine + 1 === total.lines ? `${total.lines}` : `${tail.startLine + 1}-${total.lines}`);
+  const word = parts.length === 1 && !parts[0]?.includes('-') ? 'line' : 'lines';
+  const ranges = parts.length > 0 ? `${word} ${parts.join(' and ')}` : '0 lines';
+  let text = `${ranges} of ${total.lines} shown`;
+  const partial = preview.text.length - (preview.text.lastIndexOf('\n') + 1);
+  if (partial > 0) {
+    const cut = Buffer.byteLength(preview.text.slice(preview.text.length - partial), 'utf8');
+    text += `, line ${k + 1} cut after ${plural(cut, 'byte', 'bytes')}`;
+  }
+  if (tail) {
+    const span = tail.startLine - k === 1 ? `line ${k + 1}` : `lines ${k + 1}-${tail.startLine}`;
+    text += `; ${span} (${formatBytes(tail.omittedBytes)}) omitted`;
+  }
+  return text;
+}
+
 /**
- * The read hint for a truncated preview (without a line ending):
- * `[Truncated. Read more: read(filePath="<uri>", offset=<offset>)]`.
+ * The read hint for a truncated preview (without a line ending): what was
+ * shown, of how much, then the read call that continues at `offset`, exactly
+ * as the spec writes it:
+ * `[Truncated: lines 1-2000 of 100000 shown (575.0 KiB total). Read more: read(filePath="<uri>", offset=2000)]`.
  */
-export function readHint(uri: string, offset: number): string {
-  return `${HINT_OPEN}${uri}${HINT_MIDDLE}${offset}${HINT_CLOSE}`;
+export function readHint(uri: string, preview: Preview, total: StreamTotals, tail?: TailView): string {
+  const size = `(${formatBytes(total.bytes)} total)`;
+  return `${HINT_OPEN}${shownText(preview, total, tail)} ${size}${HINT_READ}${uri}${HINT_MIDDLE}${preview.offset}${HINT_CLOSE}`;
+}
+
+/** The line that opens a tail (without a line ending): `[Tail: from offset=<startLine> to the end]`. */
+export function tailMarker(startLine: number): string {
+  return `${TAIL_OPEN}${startLine}${TAIL_CLOSE}`;
+}
+
+/** The hint line, then the tail's marker and lines when there is a tail; every line ends with `\n`. */
+function truncatedEnd(uri: string, preview: Preview, total: StreamTotals, tail: TailView | undefined): string {
+  checkOffset(preview);
+  const hint = `${readHint(uri, preview, total, tail)}\n`;
+  if (!tail) return hint;
+  checkTail(preview, total, tail);
+  return `${hint}${tailMarker(tail.startLine)}\n${terminated(tail.text)}`;
+}
+
+function checkTail(preview: Preview, total: StreamTotals, tail: TailView): void {
+  if (!Number.isSafeInteger(tail.startLine) || tail.startLine <= preview.offset || tail.startLine >= total.lines) {
+    throw new RangeError(
+      `tail start ${tail.startLine} must lie after the head's offset ${preview.offset} and before ${total.lines}`,
+    );
+  }
 }
 
 function checkDigest(digest: string, what: string): void {
@@ -81,8 +161,8 @@ function renderBlock(manifest: string, s: StreamView): string {
   if (!preview.truncated) {
     return preview.text === '' ? `${heading}${EMPTY_STREAM_MARKER}\n` : heading + terminated(preview.text);
   }
-  checkOffset(preview);
-  return `${heading}${terminated(preview.text)}${readHint(formatArtifactUri(manifest, s.name), preview.offset)}\n`;
+  const end = truncatedEnd(formatArtifactUri(manifest, s.name), preview, s.total, s.tail);
+  return `${heading}${terminated(preview.text)}${end}`;
 }
 
 /**
@@ -97,8 +177,7 @@ export function renderModelView(view: OutputView): string {
     checkDigest(view.digest, 'output digest');
     const { preview } = view;
     if (!preview.truncated) return preview.text;
-    checkOffset(preview);
-    return `${terminated(preview.text)}${readHint(formatArtifactUri(view.digest), preview.offset)}\n`;
+    return `${terminated(preview.text)}${truncatedEnd(formatArtifactUri(view.digest), preview, view.total, view.tail)}`;
   }
   checkDigest(view.manifest, 'manifest digest');
   if (view.streams.length === 0) throw new BadDeclarationError('a streams view needs at least one stream');
@@ -114,21 +193,31 @@ export function renderModelView(view: OutputView): string {
   return view.streams.map((s) => renderBlock(view.manifest, s)).join('\n');
 }
 
-function digits(n: number): number {
-  return String(Math.max(0, Math.floor(n))).length;
-}
+/** The widest number any hint can hold (a stream is at most 2^53 bytes and lines). */
+const WIDEST = Number.MAX_SAFE_INTEGER;
 
-/** Largest hint line, with its `\n`, for a URI of `uriBytes` and offsets up to `maxLines`. */
-function maxHintLineBytes(uriBytes: number, maxLines: number): number {
-  return HINT_OPEN.length + uriBytes + HINT_MIDDLE.length + digits(maxLines) + HINT_CLOSE.length + 1;
+/**
+ * Largest hint block, with its line endings, for a URI of `uriBytes`: the
+ * hint with every number at its widest, plus the tail's marker line and the
+ * `\n` that may be inserted after the tail. Counted for every stream whatever
+ * the preview mode, so one budget serves both.
+ */
+function maxHintLineBytes(uriBytes: number): number {
+  const widest: Preview = { text: 'x', bytes: 1, lines: 1, truncated: true, offset: WIDEST };
+  const total = { bytes: WIDEST, lines: WIDEST };
+  const tail: TailView = { text: '', startLine: WIDEST, omittedBytes: WIDEST };
+  const hint = readHint('u'.repeat(uriBytes), widest, total, tail);
+  // The 1-byte cut line stands for the widest: 15 more digits and the `s` of `bytes`.
+  const cutWidth = String(WIDEST).length - 1 + 1;
+  return hint.length + 1 + cutWidth + tailMarker(WIDEST).length + 1 + 1;
 }
 
 /**
  * Largest number of bytes a single-output view adds to its preview: an
  * inserted `\n` and the hint line.
  */
-export function singleViewOverhead(maxLines: number): number {
-  return 1 + maxHintLineBytes(BARE_URI_BYTES, maxLines);
+export function singleViewOverhead(_maxLines: number): number {
+  return 1 + maxHintLineBytes(BARE_URI_BYTES);
 }
 
 /**
@@ -137,9 +226,9 @@ export function singleViewOverhead(maxLines: number): number {
  * `maxLines`: per block the heading line, then either the empty marker line
  * or an inserted `\n` plus the hint line; one separator between blocks.
  */
-export function streamsViewOverhead(streamCount: number, maxLines: number): number {
+export function streamsViewOverhead(streamCount: number, _maxLines: number): number {
   const heading = 1 + MAX_STREAM_NAME_BYTES + 1 + 1;
-  const hint = maxHintLineBytes(BARE_URI_BYTES + 1 + MAX_STREAM_NAME_BYTES, maxLines);
+  const hint = maxHintLineBytes(BARE_URI_BYTES + 1 + MAX_STREAM_NAME_BYTES);
   const tail = Math.max(EMPTY_STREAM_MARKER.length + 1, 1 + hint);
   return streamCount * (heading + tail) + (streamCount - 1);
 }

@@ -7,12 +7,15 @@ import { BadOptionError } from '../protocol/errors.js';
 import { quoteValue } from '../protocol/issues.js';
 import { MAX_STREAMS } from '../protocol/streams.js';
 import { z } from '../protocol/zod.js';
+import { PREVIEW_MODES, type PreviewMode } from './head-tail.js';
 import { minModelViewBytes } from './model-view.js';
 
 /** Default {@link ToolOutputOptions.maxLines}. */
 export const DEFAULT_MAX_LINES = 2000;
 /** Default {@link ToolOutputOptions.maxBytes}: 50 KiB. */
 export const DEFAULT_MAX_BYTES = 51200;
+/** Default {@link ToolOutputOptions.tailShare}: head and tail get half each. */
+export const DEFAULT_TAIL_SHARE = 0.5;
 /** Default {@link ToolOutputOptions.maxModelBytes}: 256 KiB. */
 export const DEFAULT_MAX_MODEL_BYTES = 256 * 1024;
 
@@ -39,10 +42,26 @@ export interface ToolOutputOptions {
    * @default 262144
    */
   maxModelBytes: number;
+  /**
+   * How a truncated stream is previewed: `head` (its first lines) or
+   * `head+tail` (its first and last lines, the omitted middle named by the
+   * read hint). Applies to tools that declare no preview of their own; a
+   * call's `preview` option overrides both.
+   * @default 'head'
+   */
+  preview?: PreviewMode;
+  /**
+   * With `head+tail`: the tail's share of each stream's line and byte
+   * limits, above 0 and below 1.
+   * @default 0.5
+   */
+  tailShare: number;
 }
 
 /** What a caller may pass: any subset; missing fields take their defaults. */
 export type ToolOutputOptionsInput = Partial<ToolOutputOptions>;
+
+const KNOWN = 'maxLines, maxBytes, maxModelBytes, preview, tailShare';
 
 const positiveInt = z.number().int().positive();
 
@@ -51,6 +70,8 @@ export const toolOutputOptionsSchema = z.strictObject({
   maxLines: positiveInt.default(DEFAULT_MAX_LINES),
   maxBytes: positiveInt.default(DEFAULT_MAX_BYTES),
   maxModelBytes: positiveInt.default(DEFAULT_MAX_MODEL_BYTES),
+  preview: z.enum(PREVIEW_MODES as [PreviewMode, ...PreviewMode[]]).optional(),
+  tailShare: z.number().gt(0).lt(1).default(DEFAULT_TAIL_SHARE),
 });
 
 /** The defaults, validated. */
@@ -58,6 +79,7 @@ export const DEFAULT_TOOL_OUTPUT_OPTIONS: Readonly<ToolOutputOptions> = Object.f
   maxLines: DEFAULT_MAX_LINES,
   maxBytes: DEFAULT_MAX_BYTES,
   maxModelBytes: DEFAULT_MAX_MODEL_BYTES,
+  tailShare: DEFAULT_TAIL_SHARE,
 });
 
 /**
@@ -75,13 +97,19 @@ export function parseToolOutputOptions(input: unknown, path = 'toolOutput'): Too
     const issue = result.error.issues[0];
     if (issue?.code === 'unrecognized_keys') {
       const key = issue.keys[0] ?? '';
-      throw new BadOptionError(`${path}.${key} is not an option (known: maxLines, maxBytes, maxModelBytes)`, {
+      throw new BadOptionError(`${path}.${key} is not an option (known: ${KNOWN})`, {
         option: `${path}.${key}`,
       });
     }
     const key = String(issue?.path[0] ?? '');
     const value = (input as Record<string, unknown>)[key];
-    throw new BadOptionError(`${path}.${key} must be a positive integer, got ${quoteValue(value)}`, {
+    const want =
+      key === 'preview'
+        ? `one of ${PREVIEW_MODES.map((m) => JSON.stringify(m)).join(', ')}`
+        : key === 'tailShare'
+          ? 'a number above 0 and below 1'
+          : 'a positive integer';
+    throw new BadOptionError(`${path}.${key} must be ${want}, got ${quoteValue(value)}`, {
       option: `${path}.${key}`,
       value: quoteValue(value),
     });

@@ -9,6 +9,12 @@
  *
  *     [More: read(filePath="<filePath>", offset=<nextOffset>, byteOffset=<nextByteOffset>)]
  *
+ * A read that started at or past the end (an empty page) gets, instead, the
+ * note `[offset N is past the end: T lines]`.
+ *
+ * A tool whose metadata has a string `continuation` (grep) gets
+ * `[More: <continuation>]` instead: the exact call of that tool that goes on.
+ *
  * Generic: any self-paginating tool whose metadata has a numeric `nextOffset`
  * and a string `filePath` (or `uri`) gets it. The line is never counted in
  * the page (`output.bytes` is the page alone), so the page can be recovered
@@ -27,12 +33,30 @@ function isCount(v: unknown): v is number {
 }
 
 /**
+ * The note for a read that started past the end (without a line ending),
+ * or undefined: `[offset 200000 is past the end: 100000 lines]`. An empty
+ * page is otherwise indistinguishable from an empty line range the model
+ * asked for on purpose. A directory counts entries.
+ */
+export function pastEndNote(metadata: Record<string, unknown> | undefined): string | undefined {
+  const offset = metadata?.offset;
+  const total = metadata?.totalLines;
+  // A search page says it in its own summary line.
+  if (metadata?.kind === 'search') return undefined;
+  if (!isCount(offset) || !isCount(total) || offset === 0 || offset < total) return undefined;
+  const unit = metadata?.kind === 'directory' ? ['entry', 'entries'] : ['line', 'lines'];
+  return `[offset ${offset} is past the end: ${total} ${total === 1 ? unit[0] : unit[1]}]`;
+}
+
+/**
  * The continuation line (without a line ending) for a page's metadata, or
  * undefined when nothing follows. The path is quoted as a JSON string, so a
  * path with quotes or backslashes stays one unambiguous argument. A page that
  * stopped inside a line (`nextByteOffset`) continues with `byteOffset`.
  */
 export function continuationLine(metadata: Record<string, unknown> | undefined): string | undefined {
+  // A tool that continues with a call of its own (grep) gives it whole.
+  if (typeof metadata?.continuation === 'string') return `[More: ${metadata.continuation}]`;
   const next = metadata?.nextOffset;
   if (!isCount(next)) return undefined;
   const path =
@@ -55,6 +79,8 @@ export function continuationLine(metadata: Record<string, unknown> | undefined):
  */
 export function renderPageView(page: string, metadata: Record<string, unknown> | undefined): string {
   const notes: string[] = [];
+  const past = pastEndNote(metadata);
+  if (past !== undefined) notes.push(past);
   if (metadata?.lossy === true) notes.push(LOSSY_NOTE);
   const more = continuationLine(metadata);
   if (more !== undefined) notes.push(more);

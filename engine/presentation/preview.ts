@@ -107,6 +107,21 @@ export class PreviewBuilder {
     return this.buf.length;
   }
 
+  /**
+   * Stored bytes of the first `k` lines (through the `k`-th `\n`) of what
+   * the builder copied; where the stream's line `k` starts. RangeError when
+   * the copy holds fewer than `k` newlines.
+   */
+  rawLineEnd(k: number): number {
+    let at = 0;
+    for (let n = 0; n < k; n++) {
+      const nl = this.buf.subarray(0, this.used).indexOf(LF, at);
+      if (nl === -1) throw new RangeError(`the preview holds fewer than ${k} lines`);
+      at = nl + 1;
+    }
+    return at;
+  }
+
   /** Bytes pushed so far, including those not copied. */
   get pushedBytes(): number {
     return this.seen;

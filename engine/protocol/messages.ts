@@ -15,7 +15,7 @@
  * flight never exceed the window.
  */
 import type { SerializedError } from './errors.js';
-import type { OutputDeclaration } from './streams.js';
+import type { OutputDeclaration, PreviewMode } from './streams.js';
 import { z } from './zod.js';
 
 /** Version of the worker ↔ engine and wire contracts. Moves with any change to these shapes (see AGENTS.md). */
@@ -112,6 +112,8 @@ export interface ToolDescription {
   selfPaginating: boolean;
   /** `'shared'`: the call may share its worker thread with other calls; `'thread'`: it gets a thread to itself. */
   isolation: ToolIsolation;
+  /** The tool's own choice of model preview for its truncated streams (absent: the engine's). */
+  preview?: PreviewMode;
   /** JSON Schema of the arguments. */
   argsSchema: unknown;
 }

@@ -81,3 +81,9 @@ export function validateDeclaration(decl: unknown, owner = 'tool'): OutputDeclar
 export function streamNames(decl: OutputDeclaration): readonly string[] {
   return decl.kind === 'single' ? [''] : decl.streams;
 }
+
+/** How a truncated stream is previewed for the model: its first lines, or its first and last lines. */
+export type PreviewMode = 'head' | 'head+tail';
+
+/** The preview modes, for validation and help texts. */
+export const PREVIEW_MODES: readonly PreviewMode[] = ['head', 'head+tail'];

@@ -19,6 +19,7 @@ import {
   type infoResponseSchema,
   PROTOCOL_VERSION,
   readQuerySchema,
+  searchQuerySchema,
   type toolsResponseSchema,
 } from '../wire/schemas.js';
 import { HttpError, parseWith, readJsonBody, sendJson, sendJsonArrayStream } from './http.js';
@@ -160,6 +161,7 @@ const tools: Handler = async (ctx, _req, res, _p, url) => {
       output: t.output,
       selfPaginating: t.selfPaginating,
       isolation: t.isolation,
+      ...(t.preview !== undefined ? { preview: t.preview } : {}),
       argsSchema: t.argsSchema,
     })),
   };
@@ -182,6 +184,7 @@ const startCall: Handler = async (ctx, req, res, _p, url) => {
   const handle = ctx.engine.call(body.tool, body.args, {
     ...(body.session !== undefined ? { session: body.session } : {}),
     ...(body.timeoutMs !== undefined ? { timeoutMs: body.timeoutMs } : {}),
+    ...(body.preview !== undefined ? { preview: body.preview } : {}),
   });
   ctx.tracker.track(handle, body.tool, body.session);
   const accepted: Body<typeof callAcceptedSchema> = { callId: handle.callId };
@@ -312,6 +315,22 @@ const read: Handler = async (ctx, req, res, _p, url) => {
   res.end(page.bytes);
 };
 
+const search: Handler = async (ctx, _req, res, _p, url) => {
+  const q = parseWith(searchQuerySchema, queryObject(url), 'GET /v1/search query');
+  const context = parseCount('context', q.context);
+  const limit = parseCount('limit', q.limit);
+  const offset = parseCount('offset', q.offset);
+  const result = await ctx.engine.search(q.filePath, q.pattern, {
+    ...(q.regex === 'true' ? { regex: true } : {}),
+    ...(q.ignoreCase === 'true' ? { ignoreCase: true } : {}),
+    ...(context !== undefined ? { context } : {}),
+    ...(limit !== undefined ? { limit } : {}),
+    ...(offset !== undefined ? { offset } : {}),
+    signal: requestSignal(ctx, res),
+  });
+  sendJson(res, 200, result);
+};
+
 const sessions: Handler = async (ctx, _req, res, _p, url) => {
   onlyParams(url, [], 'GET /v1/sessions');
   sendJson(res, 200, { sessions: await ctx.engine.sessions() });
@@ -350,6 +369,7 @@ const ROUTES: Route[] = [
   { method: 'GET', pattern: new RegExp(`^/v1/calls/${ID}/events$`), handler: events },
   { method: 'POST', pattern: new RegExp(`^/v1/calls/${ID}/cancel$`), handler: cancel },
   { method: 'GET', pattern: /^\/v1\/read$/, handler: read },
+  { method: 'GET', pattern: /^\/v1\/search$/, handler: search },
   { method: 'GET', pattern: /^\/v1\/sessions$/, handler: sessions },
   { method: 'GET', pattern: new RegExp(`^/v1/sessions/${ID}/replay$`), handler: replay },
 ];

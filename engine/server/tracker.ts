@@ -122,10 +122,11 @@ export class TrackedCall {
         this.push('display', JSON.stringify(ev));
       } else if (ev.type === 'lagged') {
         this.push('lagged', JSON.stringify(ev));
-      } else {
+      } else if (ev.type === 'completed') {
         this.finish(ev.result);
         return;
       }
+      // A progress event is not an SSE event (yet): the streams' final counts are in the result.
     }
     // Unreachable while the hub keeps its promise of a terminal event; never leave subscribers hanging.
     this.finish(await this.handle.result);

@@ -9,6 +9,7 @@ import {
   errorCodeSchema,
   outputDeclarationSchema,
   PROTOCOL_VERSION,
+  previewModeSchema,
   terminalResultSchema,
   toolIsolationSchema,
 } from './shapes.js';
@@ -21,6 +22,7 @@ export const callRequestSchema = z.strictObject({
   args: z.unknown().default({}),
   session: z.string().min(1).optional(),
   timeoutMs: z.number().int().positive().optional(),
+  preview: previewModeSchema.optional(),
 });
 
 /** `POST /v1/calls` response (202). */
@@ -42,6 +44,26 @@ export const cancelRequestSchema = z.strictObject({ reason: z.string().max(1000)
 export const cancelResponseSchema = z.object({
   callId: z.string(),
   status: z.union([z.literal('cancelling'), callStatusSchema]),
+});
+
+/** `GET /v1/search` query: the strings of `Engine.search`'s arguments. */
+export const searchQuerySchema = z.strictObject({
+  filePath: z.string().min(1),
+  pattern: z.string().min(1),
+  regex: z.enum(['true', 'false']).optional(),
+  ignoreCase: z.enum(['true', 'false']).optional(),
+  context: z
+    .string()
+    .regex(/^[0-9]{1,15}$/)
+    .optional(),
+  limit: z
+    .string()
+    .regex(/^[0-9]{1,15}$/)
+    .optional(),
+  offset: z
+    .string()
+    .regex(/^[0-9]{1,15}$/)
+    .optional(),
 });
 
 /** `GET /v1/read` query parameters (decimal strings). */
@@ -72,6 +94,7 @@ export const toolSummarySchema = z.object({
   output: outputDeclarationSchema,
   selfPaginating: z.boolean(),
   isolation: toolIsolationSchema,
+  preview: previewModeSchema.optional(),
   argsSchema: z.unknown(),
 });
 

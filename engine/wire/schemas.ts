@@ -22,6 +22,7 @@
 
 import type { BatchResult } from '../batch/batch.js';
 import type { ReadResult } from '../engine-read.js';
+import type { SearchResult } from '../engine-search.js';
 import type { SerializedError } from '../protocol/errors.js';
 import type {
   CallTask,
@@ -45,6 +46,7 @@ import {
   infoResponseSchema,
   readQuerySchema,
   replayedSessionSchema,
+  searchQuerySchema,
   type sessionSummarySchema,
   sessionsResponseSchema,
   toolsResponseSchema,
@@ -66,6 +68,7 @@ import {
   outputDeclarationSchema,
   outputRefSchema,
   readPageSchema,
+  searchResultSchema,
   serializedErrorSchema,
   sessionRevertRecordSchema,
   spillRefSchema,
@@ -109,6 +112,7 @@ export const WIRE_SCHEMAS: Readonly<Record<string, WireSchemaEntry>> = {
   LaggedEvent: { schema: laggedEventSchema, description: 'A subscriber fell behind.', io: 'output' },
   SubscriptionEvent: { schema: subscriptionEventSchema, description: 'What a subscription yields.', io: 'output' },
   ReadPage: { schema: readPageSchema, description: 'One page of a read.', io: 'output' },
+  SearchResult: { schema: searchResultSchema, description: 'One page of a search.', io: 'output' },
   Task: { schema: taskSchema, description: 'A worker task (piscina).', io: 'output' },
   DescribeResult: { schema: describeResultSchema, description: 'What a describe task returns.', io: 'output' },
   WorkerMessage: { schema: workerMessageSchema, description: 'Worker → engine message.', io: 'output' },
@@ -124,6 +128,7 @@ export const WIRE_SCHEMAS: Readonly<Record<string, WireSchemaEntry>> = {
   CancelRequest: { schema: cancelRequestSchema, description: 'HTTP: POST /v1/calls/:id/cancel body.', io: 'input' },
   CancelResponse: { schema: cancelResponseSchema, description: 'HTTP: cancel response.', io: 'output' },
   ReadQuery: { schema: readQuerySchema, description: 'HTTP: GET /v1/read query.', io: 'input' },
+  SearchQuery: { schema: searchQuerySchema, description: 'HTTP: GET /v1/search query.', io: 'input' },
   ErrorBody: { schema: errorBodySchema, description: 'HTTP: error response body.', io: 'output' },
   ToolsResponse: { schema: toolsResponseSchema, description: 'HTTP: GET /v1/tools.', io: 'output' },
   SessionsResponse: { schema: sessionsResponseSchema, description: 'HTTP: GET /v1/sessions.', io: 'output' },
@@ -150,6 +155,7 @@ export type WireTypeChecks = {
   batchResult: Same<z.infer<typeof batchResultSchema>, BatchResult>;
   callEvent: Same<z.infer<typeof callEventSchema>, CallEvent>;
   readPage: Same<z.infer<typeof readPageSchema>, ReadResult>;
+  searchResult: Same<z.infer<typeof searchResultSchema>, SearchResult>;
   describeTask: Same<z.infer<typeof describeTaskSchema>, DescribeTask>;
   callTask: Same<z.infer<typeof callTaskSchema>, CallTask>;
   toolDescription: Same<z.infer<typeof toolDescriptionSchema>, ToolDescription>;
@@ -168,6 +174,7 @@ const typeChecks: { [K in keyof WireTypeChecks]: WireTypeChecks[K] } = {
   batchResult: true,
   callEvent: true,
   readPage: true,
+  searchResult: true,
   describeTask: true,
   callTask: true,
   toolDescription: true,

@@ -1,6 +1,12 @@
 import { ERROR_CODES } from '../protocol/errors.js';
 import { MAX_CHUNK_BYTES, wireCompletionSchema } from '../protocol/messages.js';
-import { isStreamName, MAX_STREAM_NAME_BYTES, MAX_STREAMS } from '../protocol/streams.js';
+import {
+  isStreamName,
+  MAX_STREAM_NAME_BYTES,
+  MAX_STREAMS,
+  PREVIEW_MODES,
+  type PreviewMode,
+} from '../protocol/streams.js';
 import { z } from '../protocol/zod.js';
 import { completedRecordSchema, revertRecordSchema, startedRecordSchema } from '../sessions/records.js';
 
@@ -30,6 +36,9 @@ export const streamNameSchema = z
   .string()
   .regex(new RegExp(`^(?!\\.\\.?$)[A-Za-z0-9._-]{1,${MAX_STREAM_NAME_BYTES}}$`))
   .refine(isStreamName, { message: 'not a valid stream name' });
+
+/** A preview mode: `head` or `head+tail`. */
+export const previewModeSchema = z.enum(PREVIEW_MODES as [PreviewMode, ...PreviewMode[]]);
 
 /** A tool's output declaration. */
 export const outputDeclarationSchema = z.discriminatedUnion('kind', [
@@ -108,7 +117,7 @@ export const batchResultSchema = z.object({
   resumed: z.literal(true).optional(),
 });
 
-/** A live event of a call: started, display delta, completed (always last). */
+/** A live event of a call: started, display delta, progress, completed (always last). */
 export const callEventSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('started'),
@@ -118,6 +127,12 @@ export const callEventSchema = z.discriminatedUnion('type', [
     at: isoTime,
   }),
   z.object({ type: z.literal('display'), callId: z.string(), text: z.string() }),
+  z.object({
+    type: z.literal('progress'),
+    callId: z.string(),
+    elapsedMs: count,
+    streams: z.array(z.object({ name: z.string(), bytes: count, lines: count })).max(MAX_STREAMS),
+  }),
   z.object({ type: z.literal('completed'), callId: z.string(), result: terminalResultSchema }),
 ]);
 
@@ -137,6 +152,25 @@ export const readPageSchema = z.object({
   nextByteOffset: count.nullable(),
   lossy: z.boolean(),
   attachments: z.array(attachmentSchema).optional(),
+});
+
+/** One line of a search page: zero-based `line` (a read offset), the text, match or context. */
+export const searchLineSchema = z.object({
+  line: count,
+  text: z.string(),
+  match: z.boolean(),
+  cut: count.optional(),
+});
+
+/** A search page: `Engine.search`, `sluice grep --json`, `GET /v1/search`. */
+export const searchResultSchema = z.object({
+  content: z.string(),
+  lines: z.array(searchLineSchema),
+  matches: count,
+  offset: count,
+  totalLines: count,
+  nextOffset: count.nullable(),
+  longLines: count,
 });
 
 // ── Worker ↔ engine ─────────────────────────────────────────────────────────
@@ -169,6 +203,7 @@ export const toolDescriptionSchema = z.object({
   output: outputDeclarationSchema,
   selfPaginating: z.boolean(),
   isolation: toolIsolationSchema,
+  preview: previewModeSchema.optional(),
   argsSchema: z.unknown(),
 });
 

@@ -82,7 +82,7 @@ describe('reading the streams of a bash call through read', () => {
     expect(hint.offset).toBeLessThan(n);
 
     // Following the hint: the preview's whole lines, then the stream from the offset, page by page.
-    const preview = r.model.slice('[stdout]\n'.length, r.model.indexOf('[Truncated.'));
+    const preview = r.model.slice('[stdout]\n'.length, r.model.indexOf('[Truncated:'));
     const whole = preview.slice(0, preview.lastIndexOf('\n') + 1);
     const h = new Hasher();
     h.update(whole);

@@ -25,7 +25,7 @@ describe('read is the only result-reading tool', () => {
   it('the registry lists exactly the built-ins bash and read, and read has only filePath, offset, limit, byteOffset', async () => {
     const { engine } = await openFixture();
     const tools = engine.tools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['bash', 'read']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['bash', 'grep', 'read']);
     expect(tools.every((t) => t.source === 'builtin')).toBe(true);
     const read = tools.find((t) => t.name === 'read');
     expect(read).toMatchObject({ selfPaginating: true, output: { kind: 'single' } });
@@ -43,11 +43,11 @@ describe('read is the only result-reading tool', () => {
   it('truncation hints point only at read with an artifact URI', async () => {
     const { engine } = await openFixture();
     const r = await engine.run('bash', { command: 'seq 1 30000; seq 1 30000 >&2' });
-    const hints = r.model.split('\n').filter((l) => l.startsWith('[Truncated.'));
+    const hints = r.model.split('\n').filter((l) => l.startsWith('[Truncated:'));
     expect(hints).toHaveLength(2);
     for (const h of hints)
       expect(h).toMatch(
-        /^\[Truncated\. Read more: read\(filePath="artifact:\/\/[0-9a-f]{64}\/std(out|err)", offset=\d+\)\]$/,
+        /^\[Truncated: [^\]]*\. Read more: read\(filePath="artifact:\/\/[0-9a-f]{64}\/std(out|err)", offset=\d+\)\]$/,
       );
     for (const name of FORBIDDEN) expect(r.model.toLowerCase()).not.toContain(name.toLowerCase());
   });

@@ -30,8 +30,23 @@ describe('live events', () => {
     expect(events[0]).toMatchObject({ type: 'started', callId: handle.callId, tool: 'script-streams' });
     const last = events.at(-1);
     expect(last).toMatchObject({ type: 'completed', callId: handle.callId });
-    const middle = events.slice(1, -1);
+    // Progress events interleave (at most one per 250 ms while output flows); the display deltas are the rest.
+    const middle = events.slice(1, -1).filter((e) => e.type !== 'progress');
     expect(middle.every((e) => e.type === 'display')).toBe(true);
+    const progress = events.filter((e) => e.type === 'progress');
+    // The first chunk always reports at once; counts only grow and never pass what was published.
+    expect(progress.length).toBeGreaterThanOrEqual(1);
+    let before = -1;
+    for (const p of progress) {
+      if (p.type !== 'progress') continue;
+      expect(p).toMatchObject({ callId: handle.callId });
+      expect(p.streams.map((st) => st.name)).toEqual(['results', 'diagnostics']);
+      const bytes = p.streams[0]?.bytes ?? 0;
+      expect(bytes).toBeGreaterThanOrEqual(Math.max(before, 1));
+      expect(bytes).toBeLessThanOrEqual(9);
+      expect(p.elapsedMs).toBeGreaterThanOrEqual(0);
+      before = bytes;
+    }
     // Deltas may be coalesced while waiting for credit, never reordered or lost.
     expect(middle.map((e) => (e.type === 'display' ? e.text : '')).join('')).toBe(displays.join(''));
 

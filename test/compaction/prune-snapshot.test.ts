@@ -273,7 +273,7 @@ describe('filesystem reads and look-alikes in the retry snapshot', () => {
     result('f3', page('1\t127.0.0.1 localhost\n')),
     call('f4', 'read', { filePath: ` artifact://${D1}` }),
     result('f4', badArgs('no such file')),
-    call('g1', 'grep', { filePath: `artifact://${D1}`, pattern: 'TODO' }),
+    call('g1', 'find_text', { filePath: `artifact://${D1}`, pattern: 'TODO' }),
     result('g1', { model: '3: TODO\n', output: singleRef('3: TODO\n') }),
     call('x1', 'read', { path: `artifact://${D1}` }),
     result('x1', badArgs('filePath is required')),
@@ -321,7 +321,7 @@ ${pageMarker('1\t127.0.0.1 localhost\n')}
 ${noArtifact('[Status: failed. EBADARGS: no such file.]\n')}
 [error] EBADARGS: no such file
 
-[tool call g1: grep]
+[tool call g1: find_text]
 {"filePath":"artifact://${D1}","pattern":"TODO"}
 
 [tool result g1: success]

@@ -49,7 +49,7 @@ const filePath = fc.oneof(
 
 type CallSpec = { tool: string; filePath: string; asString: boolean; output: OutputRef | null; extras: boolean };
 const callSpec: fc.Arbitrary<CallSpec> = fc.record({
-  tool: fc.constantFrom('read', 'read', 'bash', 'grep'),
+  tool: fc.constantFrom('read', 'read', 'bash', 'grep', 'find_text'),
   filePath,
   asString: fc.boolean(),
   output: outputRef,
@@ -73,7 +73,7 @@ function build(turns: Array<{ kind: 'user' | 'assistant' } | ({ kind: 'call' } &
     const callId = `call_${i}`;
     const args = { filePath: t.filePath, offset: i };
     h.push({ type: 'tool_call', callId, tool: t.tool, args: t.asString ? JSON.stringify(args) : args });
-    if (t.tool === 'read' && /^artifact:/i.test(t.filePath)) artifactReads.add(callId);
+    if ((t.tool === 'read' || t.tool === 'grep') && /^artifact:/i.test(t.filePath)) artifactReads.add(callId);
     h.push({
       type: 'tool_result',
       callId,

@@ -12,7 +12,7 @@ import { bigDigest, cleanup, finish, openEngine, openMcpEngine, RAW_SERVER, serv
 afterEach(cleanup);
 
 const MB = 1_000_000;
-const HINT = /\[Truncated\. Read more: read\(filePath="artifact:\/\/([0-9a-f]{64})", offset=(\d+)\)\]/;
+const HINT = /\[Truncated: [^\]]*\. Read more: read\(filePath="artifact:\/\/([0-9a-f]{64})", offset=(\d+)\)\]/;
 
 describe('MCP tool registration', () => {
   it('registers each server tool as <server>.<tool> with the server description and JSON schema', async () => {

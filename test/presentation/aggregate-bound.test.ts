@@ -14,23 +14,22 @@ import {
 } from '../../engine/presentation/model-view.js';
 import { DEFAULT_TOOL_OUTPUT_OPTIONS } from '../../engine/presentation/options.js';
 import { PreviewBuilder, previewFromString } from '../../engine/presentation/preview.js';
-import { byteLength, expectRoundTrip, utf8 } from './support.js';
+import { byteLength, expectRoundTrip, totalsOf, utf8 } from './support.js';
 
 const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
 const MANIFEST = sha('manifest of 16');
 const defaults = DEFAULT_TOOL_OUTPUT_OPTIONS;
 
 /*
- * Worst-case bytes a stream block adds to its preview with maxLines 2000:
- *   heading "[" + 64-byte name + "]\n"                                      67
- *   inserted "\n" before the hint                                             1
- *   '[Truncated. Read more: read(filePath="'                                 38
- *   "artifact://" + 64 hex + "/" + 64-byte name                             140
- *   '", offset=' + 4 digits + ")]" + "\n"                                    17
- *                                                                   block  263
- * 16 blocks + 15 separating newlines = 4223; (262144 - 4223) / 16 = 16120.
+ * Worst-case bytes a stream block adds to its preview: the heading with a
+ * 64-byte name (67), then an inserted "\n", the widest hint (every count at
+ * 2^53 - 1 digits, head+tail ranges, a cut line, the omitted middle and the
+ * total, the URI with a 64-byte name) with its "\n", the tail marker line and
+ * the "\n" inserted after the tail: 551 bytes. 16 blocks + 15 separating
+ * newlines = 8831; (262144 - 8831) / 16 = 15832.
  */
-const SHARE_OF_16 = 16120;
+const SHARE_OF_16 = 15832;
+const WIDEST = Number.MAX_SAFE_INTEGER;
 
 describe('per-stream limits under the aggregate bound', () => {
   it('leaves the configured limits alone when the bound is not reached', () => {
@@ -44,19 +43,19 @@ describe('per-stream limits under the aggregate bound', () => {
   });
 
   it('gives a single output the bound minus its newline and hint line', () => {
-    // "\n" + '[Truncated. Read more: read(filePath="' + "artifact://" + 64 hex + '", offset=' + 4 + ")]\n" = 131
-    expect(singlePreviewBudget({ ...defaults, maxModelBytes: 1000 })).toEqual({ maxLines: 2000, maxBytes: 869 });
+    // "\n" + the widest hint for a bare URI, its tail marker and their newlines: 419 bytes.
+    expect(singlePreviewBudget({ ...defaults, maxModelBytes: 1000 })).toEqual({ maxLines: 2000, maxBytes: 581 });
   });
 
   it('dispatches on the declaration', () => {
-    expect(previewBudget({ kind: 'single' }, { ...defaults, maxModelBytes: 1000 }).maxBytes).toBe(869);
+    expect(previewBudget({ kind: 'single' }, { ...defaults, maxModelBytes: 1000 }).maxBytes).toBe(581);
     const names = Array.from({ length: 16 }, (_, i) => `s${i}`);
     expect(previewBudget({ kind: 'streams', streams: names }, defaults).maxBytes).toBe(SHARE_OF_16);
   });
 
   it('reports ERESOURCELIMIT when even one character per stream does not fit', () => {
     const min = minModelViewBytes(16, 2000);
-    expect(min).toBe(4223 + 16 * MIN_STREAM_PREVIEW_BYTES);
+    expect(min).toBe(8831 + 16 * MIN_STREAM_PREVIEW_BYTES);
     expect(streamPreviewBudget(16, { ...defaults, maxModelBytes: min }).maxBytes).toBe(MIN_STREAM_PREVIEW_BYTES);
     expect(() => streamPreviewBudget(16, { ...defaults, maxModelBytes: min - 1 })).toThrow(
       expect.objectContaining({ code: 'ERESOURCELIMIT' }),
@@ -91,7 +90,7 @@ describe('16 streams with 64-byte names whose limits add up past the bound', () 
         const b = new PreviewBuilder(limits.maxLines, limits.maxBytes);
         for (let pos = 0; pos < bytes.length; pos += 64 * 1024) b.push(bytes.subarray(pos, pos + 64 * 1024));
         expect(b.allocatedBytes).toBeLessThanOrEqual(limits.maxBytes);
-        return { name, preview: b.finish(bytes.length) };
+        return { name, preview: b.finish(bytes.length), total: totalsOf(bytes) };
       }),
     };
     const rendered = renderBoundedModelView(view, defaults.maxModelBytes);
@@ -101,7 +100,7 @@ describe('16 streams with 64-byte names whose limits add up past the bound', () 
       expect(s.preview.bytes).toBeLessThanOrEqual(SHARE_OF_16);
       expect(s.preview.bytes).toBeGreaterThan(SHARE_OF_16 - 4);
       expect(rendered).toContain(
-        `[Truncated. Read more: read(filePath="artifact://${MANIFEST}/${s.name}", offset=${s.preview.offset})]\n`,
+        `. Read more: read(filePath="artifact://${MANIFEST}/${s.name}", offset=${s.preview.offset})]\n`,
       );
       expectRoundTrip(contentOf(i), s.preview);
     }
@@ -111,7 +110,11 @@ describe('16 streams with 64-byte names whose limits add up past the bound', () 
     const view: OutputView = {
       kind: 'streams',
       manifest: MANIFEST,
-      streams: names.map((name, i) => ({ name, preview: previewFromString(contentOf(i), 2000, 51200) })),
+      streams: names.map((name, i) => ({
+        name,
+        preview: previewFromString(contentOf(i), 2000, 51200),
+        total: totalsOf(contentOf(i)),
+      })),
     };
     expect(byteLength(renderModelView(view))).toBeGreaterThan(defaults.maxModelBytes);
     expect(() => renderBoundedModelView(view, defaults.maxModelBytes)).toThrow(
@@ -120,22 +123,25 @@ describe('16 streams with 64-byte names whose limits add up past the bound', () 
   });
 });
 
-describe('the worst case meets the bound exactly', () => {
-  it('16 streams, 64-byte names, 4-digit offsets and cut last lines fill the bound to the byte', () => {
+describe('the worst case stays within the bound', () => {
+  it('16 streams, 64-byte names, the widest counts, cut head lines and tails fill at most the bound', () => {
     const names = Array.from({ length: 16 }, (_, i) => `${String(i).padStart(2, '0')}${'w'.repeat(62)}`);
     const maxModelBytes = minModelViewBytes(16, 9999) - 16 * MIN_STREAM_PREVIEW_BYTES + 16 * 5000;
     const limits = streamPreviewBudget(16, { maxLines: 9999, maxBytes: 51200, maxModelBytes });
     expect(limits).toEqual({ maxLines: 9999, maxBytes: 5000 });
-    // 4999 newlines then a line the byte limit cuts: offset 4999 and an inserted newline before the hint.
-    const content = `${'\n'.repeat(4999)}${'x'.repeat(100)}`;
+    // A head of 2499 newlines and a cut line, a tail without its final newline: 5000 bytes in all.
+    const head = previewFromString(`${'\n'.repeat(2499)}${'x'.repeat(3000)}`, limits.maxLines, 2500);
+    const tail = { text: 'y'.repeat(2500), startLine: WIDEST - 1, omittedBytes: WIDEST };
     const view: OutputView = {
       kind: 'streams',
       manifest: MANIFEST,
-      streams: names.map((name) => ({ name, preview: previewFromString(content, limits.maxLines, limits.maxBytes) })),
+      streams: names.map((name) => ({ name, preview: head, total: { bytes: WIDEST, lines: WIDEST }, tail })),
     };
     const rendered = renderBoundedModelView(view, maxModelBytes);
-    expect(view.streams[0]?.preview).toMatchObject({ bytes: 5000, offset: 4999, truncated: true });
-    expect(byteLength(rendered)).toBe(maxModelBytes);
+    expect(head).toMatchObject({ bytes: 2500, offset: 2499, truncated: true });
+    expect(byteLength(rendered)).toBeLessThanOrEqual(maxModelBytes);
+    // The only slack is the digits the head's own counts (2499, 2500, 3000) do not use.
+    expect(maxModelBytes - byteLength(rendered)).toBeLessThan(16 * 100);
   });
 });
 
@@ -173,6 +179,7 @@ describe('the aggregate bound holds for any declaration, names, limits and conte
             streams: entries.map(([name, c]) => ({
               name,
               preview: previewFromString(c, limits.maxLines, limits.maxBytes),
+              total: totalsOf(c),
             })),
           };
           const rendered = renderBoundedModelView(view, maxModelBytes);
@@ -186,11 +193,16 @@ describe('the aggregate bound holds for any declaration, names, limits and conte
 
   it('holds for single output too', () => {
     fc.assert(
-      fc.property(contentArb, fc.integer({ min: 1, max: 99_999 }), fc.integer({ min: 140, max: 2000 }), (c, l, b) => {
+      fc.property(contentArb, fc.integer({ min: 1, max: 99_999 }), fc.integer({ min: 430, max: 2000 }), (c, l, b) => {
         const opts = { maxLines: l, maxBytes: 10_000, maxModelBytes: b };
         const limits = singlePreviewBudget(opts);
         const rendered = renderBoundedModelView(
-          { kind: 'single', digest: MANIFEST, preview: previewFromString(c, limits.maxLines, limits.maxBytes) },
+          {
+            kind: 'single',
+            digest: MANIFEST,
+            preview: previewFromString(c, limits.maxLines, limits.maxBytes),
+            total: totalsOf(c),
+          },
           b,
         );
         expect(byteLength(rendered)).toBeLessThanOrEqual(b);

@@ -10,10 +10,10 @@ import { type Preview, PreviewBuilder } from '../../engine/presentation/preview.
 import { encodeManifest } from '../../store/manifest.js';
 import type { Store } from '../../store/store.js';
 import { tempStore } from '../store/helpers.js';
-import { utf8 } from './support.js';
+import { totalsOf, utf8 } from './support.js';
 
 const HINT =
-  /^\[Truncated\. Read more: read\(filePath="(artifact:\/\/[0-9a-f]{64}(?:\/[A-Za-z0-9._-]+)?)", offset=(\d+)\)\]$/;
+  /^\[Truncated: [^\]]*\. Read more: read\(filePath="(artifact:\/\/[0-9a-f]{64}(?:\/[A-Za-z0-9._-]+)?)", offset=(\d+)\)\]$/;
 
 function previewOf(content: string, maxLines: number, maxBytes: number): Preview {
   const bytes = utf8(content);
@@ -67,7 +67,7 @@ describe('read hints followed through the store', () => {
     for (const [label, content, maxLines, maxBytes] of CASES) {
       const blob = await store.publishBytes(content);
       const preview = previewOf(content, maxLines, maxBytes);
-      const rendered = renderModelView({ kind: 'single', digest: blob.digest, preview });
+      const rendered = renderModelView({ kind: 'single', digest: blob.digest, preview, total: totalsOf(content) });
       const hints = hintsOf(rendered);
       expect(hints, label).toEqual([{ uri: `artifact://${blob.digest}`, offset: preview.offset }]);
       const [hint] = hints as [{ uri: string; offset: number }];
@@ -92,7 +92,11 @@ describe('read hints followed through the store', () => {
       const view: OutputView = {
         kind: 'streams',
         manifest: manifest.digest,
-        streams: streams.map((s) => ({ name: s.name, preview: previewOf(s.content, maxLines, maxBytes) })),
+        streams: streams.map((s) => ({
+          name: s.name,
+          preview: previewOf(s.content, maxLines, maxBytes),
+          total: totalsOf(s.content),
+        })),
       };
       const rendered = renderModelView(view);
       const hints = hintsOf(rendered);

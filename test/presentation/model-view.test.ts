@@ -1,22 +1,31 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { type OutputView, readHint, renderModelView } from '../../engine/presentation/model-view.js';
-import { previewFromString } from '../../engine/presentation/preview.js';
-import { expectRoundTrip, linesOf } from './support.js';
+import { type OutputView, readHint, renderModelView, tailMarker } from '../../engine/presentation/model-view.js';
+import { type Preview, previewFromString } from '../../engine/presentation/preview.js';
+import { expectRoundTrip, linesOf, totalsOf } from './support.js';
 
 const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
 const OUT = sha('single output');
 const MANIFEST = sha('manifest');
 
 function single(content: string, maxLines: number, maxBytes: number): OutputView {
-  return { kind: 'single', digest: OUT, preview: previewFromString(content, maxLines, maxBytes) };
+  return {
+    kind: 'single',
+    digest: OUT,
+    preview: previewFromString(content, maxLines, maxBytes),
+    total: totalsOf(content),
+  };
 }
 
 function streams(entries: Array<[name: string, content: string]>, maxLines: number, maxBytes: number): OutputView {
   return {
     kind: 'streams',
     manifest: MANIFEST,
-    streams: entries.map(([name, content]) => ({ name, preview: previewFromString(content, maxLines, maxBytes) })),
+    streams: entries.map(([name, content]) => ({
+      name,
+      preview: previewFromString(content, maxLines, maxBytes),
+      total: totalsOf(content),
+    })),
   };
 }
 
@@ -35,17 +44,21 @@ describe('model view of single output', () => {
 
   it('adds the hint line with the bare artifact URI after a preview ending in a newline', () => {
     const view = renderModelView(single('l1\nl2\nl3\nl4\n', 2, 100));
-    expect(view).toBe(`l1\nl2\n[Truncated. Read more: read(filePath="artifact://${OUT}", offset=2)]\n`);
+    expect(view).toBe(
+      `l1\nl2\n[Truncated: lines 1-2 of 4 shown (12 bytes total). Read more: read(filePath="artifact://${OUT}", offset=2)]\n`,
+    );
   });
 
   it('puts the hint on its own line after a cut line, and its offset re-reads that line', () => {
     const view = renderModelView(single('l1\nlong line two\nl3\n', 10, 8));
-    expect(view).toBe(`l1\nlong \n[Truncated. Read more: read(filePath="artifact://${OUT}", offset=1)]\n`);
+    expect(view).toBe(
+      `l1\nlong \n[Truncated: line 1 of 3 shown, line 2 cut after 5 bytes (20 bytes total). Read more: read(filePath="artifact://${OUT}", offset=1)]\n`,
+    );
   });
 
   it('shows only the hint when not even the first character fits', () => {
     expect(renderModelView(single('😀', 10, 3))).toBe(
-      `[Truncated. Read more: read(filePath="artifact://${OUT}", offset=0)]\n`,
+      `[Truncated: 0 lines of 1 shown (4 bytes total). Read more: read(filePath="artifact://${OUT}", offset=0)]\n`,
     );
   });
 });
@@ -80,7 +93,7 @@ describe('model view of named streams', () => {
     expect(view).toBe(
       '[stdout]\n' +
         'line 1\nline 2\n' +
-        `[Truncated. Read more: read(filePath="artifact://${MANIFEST}/stdout", offset=2)]\n` +
+        `[Truncated: lines 1-2 of 4 shown (28 bytes total). Read more: read(filePath="artifact://${MANIFEST}/stdout", offset=2)]\n` +
         '\n' +
         '[stderr]\n' +
         'one warning\n',
@@ -100,9 +113,9 @@ describe('model view of named streams', () => {
     );
     expect(view).toBe(
       '[results]\nno ne\n' +
-        `[Truncated. Read more: read(filePath="artifact://${MANIFEST}/results", offset=0)]\n` +
+        `[Truncated: 0 lines of 1 shown, line 1 cut after 5 bytes (17 bytes total). Read more: read(filePath="artifact://${MANIFEST}/results", offset=0)]\n` +
         '\n[diagnostics]\nabcde\n' +
-        `[Truncated. Read more: read(filePath="artifact://${MANIFEST}/diagnostics", offset=0)]\n`,
+        `[Truncated: 0 lines of 1 shown, line 1 cut after 5 bytes (10 bytes total). Read more: read(filePath="artifact://${MANIFEST}/diagnostics", offset=0)]\n`,
     );
     const fits = renderModelView(streams([['results', 'no newline at end']], 10, 100));
     expect(fits).toBe('[results]\nno newline at end\n');
@@ -143,13 +156,15 @@ describe('model view of named streams', () => {
 
   it('renders a truncated stream whose preview is empty as heading and hint', () => {
     const view = renderModelView(streams([['out', '😀😀']], 10, 2));
-    expect(view).toBe(`[out]\n[Truncated. Read more: read(filePath="artifact://${MANIFEST}/out", offset=0)]\n`);
+    expect(view).toBe(
+      `[out]\n[Truncated: 0 lines of 1 shown (8 bytes total). Read more: read(filePath="artifact://${MANIFEST}/out", offset=0)]\n`,
+    );
   });
 });
 
 describe('model view hints are truthful', () => {
   const HINT =
-    /^\[Truncated\. Read more: read\(filePath="artifact:\/\/([0-9a-f]{64})(?:\/([^"]+))?", offset=(\d+)\)\]$/;
+    /^\[Truncated: [^\]]*\. Read more: read\(filePath="artifact:\/\/([0-9a-f]{64})(?:\/([^"]+))?", offset=(\d+)\)\]$/;
 
   it('every hint offset, read back from the stream, continues exactly where the preview stopped', () => {
     const contents: Record<string, string> = {
@@ -172,10 +187,11 @@ describe('model view hints are truthful', () => {
         streams: Object.entries(contents).map(([name, c]) => ({
           name,
           preview: previewFromString(c, maxLines, maxBytes),
+          total: totalsOf(c),
         })),
       };
       const rendered = renderModelView(view);
-      const hints = rendered.split('\n').filter((l) => l.startsWith('[Truncated.'));
+      const hints = rendered.split('\n').filter((l) => l.startsWith('[Truncated:'));
       const truncated = view.streams.filter((s) => s.preview.truncated);
       expect(hints).toHaveLength(truncated.length);
       for (const hint of hints) {
@@ -194,10 +210,35 @@ describe('model view hints are truthful', () => {
     }
   });
 
-  it('formats the hint exactly', () => {
-    expect(readHint(`artifact://${OUT}`, 17)).toBe(
-      `[Truncated. Read more: read(filePath="artifact://${OUT}", offset=17)]`,
+  const lines = (n: number, rest = ''): Preview => ({
+    text: 'x\n'.repeat(n) + rest,
+    bytes: 2 * n + rest.length,
+    lines: n + (rest ? 1 : 0),
+    truncated: true,
+    offset: n,
+  });
+
+  it('states the totals of a line-cut stream, the read call exactly as the spec writes it', () => {
+    expect(readHint(`artifact://${MANIFEST}/stdout`, lines(2000), { bytes: 588800, lines: 100000 })).toBe(
+      `[Truncated: lines 1-2000 of 100000 shown (575.0 KiB total). Read more: read(filePath="artifact://${MANIFEST}/stdout", offset=2000)]`,
     );
+  });
+
+  it('states the cut line and the totals of a byte-cut stream', () => {
+    expect(readHint(`artifact://${OUT}`, lines(1, 'bcd'), { bytes: 3 * 1024 * 1024, lines: 10 })).toBe(
+      `[Truncated: line 1 of 10 shown, line 2 cut after 3 bytes (3.0 MiB total). Read more: read(filePath="artifact://${OUT}", offset=1)]`,
+    );
+    expect(readHint(`artifact://${OUT}`, lines(0, 'b'), { bytes: 70000, lines: 1 })).toBe(
+      `[Truncated: 0 lines of 1 shown, line 1 cut after 1 byte (68.3 KiB total). Read more: read(filePath="artifact://${OUT}", offset=0)]`,
+    );
+  });
+
+  it('names the omitted middle of a head+tail preview, and the tail marker gives its zero-based start', () => {
+    const tail = { text: 'end\n', startLine: 99000, omittedBytes: 560000 };
+    expect(readHint(`artifact://${OUT}`, lines(1000), { bytes: 588800, lines: 100000 }, tail)).toBe(
+      `[Truncated: lines 1-1000 and 99001-100000 of 100000 shown; lines 1001-99000 (546.8 KiB) omitted (575.0 KiB total). Read more: read(filePath="artifact://${OUT}", offset=1000)]`,
+    );
+    expect(tailMarker(99000)).toBe('[Tail: from offset=99000 to the end]');
   });
 });
 
@@ -206,11 +247,15 @@ describe('model view input validation', () => {
 
   it('rejects a digest that is not 64 lowercase hex with EBADURI', () => {
     for (const digest of ['abc', OUT.toUpperCase(), `${OUT}0`, `sha256/${OUT}`]) {
-      expect(() => renderModelView({ kind: 'single', digest, preview: p })).toThrow(
+      expect(() => renderModelView({ kind: 'single', digest, preview: p, total: totalsOf('x') })).toThrow(
         expect.objectContaining({ code: 'EBADURI' }),
       );
       expect(() =>
-        renderModelView({ kind: 'streams', manifest: digest, streams: [{ name: 'a', preview: p }] }),
+        renderModelView({
+          kind: 'streams',
+          manifest: digest,
+          streams: [{ name: 'a', preview: p, total: totalsOf('x') }],
+        }),
       ).toThrow(expect.objectContaining({ code: 'EBADURI' }));
     }
   });
@@ -220,7 +265,7 @@ describe('model view input validation', () => {
       const view: OutputView = {
         kind: 'streams',
         manifest: MANIFEST,
-        streams: names.map((name) => ({ name, preview: p })),
+        streams: names.map((name) => ({ name, preview: p, total: totalsOf('x') })),
       };
       expect(() => renderModelView(view)).toThrow(expect.objectContaining({ code: 'EBADDECL' }));
     }

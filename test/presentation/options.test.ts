@@ -8,7 +8,7 @@ import {
 
 describe('toolOutput options', () => {
   it('defaults to 2000 lines, 51200 bytes per stream and a 256 KiB model view', () => {
-    const expected = { maxLines: 2000, maxBytes: 51200, maxModelBytes: 262144 };
+    const expected = { maxLines: 2000, maxBytes: 51200, maxModelBytes: 262144, tailShare: 0.5 };
     expect(parseToolOutputOptions(undefined)).toEqual(expected);
     expect(parseToolOutputOptions({})).toEqual(expected);
     expect(DEFAULT_TOOL_OUTPUT_OPTIONS).toEqual(expected);
@@ -16,12 +16,36 @@ describe('toolOutput options', () => {
   });
 
   it('fills in the options not given', () => {
-    expect(parseToolOutputOptions({ maxLines: 10 })).toEqual({ maxLines: 10, maxBytes: 51200, maxModelBytes: 262144 });
+    expect(parseToolOutputOptions({ maxLines: 10 })).toEqual({
+      maxLines: 10,
+      maxBytes: 51200,
+      maxModelBytes: 262144,
+      tailShare: 0.5,
+    });
     expect(parseToolOutputOptions({ maxBytes: 1, maxModelBytes: 1_000_000 })).toEqual({
       maxLines: 2000,
       maxBytes: 1,
       maxModelBytes: 1_000_000,
+      tailShare: 0.5,
     });
+  });
+
+  it('takes a preview mode and a tail share, and rejects others with EBADOPTION quoting them', () => {
+    expect(parseToolOutputOptions({ preview: 'head+tail', tailShare: 0.25 })).toMatchObject({
+      preview: 'head+tail',
+      tailShare: 0.25,
+    });
+    expect(() => parseToolOutputOptions({ preview: 'tail' })).toThrow(
+      'toolOutput.preview must be one of "head", "head+tail", got "tail"',
+    );
+    for (const bad of [0, 1, -0.5, '0.5']) {
+      expect(() => parseToolOutputOptions({ tailShare: bad })).toThrow(
+        expect.objectContaining({
+          code: 'EBADOPTION',
+          details: expect.objectContaining({ option: 'toolOutput.tailShare' }),
+        }),
+      );
+    }
   });
 
   it('rejects values that are not positive integers with EBADOPTION, quoting the value', () => {

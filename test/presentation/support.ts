@@ -3,10 +3,18 @@
  * the line rule as a list of lines, and the read-back round trip.
  */
 import { expect } from 'vitest';
+import type { StreamTotals } from '../../engine/presentation/model-view.js';
 import { type Preview, PreviewBuilder, previewFromString } from '../../engine/presentation/preview.js';
+import { linesOfString } from '../../store/lines.js';
 
 export const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
 export const byteLength = (s: string): number => Buffer.byteLength(s, 'utf8');
+
+/** The totals every hint states, for a stream given whole. */
+export function totalsOf(content: string | Uint8Array): StreamTotals {
+  const bytes = typeof content === 'string' ? utf8(content) : content;
+  return { bytes: bytes.length, lines: linesOfString(Buffer.from(bytes).toString('latin1')) };
+}
 
 /** Pushes `content` into a builder in chunks of `chunkBytes` bytes (cut anywhere, even inside a code point). */
 export function buildPreview(

@@ -54,7 +54,7 @@ describe('endpoints', () => {
     expect(res.status).toBe(200);
     const { tools } = toolsResponseSchema.parse(await json(res));
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
-    expect(Object.keys(byName).sort()).toEqual(['bash', 'read', 'script-streams']);
+    expect(Object.keys(byName).sort()).toEqual(['bash', 'grep', 'read', 'script-streams']);
     expect(byName.bash).toMatchObject({
       source: 'builtin',
       output: { kind: 'streams', streams: ['stdout', 'stderr'] },

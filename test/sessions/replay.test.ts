@@ -84,7 +84,7 @@ describe('replay', () => {
       expect(call.result).toEqual(r);
     }
     expect(replayed.calls[0]?.args).toEqual({ command: 'seq 1 40; echo warn >&2' });
-    expect(live[0]?.model).toContain('[Truncated. Read more: read(filePath="artifact://');
+    expect(live[0]?.model).toContain('. Read more: read(filePath="artifact://');
     await expectStoreClean(engine);
   });
 

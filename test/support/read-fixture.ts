@@ -92,9 +92,9 @@ export function seqDigest(n: number): { digest: string; bytes: number } {
   return { digest: h.digest(), bytes: h.bytes };
 }
 
-/** The `[Truncated. Read more: read(filePath="…", offset=N)]` hints of a model view. */
+/** The `[Truncated: … Read more: read(filePath="…", offset=N)]` hints of a model view. */
 export function hintsOf(model: string): Array<{ uri: string; offset: number }> {
-  const re = /\[Truncated\. Read more: read\(filePath="(artifact:\/\/[^"]+)", offset=(\d+)\)\]/g;
+  const re = /\[Truncated: [^\]]*\. Read more: read\(filePath="(artifact:\/\/[^"]+)", offset=(\d+)\)\]/g;
   return [...model.matchAll(re)].map((m) => ({ uri: m[1] as string, offset: Number(m[2]) }));
 }
 

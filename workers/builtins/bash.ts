@@ -18,9 +18,10 @@ import { BadArgumentsError, serializeError, TimeoutError, ToolFailedError } from
 import { MAX_TIMER_MS } from '../../engine/protocol/limits.js';
 import { complete, defineTool, handOver, z } from '../tool.js';
 
-/** Live display: the first bytes of output verbatim, then a progress line at most this often. */
+/** Live display: the first whole lines of output verbatim (up to 4 KiB), then the newest line at most this often. */
 const PROGRESS_EVERY_MS = 500;
 const VERBATIM_DISPLAY_BYTES = 4096;
+const LATEST_LINE_BYTES = 512;
 /** After SIGTERM on cancellation, SIGKILL follows this much later. */
 const KILL_AFTER_MS = 500;
 /** After bash exits, how long its pipes may take to reach end of file before the group is killed. */
@@ -78,7 +79,7 @@ function spawnError(err: unknown, command: string, cwd: string): Error {
 export default defineTool({
   name: 'bash',
   description:
-    'Runs a bash command. Its stdout and stderr are captured as separate streams; long output is truncated in the view with a read hint for the rest.',
+    'Runs a bash command. Its stdout and stderr are captured as separate streams; long output shows its first and last lines, with a read hint for the omitted middle.',
   args: z.object({
     command: z.string().min(1).describe('The command, run as bash -c <command>'),
     timeout: z
@@ -91,6 +92,8 @@ export default defineTool({
     cwd: z.string().min(1).optional().describe('Working directory (default: the engine working directory)'),
   }),
   output: ['stdout', 'stderr'],
+  // A build or test run prints its verdict last: the tail is what a head-only preview would hide.
+  preview: 'head+tail',
   prepare(args, ctx) {
     return { kind: 'process.spawn', command: args.command, cwd: args.cwd ?? ctx.cwd };
   },
@@ -128,18 +131,23 @@ export default defineTool({
     let lastProgress = Date.now();
     const show = (chunk: Buffer) => {
       if (shown < VERBATIM_DISPLAY_BYTES) {
-        const part = chunk.subarray(0, VERBATIM_DISPLAY_BYTES - shown);
-        shown += part.length;
-        ctx.display(shownText.write(part));
-        if (shown >= VERBATIM_DISPLAY_BYTES) ctx.display('\n…\n');
+        // Whole lines only: a line cut by the budget would look like real output (`104` of `1040`).
+        const room = chunk.subarray(0, VERBATIM_DISPLAY_BYTES - shown);
+        const cut = room.length < chunk.length ? room.lastIndexOf(0x0a) + 1 : room.length;
+        shown = cut === room.length ? shown + cut : VERBATIM_DISPLAY_BYTES;
+        if (cut > 0) ctx.display(shownText.write(room.subarray(0, cut)));
+        if (shown >= VERBATIM_DISPLAY_BYTES) ctx.display('…\n');
         return;
       }
       const now = Date.now();
       if (now - lastProgress >= PROGRESS_EVERY_MS) {
         lastProgress = now;
-        ctx.display(
-          `… stdout ${fmtBytes(out.bytes)}, stderr ${fmtBytes(err.bytes)}, ${((now - started) / 1000).toFixed(1)} s\n`,
-        );
+        // The newest complete line (the engine's progress events carry the byte counts).
+        const end = chunk.lastIndexOf(0x0a);
+        if (end === -1) return;
+        const start = chunk.lastIndexOf(0x0a, end - 1) + 1;
+        const line = chunk.subarray(start, Math.min(end, start + LATEST_LINE_BYTES)).toString('utf8');
+        ctx.display(`${line}${end - start > LATEST_LINE_BYTES ? '…' : ''}\n`);
       }
     };
     // The meters' listeners start the pipes flowing: no await between here and the pipelines below.

@@ -1,0 +1,141 @@
+/**
+ * Search inside a large artifact (issue 20): a 1 GiB artifact generated on the
+ * fly and streamed into the store, searched for a literal and for a regular
+ * expression (`store/search.ts`, the pass the built-in `grep` runs), each
+ * timed against `grep -c` of the same bytes (the blob file itself) in the
+ * same run, with the process's RSS growth during the search. Medians over
+ * several runs, all after a first read has verified the blob and warmed the
+ * page cache.
+ *
+ *   SLUICE_BENCH_SEARCH_BYTES (default 1 GiB), SLUICE_BENCH_SEARCH_RUNS (default 3)
+ */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { searchArtifact } from '../store/search.js';
+import { Store } from '../store/store.js';
+import { envInt, median, report, tempDir, withPeakRss } from './util.js';
+
+const BYTES = envInt('SLUICE_BENCH_SEARCH_BYTES', 1024 ** 3);
+const RUNS = envInt('SLUICE_BENCH_SEARCH_RUNS', 3);
+const CHUNK = 1024 * 1024;
+/** Targets: a literal search within 10x grep -c, a regex within 15x; growth below 64 MiB (the artifact is 1 GiB). */
+const LITERAL_RATIO = 10;
+const REGEX_RATIO = 15;
+const GROWTH_BOUND = 64 * 1024 * 1024;
+
+function line(i: number): string {
+  const hit = i % 9973 === 17 ? ' error[E0425]: cannot find value' : '';
+  return `${i} ${'compiling crate lorem ipsum dolor sit amet é€ '.slice(0, 20 + (i % 41))}${hit}\n`;
+}
+
+async function build(store: Store): Promise<{ digest: string; bytes: number; lines: number }> {
+  const w = store.writer();
+  let written = 0;
+  let i = 0;
+  while (written < BYTES) {
+    const parts: string[] = [];
+    let size = 0;
+    while (size < CHUNK) {
+      const l = line(i++);
+      parts.push(l);
+      size += l.length + 3;
+    }
+    const buf = Buffer.from(parts.join(''), 'utf8');
+    written += buf.length;
+    await w.write(buf);
+  }
+  return w.commit();
+}
+
+/** Milliseconds of `grep -c <args> <file>` and its count. */
+function grepCount(args: string[], file: string): { ms: number; count: number } {
+  const a = performance.now();
+  const r = spawnSync('grep', ['-c', ...args, file], { encoding: 'utf8' });
+  return { ms: performance.now() - a, count: Number(r.stdout.trim()) };
+}
+
+/** Every page of a search, followed to the end: its time, match count and peak RSS growth. */
+async function searchAll(store: Store, uri: string, pattern: string, regex: boolean) {
+  const a = performance.now();
+  const { value, peakGrowth } = await withPeakRss(async () => {
+    let matches = 0;
+    let offset: number | null = 0;
+    while (offset !== null) {
+      const page = await searchArtifact(store, uri, { pattern, regex, limit: 1000, offset });
+      matches += page.matches;
+      offset = page.nextOffset;
+    }
+    return matches;
+  });
+  return { ms: performance.now() - a, matches: value, peakGrowth };
+}
+
+async function main(): Promise<void> {
+  const tmp = tempDir('sluice-bench-search-');
+  try {
+    const dir = join(tmp.dir, 'store');
+    const blob = await build(await Store.open(dir));
+    const store = await Store.open(dir);
+    const uri = `artifact://${blob.digest}`;
+    const file = store.layout.blobPath(blob.digest);
+    await store.readPage(uri, { limit: 1 });
+    const figures: Record<string, { searchMs: number; grepMs: number; ratio: number; growth: number; same: boolean }> =
+      {};
+    for (const [name, pattern, regex, grepArgs] of [
+      ['literal', 'error[E0425]', false, ['-F', 'error[E0425]']],
+      ['regex', 'error\\[E\\d+\\]: cannot', true, ['-E', 'error\\[E[0-9]+\\]: cannot']],
+    ] as const) {
+      const ours: number[] = [];
+      const theirs: number[] = [];
+      let growth = 0;
+      let same = true;
+      grepCount([...grepArgs], file);
+      for (let i = 0; i < RUNS; i++) {
+        global.gc?.();
+        const s = await searchAll(store, uri, pattern, regex);
+        const g = grepCount([...grepArgs], file);
+        ours.push(s.ms);
+        theirs.push(g.ms);
+        growth = Math.max(growth, s.peakGrowth);
+        same &&= s.matches === g.count;
+      }
+      const searchMs = median(ours);
+      const grepMs = median(theirs);
+      figures[name] = {
+        searchMs: Math.round(searchMs),
+        grepMs: Math.round(grepMs),
+        ratio: Math.round((searchMs / grepMs) * 100) / 100,
+        growth,
+        same,
+      };
+    }
+    const lit = figures.literal as NonNullable<(typeof figures)['literal']>;
+    const re = figures.regex as NonNullable<(typeof figures)['regex']>;
+    report({
+      bench: 'search',
+      bytes: blob.bytes,
+      totalLines: blob.lines,
+      runs: RUNS,
+      literalSearchMs: lit.searchMs,
+      literalGrepCountMs: lit.grepMs,
+      literalRatio: lit.ratio,
+      regexSearchMs: re.searchMs,
+      regexGrepCountMs: re.grepMs,
+      regexRatio: re.ratio,
+      literalRssGrowthBytes: lit.growth,
+      regexRssGrowthBytes: re.growth,
+      sameCounts: lit.same && re.same,
+      target: `literal <= ${LITERAL_RATIO}x grep -c, regex <= ${REGEX_RATIO}x grep -c, RSS growth < ${GROWTH_BOUND / 1024 / 1024} MiB, counts equal to grep -c`,
+      pass:
+        lit.same &&
+        re.same &&
+        lit.ratio <= LITERAL_RATIO &&
+        re.ratio <= REGEX_RATIO &&
+        Math.max(lit.growth, re.growth) < GROWTH_BOUND,
+    });
+  } finally {
+    tmp.remove();
+  }
+}
+
+await main();

@@ -1,0 +1,379 @@
+/**
+ * Searching a stored artifact, like `grep -n` but with zero-based line
+ * numbers (each one a `read` offset): one sequential pass over the blob in
+ * 1 MiB reads, counting lines as it goes (no second pass for line numbers),
+ * holding only the current read, the line being crossed (at most 1 MiB of
+ * it), a few context lines and the page of results. A continuation starts
+ * at its `offset` through the line index, not by rescanning from the start.
+ *
+ * A literal, case-sensitive pattern is searched in the bytes (memchr-fast);
+ * a regular expression or a case-insensitive search runs on each read's
+ * text. Either way a match is reported once per line, and a regular
+ * expression only matches within one line (as grep's do).
+ */
+import { BadArgumentsError, IntegrityError } from '../engine/protocol/errors.js';
+import { openVerifiedBlob, type VerifiedBlob } from './integrity.js';
+import { lineStartByte, MAX_PAGE_BYTES, resolveArtifact } from './pages.js';
+import { byteScanner, countLf, textScanner } from './search-scanners.js';
+import type { Store } from './store.js';
+
+/** Most matches in one page. */
+export const MAX_SEARCH_LIMIT = 1000;
+/** Matches in a page unless asked otherwise. */
+export const DEFAULT_SEARCH_LIMIT = 100;
+/** Most context lines on each side of a match. */
+export const MAX_SEARCH_CONTEXT = 10;
+export { MAX_SHOWN_LINE_BYTES } from './search-scanners.js';
+/** A line is searched on its first this many bytes; longer lines are counted in `longLines`. */
+export const SEARCH_LINE_WINDOW = 1024 * 1024;
+const READ_BYTES = 1024 * 1024;
+const LF = 0x0a;
+
+/** What to search for, and which page of results. */
+export interface SearchOptions {
+  /** The text to find (a regular expression with `regex`). Non-empty. */
+  pattern: string;
+  /** Treat `pattern` as a JavaScript regular expression. @default false */
+  regex?: boolean;
+  /** Ignore letter case. @default false */
+  ignoreCase?: boolean;
+  /** Lines of context before and after each match, 0 to 10. @default 0 */
+  context?: number;
+  /** Most matches in the page, 1 to 1000. @default 100 */
+  limit?: number;
+  /** Zero-based line to start searching at (a page's `nextOffset`). @default 0 */
+  offset?: number;
+  /** Stops the pass between reads (the error is the signal's reason). */
+  signal?: AbortSignal;
+}
+
+/** One line of a result page. */
+export interface SearchLine {
+  /** Zero-based line number: `read(offset=line)` reads it. */
+  line: number;
+  /** The line's text without its `\n`, cut after {@link MAX_SHOWN_LINE_BYTES} (then `cut` is its full size). */
+  text: string;
+  /** True for a matching line, false for a context line. */
+  match: boolean;
+  /** When the shown text was cut: the line's stored size in bytes. */
+  cut?: number;
+}
+
+/** One page of search results. */
+export interface SearchPage {
+  /** Matching and context lines in order; a gap between them is a `--` in the text form. */
+  lines: SearchLine[];
+  /** Matching lines in the page. */
+  matches: number;
+  /** The context asked for (groups are separated by `--` only with context, as in grep). */
+  context: number;
+  /** Lines in the whole artifact or stream. */
+  totalLines: number;
+  /** Where the next page starts (pass it as `offset`), or null when the search reached the end. */
+  nextOffset: number | null;
+  /** Lines longer than {@link SEARCH_LINE_WINDOW} that were searched only on their first part. */
+  longLines: number;
+  /** The digest in the URI (the manifest's, for a stream URI). */
+  digest: string;
+  /** The stream, for a stream URI. */
+  stream?: string;
+}
+
+function count(name: string, v: number | undefined, min: number, max: number, dflt: number): number {
+  if (v === undefined) return dflt;
+  if (!Number.isSafeInteger(v) || v < min || v > max) {
+    throw new BadArgumentsError(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(v)}`, {
+      [name]: v,
+    });
+  }
+  return v;
+}
+
+function compile(opts: SearchOptions): { needle?: Buffer; re?: RegExp; line?: RegExp } {
+  if (typeof opts.pattern !== 'string' || opts.pattern.length === 0) {
+    throw new BadArgumentsError('pattern must be a non-empty string', { pattern: String(opts.pattern) });
+  }
+  if (!opts.regex && !opts.ignoreCase) {
+    if (opts.pattern.includes('\n'))
+      throw new BadArgumentsError('a pattern cannot contain a newline (lines are searched one by one)');
+    return { needle: Buffer.from(opts.pattern, 'utf8') };
+  }
+  const source = opts.regex ? opts.pattern : opts.pattern.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  const flags = `u${opts.ignoreCase ? 'i' : ''}`;
+  try {
+    // `m` on the whole read, so ^ and $ find line starts and ends; each candidate is then tested on its line alone.
+    return { re: new RegExp(source, `gm${flags}`), line: new RegExp(source, flags) };
+  } catch (err) {
+    throw new BadArgumentsError(`pattern is not a valid regular expression: ${(err as Error).message}`, {
+      pattern: opts.pattern,
+    });
+  }
+}
+
+/** Collects the page: context bookkeeping, gaps, the match limit and the page's byte bound. */
+class Page {
+  readonly lines: SearchLine[] = [];
+  matches = 0;
+  bytes = 0;
+  /** Last line number emitted, -1 before any. */
+  last = -1;
+  /** Context lines still owed after the last match. */
+  after = 0;
+  /** Set when the page is full: the line the next page starts at. */
+  stopAt: number | undefined;
+  /** The last `context` lines seen before the current read, for before-context across reads. */
+  before: SearchLine[] = [];
+
+  constructor(
+    readonly context: number,
+    readonly limit: number,
+  ) {}
+
+  private cost(l: SearchLine): number {
+    return Buffer.byteLength(l.text, 'utf8') + String(l.line).length + 40;
+  }
+
+  /** Adds a line; false (and `stopAt` set) when it does not fit the byte bound. */
+  push(l: SearchLine): boolean {
+    if (l.line <= this.last) return true;
+    const c = this.cost(l);
+    if (this.bytes + c > MAX_PAGE_BYTES) {
+      this.stopAt = l.line;
+      return false;
+    }
+    this.bytes += c;
+    this.lines.push(l);
+    this.last = l.line;
+    if (l.match) this.matches++;
+    return true;
+  }
+
+  get full(): boolean {
+    return this.stopAt !== undefined;
+  }
+}
+
+/**
+ * Searches the artifact at `uri` (a bare or stream URI). EBADURI, ENOTFOUND,
+ * EINTEGRITY, ENOTMANIFEST, EUNKNOWNSTREAM as for a read; EBADARGS for bad
+ * options (an empty pattern, an invalid regular expression, a count out of
+ * range). Memory: O(1 MiB read + 1 MiB line window + the page), whatever the
+ * artifact's size.
+ */
+export async function searchArtifact(store: Store, uri: string, opts: SearchOptions): Promise<SearchPage> {
+  const context = count('context', opts.context, 0, MAX_SEARCH_CONTEXT, 0);
+  const limit = count('limit', opts.limit, 1, MAX_SEARCH_LIMIT, DEFAULT_SEARCH_LIMIT);
+  const offset = count('offset', opts.offset, 0, Number.MAX_SAFE_INTEGER, 0);
+  const matcher = compile(opts);
+  const target = await resolveArtifact(store, uri);
+  const blob = await openVerifiedBlob(store, target.blob);
+  try {
+    if (target.expectedBytes !== undefined && blob.bytes !== target.expectedBytes) {
+      throw new IntegrityError(
+        `artifact ${target.blob} has ${blob.bytes} bytes but its manifest records ${target.expectedBytes}`,
+        { digest: target.blob, bytes: blob.bytes, expected: target.expectedBytes },
+      );
+    }
+    const page = new Page(context, limit);
+    let longLines = 0;
+    let nextOffset: number | null = null;
+    if (offset < blob.lines) {
+      const r = await scan(store, blob, offset, matcher, page, opts.signal);
+      longLines = r.longLines;
+      nextOffset = r.nextOffset;
+    }
+    return {
+      lines: page.lines,
+      matches: page.matches,
+      context,
+      totalLines: blob.lines,
+      nextOffset,
+      longLines,
+      digest: target.digest,
+      ...(target.stream === undefined ? {} : { stream: target.stream }),
+    };
+  } finally {
+    await blob.close();
+  }
+}
+
+async function scan(
+  store: Store,
+  blob: VerifiedBlob,
+  offset: number,
+  m: { needle?: Buffer; re?: RegExp; line?: RegExp },
+  page: Page,
+  signal: AbortSignal | undefined,
+): Promise<{ longLines: number; nextOffset: number | null }> {
+  // One buffer for the whole pass: the unfinished line carried over, then the next read after it.
+  const buf = Buffer.allocUnsafe(SEARCH_LINE_WINDOW + READ_BYTES);
+  let position = await lineStartByte(store, blob, offset);
+  let line = offset;
+  let carried = 0;
+  /** Inside a line longer than the window: its first part was searched, skip to its end. */
+  let skipping = false;
+  let longLines = 0;
+  for (;;) {
+    signal?.throwIfAborted();
+    const { bytesRead } = await blob.handle.read(buf, carried, READ_BYTES, position);
+    position += bytesRead;
+    const end = carried + bytesRead;
+    const atEof = bytesRead === 0 || position >= blob.bytes;
+    let start = 0;
+    if (skipping) {
+      const nl = buf.indexOf(LF, carried);
+      if (nl === -1 || nl >= end) {
+        if (atEof) return { longLines, nextOffset: null };
+        carried = 0;
+        continue;
+      }
+      skipping = false;
+      start = nl + 1;
+      line++;
+    }
+    const lastNl = buf.lastIndexOf(LF, end - 1);
+    // Complete lines: up to the last newline, or everything at the end of the blob.
+    const complete = atEof ? end : lastNl >= start ? lastNl + 1 : start;
+    if (complete > start) {
+      const chunk = buf.subarray(start, complete);
+      const r = searchChunk(chunk, line, m, page);
+      if (page.full || (page.matches >= page.limit && page.after === 0)) {
+        return { longLines, nextOffset: nextAfter(page, r.lines + line, blob.lines) };
+      }
+      line += r.lines;
+    }
+    if (atEof) return { longLines, nextOffset: null };
+    const rest = end - complete;
+    if (rest >= SEARCH_LINE_WINDOW) {
+      // A line longer than the window: search its first part alone, then skip the rest of it.
+      longLines++;
+      const part = buf.subarray(complete, complete + SEARCH_LINE_WINDOW);
+      searchChunk(part, line, m, page, true);
+      if (page.full || (page.matches >= page.limit && page.after === 0)) {
+        return { longLines, nextOffset: nextAfter(page, line + 1, blob.lines) };
+      }
+      skipping = true;
+      carried = 0;
+      continue;
+    }
+    buf.copy(buf, 0, complete, end);
+    carried = rest;
+  }
+}
+
+/** The next page's offset once this one is full: past the last match, or where the byte bound stopped it. */
+function nextAfter(page: Page, scanned: number, total: number): number | null {
+  const lastMatch = [...page.lines].reverse().find((l) => l.match);
+  const next = page.stopAt ?? (lastMatch ? lastMatch.line + 1 : scanned);
+  return next < total ? next : null;
+}
+
+/**
+ * Searches the complete lines of `chunk`, whose first line is `base`;
+ * returns how many lines it held. `partial`: the chunk is the first part of
+ * one long line (no newline in it).
+ */
+function searchChunk(
+  chunk: Buffer,
+  base: number,
+  m: { needle?: Buffer; re?: RegExp; line?: RegExp },
+  page: Page,
+  partial = false,
+): { lines: number } {
+  const text = m.needle ? undefined : chunk.toString('utf8');
+  const s = m.needle
+    ? byteScanner(chunk, chunk.length, m.needle)
+    : textScanner(text as string, m.re as RegExp, m.line as RegExp);
+  const endsWithLf = chunk[chunk.length - 1] === LF;
+  // Line bookkeeping: the line holding position `cursor` is `cursorLine`.
+  let cursor = 0;
+  let cursorLine = base;
+  const lineAt = (pos: number): number => {
+    cursorLine += s.newlines(cursor, pos);
+    cursor = pos;
+    return cursorLine;
+  };
+  // Lines in the chunk: the cursor goes on counting from the last match, so each byte is counted once.
+  const lines = (): { lines: number } => {
+    if (partial) return { lines: 1 };
+    if (m.needle) return { lines: lineAt(s.length) - base + (endsWithLf ? 0 : 1) };
+    // Text positions are UTF-16 units; count the rest on the bytes instead of walking the string.
+    return { lines: countLf(chunk, 0, chunk.length) + (endsWithLf ? 0 : 1) };
+  };
+  const lineBounds = (pos: number): { start: number; end: number } => {
+    const p = s.prev(pos);
+    const n = partial ? -1 : s.next(pos);
+    return { start: p + 1, end: n === -1 ? s.length : n };
+  };
+  const shown = (n: number, start: number, end: number, match: boolean): SearchLine => {
+    const t = s.text(start, end);
+    return { line: n, text: t.text, match, ...(t.cut !== undefined ? { cut: t.cut } : {}) };
+  };
+  // After-context owed from the previous read, then the matches of this one.
+  let from = 0;
+  let lineNo = base;
+  const emitAfter = (): boolean => {
+    while (page.after > 0 && from < s.length) {
+      const b = lineBounds(from);
+      const isMatch = s.matchLine(b.start, b.end);
+      if (isMatch && page.matches >= page.limit) {
+        page.after = 0;
+        return false;
+      }
+      if (!page.push(shown(lineNo, b.start, b.end, isMatch))) return false;
+      page.after = isMatch ? page.context : page.after - 1;
+      from = b.end + 1;
+      lineNo++;
+      cursor = from;
+      cursorLine = lineNo;
+    }
+    return true;
+  };
+  if (!emitAfter()) return lines();
+  while (!page.full && page.matches < page.limit) {
+    const at = s.find(from);
+    if (at === -1) break;
+    const b = lineBounds(at);
+    const n = lineAt(b.start);
+    if (!s.test(b.start, b.end)) {
+      from = b.end + 1;
+      continue;
+    }
+    // Before-context: lines in this read, then those carried from the previous one.
+    const ctx: SearchLine[] = [];
+    let ls = b.start;
+    for (let k = 1; k <= page.context && n - k > page.last; k++) {
+      if (ls > 0) {
+        const p = s.prev(ls - 1);
+        ctx.unshift(shown(n - k, p + 1, ls - 1, false));
+        ls = p + 1;
+      } else {
+        const carried = page.before.find((l) => l.line === n - k);
+        if (carried) ctx.unshift(carried);
+      }
+    }
+    for (const c of ctx) if (!page.push(c)) return lines();
+    if (!page.push(shown(n, b.start, b.end, true))) return lines();
+    page.after = page.context;
+    from = b.end + 1;
+    lineNo = n + 1;
+    cursor = from;
+    cursorLine = lineNo;
+    if (!emitAfter()) return lines();
+  }
+  // Keep the last lines of this read for the before-context of a match early in the next.
+  if (page.context > 0 && !partial) {
+    const keep: SearchLine[] = [];
+    const total = lines().lines;
+    let e = s.length;
+    if (endsWithLf) e = s.length - 1;
+    for (let k = 0; k < page.context && e >= 0; k++) {
+      const p = s.prev(e);
+      keep.unshift(shown(base + total - 1 - k, p + 1, e, false));
+      if (p < 0) break;
+      e = p;
+    }
+    page.before = [...page.before, ...keep].slice(-page.context);
+  }
+  return lines();
+}
