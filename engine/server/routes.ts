@@ -131,6 +131,13 @@ function parseCount(what: string, value: string | undefined, max = Number.MAX_SA
   return n;
 }
 
+/** A `true`/`false` query value (absent: false), or a 400. */
+function parseFlag(what: string, value: string | undefined): boolean {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  throw new HttpError(new BadArgumentsError(`${what} must be true or false, got ${JSON.stringify(value)}`));
+}
+
 function onlyParams(url: URL, allowed: string[], what: string): Record<string, string> {
   const q = queryObject(url);
   for (const k of Object.keys(q)) {
@@ -223,7 +230,8 @@ const getCall: Handler = async (ctx, _req, res, [id], url) => {
 };
 
 const events: Handler = async (ctx, req, res, [id], url) => {
-  const q = onlyParams(url, ['lastEventId'], 'GET /v1/calls/:id/events');
+  const q = onlyParams(url, ['lastEventId', 'progress'], 'GET /v1/calls/:id/events');
+  const progress = parseFlag('progress', q.progress);
   const call = lookup(ctx, id as string);
   const header = req.headers['last-event-id'];
   const lastEventId = parseCount('Last-Event-ID', typeof header === 'string' ? header.trim() : q.lastEventId) ?? 0;
@@ -241,7 +249,7 @@ const events: Handler = async (ctx, req, res, [id], url) => {
       ),
     );
   }
-  const stream = streamCallEvents(call, req, res, { lastEventId, heartbeatMs: ctx.heartbeatMs });
+  const stream = streamCallEvents(call, req, res, { lastEventId, heartbeatMs: ctx.heartbeatMs, progress });
   ctx.streams.add(stream);
   try {
     await stream;

@@ -34,6 +34,8 @@ export interface StreamOptions {
   lastEventId: number;
   /** Milliseconds between keep-alive comments while nothing else is sent. */
   heartbeatMs: number;
+  /** Also send the call's progress events (unnumbered; see TrackedCall.progressHub). */
+  progress?: boolean;
 }
 
 /**
@@ -49,7 +51,11 @@ export async function streamCallEvents(
 ): Promise<void> {
   // Subscribe before reading the buffer: every frame is then in one or the other (or both, deduplicated by id).
   const sub = call.hub.subscribe();
-  const onClose = () => void sub.return?.();
+  const progress = options.progress ? call.progressHub.subscribe() : undefined;
+  const onClose = () => {
+    void sub.return?.();
+    void progress?.return?.();
+  };
   res.on('close', onClose);
   req.socket.setNoDelay(true);
   res.writeHead(200, SSE_HEADERS);
@@ -79,16 +85,33 @@ export async function streamCallEvents(
     return write(f.text);
   };
 
+  /** Set once `completed` is written: nothing may follow it. */
+  let ended = false;
+  /** Writes progress frames as they come, between numbered ones (each write is a whole frame). */
+  const pumpProgress = async (): Promise<void> => {
+    if (!progress) return;
+    const first = call.latestProgress;
+    if (first !== undefined && !ended && !(await write(first))) return;
+    for await (const text of progress) {
+      // The hub's lagged markers: missed progress is superseded by the next one.
+      if (typeof text !== 'string') continue;
+      if (ended || !(await write(text))) return;
+    }
+  };
+
+  let progressDone: Promise<void> | undefined;
   try {
     if (!(await write(`retry: ${RETRY_MS}\n\n`))) return;
     for (const f of call.framesAfter(sent)) {
       if (!(await emit(f))) return;
     }
+    progressDone = pumpProgress();
     for await (const item of sub) {
       // The hub's own lagged markers carry no id; the gap they leave is reported by emit() from the ids.
       if (!('id' in item)) continue;
+      if (item.event === 'completed') ended = true;
       if (!(await emit(item))) return;
-      if (item.event === 'completed') break;
+      if (ended) break;
     }
     await new Promise<void>((resolve) => {
       if (res.destroyed) return resolve();
@@ -96,8 +119,11 @@ export async function streamCallEvents(
       res.end(resolve);
     });
   } finally {
+    ended = true;
     clearInterval(heartbeat);
     res.off('close', onClose);
     await sub.return?.();
+    await progress?.return?.();
+    await progressDone;
   }
 }

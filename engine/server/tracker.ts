@@ -18,7 +18,7 @@ import { EventHub } from '../events/hub.js';
 import type { CallStatus, TerminalResult } from '../result.js';
 
 /** The event names of the SSE stream. */
-export type SseEventName = 'started' | 'display' | 'lagged' | 'completed';
+export type SseEventName = 'started' | 'display' | 'progress' | 'lagged' | 'completed';
 
 /** One numbered event, rendered once as its SSE frame and shared by every connection. */
 export interface Frame {
@@ -47,6 +47,9 @@ export interface TrackerLimits {
   retainMs: number;
 }
 
+/** Progress frames a connection may have queued: only the newest matters, so a few are plenty. */
+const PROGRESS_QUEUE = 4;
+
 /** An SSE frame; `data` must be one line (JSON.stringify output is). */
 export function sseFrame(id: number | undefined, event: SseEventName, data: string): string {
   return `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${data}\n\n`;
@@ -60,6 +63,16 @@ export class TrackedCall {
   readonly handle: CallHandle;
   /** Numbered frames for live subscribers; closed with the terminal frame. */
   readonly hub: EventHub<Frame>;
+  /**
+   * Progress frames, for the connections that asked for them: unnumbered
+   * (no `id:`, so they never move a client's Last-Event-ID), never kept for
+   * resume, and in a hub of their own, so they take no room in the queue of
+   * a connection that did not ask. Each supersedes the one before; a
+   * connection that lags on them just misses some. Closed with the call.
+   */
+  readonly progressHub: EventHub<string>;
+  /** The newest progress frame while the call runs (what a connection asking for progress gets first). */
+  latestProgress: string | undefined;
   /** Resolves once the terminal frame exists (the result is final and recorded). */
   readonly done: Promise<void>;
   /** ISO time of the `started` event (or of tracking, until it arrives). */
@@ -81,6 +94,7 @@ export class TrackedCall {
     this.handle = handle;
     this.limits = limits;
     this.hub = new EventHub<Frame>({ queueLimit: limits.subscriberQueue });
+    this.progressHub = new EventHub<string>({ queueLimit: PROGRESS_QUEUE });
     // Subscribed before this constructor returns, so `started` (published a microtask later) is seen.
     const events = handle.events();
     // pump() cannot fail (a subscription never throws, a result never rejects); done must never reject either.
@@ -122,11 +136,13 @@ export class TrackedCall {
         this.push('display', JSON.stringify(ev));
       } else if (ev.type === 'lagged') {
         this.push('lagged', JSON.stringify(ev));
+      } else if (ev.type === 'progress') {
+        this.latestProgress = sseFrame(undefined, 'progress', JSON.stringify(ev));
+        this.progressHub.publish(this.latestProgress);
       } else if (ev.type === 'completed') {
         this.finish(ev.result);
         return;
       }
-      // A progress event is not an SSE event (yet): the streams' final counts are in the result.
     }
     // Unreachable while the hub keeps its promise of a terminal event; never leave subscribers hanging.
     this.finish(await this.handle.result);
@@ -167,6 +183,8 @@ export class TrackedCall {
     // The frame ends with the data, its closing brace, then the blank line.
     this.resultSpan = [start, this.terminalFrame.text.length - 3];
     this.finishedAt = Date.now();
+    this.latestProgress = undefined;
+    this.progressHub.end();
     this.hub.close(this.terminalFrame);
   }
 }

@@ -5,9 +5,20 @@
  * `lagged`, many subscribers seeing the same terminal event, cancellation
  * over HTTP, and keep-alive comments.
  */
+import { promises as fsp } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { subscriptionEventSchema, terminalResultSchema } from '../../engine/wire/schemas.js';
-import { cleanup, expectNoLeaks, ids, readEvents, type SseEvent, startTestServer, type TestServer } from './helpers.js';
+import {
+  cleanup,
+  expectNoLeaks,
+  ids,
+  parseSse,
+  readEvents,
+  type SseEvent,
+  startTestServer,
+  type TestServer,
+} from './helpers.js';
 
 afterEach(cleanup);
 
@@ -177,5 +188,56 @@ describe('server-sent events', () => {
     expect(text).toContain(': keep-alive\n\n');
     await reader.cancel();
     await s.api(`/v1/calls/${id}/cancel`, { method: 'POST' });
+  });
+  it('with ?progress=true, unnumbered progress events (bytes and lines per stream) come between the numbered ones', async () => {
+    const s = await startTestServer();
+    const gate = join(s.dir, 'gate');
+    const id = await s.start('bash', {
+      command: `printf 'one\\n'; while [ ! -e ${gate} ]; do sleep 0.02; done; printf 'two\\nthree\\n'`,
+    });
+    const plain = events(s, id);
+    const res = await events(s, id, {}, '?progress=true');
+    expect(res.status).toBe(200);
+    const reader = (res.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+    let text = '';
+    // Read until the first progress event (the call waits at the gate meanwhile), then let it finish.
+    while (!/event: progress\n/.test(text)) {
+      const { value, done } = await reader.read();
+      expect(done, 'the stream ended before any progress event').toBe(false);
+      text += value;
+    }
+    await fsp.writeFile(gate, '');
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+    const all = parseSse(text);
+    const progress = all.filter((e) => e.event === 'progress');
+    const numbered = all.filter((e) => e.event !== 'progress');
+    // Progress carries no id (a client's Last-Event-ID never moves on it); the numbered events are as without it.
+    expect(progress.every((e) => e.id === undefined)).toBe(true);
+    expect(ids(numbered)).toEqual(numbered.map((_, i) => i + 1));
+    const without = await readEvents(await plain);
+    expect(without.map((e) => [e.id, e.event])).toEqual(numbered.map((e) => [e.id, e.event]));
+    expect(all.at(-1)?.event).toBe('completed');
+    const result = terminalResultSchema.parse(await (await s.api(`/v1/calls/${id}`)).json());
+    let last = 0;
+    for (const p of parsed(progress)) {
+      if (p.type !== 'progress') throw new Error(`not a progress event: ${p.type}`);
+      expect(p.callId).toBe(id);
+      const stdout = p.streams.find((x) => x.name === 'stdout');
+      expect(stdout).toBeDefined();
+      // Never backwards, never past what was published.
+      expect(stdout?.bytes).toBeGreaterThanOrEqual(last);
+      last = stdout?.bytes ?? 0;
+    }
+    expect(last).toBeGreaterThanOrEqual(4);
+    const published =
+      result.output?.kind === 'streams' ? result.output.streams.find((x) => x.name === 'stdout') : undefined;
+    expect(published?.bytes).toBe(14);
+    expect(last).toBeLessThanOrEqual(14);
+    expect((await s.api(`/v1/calls/${id}/events?progress=maybe`)).status).toBe(400);
+    await expectNoLeaks(s);
   });
 });
