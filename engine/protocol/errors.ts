@@ -36,6 +36,9 @@ export const ERROR_CODES = [
   'ECONTEXTLENGTH',
   'EFITREJECTED',
   'EPROTOCOL',
+  'EBADMETHOD',
+  'EMISSINGDEP',
+  'EUNSUPPORTED',
 ] as const;
 
 /** One of {@link ERROR_CODES}. */
@@ -219,6 +222,25 @@ export class ProtocolError extends SluiceError {
   }
 }
 
+/** An HTTP request whose method the route does not accept (405, with `Allow`). */
+export class BadMethodError extends SluiceError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('EBADMETHOD', message, details);
+  }
+}
+/** An optional dependency a feature needs is not installed; the message gives the install command. */
+export class MissingDependencyError extends SluiceError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('EMISSINGDEP', message, details);
+  }
+}
+/** The platform or Node.js version lacks what sluice needs (bash, POSIX process groups, /proc). */
+export class UnsupportedPlatformError extends SluiceError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('EUNSUPPORTED', message, details);
+  }
+}
+
 type ErrorClass = new (message: string, details?: Record<string, unknown>) => SluiceError;
 
 const CLASSES: Record<ErrorCode, ErrorClass> = {
@@ -249,6 +271,9 @@ const CLASSES: Record<ErrorCode, ErrorClass> = {
   ECONTEXTLENGTH: ContextLengthError,
   EFITREJECTED: FitRejectedError,
   EPROTOCOL: ProtocolError,
+  EBADMETHOD: BadMethodError,
+  EMISSINGDEP: MissingDependencyError,
+  EUNSUPPORTED: UnsupportedPlatformError,
 };
 
 /**
