@@ -12,6 +12,7 @@ export { Call } from './call/call.js';
 export { assertJsonArgs } from './call/json-args.js';
 export { EventHub } from './events/hub.js';
 export { LazySessionLog } from './lazy-session-log.js';
+export { OPTIONAL_DEPENDENCIES, requireOptional } from './optional-dependencies.js';
 export { resolveOptions } from './options.js';
 export { reapOrphans } from './processes/orphans.js';
 export { ProcessGuard } from './processes/process-guard.js';
