@@ -19,6 +19,7 @@ const ALLOWED: readonly RegExp[] = [
   /^dist\/(engine|workers|store)\/([a-z0-9-]+\/)*[a-z0-9-]+\.(js|d\.ts)$/,
   /^docs\/[a-z-]+\.md$/,
   /^docs\/schema\/sluice-protocol\.json$/,
+  /^docs\/schema\/openapi\.json$/,
 ];
 
 /** What must never ship, whatever the patterns above would let through. */
@@ -49,6 +50,7 @@ describe('the published tarball', () => {
     expect(targets.length).toBeGreaterThan(8);
     for (const t of targets) expect(paths.has(t.replace(/^\.\//, '')), t).toBe(true);
     expect(PACKAGE.exports['./schema']).toBe('./docs/schema/sluice-protocol.json');
+    expect(PACKAGE.exports['./openapi']).toBe('./docs/schema/openapi.json');
   });
 
   it('no compiled file points at a source map, since none is shipped', () => {
