@@ -7,6 +7,7 @@
 
 import { collectGarbage, DEFAULT_GC_GRACE_MS, type GcReport } from '../../store/gc/collect.js';
 import { BadArgumentsError } from '../protocol/errors.js';
+import { formatBytes } from '../protocol/units.js';
 import {
   type Command,
   EXIT_OK,
@@ -51,9 +52,9 @@ function parseGrace(value: string | undefined): number {
 function summary(r: GcReport): string {
   const verb = r.dryRun ? 'would remove' : 'removed';
   return [
-    `${r.scanned} blobs scanned: ${r.kept} kept, ${verb} ${r.removed} (${r.bytesFreed} bytes)`,
+    `${r.scanned} blobs scanned: ${r.kept} kept, ${verb} ${r.removed} (${formatBytes(r.bytesFreed)})`,
     `roots ${r.roots}, pinned ${r.pinned}, inside the grace period ${r.young}, restored ${r.restored}`,
-    `temporary files reclaimed ${r.tmpReclaimed} (${r.tmpBytesReclaimed} bytes), pins reclaimed ${r.pinsReclaimed}`,
+    `temporary files reclaimed ${r.tmpReclaimed} (${formatBytes(r.tmpBytesReclaimed)}), pins reclaimed ${r.pinsReclaimed}`,
   ].join('\n');
 }
 

@@ -16,6 +16,7 @@ import { pipeline } from 'node:stream/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { BadArgumentsError, serializeError, TimeoutError, ToolFailedError } from '../../engine/protocol/errors.js';
 import { MAX_TIMER_MS } from '../../engine/protocol/limits.js';
+import { formatBytes } from '../../engine/protocol/units.js';
 import { complete, defineTool, handOver, z } from '../tool.js';
 
 /** Live display: the first bytes of output verbatim, then a progress line at most this often. */
@@ -44,13 +45,6 @@ class Meter {
       handOver(chunk);
     });
   }
-}
-
-function fmtBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  if (n < 1024 ** 3) return `${(n / 1024 ** 2).toFixed(1)} MiB`;
-  return `${(n / 1024 ** 3).toFixed(2)} GiB`;
 }
 
 /**
@@ -138,7 +132,7 @@ export default defineTool({
       if (now - lastProgress >= PROGRESS_EVERY_MS) {
         lastProgress = now;
         ctx.display(
-          `… stdout ${fmtBytes(out.bytes)}, stderr ${fmtBytes(err.bytes)}, ${((now - started) / 1000).toFixed(1)} s\n`,
+          `… stdout ${formatBytes(out.bytes)}, stderr ${formatBytes(err.bytes)}, ${((now - started) / 1000).toFixed(1)} s\n`,
         );
       }
     };
@@ -208,7 +202,7 @@ export default defineTool({
     const how = timedOut ? `timed out after ${args.timeout} ms` : signal ? `killed by ${signal}` : `exit code ${code}`;
     const display = [
       `$ ${args.command}`,
-      `${how} · stdout ${fmtBytes(out.bytes)} · stderr ${fmtBytes(err.bytes)} · ${(durationMs / 1000).toFixed(2)} s`,
+      `${how} · stdout ${formatBytes(out.bytes)} · stderr ${formatBytes(err.bytes)} · ${(durationMs / 1000).toFixed(2)} s`,
     ].join('\n');
     return complete.streamed({
       status: ok ? 'success' : 'failed',
