@@ -38,6 +38,7 @@ import { CallEndpoint, Comlink, installErrorTransfer } from '../protocol/rpc.js'
 import { cutMarker, cutMarkerBytes, detachString, utf8PrefixEnd } from '../protocol/text.js';
 import type { ToolInfo } from '../registry.js';
 import type { CallEvent, CallStatus, FullTextRefs, OutputRef, TerminalResult, TextRef } from '../result.js';
+import { callerAbortError } from './abort-reason.js';
 import { Capture } from './capture.js';
 import { freeChunk } from './free-buffer.js';
 import { FullTexts } from './full-text.js';
@@ -76,7 +77,12 @@ export interface CallSettings {
 export interface CallOptions {
   /** Record the call in this session's event log (`[A-Za-z0-9._-]`, 1 to 128 characters); EBADARGS otherwise. */
   session?: string;
-  /** Aborting it cancels the call (as {@link CallHandle.cancel} does). */
+  /**
+   * Aborting it cancels the call (as {@link CallHandle.cancel} does), keeping
+   * the reason: `abort(new Error('user abort'))` ends it cancelled with
+   * "cancelled by the caller: user abort"; a signal that timed out
+   * (`AbortSignal.timeout(ms)`) fails it with ETIMEOUT, as `timeoutMs` would.
+   */
   signal?: AbortSignal;
   /**
    * Fails the call with ETIMEOUT after this many milliseconds, counted from
@@ -187,7 +193,12 @@ export class Call {
       if (this.port) this.deps.pool.send(this.port, { t: 'rpc', c: this.callId, m });
     });
     if (options.signal) {
-      const onAbort = () => this.cancel('cancelled by the caller');
+      // The caller's reason is kept; a timed-out signal fails the call with ETIMEOUT (abort-reason.ts).
+      const onAbort = () => {
+        const err = callerAbortError(options.signal?.reason);
+        if (err.code === 'ETIMEOUT') this.failWith(err);
+        else this.requestStop(err);
+      };
       if (options.signal.aborted) queueMicrotask(onAbort);
       else options.signal.addEventListener('abort', onAbort, { once: true });
       this.unlinkSignal = () => options.signal?.removeEventListener('abort', onAbort);
