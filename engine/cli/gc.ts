@@ -62,6 +62,8 @@ function summary(r: GcReport): string {
 export const command: Command = {
   summary: 'collect unreferenced blobs older than the grace period; reclaim files of dead processes',
   usage: USAGE,
+  options: OPTIONS,
+  positionals: [],
   async run(argv, ctx) {
     const { values, positionals } = parseCommandLine(argv, OPTIONS, 'gc');
     if (values.help) {

@@ -18,7 +18,9 @@ import {
   EXIT_USAGE,
   forTerminal,
   HELP_OPTION,
+  LIMIT_OPTIONS,
   parseCommandLine,
+  RUN_CONFIG_OPTIONS,
   STORE_OPTION,
   writeOut,
 } from './common.js';
@@ -32,6 +34,7 @@ const CANCELLING: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 const USAGE = `Usage: sluice run <tool> [--args JSON] [--session ID] [--json] [--store DIR]
                   [--config FILE] [--plugin PATH]... [--mcp NAME=COMMAND]...
+                  [--max-lines N] [--max-bytes N] [--concurrency N]
 
 Runs one tool call and prints its model view: bounded previews of its output
 with read hints (artifact://...) for the rest.
@@ -41,10 +44,14 @@ with read hints (artifact://...) for the rest.
   --session ID    record the call in session ID (see sluice replay)
   --json          print the terminal result as JSON instead of the model view
   --store DIR     the store (default: $SLUICE_STORE, else ./.sluice)
-  --config FILE   JSON: { "mcpServers": { NAME: { "command", "args", "env", "cwd" } }, "plugins": [PATH] }
+  --config FILE   JSON: { "mcpServers": { NAME: { "command", "args", "env", "cwd" } }, "plugins": [PATH],
+                  "toolOutput": { "maxLines", "maxBytes" }, "concurrency" } (the flags below override it)
   --plugin PATH   register a plugin tool module (repeatable)
   --mcp NAME=COMMAND [ARGS]
                   start an MCP server over stdio; its tools are NAME.<tool> (repeatable)
+  --max-lines N   lines of each stream's preview in the model view (default 2000)
+  --max-bytes N   UTF-8 bytes of each stream's preview (default 51200)
+  --concurrency N calls running at once (default max(16, 2 x cores))
 
 Exit status: 0 success, 1 the tool failed, 2 bad usage or arguments, 130 cancelled
 (Ctrl-C), 143 or 129 cancelled by SIGTERM or SIGHUP. A second signal exits at once.
@@ -53,11 +60,10 @@ On a terminal, the live display goes to stderr while the call runs.
 
 const OPTIONS = {
   args: { type: 'string' },
-  session: { type: 'string' },
+  session: { type: 'string', complete: 'session' },
   json: { type: 'boolean' },
-  config: { type: 'string' },
-  plugin: { type: 'string', multiple: true },
-  mcp: { type: 'string', multiple: true },
+  ...RUN_CONFIG_OPTIONS,
+  ...LIMIT_OPTIONS,
   ...STORE_OPTION,
   ...HELP_OPTION,
 } as const;
@@ -80,6 +86,8 @@ function parseJsonArgs(text: string | undefined): unknown {
 export const command: Command = {
   summary: 'run one tool call and print its model view (or --json result)',
   usage: USAGE,
+  options: OPTIONS,
+  positionals: [{ name: '<tool>', complete: 'tool' }],
   async run(argv, ctx) {
     const { values, positionals } = parseCommandLine(argv, OPTIONS, 'run');
     if (values.help) {
@@ -94,7 +102,7 @@ export const command: Command = {
     const tool = positionals[0] as string;
     const args = parseJsonArgs(values.args);
     const extra = await loadRunConfig(values, process.cwd());
-    const engine = await Engine.open({ ...(values.store ? { store: values.store } : {}) });
+    const engine = await Engine.open({ ...extra.engine, ...(values.store ? { store: values.store } : {}) });
     const stderr = ctx.stderr as NodeJS.WriteStream;
     const live = stderr.isTTY === true;
     let first: NodeJS.Signals | undefined;
