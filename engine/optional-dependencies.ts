@@ -46,8 +46,11 @@ export function installCommand(dep: OptionalDependency): string {
 }
 
 function missing(dep: OptionalDependency, cause: unknown): MissingDependencyError {
+  // An installed copy that lacks the entry is another major version: say so rather than "not installed".
+  const wrong = (cause as { code?: unknown }).code === 'ERR_PACKAGE_PATH_NOT_EXPORTED';
+  const state = wrong ? `installed in a version without ${dep.entry}` : 'not installed';
   const err = new MissingDependencyError(
-    `${dep.feature} need the optional dependency ${dep.name} (${dep.range}), which is not installed: ${installCommand(dep)}`,
+    `${dep.feature} need the optional dependency ${dep.name} (${dep.range}), which is ${state}: ${installCommand(dep)}`,
     { dependency: dep.name, range: dep.range, install: installCommand(dep) },
   );
   // Kept for SLUICE_DEBUG stacks: why resolution failed (not found, not exported, ...).

@@ -54,6 +54,7 @@ export interface Command {
   run(argv: readonly string[], ctx: CliContext): Promise<number>;
 }
 
+/** Option declarations and what completes them (parse.ts). */
 export type { CommandOptions, Completion } from './parse.js';
 
 /** What {@link parseCommandLine} returns for options `O`: typed `values` and the `positionals`. */

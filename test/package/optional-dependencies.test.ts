@@ -59,6 +59,22 @@ describe('optional dependencies', () => {
     expect(installCommand(absent)).toBe("npm install @sluice-test/absent@'^1.0.0'");
   });
 
+  it('an installed copy without the entry (another major version) is EMISSINGDEP saying so', () => {
+    const notExported = Object.assign(new Error('not exported'), { code: 'ERR_PACKAGE_PATH_NOT_EXPORTED' });
+    let caught: unknown;
+    try {
+      requireOptional(OPTIONAL_DEPENDENCIES.mcp, () => {
+        throw notExported;
+      });
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toMatchObject({ code: 'EMISSINGDEP' });
+    expect((caught as Error).message).toContain(
+      'which is installed in a version without @modelcontextprotocol/sdk/client/index.js: npm install',
+    );
+  });
+
   it('a resolver failure other than "not found" is not disguised as a missing dependency', () => {
     const boom = Object.assign(new Error('EACCES reading package.json'), { code: 'EACCES' });
     expect(() =>
