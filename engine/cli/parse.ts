@@ -4,9 +4,10 @@
  * shell completion needs):
  *
  * - `--name value` and `--name=value`; a value option takes the next word
- *   whatever it looks like, so `--offset -1` reaches the option's own check
- *   ("--offset must be a non-negative integer, got "-1"") instead of being
- *   taken for an option;
+ *   even when it starts with `-`, so `--offset -1` reaches the option's own
+ *   check ("--offset must be a non-negative integer, got "-1"") instead of
+ *   being taken for an option; only `--` or one of the command's own long
+ *   options next means the value is missing (`--limit --store DIR`);
  * - an unknown option is EBADOPTION with the closest known one
  *   ("unknown option --sesion; did you mean --session?");
  * - a value option given twice is refused unless it is `multiple` (no silent
@@ -54,6 +55,14 @@ function unknownOption(flag: string, options: CommandOptions, command: string): 
   });
 }
 
+/** True when `word` is `--` or names one of `options` (`--name` or `--name=value`). */
+function isOwnLongOption(word: string, options: CommandOptions): boolean {
+  if (word === '--') return true;
+  if (!word.startsWith('--')) return false;
+  const eq = word.indexOf('=');
+  return Object.hasOwn(options, word.slice(2, eq === -1 ? undefined : eq));
+}
+
 /**
  * Parses `argv` against `options`; throws {@link BadOptionError} (EBADOPTION,
  * exit 2) for an unknown option, a missing value, a value given to a
@@ -98,10 +107,12 @@ export function parseOptions(argv: readonly string[], options: CommandOptions, c
         set(name, spec, true, `--${name}`);
         continue;
       }
-      const value = inline ?? argv[++i];
-      if (value === undefined) {
-        throw new BadOptionError(`--${name} needs a value ${usageHint(command)}`, { option: `--${name}` });
+      const next = argv[i + 1];
+      if (inline === undefined && (next === undefined || isOwnLongOption(next, options))) {
+        const got = next === undefined ? '' : ` (${JSON.stringify(next)} came next)`;
+        throw new BadOptionError(`--${name} needs a value${got} ${usageHint(command)}`, { option: `--${name}` });
       }
+      const value = inline ?? (argv[++i] as string);
       set(name, spec, value, `--${name}`);
       continue;
     }

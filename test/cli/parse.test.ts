@@ -41,7 +41,8 @@ describe('command-line parsing', () => {
 
   it('a value that starts with "-" is the value (so --offset -1 reaches the option\'s own check)', () => {
     expect(parseOptions(['--offset', '-1'], OPTIONS, 'demo').values).toEqual({ offset: '-1' });
-    expect(parseOptions(['--session', '--json'], OPTIONS, 'demo').values).toEqual({ session: '--json' });
+    expect(parseOptions(['--session', '-x'], OPTIONS, 'demo').values).toEqual({ session: '-x' });
+    expect(parseOptions(['--session', '--other'], OPTIONS, 'demo').values).toEqual({ session: '--other' });
   });
 
   it('-- ends the options and - alone is a positional', () => {
@@ -80,6 +81,13 @@ describe('command-line parsing', () => {
       code: 'EBADOPTION',
       message: '--session needs a value (see sluice demo --help)',
     });
+    // One of the command's own options next: the value was forgotten, not meant to be "--json".
+    expect(failure(['--session', '--json', 'x'])).toMatchObject({
+      code: 'EBADOPTION',
+      message: '--session needs a value ("--json" came next) (see sluice demo --help)',
+    });
+    expect(failure(['--offset', '--store=d']).message).toContain('--offset needs a value ("--store=d" came next)');
+    expect(failure(['--offset', '--']).message).toContain('--offset needs a value ("--" came next)');
     expect(failure(['--json=false'])).toMatchObject({
       code: 'EBADOPTION',
       message: '--json takes no value (got "--json=false") (see sluice demo --help)',
