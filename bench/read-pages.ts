@@ -14,7 +14,7 @@
 import { constants, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
-import { MAX_PAGE_LINES } from '../store/read.js';
+import { MAX_PAGE_LINES } from '../store/pages.js';
 import { Store } from '../store/store.js';
 import { envInt, median, report, tempDir, withPeakRss } from './util.js';
 

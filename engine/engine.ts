@@ -1,24 +1,25 @@
-/**
- * The engine: one store, one worker pool, a registry of tools, and the calls
- * running on them. This is the library's entry point.
- */
-import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { StoreIO } from '../store/io.js';
 import type { Store } from '../store/store.js';
 import { BUILTIN_NAMES, builtinTool } from './builtins/names.js';
-import type { ApprovalPolicy, Call, CallOptions, CallRecorder, InternalCallOptions } from './call/call.js';
+import type { Call } from './call/call.js';
+import type { ApprovalPolicy, CallHandle, CallOptions, CallRecorder, InternalCallOptions } from './call/call-types.js';
+
+export type { CallHandle } from './call/call-types.js';
+export { defaultApproval } from './call/default-approval.js';
+
+import { defaultApproval } from './call/default-approval.js';
+import type { ReadBytesResult, ReadOptions, ReadResult } from './engine-read.js';
 import type { EventHub } from './events/hub.js';
-import type { LazySessionLog } from './lazy-session-log.js';
 import type { McpServerConfig } from './mcp/config.js';
 import type { McpServers } from './mcp/servers.js';
 import type { EngineOptions, ResolvedOptions } from './options.js';
 import { assertSupportedPlatform } from './platform.js';
-import { defaultPoolOptions, earlyPoolOptions, type PoolOptions, WorkerPool } from './pool/pool.js';
+import { defaultPoolOptions, earlyPoolOptions, poolOptionsOf, samePoolOptions, WorkerPool } from './pool/pool.js';
 import type { ProcessGuard } from './processes/process-guard.js';
-import type { ReadBytesResult, ReadOptions, ReadResult } from './read.js';
 import type { Registry, ToolInfo } from './registry.js';
 import type { CallEvent, TerminalResult } from './result.js';
+import type { EngineSessionLog } from './session-log.js';
 import type {
   GcOptions,
   GcReport,
@@ -36,25 +37,6 @@ type Runtime = typeof import('./runtime.js');
 /** Sessions, replay, revert, GC and verify: loaded on first use. */
 const sessionsModule = () => import('./sessions/index.js');
 
-/** The pool options of resolved settings. */
-function poolOptionsOf(o: ResolvedOptions): PoolOptions {
-  return {
-    concurrency: o.concurrency,
-    minThreads: o.minThreads,
-    maxOldGenerationSizeMb: o.workerHeapMb,
-    idleTimeout: defaultPoolOptions().idleTimeout,
-  };
-}
-
-function samePoolOptions(a: PoolOptions, b: PoolOptions): boolean {
-  return (
-    a.concurrency === b.concurrency &&
-    a.minThreads === b.minThreads &&
-    a.maxOldGenerationSizeMb === b.maxOldGenerationSizeMb &&
-    a.idleTimeout === b.idleTimeout
-  );
-}
-
 /** Options of {@link Engine.open} beyond the plain settings. */
 export interface EngineOpenOptions extends EngineOptions {
   /** Decides prepared operations (file reads, process spawns, ...). @default allow everything except file reads outside `cwd` */
@@ -69,22 +51,6 @@ export interface EngineOpenOptions extends EngineOptions {
   builtins?: boolean;
   /** Filesystem calls of the store; tests inject faults (ENOSPC, EIO) here. @default the real filesystem */
   io?: StoreIO;
-}
-
-/** A handle on a running call. */
-export interface CallHandle {
-  /** The call's id: in its events, its terminal result and its session log records. */
-  readonly callId: string;
-  /** Settles with the terminal result (never rejects for tool-level failures). */
-  readonly result: Promise<TerminalResult>;
-  /** Live events of this call: started, display deltas, completed (a lagging subscriber gets `lagged` then completed). */
-  events(): AsyncIterableIterator<CallEvent | { type: 'lagged'; dropped: number }>;
-  /** Asks the call to stop. */
-  cancel(reason?: string): void;
-  /** The bounded live display so far. */
-  readonly liveDisplay: string;
-  /** Peak bytes in flight between worker and disk (never above the window). */
-  readonly maxInFlight: number;
 }
 
 /**
@@ -112,7 +78,7 @@ export class Engine {
   private readonly hub: EventHub<CallEvent>;
   private readonly approve: ApprovalPolicy;
   private readonly recorder: CallRecorder | undefined;
-  private readonly sessionLog: LazySessionLog;
+  private readonly sessionLog: EngineSessionLog;
   private readonly processes: ProcessGuard;
   private unhandleSignals: (() => void) | undefined;
   private readonly runtime: Runtime;
@@ -132,7 +98,7 @@ export class Engine {
     this.registry = new runtime.Registry();
     this.hub = new runtime.EventHub<CallEvent>({ queueLimit: options.subscriberQueue });
     this.approve = init.approve ?? defaultApproval(options.cwd);
-    this.sessionLog = new runtime.LazySessionLog(store);
+    this.sessionLog = new runtime.EngineSessionLog(store);
     this.recorder = init.recorder ?? this.sessionLog;
     this.processes = new runtime.ProcessGuard(store.layout.procs);
   }
@@ -462,25 +428,4 @@ export class Engine {
   private assertOpen(): void {
     if (this.closed) throw new this.runtime.ClosedError('the engine is closed');
   }
-}
-
-/**
- * The default approval policy: everything is allowed except filesystem reads
- * outside the working root (the read tool checks real paths, so symlinks out
- * of the root are refused too).
- */
-export function defaultApproval(root: string): ApprovalPolicy {
-  // Compared with real paths, so the root must be one too (a symlinked working directory).
-  let base = resolve(root);
-  try {
-    base = realpathSync(base);
-  } catch {
-    // A root that does not exist allows nothing beyond its own path.
-  }
-  return (op) => {
-    if (op.kind !== 'fs.read') return true;
-    const path = typeof op.realPath === 'string' ? op.realPath : typeof op.path === 'string' ? op.path : '';
-    const p = resolve(path);
-    return p === base || p.startsWith(base.endsWith('/') ? base : `${base}/`);
-  };
 }

@@ -3,7 +3,7 @@
  * tool authors import `sluice/tool`, the store is `sluice/store`, and the
  * wire schemas (zod) are `sluice/protocol`.
  */
-export type { ApprovalPolicy, CallOptions, CallRecorder } from './call/call.js';
+export type { ApprovalPolicy, CallOptions, CallRecorder } from './call/call-types.js';
 export { type ArtifactReadTarget, artifactReadTarget, isArtifactRead, READ_TOOL } from './compaction/artifact-read.js';
 export type {
   CompactionFailureReason,
@@ -29,6 +29,7 @@ export { ARTIFACT_READ_OMITTED, pruneForRetry } from './compaction/prune.js';
 export { renderHistory } from './compaction/render.js';
 export type { CallHandle, EngineOpenOptions } from './engine.js';
 export { defaultApproval, Engine } from './engine.js';
+export type { ReadBytesResult, ReadOptions, ReadPageInfo, ReadResult } from './engine-read.js';
 export type { LaggedMarker } from './events/hub.js';
 export type { McpServerConfig } from './mcp/config.js';
 export type { EngineOptions } from './options.js';
@@ -38,7 +39,6 @@ export type { Attachment, EmittedMessage, PreparedOperation } from './protocol/m
 export { PROTOCOL_VERSION } from './protocol/messages.js';
 export type { OutputDeclaration } from './protocol/streams.js';
 export { MAX_STREAM_NAME_BYTES, MAX_STREAMS, validateDeclaration } from './protocol/streams.js';
-export type { ReadBytesResult, ReadOptions, ReadPageInfo, ReadResult } from './read.js';
 export type { ToolInfo } from './registry.js';
 export type { CallEvent, CallStatus, OutputRef, StreamRef, TerminalResult } from './result.js';
 export type { ServerOptions, ServerToken } from './server/index.js';

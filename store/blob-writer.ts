@@ -15,7 +15,8 @@ import type { StoreFile } from './file.js';
 import { rememberWritten } from './integrity.js';
 import { writeAll } from './io.js';
 import { encodeIndexHeader, INDEX_HEADER_BYTES, INDEX_MIN_BLOB_BYTES, LineScanner } from './line-index.js';
-import type { Pin, Store } from './store.js';
+import type { Placement } from './placement.js';
+import { type Pin, placementOf, type Store } from './store.js';
 
 /** What a committed blob is. */
 export interface BlobInfo {
@@ -50,6 +51,8 @@ const INDEX_SPILL_ENTRIES = 4096;
  */
 export class BlobWriter {
   private readonly store: Store;
+  /** The store's writing side (store/placement.ts). */
+  private readonly placement: Placement;
   private readonly hash: Hash = createHash('sha256');
   private readonly scanner = new LineScanner();
   private file: StoreFile | undefined;
@@ -69,6 +72,7 @@ export class BlobWriter {
   /** @internal use {@link Store.writer}. */
   constructor(store: Store) {
     this.store = store;
+    this.placement = placementOf(store);
   }
 
   /** Bytes accepted so far. */
@@ -120,7 +124,11 @@ export class BlobWriter {
           this.position,
         );
         this.position += total;
-        if (this.position - this.syncedUpTo >= WRITEBACK_EVERY_BYTES && !this.writeback && this.store.beginWriteback())
+        if (
+          this.position - this.syncedUpTo >= WRITEBACK_EVERY_BYTES &&
+          !this.writeback &&
+          this.placement.beginWriteback()
+        )
           this.startWriteback(fh);
         if (this.scanner.pendingEntries >= INDEX_SPILL_ENTRIES) await this.spillIndex();
         for (const q of batch) q.resolve();
@@ -137,12 +145,12 @@ export class BlobWriter {
     const upTo = this.position;
     this.writeback = this.store.io.datasync(fh).then(
       () => {
-        this.store.endWriteback();
+        this.placement.endWriteback();
         this.syncedUpTo = upTo;
         this.writeback = undefined;
       },
       (err: unknown) => {
-        this.store.endWriteback();
+        this.placement.endWriteback();
         // Fails the blob: after a failed fsync the kernel may have dropped the dirty pages and
         // cleared the error, so a later fsync that succeeds would not prove the bytes are on disk.
         this.failure ??= toSluiceError(err, 'EDISK');
@@ -179,7 +187,7 @@ export class BlobWriter {
       // Pinned before the blob is ours to reference (refreshed or placed), so a concurrent GC that
       // sees it also sees the pin.
       await pin?.add([digest]);
-      if (await this.store.refreshBlob(digest, bytes)) {
+      if (await this.placement.refreshBlob(digest, bytes)) {
         // Already stored: our copy never needs to reach the disk. It is removed here, not in the
         // best-effort cleanup, so a failing unlink fails the publish instead of leaving it in tmp/.
         crashPoint('capture-written');
@@ -192,7 +200,7 @@ export class BlobWriter {
       const fh = this.file ?? (await this.open());
       await this.store.io.fsync(fh);
       crashPoint('capture-written');
-      await this.store.placeBlob(this.filePath as string, digest);
+      await this.placement.placeBlob(this.filePath as string, digest);
       crashPoint('blob-renamed');
       this.filePath = undefined;
       // Hashed while written: the placed file is known good, so a later dedup or read need not hash it.
@@ -218,7 +226,7 @@ export class BlobWriter {
   }
 
   private async open(): Promise<StoreFile> {
-    const { handle, path } = await this.store.createTemp('blob');
+    const { handle, path } = await this.placement.createTemp('blob');
     this.file = handle;
     this.filePath = path;
     return handle;
@@ -228,7 +236,7 @@ export class BlobWriter {
     const entries = this.scanner.takeEntries();
     if (entries.length === 0) return;
     if (this.indexFile === undefined) {
-      const { handle, path } = await this.store.createTemp('idx');
+      const { handle, path } = await this.placement.createTemp('idx');
       this.indexFile = handle;
       this.indexPath = path;
       this.indexBytesWritten = INDEX_HEADER_BYTES;
@@ -244,14 +252,14 @@ export class BlobWriter {
     try {
       await this.spillIndex();
       if (this.indexFile === undefined) {
-        const { handle, path } = await this.store.createTemp('idx');
+        const { handle, path } = await this.placement.createTemp('idx');
         this.indexFile = handle;
         this.indexPath = path;
       }
       await writeAll(this.store.io, this.indexFile, encodeIndexHeader(bytes, lines, this.indexEntries), 0);
       await this.indexFile.close();
       this.indexFile = undefined;
-      await this.store.placeIndex(this.indexPath as string, digest);
+      await this.placement.placeIndex(this.indexPath as string, digest);
       this.indexPath = undefined;
     } catch {
       // A missing index is rebuilt on first read.

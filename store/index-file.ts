@@ -16,7 +16,8 @@ import {
   INDEX_HEADER_BYTES,
   INDEX_MIN_BLOB_BYTES,
 } from './line-index.js';
-import type { Store } from './store.js';
+import type { Placement } from './placement.js';
+import { placementOf, type Store } from './store.js';
 
 /** A known line start: zero-based line number and the byte offset where it begins. */
 export interface LineAnchor {
@@ -211,6 +212,8 @@ export async function findAnchor(
  */
 export class IndexBuilder {
   private readonly store: Store;
+  /** The store's writing side (store/placement.ts). */
+  private readonly placement: Placement;
   private fh: StoreFile | undefined;
   private path: string | undefined;
   private position = INDEX_HEADER_BYTES;
@@ -220,6 +223,7 @@ export class IndexBuilder {
   /** A builder writing into `store`'s tmp/. */
   constructor(store: Store) {
     this.store = store;
+    this.placement = placementOf(store);
   }
 
   /** Appends encoded entries (as produced by `LineScanner.takeEntries`). */
@@ -242,7 +246,7 @@ export class IndexBuilder {
       const fh = this.fh as StoreFile;
       this.fh = undefined;
       await fh.close();
-      await this.store.placeIndex(this.path as string, digest);
+      await this.placement.placeIndex(this.path as string, digest);
       this.path = undefined;
       return true;
     } catch {
@@ -263,7 +267,7 @@ export class IndexBuilder {
 
   private async writeAt(buf: Buffer, position: number): Promise<void> {
     if (!this.fh) {
-      const { handle, path } = await this.store.createTemp('idx');
+      const { handle, path } = await this.placement.createTemp('idx');
       this.fh = handle;
       this.path = path;
     }

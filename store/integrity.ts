@@ -229,7 +229,30 @@ async function openBlobFile(store: Store, digest: string): Promise<StoreFile> {
  * altered) or the path is not a regular file.
  */
 export async function openVerifiedBlob(store: Store, digest: string): Promise<VerifiedBlob> {
-  const handle = await openBlobFile(store, digest);
+  return verifyOpened(store, digest, await openBlobFile(store, digest));
+}
+
+/**
+ * Like {@link openVerifiedBlob}, for the copy of blob `digest` at `path` (a
+ * collection's tombstone): no other place is looked at, so a missing file is
+ * ENOTFOUND. Not part of the public store API.
+ */
+export async function openVerifiedAt(store: Store, digest: string, path: string): Promise<VerifiedBlob> {
+  if (!isDigest(digest)) throw new BadUriError(`${JSON.stringify(digest)} is not a 64-character lowercase hex digest`);
+  let handle: StoreFile;
+  try {
+    handle = await store.io.open(path, READ_STORE_FILE);
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (code === 'ELOOP') throw new IntegrityError(`${path} is a symbolic link in the store, not a blob`, { digest });
+    if (code === 'ENOENT') throw new NotFoundError(`${path} is not in the store`, { digest });
+    throw toSluiceError(err, 'EDISK');
+  }
+  return verifyOpened(store, digest, handle);
+}
+
+/** Checks that the open file `handle` holds the content `digest` names (see {@link openVerifiedBlob}). */
+async function verifyOpened(store: Store, digest: string, handle: StoreFile): Promise<VerifiedBlob> {
   let closed = false;
   const close = async (): Promise<void> => {
     if (closed) return;

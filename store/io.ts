@@ -3,7 +3,19 @@
  * {@link realIO}; tests wrap it to inject ENOSPC, EIO, EACCES, short writes and
  * fsync failures, and to record the order of durable operations.
  */
-import { constants, promises as fsp, rename, unlink, utimes } from 'node:fs';
+import {
+  constants,
+  promises as fsp,
+  link,
+  lstat,
+  readdir,
+  rename,
+  rmdir,
+  type Stats,
+  stat,
+  unlink,
+  utimes,
+} from 'node:fs';
 import { dirname } from 'node:path';
 import { StoreFile } from './file.js';
 
@@ -37,11 +49,29 @@ export interface StoreIO {
   utimes(path: string, atime: Date, mtime: Date): Promise<void>;
   /** Creates a directory (and parents), mode 0700: only the store's owner may list or enter it. */
   mkdir(path: string): Promise<void>;
+  /** The names in a directory (GC's listings). */
+  readdir(dir: string): Promise<string[]>;
+  /** stat(2): follows a symbolic link. */
+  stat(path: string): Promise<Stats>;
+  /** lstat(2): a symbolic link is reported as itself. */
+  lstat(path: string): Promise<Stats>;
+  /** Removes an empty directory. */
+  rmdir(path: string): Promise<void>;
+  /** Makes `newPath` a second name of `existing` (hard link). */
+  link(existing: string, newPath: string): Promise<void>;
 }
 
 /** Adapts a Node callback to a promise (the callback API costs the main thread less than fs/promises). */
 function settle(resolve: () => void, reject: (e: unknown) => void): (err: NodeJS.ErrnoException | null) => void {
   return (err) => (err ? reject(err) : resolve());
+}
+
+/** {@link settle} for a callback that also passes a value. */
+function settleWith<T>(
+  resolve: (v: T) => void,
+  reject: (e: unknown) => void,
+): (err: NodeJS.ErrnoException | null, value: T) => void {
+  return (err, value) => (err ? reject(err) : resolve(value));
 }
 
 /**
@@ -87,6 +117,11 @@ export const realIO: StoreIO = {
   utimes: (path, atime, mtime) => new Promise((resolve, reject) => utimes(path, atime, mtime, settle(resolve, reject))),
   // Once per shard directory (the store remembers them): the promise API costs nothing that matters here.
   mkdir: makeDirs,
+  readdir: (dir) => new Promise((resolve, reject) => readdir(dir, settleWith(resolve, reject))),
+  stat: (path) => new Promise((resolve, reject) => stat(path, settleWith(resolve, reject))),
+  lstat: (path) => new Promise((resolve, reject) => lstat(path, settleWith(resolve, reject))),
+  rmdir: (path) => new Promise((resolve, reject) => rmdir(path, settle(resolve, reject))),
+  link: (existing, newPath) => new Promise((resolve, reject) => link(existing, newPath, settle(resolve, reject))),
 };
 
 /**

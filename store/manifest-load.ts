@@ -4,7 +4,7 @@
  * MAX_MANIFEST_BYTES are ever read into memory to be decoded.
  */
 import { NotManifestError } from '../engine/protocol/errors.js';
-import { openVerifiedBlob } from './integrity.js';
+import { openVerifiedAt, openVerifiedBlob, type VerifiedBlob } from './integrity.js';
 import type { Manifest } from './manifest.js';
 import type { Store } from './store.js';
 
@@ -27,7 +27,22 @@ function manifestModule(): Promise<typeof import('./manifest.js')> {
  * @throws IntegrityError (EINTEGRITY) when its content does not match its digest.
  */
 export async function tryLoadManifest(store: Store, digest: string): Promise<Manifest | undefined> {
-  const blob = await openVerifiedBlob(store, digest);
+  return decodeVerified(await openVerifiedBlob(store, digest));
+}
+
+/**
+ * {@link tryLoadManifest} of the copy of blob `digest` at `path` (a
+ * collection reads its own tombstones so). Not part of the public store API.
+ *
+ * @throws NotFoundError (ENOTFOUND) when no file is at `path`.
+ * @throws IntegrityError (EINTEGRITY) when its content does not match `digest`.
+ */
+export async function tryLoadManifestAt(store: Store, digest: string, path: string): Promise<Manifest | undefined> {
+  return decodeVerified(await openVerifiedAt(store, digest, path));
+}
+
+/** The manifest in a verified blob, or undefined when it is not one; closes the blob. */
+async function decodeVerified(blob: VerifiedBlob): Promise<Manifest | undefined> {
   try {
     const { decodeManifest, MAX_MANIFEST_BYTES } = await manifestModule();
     if (blob.bytes > MAX_MANIFEST_BYTES) return undefined;

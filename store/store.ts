@@ -3,20 +3,17 @@
  * protect published objects until their references are durable, and the tmp/
  * area where every write starts.
  */
-import { randomBytes } from 'node:crypto';
-import { constants, promises as fsp, type Stats, stat } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { promises as fsp } from 'node:fs';
+import { resolve } from 'node:path';
 import { ClosedError, toSluiceError } from '../engine/protocol/errors.js';
 import { type BlobInfo, BlobWriter } from './blob-writer.js';
-import { DirSync } from './dir-sync.js';
-import type { StoreFile } from './file.js';
-import { refreshIntact } from './integrity.js';
 import { makeDirs, realIO, type StoreIO } from './io.js';
 import { StoreLayout } from './layout.js';
 import type { Manifest } from './manifest.js';
 import { loadManifest } from './manifest-load.js';
+import { type ReadPage, type ReadPageBytes, type ReadPageOptions, readPage, readPageBytes } from './pages.js';
 import { type Pin, PinJournal } from './pins.js';
-import { type ReadPage, type ReadPageBytes, type ReadPageOptions, readPage, readPageBytes } from './read.js';
+import { Placement } from './placement.js';
 import { type VerifyOptions, type VerifyReport, verifyStore } from './verify.js';
 
 /** The default store directory, relative to the working directory. */
@@ -30,10 +27,18 @@ export interface StoreOptions {
   io?: StoreIO;
 }
 
-/** Background flushes of long captures a store runs at once (libuv has 4 threads in an ES module host). */
-export const MAX_BACKGROUND_WRITEBACKS = 2;
+export { MAX_BACKGROUND_WRITEBACKS } from './placement.js';
 
-const CREATE_FLAGS = constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY;
+/** The writing side of each open store (store/placement.ts), kept off its public face. */
+const placements = new WeakMap<Store, Placement>();
+
+/**
+ * The writing side of `store`: for BlobWriter and the line-index writer
+ * only; not part of `sluice/store`.
+ */
+export function placementOf(store: Store): Placement {
+  return placements.get(store) as Placement;
+}
 
 /**
  * Resolves the store directory the way the CLI does: an explicit value, else
@@ -50,38 +55,29 @@ export class Store {
   readonly layout: StoreLayout;
   /** Filesystem calls (replaceable for fault injection). */
   readonly io: StoreIO;
-  private readonly knownDirs = new Set<string>();
-  /**
-   * Temporary names are `<pid>-<12 hex of this store><counter>.<kind>`: unique
-   * without a random draw per file (the owner pattern GC reads is unchanged).
-   */
-  private readonly tmpPrefix = `${process.pid}-${randomBytes(6).toString('hex')}`;
-  private tmpCounter = 0;
-  private writebacks = 0;
   private readonly pins: PinJournal;
-  private readonly dirSync: DirSync;
   private closed = false;
 
   private constructor(root: string, io: StoreIO) {
     this.layout = new StoreLayout(root);
     this.io = io;
     this.pins = new PinJournal(this.layout.pins, io);
-    this.dirSync = new DirSync(io);
   }
 
   /** Opens (creating when needed) the store at `dir`. Opening never reads blobs, so corrupt content cannot prevent it. */
   static async open(dir: string, options: StoreOptions = {}): Promise<Store> {
     const store = new Store(resolve(dir), options.io ?? realIO);
     const l = store.layout;
-    for (const d of [l.blobs, l.index, l.tmp, l.pins, l.sessions]) {
+    const dirs = [l.blobs, l.index, l.tmp, l.pins, l.sessions];
+    for (const d of dirs) {
       try {
         await makeDirs(d);
       } catch (err) {
         // Not a directory, not writable, disk full: a typed EDISK naming the OS code, like every store write.
         throw toSluiceError(err, 'EDISK');
       }
-      store.knownDirs.add(d);
     }
+    placements.set(store, new Placement(store, () => store.assertOpen(), dirs));
     return store;
   }
 
@@ -97,26 +93,8 @@ export class Store {
    */
   async close(): Promise<void> {
     this.closed = true;
-    this.dirSync.close();
+    placementOf(this).close();
     await this.pins.close();
-  }
-
-  /**
-   * Reserves one of the store's {@link MAX_BACKGROUND_WRITEBACKS} slots for a
-   * capture's background flush; false when they are all taken (the capture
-   * tries again after its next write). Without a bound, 16 long captures could
-   * hold all of libuv's 4 threads in fdatasync while every write waited.
-   * @internal
-   */
-  beginWriteback(): boolean {
-    if (this.writebacks >= MAX_BACKGROUND_WRITEBACKS) return false;
-    this.writebacks++;
-    return true;
-  }
-
-  /** Frees a slot taken with {@link beginWriteback}. @internal */
-  endWriteback(): void {
-    this.writebacks--;
   }
 
   /** Starts a streaming blob write. */
@@ -191,84 +169,8 @@ export class Store {
     return this.pins.pin(digests);
   }
 
-  /**
-   * Creates a new temporary file in tmp/, named after this process so cleanup
-   * can tell live owners from dead ones.
-   * @internal
-   */
-  async createTemp(kind: string): Promise<{ handle: StoreFile; path: string }> {
-    this.assertOpen();
-    const path = `${this.layout.tmp}/${this.tmpPrefix}${(this.tmpCounter++).toString(36)}.${kind}`;
-    try {
-      return { handle: await this.io.open(path, CREATE_FLAGS, 0o600), path };
-    } catch (err) {
-      throw toSluiceError(err, 'EDISK');
-    }
-  }
-
-  /**
-   * Moves a fully written and fsynced temporary file to its content address
-   * (rename, then fsync of the directory). The caller has checked with
-   * {@link refreshBlob} that no good copy is there; a same-named blob of the
-   * wrong size is corrupt and is replaced.
-   * @internal
-   */
-  async placeBlob(tmpPath: string, digest: string): Promise<void> {
-    const dir = dirname(this.layout.blobPath(digest));
-    await this.ensureDir(dir);
-    await this.io.rename(tmpPath, this.layout.blobPath(digest));
-    await this.dirSync.sync(dir);
-  }
-
-  /**
-   * True when blob `digest` is present, `bytes` long and intact (its content
-   * hashed, unless this store verified this very file already); its mtime
-   * is then refreshed, so a concurrent GC sees it as fresh. A same-named
-   * file of another size, or corrupt, does not count: the caller places its
-   * own copy over it, so publishing the same content again heals it.
-   * @internal
-   */
-  async refreshBlob(digest: string, bytes: number): Promise<boolean> {
-    this.assertOpen();
-    const target = this.layout.blobPath(digest);
-    const existing = await statOrUndefined(target);
-    if (!existing?.isFile() || existing.size !== bytes) return false;
-    const now = new Date();
-    return refreshIntact(this, digest, bytes, () =>
-      this.io.utimes(target, now, now).then(
-        () => true,
-        (err: { code?: unknown }) => {
-          // Removed (by GC) since the stat: the caller publishes its own copy instead of failing.
-          if (err?.code === 'ENOENT') return false;
-          throw err;
-        },
-      ),
-    );
-  }
-
-  /**
-   * Moves a finished line-index file beside its blob. No fsync: the index is a
-   * cache that is validated on use and rebuilt when missing.
-   * @internal
-   */
-  async placeIndex(tmpPath: string, digest: string): Promise<void> {
-    const target = this.layout.indexPath(digest);
-    await this.ensureDir(dirname(target));
-    await this.io.rename(tmpPath, target);
-  }
-
-  private async ensureDir(dir: string): Promise<void> {
-    if (this.knownDirs.has(dir)) return;
-    await this.io.mkdir(dir);
-    this.knownDirs.add(dir);
-  }
-
+  /** @throws ClosedError (ECLOSED) once the store is closed. */
   private assertOpen(): void {
     if (this.closed) throw new ClosedError('the store is closed');
   }
-}
-
-/** stat(2) through the callback API (cheaper for the main thread than fs/promises), undefined on any error. */
-function statOrUndefined(path: string): Promise<Stats | undefined> {
-  return new Promise((resolve) => stat(path, (err, st) => resolve(err ? undefined : st)));
 }

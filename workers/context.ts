@@ -8,9 +8,10 @@ import { ResourceLimitError, UndeclaredStreamError } from '../engine/protocol/er
 import { MAX_CHUNK_BYTES } from '../engine/protocol/limits.js';
 import type { TextKind } from '../engine/protocol/messages.js';
 import { CallEndpoint, Comlink, installErrorTransfer } from '../engine/protocol/rpc.js';
-import { channelNames, type OutputDeclaration } from '../engine/protocol/streams.js';
-import { post, postChunk, postText } from './channel.js';
+import { type OutputDeclaration, streamNames } from '../engine/protocol/streams.js';
+import { unitCutAfter } from '../engine/protocol/text.js';
 import { CreditGate } from './credit.js';
+import { post, postChunk, postText } from './engine-port.js';
 import type { ArtifactReader, HostServices, ToolContext } from './tool.js';
 import { takeHandedOver } from './transfer.js';
 import { StringCarry } from './utf8.js';
@@ -34,7 +35,7 @@ export function writeQueueBound(window: number): number {
 }
 
 /**
- * Largest message a channel sends: a quarter of the credit window, so several
+ * Largest message a stream writer sends: a quarter of the credit window, so several
  * are in flight at once and a message never needs more credit than the window
  * holds, within the protocol's bound.
  */
@@ -43,8 +44,8 @@ function chunkBytesFor(window: number): number {
   return Math.max(4, Math.min(MAX_CHUNK_BYTES, Math.floor(window / 4)));
 }
 
-/** The writer of one output channel. */
-class ChannelWriter extends Writable {
+/** The writer of one output stream. */
+class StreamWriter extends Writable {
   private readonly run: CallRun;
   private readonly index: number;
   private readonly textCarry = new StringCarry();
@@ -208,7 +209,7 @@ export class CallRun {
   readonly callId: string;
   readonly gate: CreditGate;
   readonly abort = new AbortController();
-  readonly writers = new Map<string, ChannelWriter>();
+  readonly writers = new Map<string, StreamWriter>();
   readonly names: readonly string[];
   /** The first contract violation (undeclared stream), which fails the call whatever the tool does. */
   violation: Error | undefined;
@@ -223,7 +224,7 @@ export class CallRun {
   constructor(callId: string, window: number, output: OutputDeclaration) {
     this.callId = callId;
     this.gate = new CreditGate(window);
-    this.names = channelNames(output);
+    this.names = streamNames(output);
     installErrorTransfer();
     this.endpoint = new CallEndpoint((m) => post({ t: 'rpc', c: callId, m }));
   }
@@ -240,7 +241,7 @@ export class CallRun {
   }
 
   /** The writer for `name` (the single output when omitted). */
-  writer(name?: string): ChannelWriter {
+  writer(name?: string): StreamWriter {
     const key = name ?? '';
     const existing = this.writers.get(key);
     if (existing) return existing;
@@ -255,7 +256,7 @@ export class CallRun {
       this.violation ??= err;
       throw err;
     }
-    const w = new ChannelWriter(this, index);
+    const w = new StreamWriter(this, index);
     this.writers.set(key, w);
     return w;
   }
@@ -286,9 +287,7 @@ export class CallRun {
         drop -= first.length;
         continue;
       }
-      let cut = drop;
-      const c = first.charCodeAt(cut);
-      if (c >= 0xdc00 && c <= 0xdfff) cut++;
+      const cut = unitCutAfter(first, drop);
       // Copied through a Buffer: a slice could keep the whole (perhaps huge) original alive.
       this.displayPieces[0] = Buffer.from(first.slice(cut), 'utf8').toString('utf8');
       this.displayChars -= cut;

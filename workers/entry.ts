@@ -27,8 +27,8 @@ import type {
 import { z } from '../engine/protocol/zod.js';
 import type { Store } from '../store/store.js';
 import { boundCompletion, boundError } from './bounds.js';
-import { enginePort, onEngineMessage, post } from './channel.js';
 import { CallRun, describeValue } from './context.js';
+import { enginePort, onEngineMessage, post } from './engine-port.js';
 import { type ArtifactReader, type Completion, isToolDefinition, type ToolDefinition } from './tool.js';
 
 const modules = new Map<string, Promise<ToolDefinition>>();
@@ -48,7 +48,7 @@ function artifactReader(storeDir: string): ArtifactReader {
       store.catch(() => stores.delete(storeDir));
       stores.set(storeDir, store);
     }
-    return { read: await import('../store/read.js'), store: await store };
+    return { read: await import('../store/pages.js'), store: await store };
   };
   return {
     readPage: async (uri, opts) => {

@@ -5,19 +5,6 @@
  * is shown (docs/tools.md, "Bytes and text").
  */
 
-/** Start of an incomplete multi-byte sequence at the end of `b`, or `b.length` when it ends complete. */
-export function incompleteTailStart(b: Uint8Array): number {
-  const len = b.length;
-  for (let i = len - 1; i >= 0 && i >= len - 4; i--) {
-    const byte = b[i] as number;
-    if ((byte & 0xc0) === 0x80) continue; // continuation byte: keep looking for the lead
-    if (byte < 0xc0) return len; // ASCII (or a stray continuation run): nothing pending
-    const need = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : 2;
-    return len - i < need ? i : len;
-  }
-  return len;
-}
-
 /**
  * Incremental encoder for string input. A JavaScript string is UTF-16, so
  * the one thing that can be split between writes is a surrogate pair: a high

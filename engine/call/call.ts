@@ -6,127 +6,44 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { MessagePort } from 'node:worker_threads';
-import type { Pin, Store } from '../../store/store.js';
+import type { Pin } from '../../store/store.js';
 import { EventHub } from '../events/hub.js';
 import { MODEL_STATUS_RESERVE } from '../options.js';
-import type { WorkerPool } from '../pool/pool.js';
-import { formatBytes, formatDuration, incompleteDisplay, LiveDisplay } from '../presentation/display.js';
-import { assertModelViewWithinBound, previewBudget, renderModelView } from '../presentation/model-view.js';
-import type { ToolOutputOptions } from '../presentation/options.js';
-import { renderPageView } from '../presentation/page-view.js';
+import { displayFrames, LiveDisplay } from '../presentation/display.js';
+import { clipDisplay, finalDisplay } from '../presentation/final-display.js';
+import { assertModelViewWithinBound, previewBudget } from '../presentation/model-view.js';
+import { withStatusLine } from '../presentation/status-line.js';
 import { isToolProcessGroup, killProcessGroup } from '../processes/process-group.js';
-import type { ProcessGuard } from '../processes/process-guard.js';
 import {
-  BadArgumentsError,
   CancelledError,
-  DeniedError,
-  deserializeError,
-  makeError,
   ProtocolError,
-  ResourceLimitError,
   type SerializedError,
   type SluiceError,
   serializeError,
   TimeoutError,
   toSluiceError,
-  WorkerCrashError,
 } from '../protocol/errors.js';
-import { COMPLETION_BOUNDS, MAX_TIMER_MS } from '../protocol/limits.js';
-import type { PreparedOperation, TextKind, WireCompletion, WorkerMessage } from '../protocol/messages.js';
+import type { TextKind, WireCompletion, WorkerMessage } from '../protocol/messages.js';
 import { wireCompletionSchema } from '../protocol/messages.js';
 import { CallEndpoint, Comlink, installErrorTransfer } from '../protocol/rpc.js';
-import { cutMarker, cutMarkerBytes, detachString, utf8PrefixEnd } from '../protocol/text.js';
 import type { ToolInfo } from '../registry.js';
-import type { CallEvent, CallStatus, FullTextRefs, OutputRef, TerminalResult, TextRef } from '../result.js';
+import type { CallEvent, CallStatus, OutputRef, TerminalResult } from '../result.js';
 import { callerAbortError } from './abort-reason.js';
+import { approvalService } from './approval.js';
+import { boundArrivedError, oversizedCompletion, textWithCutMarker, withCutMarker } from './arrived.js';
+import type { CallDeps, CallOptions, InternalCallOptions } from './call-types.js';
+import { assertTimeout } from './call-types.js';
 import { Capture } from './capture.js';
-import { freeChunk } from './free-buffer.js';
 import { FullTexts } from './full-text.js';
+import { Intake } from './intake.js';
 import { PageCapture } from './page-capture.js';
-
-/** Decides whether a prepared operation may run. Return false (or throw) to deny. */
-export type ApprovalPolicy = (
-  op: PreparedOperation,
-  call: { tool: string; callId: string; session?: string },
-) => boolean | Promise<boolean>;
-
-/** Where call records go (the session event log implements it). */
-export interface CallRecorder {
-  /** A call started. */
-  started(info: { callId: string; tool: ToolInfo; args: unknown; session?: string; at: string }): Promise<void>;
-  /**
-   * A call ended; must be durable when the promise resolves (the publication
-   * pin is released after). When it rejects, it is called once more with the
-   * failed result the caller then gets (status `failed`, the recording error).
-   */
-  completed(result: TerminalResult): Promise<void>;
-}
-
-/** Engine settings a call needs. */
-export interface CallSettings {
-  toolOutput: ToolOutputOptions;
-  window: number;
-  graceMs: number;
-  maxStreamBytes: number;
-  liveDisplayBytes: number;
-  subscriberQueue: number;
-  cwd: string;
-}
-
-/** Options of one call. */
-export interface CallOptions {
-  /** Record the call in this session's event log (`[A-Za-z0-9._-]`, 1 to 128 characters); EBADARGS otherwise. */
-  session?: string;
-  /**
-   * Aborting it cancels the call (as {@link CallHandle.cancel} does), keeping
-   * the reason: `abort(new Error('user abort'))` ends it cancelled with
-   * "cancelled by the caller: user abort"; a signal that timed out
-   * (`AbortSignal.timeout(ms)`) fails it with ETIMEOUT, as `timeoutMs` would.
-   */
-  signal?: AbortSignal;
-  /**
-   * Fails the call with ETIMEOUT after this many milliseconds, counted from
-   * the call's start: time spent waiting for a free worker (and, for the first
-   * call of a fresh engine, for a worker to boot) counts. Above 0 and at most
-   * 2^31-1 (about 24.8 days, the longest a timer waits); anything else is
-   * EBADARGS, synchronously from `Engine.call`.
-   */
-  timeoutMs?: number;
-  /** The call's id. @default a random UUID */
-  callId?: string;
-}
-
-/** Options the engine itself sets on a call. */
-export interface InternalCallOptions {
-  /** Keep a self-paginating tool's page bytes after the call ends ({@link Call.pageBytes}), for a raw read. */
-  keepPage?: boolean;
-}
-
-/** Everything a call needs from its engine. */
-export interface CallDeps {
-  pool: WorkerPool;
-  /** Where the call's process groups are tracked outside the engine (its watchdog). */
-  processes?: ProcessGuard;
-  store: Store;
-  settings: CallSettings;
-  approve: ApprovalPolicy;
-  recorder?: CallRecorder;
-  engineHub: EventHub<CallEvent>;
-  onSettled(call: Call): void;
-}
+import { keepFullTexts, publishAccepted } from './publish.js';
+import { type Outcome, terminalStatus } from './terminal-status.js';
 
 /** How long a completion may trail its task's result (they travel on different ports). */
 const LATE_COMPLETION_MS = 2000;
 /** How long messages a dead worker posted may trail its death. */
 const LATE_MESSAGES_MS = 50;
-
-type Outcome =
-  | { kind: 'done'; completion: WireCompletion }
-  | { kind: 'fail'; error: SerializedError; cancelled: boolean }
-  | { kind: 'crash'; error: unknown };
-
-/** UTF-8 bytes of the status line's detail: the line, with its wrapper, stays inside MODEL_STATUS_RESERVE. */
-const STATUS_DETAIL_MAX_BYTES = 700;
 
 /** A running call. */
 export class Call {
@@ -137,7 +54,9 @@ export class Call {
   /** Settles with the terminal result; never rejects. */
   readonly result: Promise<TerminalResult>;
   /** Largest number of bytes in flight (received, not yet on disk) seen; for tests of backpressure. */
-  maxInFlight = 0;
+  get maxInFlight(): number {
+    return this.intake.maxInFlight;
+  }
   /** A self-paginating tool's page as it produced it, when the call was made with `keepPage`. */
   pageBytes: Buffer | undefined;
 
@@ -154,8 +73,7 @@ export class Call {
   private readonly endpoint: CallEndpoint;
   private port: MessagePort | undefined;
   private exposed = false;
-  private inFlight = 0;
-  private creditDue = 0;
+  private readonly intake: Intake;
   private ended = false;
   private cancelRequested: SluiceError | undefined;
   private failure: SluiceError | undefined;
@@ -188,6 +106,14 @@ export class Call {
       this.capture = new Capture(deps.store, tool.output, { ...limits, maxStreamBytes: s.maxStreamBytes });
     }
     this.texts = new FullTexts(deps.store, { maxBytes: s.maxStreamBytes });
+    this.intake = new Intake(this.capture, this.texts, {
+      failed: () => this.failure !== undefined,
+      stopping: () => this.cancelRequested !== undefined || this.failure !== undefined,
+      fail: (err) => this.failWith(err),
+      sendCredit: (n) => {
+        if (this.port && !this.ended) this.deps.pool.send(this.port, { t: 'credit', c: this.callId, n });
+      },
+    });
     installErrorTransfer();
     this.endpoint = new CallEndpoint((m) => {
       if (this.port) this.deps.pool.send(this.port, { t: 'rpc', c: this.callId, m });
@@ -300,7 +226,7 @@ export class Call {
         }
         return;
       case 'chunk':
-        this.onChunk(m.s, m.b);
+        this.intake.chunk(m.s, m.b);
         return;
       case 'display': {
         this.live.append(m.text);
@@ -310,7 +236,7 @@ export class Call {
           this.hub.publish(ev);
           this.deps.engineHub.publish(ev);
         }
-        this.credit(Math.min(m.n, this.deps.settings.window));
+        this.intake.credit(Math.min(m.n, this.deps.settings.window));
         return;
       }
       case 'proc':
@@ -323,12 +249,19 @@ export class Call {
         // Host services are exposed on first use: most calls never ask for them.
         if (!this.exposed) {
           this.exposed = true;
-          Comlink.expose(this.hostServices(), this.endpoint.asComlink());
+          Comlink.expose(
+            approvalService(this.deps.approve, {
+              tool: this.tool.name,
+              callId: this.callId,
+              ...(this.session !== undefined ? { session: this.session } : {}),
+            }),
+            this.endpoint.asComlink(),
+          );
         }
         this.endpoint.deliver(m.m);
         return;
       case 'text':
-        this.onText(m.k, m.b);
+        this.intake.text(m.k, m.b);
         return;
       case 'done': {
         const parsed = wireCompletionSchema.safeParse(m.completion);
@@ -360,106 +293,6 @@ export class Call {
     }
   }
 
-  private onChunk(index: number, bytes: Uint8Array): void {
-    if (!(bytes instanceof Uint8Array)) {
-      this.failWith(new ProtocolError('a chunk without bytes'));
-      return;
-    }
-    const len = bytes.length;
-    if (this.failure) {
-      // The call has failed: the chunk is dropped, but its credit goes back, so a writer blocked on
-      // credit wakes up, sees the abort and lets the tool end by itself instead of waiting out graceMs.
-      this.credit(len);
-      return;
-    }
-    let written: Promise<void>;
-    try {
-      written = this.capture.accept(index, bytes);
-    } catch (err) {
-      this.failWith(toSluiceError(err, 'EPROTOCOL'));
-      this.credit(len);
-      return;
-    }
-    this.inFlight += len;
-    if (this.inFlight > this.maxInFlight) this.maxInFlight = this.inFlight;
-    written.then(
-      () => {
-        this.inFlight -= len;
-        this.credit(len);
-        // Written (and hashed, scanned, previewed) and not kept by the capture: free the memory now.
-        if (!this.capture.keepsChunks) freeChunk(bytes);
-      },
-      (err: unknown) => {
-        this.inFlight -= len;
-        this.failWith(toSluiceError(err, 'EDISK'));
-        // Not on disk and never will be, but no longer in flight either (see the dropped-chunk case above).
-        this.credit(len);
-      },
-    );
-  }
-
-  /** Part of a whole text (a cut error message or display): written like a chunk, its credit back once on disk. */
-  private onText(kind: TextKind, bytes: Uint8Array): void {
-    if (!(bytes instanceof Uint8Array) || (kind !== 'error' && kind !== 'display')) {
-      this.failWith(new ProtocolError('a text message without bytes or of an unknown kind'));
-      return;
-    }
-    const len = bytes.length;
-    if (this.cancelRequested || this.failure) {
-      // Stopping: the text will not be kept, but its credit goes back so the sender is not stuck.
-      this.credit(len);
-      return;
-    }
-    let written: Promise<void>;
-    try {
-      written = this.texts.accept(kind, bytes);
-    } catch (err) {
-      this.failWith(toSluiceError(err, 'EPROTOCOL'));
-      this.credit(len);
-      return;
-    }
-    // A failed write only loses the extra: the announced size no longer matches, so it is not published.
-    written.then(
-      () => this.credit(len),
-      () => this.credit(len),
-    );
-  }
-
-  /**
-   * Returns credit. Chunks written by one writev settle together: their credit
-   * goes back as one message at the end of the microtask queue, not one each.
-   */
-  private credit(n: number): void {
-    if (n <= 0) return;
-    this.creditDue += n;
-    if (this.creditDue === n) queueMicrotask(() => this.sendCredit());
-  }
-
-  private sendCredit(): void {
-    const n = this.creditDue;
-    this.creditDue = 0;
-    if (this.port && !this.ended && n > 0) this.deps.pool.send(this.port, { t: 'credit', c: this.callId, n });
-  }
-
-  private hostServices() {
-    return {
-      approve: async (op: PreparedOperation): Promise<void> => {
-        const info = {
-          tool: this.tool.name,
-          callId: this.callId,
-          ...(this.session !== undefined ? { session: this.session } : {}),
-        };
-        let ok: boolean;
-        try {
-          ok = await this.deps.approve(op, info);
-        } catch (err) {
-          throw new DeniedError(`${op.kind} denied: ${(err as Error)?.message ?? String(err)}`, { op: op.kind });
-        }
-        if (ok !== true) throw new DeniedError(`${op.kind} denied by the host's approval policy`, { op: op.kind });
-      },
-    };
-  }
-
   private async finish(outcome: Outcome, preset?: SluiceError): Promise<void> {
     if (this.ended) return;
     this.ended = true;
@@ -470,88 +303,33 @@ export class Call {
     this.deps.pool.detach(this.callId);
     this.killProcessGroups();
 
-    let status: CallStatus;
-    let error: SluiceError | undefined = preset ?? this.failure;
-    /** True when `error` is the one the tool finalised itself (its display and metadata stand). */
-    let toolsOwnError = false;
-    /** The error as the tool (or its worker) reported it: the one a cut message belongs to. */
-    let reportedError: SluiceError | undefined;
-    let completion: WireCompletion | undefined;
-    if (outcome.kind === 'done') {
-      completion = outcome.completion;
-      if (error) status = 'failed';
-      else if (this.cancelRequested) {
-        status = 'cancelled';
-        error = this.cancelRequested;
-      } else if (completion.error) {
-        status = 'failed';
-        error = deserializeError(completion.error as SerializedError);
-        reportedError = error;
-        toolsOwnError = true;
-      } else status = completion.status ?? 'success';
-    } else if (outcome.kind === 'fail') {
-      // The worker's serialised form, details included (toSluiceError would keep only code and message).
-      const reported = deserializeError(outcome.error);
-      reportedError = reported;
-      if (error) status = 'failed';
-      else if (outcome.cancelled || this.cancelRequested) {
-        status = 'cancelled';
-        error = this.cancelRequested ?? reported;
-      } else {
-        status = 'failed';
-        error = reported;
-      }
-    } else if (error) {
-      status = 'failed';
-    } else if (this.cancelRequested) {
-      status = 'cancelled';
-      error = this.cancelRequested;
-    } else {
-      status = 'failed';
-      const cause = outcome.error as { message?: string; code?: string };
-      error = new WorkerCrashError(`the worker running ${this.tool.name} died: ${cause?.message ?? String(cause)}`, {
-        cause: cause?.code ?? null,
-      });
-    }
-    if (error?.code === 'ETIMEOUT' || error?.code === 'ESIZELIMIT') status = 'failed';
-    let complete = outcome.kind === 'done' && !error;
+    const decided = terminalStatus({
+      outcome,
+      failure: preset ?? this.failure,
+      cancelRequested: this.cancelRequested,
+      tool: this.tool.name,
+    });
+    let { status, error, toolsOwnError, reportedError, complete } = decided;
+    const completion = outcome.kind === 'done' ? outcome.completion : undefined;
 
     // Publish what was accepted.
     let output: OutputRef | null = null;
     let model = '';
     let pin: Pin | undefined;
     try {
-      if (this.capture instanceof PageCapture) {
-        const page = this.capture.text();
-        output = { kind: 'page', bytes: page.bytes, lines: page.lines };
-        // The continuation line comes from the tool's metadata; output.bytes stays the page alone.
-        model = renderPageView(page.text, status === 'success' ? completion?.metadata : undefined);
-      } else if (outcome.kind !== 'done' && this.capture.stats().every((c) => c.bytes === 0)) {
-        // The tool ended abnormally before producing anything (bad arguments, denied, crashed
-        // early): there is nothing to retain, so no empty artifacts are published.
-        await this.capture.discard();
-      } else {
-        const writeError = this.capture.writeError;
-        if (writeError !== undefined) throw writeError;
-        pin = await this.deps.store.pin();
-        const captured = await this.capture.publish(pin);
-        output = captured.ref;
-        model = renderModelView(captured.view);
-      }
+      ({ output, model, pin } = await publishAccepted(this.capture, this.deps.store, {
+        ended: outcome.kind === 'done',
+        pageMetadata: status === 'success' ? completion?.metadata : undefined,
+      }));
     } catch (err) {
-      if (this.capture instanceof Capture) await this.capture.discard();
-      await pin?.release();
-      pin = undefined;
       error = toSluiceError(err, 'EDISK');
       toolsOwnError = false;
       status = 'failed';
       complete = false;
-      output = null;
-      model = '';
     }
     // Texts the worker cut to their bounds are kept whole only when the result shows them.
     const showsToolDisplay = completion?.display !== undefined && status !== 'cancelled' && (!error || toolsOwnError);
-    const kept = await this.keepFullTexts(pin, {
+    const kept = await keepFullTexts(this.texts, this.deps.store, pin, {
       ...(error !== undefined && error === reportedError ? { error: this.textSizes.error } : {}),
       ...(showsToolDisplay ? { display: this.textSizes.display } : {}),
     });
@@ -564,7 +342,9 @@ export class Call {
     if (completion && showsToolDisplay) {
       completion.display = textWithCutMarker(completion.display as string, this.textSizes.display, fullText.display);
     }
-    model = this.withStatusLine(model, status, complete, error, completion, fullText.error);
+    /** The view without its status line: a failed recording gives it another one, never a second. */
+    let view = model;
+    model = withStatusLine(view, { status, complete, error, note: completion?.note, wholeError: fullText.error });
     try {
       // A page is bounded by its tool and PageCapture, never by toolOutput: configuration cannot cut or fail it.
       if (!(this.capture instanceof PageCapture)) {
@@ -579,7 +359,8 @@ export class Call {
         toolsOwnError = false;
       }
       complete = false;
-      model = this.withStatusLine('', status, complete, error, completion, undefined);
+      view = '';
+      model = withStatusLine(view, { status, complete, error, note: completion?.note });
     }
 
     const durationMs = Date.now() - this.startedAt;
@@ -613,7 +394,7 @@ export class Call {
       result.status = 'failed';
       result.complete = false;
       result.error = serializeError(e);
-      result.model = this.withStatusLine(result.model, 'failed', false, e, undefined, undefined);
+      result.model = withStatusLine(view, { status: 'failed', complete: false, error: e });
       result.display = this.finalDisplay('failed', completion, e, result.durationMs, false, result.output);
       // Once more, with the failure the caller gets: a write that failed part-way left at most a torn
       // line, which replay skips, and would otherwise show this call as interrupted.
@@ -629,51 +410,7 @@ export class Call {
     this.resolve(result);
   }
 
-  /**
-   * Publishes the whole texts the worker sent for the fields in `shown`
-   * (their announced sizes), under the output's pin or a new one; the rest
-   * are dropped. Never fails the call: a whole text is an extra.
-   */
-  private async keepFullTexts(
-    pin: Pin | undefined,
-    shown: Partial<Record<TextKind, number | undefined>>,
-  ): Promise<{ refs: FullTextRefs; pin: Pin | undefined }> {
-    const expected: Partial<Record<TextKind, number>> = {};
-    for (const [k, v] of Object.entries(shown)) if (v !== undefined) expected[k as TextKind] = v;
-    if (!this.texts.any) return { refs: {}, pin };
-    if (Object.keys(expected).length === 0) {
-      await this.texts.discard();
-      return { refs: {}, pin };
-    }
-    let held = pin;
-    try {
-      held ??= await this.deps.store.pin();
-    } catch {
-      await this.texts.discard();
-      return { refs: {}, pin };
-    }
-    return { refs: await this.texts.publish(held, expected), pin: held };
-  }
-
-  private withStatusLine(
-    model: string,
-    status: CallStatus,
-    complete: boolean,
-    error: SluiceError | undefined,
-    completion: WireCompletion | undefined,
-    wholeError: TextRef | undefined,
-  ): string {
-    if (status === 'success') return model;
-    const raw = error ? `${error.code}: ${error.message}` : (completion?.note ?? 'the tool reported failure');
-    // The whole error's address survives the clipping: it comes after the clipped detail.
-    const whole = wholeError ? ` The whole error: read(filePath="artifact://${wholeError.digest}")` : '';
-    const detail = clipUtf8(raw.replace(/\s+/g, ' '), STATUS_DETAIL_MAX_BYTES - Buffer.byteLength(whole)) + whole;
-    const incomplete = complete ? '' : ' Output is incomplete.';
-    const line = `[Status: ${status}. ${detail}.${incomplete}]`;
-    if (model.length === 0) return line;
-    return model.endsWith('\n') ? `${model}\n${line}` : `${model}\n\n${line}`;
-  }
-
+  /** The final display (engine/presentation/final-display.ts) of a call that ended so. */
   private finalDisplay(
     status: CallStatus,
     completion: WireCompletion | undefined,
@@ -682,21 +419,16 @@ export class Call {
     ownError: boolean,
     output: OutputRef | null,
   ): string {
-    if (completion?.display !== undefined && status !== 'cancelled' && (!error || ownError)) return completion.display;
-    // What the display says was kept is what the output refs hold: nothing published, nothing claimed.
-    const streams = keptStreams(output);
-    if (status === 'success') {
-      const sizes = streams.map((s) => `${s.name} ${formatBytes(s.bytes)}`).join(', ');
-      return `${this.tool.name} finished in ${formatDuration(durationMs)} (${sizes})`;
-    }
-    return incompleteDisplay({
+    const stands = completion?.display !== undefined && status !== 'cancelled' && (!error || ownError);
+    return finalDisplay({
       tool: this.tool.name,
       status,
       durationMs,
-      streams,
-      lost: output === null && this.capture.stats().some((c) => c.bytes > 0),
+      toolDisplay: stands ? completion?.display : undefined,
       reason: error ? `${error.code}: ${error.message}` : (completion?.note ?? 'the tool reported failure'),
-      summary: summarizeArgs(this.args),
+      output,
+      lost: output === null && this.capture.stats().some((c) => c.bytes > 0),
+      args: this.args,
     });
   }
 
@@ -714,150 +446,4 @@ export class Call {
   get liveDisplay(): string {
     return this.live.text;
   }
-}
-
-/** Throws EBADARGS unless `ms` is absent or a duration a timer can wait (setTimeout fires after 1 ms beyond 2^31-1). */
-function assertTimeout(ms: unknown): void {
-  if (ms === undefined) return;
-  if (typeof ms !== 'number' || !(ms > 0) || ms > MAX_TIMER_MS) {
-    throw new BadArgumentsError(
-      `timeoutMs must be a number of milliseconds above 0 and at most ${MAX_TIMER_MS}, got ${JSON.stringify(ms) ?? String(ms)}`,
-      { timeoutMs: typeof ms === 'number' && Number.isFinite(ms) ? ms : String(ms) },
-    );
-  }
-}
-
-function summarizeArgs(args: unknown): string {
-  if (args && typeof args === 'object' && typeof (args as { command?: unknown }).command === 'string') {
-    return (args as { command: string }).command;
-  }
-  try {
-    return JSON.stringify(args) ?? '';
-  } catch {
-    return '';
-  }
-}
-
-/** Largest display event, in UTF-16 code units (so a subscriber's queue holds at most queueLimit × 16 KiB). */
-export const MAX_DISPLAY_EVENT_CHARS = 8192;
-
-/** Splits display text into events of at most {@link MAX_DISPLAY_EVENT_CHARS}, never inside a surrogate pair. */
-export function displayFrames(text: string): string[] {
-  if (text.length <= MAX_DISPLAY_EVENT_CHARS) return [text];
-  const frames: string[] = [];
-  let i = 0;
-  while (i < text.length) {
-    let end = Math.min(text.length, i + MAX_DISPLAY_EVENT_CHARS);
-    const c = text.charCodeAt(end - 1);
-    if (end < text.length && c >= 0xd800 && c <= 0xdbff) end--;
-    frames.push(text.slice(i, end));
-    i = end;
-  }
-  return frames;
-}
-
-/** `text` cut to at most `max` UTF-8 bytes on a code point boundary, with an ellipsis when cut. */
-function clipUtf8(text: string, max: number): string {
-  const full = Buffer.from(text);
-  if (full.length <= max) return text;
-  let end = max - 3; // room for the ellipsis
-  while (end > 0 && ((full[end] as number) & 0xc0) === 0x80) end--; // back to the start of a character
-  return `${full.subarray(0, end).toString('utf8')}…`;
-}
-
-/**
- * An error as it arrived from a worker, held to the bounds the worker runtime
- * applies (workers/bounds.ts): a message past its bound is cut with a marker
- * (no whole text: none was sent), details past theirs are replaced, and a
- * shape that is not an error at all is a protocol error. The worker bounds
- * first; this keeps the engine from holding more even when it did not.
- */
-function boundArrivedError(e: SerializedError): SerializedError {
-  if (typeof e?.message !== 'string' || typeof e.code !== 'string') {
-    return serializeError(new ProtocolError('a worker reported an error without a code and a message'));
-  }
-  const max = COMPLETION_BOUNDS.errorMessageBytes;
-  let message = e.message;
-  if (Buffer.byteLength(message, 'utf8') > max) {
-    const full = Buffer.byteLength(message, 'utf8');
-    const { end, bytes } = utf8PrefixEnd(message, max - cutMarkerBytes(full));
-    message = `${detachString(message.slice(0, end))}${cutMarker(full - bytes)}`;
-  }
-  let details = e.details;
-  if (details !== undefined) {
-    let json: string | undefined;
-    try {
-      json = JSON.stringify(details);
-    } catch {
-      json = undefined;
-    }
-    if (json === undefined || Buffer.byteLength(json, 'utf8') > COMPLETION_BOUNDS.errorDetailsBytes) {
-      details = {
-        cut:
-          json === undefined
-            ? 'details were not JSON'
-            : `details over ${COMPLETION_BOUNDS.errorDetailsBytes} bytes of JSON were dropped`,
-      };
-    }
-  }
-  if (message === e.message && details === e.details) return e;
-  return details === undefined ? { code: e.code, message } : { code: e.code, message, details };
-}
-
-/**
- * The resource-limit error of a completion whose terminal fields pass their
- * bounds, if any. The worker runtime bounds them before posting
- * (workers/bounds.ts); this is the engine's own check of what arrived, so a
- * worker that did not (or could not) still cannot make the engine keep them.
- */
-function oversizedCompletion(c: WireCompletion): ResourceLimitError | undefined {
-  const b = COMPLETION_BOUNDS;
-  if ((c.messages?.length ?? 0) > b.messages || (c.attachments?.length ?? 0) > b.attachments) {
-    return new ResourceLimitError(
-      `the completion has ${c.messages?.length ?? 0} messages and ${c.attachments?.length ?? 0} attachments; at most ${b.messages} and ${b.attachments}`,
-    );
-  }
-  const fields = Buffer.byteLength(JSON.stringify({ m: c.metadata ?? null, e: c.messages ?? null }));
-  if (fields > b.fieldsBytes) {
-    return new ResourceLimitError(
-      `the completion's metadata and messages take ${fields} bytes, more than ${b.fieldsBytes}`,
-    );
-  }
-  let attached = 0;
-  for (const a of c.attachments ?? []) attached += a.data.length;
-  if (attached > b.attachmentsBytes) {
-    return new ResourceLimitError(
-      `the completion's attachments take ${attached} bytes, more than ${b.attachmentsBytes}`,
-    );
-  }
-  return undefined;
-}
-
-/** A final display bounded like the live one: its beginning, and a marker saying how much was elided. */
-function clipDisplay(display: string, maxBytes: number): string {
-  const bytes = Buffer.byteLength(display);
-  if (bytes <= maxBytes) return display;
-  const kept = clipUtf8(display, maxBytes - 64);
-  return `${kept}\n[… ${bytes - Buffer.byteLength(kept)} more bytes of display elided]`;
-}
-
-/** The streams an output ref holds, as displays list them (a page, a single output, named streams, or none). */
-function keptStreams(output: OutputRef | null): Array<{ name: string; bytes: number; lines: number }> {
-  if (output === null) return [];
-  if (output.kind === 'streams') return output.streams.map((s) => ({ name: s.name, bytes: s.bytes, lines: s.lines }));
-  return [{ name: output.kind === 'page' ? 'page' : 'output', bytes: output.bytes, lines: output.lines }];
-}
-
-/** `text` (cut by the worker from a whole of `fullBytes`) with a marker saying how much was cut and where the whole is. */
-export function textWithCutMarker(text: string, fullBytes: number | undefined, whole: TextRef | undefined): string {
-  if (fullBytes === undefined) return text;
-  const cut = fullBytes - Buffer.byteLength(text, 'utf8');
-  if (cut <= 0) return text;
-  return `${text}${cutMarker(cut, whole?.digest)}`;
-}
-
-/** The error with the cut marker on its message (see {@link textWithCutMarker}). */
-function withCutMarker(error: SluiceError, fullBytes: number | undefined, whole: TextRef | undefined): SluiceError {
-  const message = textWithCutMarker(error.message, fullBytes, whole);
-  return message === error.message ? error : makeError(error.code, message, error.details);
 }

@@ -1,8 +1,8 @@
 /**
  * The capture coordinator for one call: every accepted chunk is appended to
- * its channel's temporary capture file in the store, hashed and line-scanned
+ * its stream's temporary capture file in the store, hashed and line-scanned
  * while streaming (store/blob-writer.ts), and fed to a bounded preview. At the
- * end the channels are published as blobs (plus a manifest for named
+ * end the streams are published as blobs (plus a manifest for named
  * streams). Memory per call is the credit window plus the previews, whatever
  * the output size.
  */
@@ -33,15 +33,15 @@ export interface CapturedOutput {
   view: OutputView;
 }
 
-interface Channel {
+interface CapturedStream {
   name: string;
   writer: BlobWriter;
   preview: PreviewBuilder;
 }
 
-/** Captures the channels of one call into the store. */
+/** Captures the streams of one call into the store. */
 export class Capture {
-  private readonly channels: Channel[];
+  private readonly streams: CapturedStream[];
   private readonly decl: OutputDeclaration;
   private readonly limits: CaptureLimits;
   private readonly store: Store;
@@ -52,7 +52,7 @@ export class Capture {
     this.decl = decl;
     this.limits = limits;
     const names = decl.kind === 'single' ? [''] : decl.streams;
-    this.channels = names.map((name) => ({
+    this.streams = names.map((name) => ({
       name,
       writer: store.writer(),
       preview: new PreviewBuilder(limits.maxLines, limits.maxBytes),
@@ -62,24 +62,24 @@ export class Capture {
   /** Whether accepted chunks are kept after they are written: no, they are on disk (the preview copies). */
   readonly keepsChunks = false;
 
-  /** Number of channels. */
+  /** Number of streams. */
   get size(): number {
-    return this.channels.length;
+    return this.streams.length;
   }
 
-  /** Bytes and lines accepted per channel so far. */
+  /** Bytes and lines accepted per stream so far. */
   stats(): Array<{ name: string; bytes: number; lines: number }> {
-    return this.channels.map((c) => ({ name: c.name || 'output', bytes: c.writer.bytes, lines: c.writer.lines }));
+    return this.streams.map((c) => ({ name: c.name || 'output', bytes: c.writer.bytes, lines: c.writer.lines }));
   }
 
   /**
-   * Accepts a chunk for channel `index`. Throws {@link SizeLimitError} (and
+   * Accepts a chunk for stream `index`. Throws {@link SizeLimitError} (and
    * accepts nothing of the chunk) when it would pass the size bound. The
    * promise settles when the bytes are on disk: that is when credit may go back.
    */
   accept(index: number, bytes: Uint8Array): Promise<void> {
-    const ch = this.channels[index];
-    if (!ch) throw new ProtocolError(`chunk for channel ${index}, but only ${this.channels.length} declared`);
+    const ch = this.streams[index];
+    if (!ch) throw new ProtocolError(`chunk for stream ${index}, but only ${this.streams.length} declared`);
     if (ch.writer.bytes + bytes.length > this.limits.maxStreamBytes) {
       throw new SizeLimitError(
         `${ch.name ? `stream ${ch.name}` : 'output'} passed the size bound of ${this.limits.maxStreamBytes} bytes`,
@@ -90,14 +90,14 @@ export class Capture {
     return ch.writer.write(bytes);
   }
 
-  /** The first write error of any channel. */
+  /** The first write error of any stream. */
   get writeError(): unknown {
-    for (const c of this.channels) if (c.writer.error !== undefined) return c.writer.error;
+    for (const c of this.streams) if (c.writer.error !== undefined) return c.writer.error;
     return undefined;
   }
 
   /**
-   * Publishes every channel (waiting for pending writes first), adding each
+   * Publishes every stream (waiting for pending writes first), adding each
    * digest to `pin` before its blob becomes visible. On any failure nothing is
    * returned and the remaining temporary files are removed.
    */
@@ -105,12 +105,12 @@ export class Capture {
     this.settled = true;
     const infos: BlobInfo[] = [];
     try {
-      for (const c of this.channels) infos.push(await c.writer.commit(undefined, pin));
+      for (const c of this.streams) infos.push(await c.writer.commit(undefined, pin));
     } catch (err) {
       await this.discard();
       throw err;
     }
-    const previews: Preview[] = this.channels.map((c, i) => c.preview.finish((infos[i] as BlobInfo).bytes));
+    const previews: Preview[] = this.streams.map((c, i) => c.preview.finish((infos[i] as BlobInfo).bytes));
     if (this.decl.kind === 'single') {
       const info = infos[0] as BlobInfo;
       const preview = previews[0] as Preview;
@@ -125,7 +125,7 @@ export class Capture {
         view: { kind: 'single', digest: info.digest, preview },
       };
     }
-    const entries = this.channels.map((c, i) => {
+    const entries = this.streams.map((c, i) => {
       const info = infos[i] as BlobInfo;
       return { name: c.name, digest: info.digest, bytes: info.bytes, lines: info.lines };
     });
@@ -148,7 +148,7 @@ export class Capture {
   /** Drops everything; temporary files are removed. */
   async discard(): Promise<void> {
     this.settled = true;
-    await Promise.all(this.channels.map((c) => c.writer.abort()));
+    await Promise.all(this.streams.map((c) => c.writer.abort()));
   }
 
   /** True once published or discarded. */

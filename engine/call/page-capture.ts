@@ -20,7 +20,7 @@ export class PageCapture {
   private readonly parts: Uint8Array[] = [];
   private total = 0;
 
-  /** Accepts a chunk (channel index is always 0: self-paginating tools have single output). */
+  /** Accepts a chunk (stream index is always 0: self-paginating tools have single output). */
   /** Whether accepted chunks are kept after they are written: yes, they make up the page. */
   readonly keepsChunks = true;
 

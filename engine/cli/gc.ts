@@ -5,9 +5,9 @@
  * Safe while other processes publish.
  */
 
-import { collectGarbage, DEFAULT_GC_GRACE_MS, type GcReport } from '../../store/gc/collect.js';
 import { BadArgumentsError } from '../protocol/errors.js';
 import { formatBytes } from '../protocol/units.js';
+import { collectGarbage, DEFAULT_GC_GRACE_MS, type GcReport } from '../sessions/gc.js';
 import {
   type Command,
   EXIT_OK,

@@ -11,12 +11,12 @@
 import { promises as fsp } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MAX_PAGE_LINES } from '../../store/read.js';
+import { MAX_PAGE_LINES } from '../../store/pages.js';
 import { resolveStoreDir } from '../../store/store.js';
 import { isArtifactUri, parseArtifactUri } from '../../store/uri.js';
 import { Engine } from '../engine.js';
+import type { ReadBytesResult, ReadPageInfo, ReadResult } from '../engine-read.js';
 import { BadArgumentsError, NotFoundError } from '../protocol/errors.js';
-import type { ReadBytesResult, ReadPageInfo, ReadResult } from '../read.js';
 import {
   type Command,
   EXIT_OK,

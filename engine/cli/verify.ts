@@ -6,7 +6,7 @@
  */
 import { sanitizeForTerminal } from '../presentation/sanitize.js';
 import { BadArgumentsError } from '../protocol/errors.js';
-import { verifyWithSessions } from '../sessions/verify.js';
+import { verifyWithSessions } from '../sessions/verify-references.js';
 import {
   type Command,
   EXIT_FAILURE,

@@ -54,7 +54,7 @@ function installExitHook(): void {
 /** The MCP host thread of one engine. */
 export class McpHost {
   /** Random id naming the host's channels (tool module URLs carry it). */
-  readonly channel = randomUUID();
+  readonly hostId = randomUUID();
   private worker: Worker | undefined;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
@@ -67,7 +67,7 @@ export class McpHost {
   private closed = false;
 
   constructor() {
-    this.life = new BroadcastChannel(lifeChannel(this.channel));
+    this.life = new BroadcastChannel(lifeChannel(this.hostId));
     this.life.unref();
     liveGroups.add(this.groups);
     installExitHook();
@@ -124,7 +124,7 @@ export class McpHost {
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    const data: McpHostData = { channel: this.channel };
+    const data: McpHostData = { hostId: this.hostId };
     const worker = new Worker(distPath('workers/mcp/host.js'), { workerData: data });
     worker.unref();
     worker.on('message', (e: McpHostEvent) => this.onEvent(worker, e));

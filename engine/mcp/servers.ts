@@ -66,7 +66,7 @@ export class McpServers {
       const entry = pathToFileURL(distPath('workers/mcp/tool.js')).href;
       const modules = defs.map((def) => {
         const name = names.get(def.name) as string;
-        const query = new URLSearchParams({ h: host.channel, s: spec.name, t: def.name, n: name });
+        const query = new URLSearchParams({ h: host.hostId, s: spec.name, t: def.name, n: name });
         return { def, name, module: `${entry}?${query}` };
       });
       // Every name is checked before any is registered, so a clash leaves nothing half added.

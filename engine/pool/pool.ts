@@ -3,10 +3,12 @@
  * MessagePort at startup (through piscina's message event) that carries every
  * call's data and control messages, tagged by call id.
  */
+
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import type { MessagePort } from 'node:worker_threads';
 import type { Piscina as PiscinaPool } from 'piscina';
+import type { ResolvedOptions } from '../options.js';
 import { killProcessGroup } from '../processes/process-group.js';
 import type { EngineMessage, Task, WorkerMessage } from '../protocol/messages.js';
 import { PORT_HANDSHAKE } from '../protocol/port.js';
@@ -159,4 +161,24 @@ export class WorkerPool {
 
 function isPort(v: unknown): v is MessagePort {
   return typeof v === 'object' && v !== null && typeof (v as MessagePort).postMessage === 'function';
+}
+
+/** The pool options of resolved settings. */
+export function poolOptionsOf(o: ResolvedOptions): PoolOptions {
+  return {
+    concurrency: o.concurrency,
+    minThreads: o.minThreads,
+    maxOldGenerationSizeMb: o.workerHeapMb,
+    idleTimeout: defaultPoolOptions().idleTimeout,
+  };
+}
+
+/** True when two pool settings would build the same pool. */
+export function samePoolOptions(a: PoolOptions, b: PoolOptions): boolean {
+  return (
+    a.concurrency === b.concurrency &&
+    a.minThreads === b.minThreads &&
+    a.maxOldGenerationSizeMb === b.maxOldGenerationSizeMb &&
+    a.idleTimeout === b.idleTimeout
+  );
 }

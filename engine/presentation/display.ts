@@ -7,9 +7,8 @@
  * reaches the model. The final display of a completion replaces the live
  * display (the caller drops its {@link LiveDisplay}); it is not appended.
  */
-
+import { detachString, unitCutBefore, unitPrefix, utf8SuffixStart } from '../protocol/text.js';
 import { formatBytes } from '../protocol/units.js';
-import { detachString } from './preview.js';
 
 /** Default bound of a {@link LiveDisplay}: 64 KiB. */
 export const DEFAULT_LIVE_DISPLAY_BYTES = 64 * 1024;
@@ -29,40 +28,6 @@ const LOW_WATER = 0.75;
 const LINE_ALIGN_CHARS = 1024;
 /** Pieces kept before they are joined, so many tiny appends do not grow an array. */
 const MAX_PIECES = 64;
-
-/** UTF-8 width of the code point starting at `i` (a lone surrogate counts as U+FFFD, 3 bytes). */
-function widthAt(s: string, i: number): { bytes: number; units: number } {
-  const c = s.charCodeAt(i);
-  if (c < 0x80) return { bytes: 1, units: 1 };
-  if (c < 0x800) return { bytes: 2, units: 1 };
-  if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-    const d = s.charCodeAt(i + 1);
-    if (d >= 0xdc00 && d <= 0xdfff) return { bytes: 4, units: 2 };
-  }
-  return { bytes: 3, units: 1 };
-}
-
-/**
- * Index in `s` where a suffix of at most `maxBytes` UTF-8 bytes begins, never
- * inside a surrogate pair. Walks from the end, so it costs O(suffix).
- */
-function suffixStart(s: string, maxBytes: number): number {
-  let bytes = 0;
-  let i = s.length;
-  while (i > 0) {
-    let start = i - 1;
-    const c = s.charCodeAt(start);
-    if (c >= 0xdc00 && c <= 0xdfff && start > 0) {
-      const h = s.charCodeAt(start - 1);
-      if (h >= 0xd800 && h <= 0xdbff) start--;
-    }
-    const { bytes: w } = widthAt(s, start);
-    if (bytes + w > maxBytes) break;
-    bytes += w;
-    i = start;
-  }
-  return i;
-}
 
 /**
  * The live display of one call: the concatenation of its delta display
@@ -100,7 +65,7 @@ export class LiveDisplay {
     let size = Buffer.byteLength(text, 'utf8');
     if (size > this.maxBytes) {
       // Only the newest maxBytes can survive; never keep (or pin, via a slice) the rest.
-      text = detachString(text.slice(suffixStart(text, this.maxBytes)));
+      text = detachString(text.slice(utf8SuffixStart(text, this.maxBytes)));
       const kept = Buffer.byteLength(text, 'utf8');
       this.elided += size - kept;
       size = kept;
@@ -146,7 +111,7 @@ export class LiveDisplay {
         excess -= size;
         continue;
       }
-      const start = suffixStart(piece, size - excess);
+      const start = utf8SuffixStart(piece, size - excess);
       endedLine = piece.charCodeAt(start - 1) === 0x0a;
       this.replaceFirst(piece.slice(start));
       excess = 0;
@@ -192,6 +157,22 @@ export class LiveDisplay {
   }
 }
 
+/** Largest display event, in UTF-16 code units (so a subscriber's queue holds at most queueLimit × 16 KiB). */
+export const MAX_DISPLAY_EVENT_CHARS = 8192;
+
+/** Splits display text into events of at most {@link MAX_DISPLAY_EVENT_CHARS}, never inside a surrogate pair. */
+export function displayFrames(text: string): string[] {
+  if (text.length <= MAX_DISPLAY_EVENT_CHARS) return [text];
+  const frames: string[] = [];
+  let i = 0;
+  while (i < text.length) {
+    const end = unitCutBefore(text, Math.min(text.length, i + MAX_DISPLAY_EVENT_CHARS));
+    frames.push(text.slice(i, end));
+    i = end;
+  }
+  return frames;
+}
+
 /** Facts about a call that ended without success, for {@link incompleteDisplay}. */
 export interface IncompleteCallInfo {
   /** The tool's name. */
@@ -202,7 +183,7 @@ export interface IncompleteCallInfo {
   status: 'failed' | 'cancelled';
   /** How long it ran. */
   durationMs: number;
-  /** What the published output holds, per channel (`''` or `output` for single output): nothing when none was published. */
+  /** What the published output holds, per stream (`''` or `output` for single output): nothing when none was published. */
   streams: Array<{ name: string; bytes: number; lines: number }>;
   /** True when the tool wrote output but none of it could be kept (a disk error): the display must not claim any. */
   lost?: boolean;
@@ -229,9 +210,7 @@ function plural(n: number, one: string, many: string): string {
 
 /** At most `max` UTF-16 units of `s`, never ending inside a surrogate pair, with `…` when shortened. */
 function clip(s: string, max: number): string {
-  if (s.length <= max) return s;
-  const c = s.charCodeAt(max - 1);
-  return `${s.slice(0, c >= 0xd800 && c <= 0xdbff ? max - 1 : max)}…`;
+  return s.length <= max ? s : `${unitPrefix(s, max)}…`;
 }
 
 /** Human size, the one formatter of engine/protocol/units.ts (re-exported here for the display's users). */

@@ -200,7 +200,7 @@ export function singlePreviewBudget(opts: BudgetOptions): PreviewLimits {
   return { maxLines: opts.maxLines, maxBytes: Math.min(opts.maxBytes, share) };
 }
 
-/** The preview limits for every channel of `decl` (the same for each stream). */
+/** The preview limits for every stream of `decl` (the same for each stream). */
 export function previewBudget(decl: OutputDeclaration, opts: BudgetOptions): PreviewLimits {
   return decl.kind === 'single' ? singlePreviewBudget(opts) : streamPreviewBudget(decl.streams.length, opts);
 }

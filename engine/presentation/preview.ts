@@ -18,6 +18,7 @@
 
 import { linesOfString } from '../../store/lines.js';
 import { BadOptionError } from '../protocol/errors.js';
+import { detachString, utf8CompleteEnd, widthAt } from '../protocol/text.js';
 
 /** A bounded preview of one stream. */
 export interface Preview {
@@ -58,15 +59,6 @@ function countNewlinesOfString(s: string): number {
   return n;
 }
 
-/**
- * A copy of `s` that does not share storage with a larger string. V8 may
- * represent a slice as a view on its parent; a preview kept in a result must
- * not pin a whole output in memory.
- */
-export function detachString(s: string): string {
-  return Buffer.from(s, 'utf8').toString('utf8');
-}
-
 function makePreview(text: string, truncated: boolean): Preview {
   const lines = linesOfString(text);
   return {
@@ -76,21 +68,6 @@ function makePreview(text: string, truncated: boolean): Preview {
     truncated,
     offset: truncated ? countNewlinesOfString(text) : lines,
   };
-}
-
-/**
- * Length of the longest prefix of `buf[0, end)` that does not end inside a
- * multi-byte sequence. Only the last sequence can be incomplete, so at most
- * three bytes are inspected.
- */
-function codePointBoundary(buf: Uint8Array, end: number): number {
-  // Walk back over at most 3 continuation bytes (10xxxxxx) to the lead byte.
-  let lead = end - 1;
-  while (lead >= 0 && lead > end - 4 && ((buf[lead] as number) & 0xc0) === 0x80) lead--;
-  if (lead < 0) return end; // only continuation bytes: invalid, leave it to the decoder
-  const b = buf[lead] as number;
-  const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
-  return end - lead >= need ? end : lead;
 }
 
 const decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
@@ -182,7 +159,7 @@ export class PreviewBuilder {
     }
     // Only a cut can end inside a character; at the end of the stream every byte is shown (an
     // incomplete last sequence decodes to U+FFFD, as invalid bytes do: capture is byte-exact).
-    const end = this.used < totalBytes ? codePointBoundary(this.buf, this.used) : this.used;
+    const end = this.used < totalBytes ? utf8CompleteEnd(this.buf, this.used) : this.used;
     const text = decoder.decode(this.buf.subarray(0, end));
     const bytes = Buffer.byteLength(text, 'utf8');
     if (bytes !== end && bytes > this.maxBytes) {
@@ -216,20 +193,10 @@ export function previewFromString(text: string, maxLines: number, maxBytes: numb
   const n = text.length;
   while (i < n) {
     const c = text.charCodeAt(i);
-    let width: number;
-    let units = 1;
-    if (c < 0x80) width = 1;
-    else if (c < 0x800) width = 2;
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < n) {
-      const d = text.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) {
-        width = 4;
-        units = 2;
-      } else width = 3;
-    } else width = 3;
-    if (bytes + width > maxBytes) break;
-    bytes += width;
-    i += units;
+    const w = widthAt(text, i);
+    if (bytes + w.bytes > maxBytes) break;
+    bytes += w.bytes;
+    i += w.units;
     if (c === LF && ++newlines === maxLines) break;
   }
   if (i === n) return makePreview(text, false);

@@ -14,11 +14,11 @@
  * any member lives, so an old enough member proves the group has existed
  * since the journal named it. Without /proc nothing is killed.
  */
-import { promises as fsp, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { readRegularFile } from '../../store/owned-files.js';
 import { OwnerCheck, ownerPid, procInfo, START_SLACK_MS } from '../../store/owners.js';
 import type { Store } from '../../store/store.js';
-import { readRegularFile } from '../sessions/roots.js';
 import { killProcessGroup } from './process-group.js';
 
 /** The groups a journal still tracks: those whose last line is `+<pgid>`. */
@@ -67,7 +67,7 @@ export async function reapOrphans(store: Store): Promise<ReapReport> {
   const report: ReapReport = { killed: 0, journals: 0 };
   let names: string[];
   try {
-    names = await fsp.readdir(store.layout.procs);
+    names = await store.io.readdir(store.layout.procs);
   } catch {
     return report;
   }
@@ -78,7 +78,7 @@ export async function reapOrphans(store: Store): Promise<ReapReport> {
     const path = join(store.layout.procs, name);
     let read: Awaited<ReturnType<typeof readRegularFile>>;
     try {
-      read = await readRegularFile(path);
+      read = await readRegularFile(store.io, path);
     } catch {
       continue;
     }
@@ -88,7 +88,7 @@ export async function reapOrphans(store: Store): Promise<ReapReport> {
       killProcessGroup(g);
       report.killed++;
     }
-    await fsp.unlink(path).then(
+    await store.io.unlink(path).then(
       () => report.journals++,
       () => {},
     );

@@ -44,6 +44,16 @@ export const ERROR_CODES = [
 /** One of {@link ERROR_CODES}. */
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
+/**
+ * The brand every sluice error carries, registered globally: `instanceof`
+ * checks work across two copies of the package (a plugin bundling its own),
+ * where the classes are different objects.
+ */
+const BRAND = Symbol.for('sluice.error');
+
+/** The code each error class stands for (filled in below, with the classes). */
+const CODE_OF = new Map<unknown, ErrorCode>();
+
 /** Base class of every sluice error. */
 export class SluiceError extends Error {
   /** Stable machine-readable code. */
@@ -58,125 +68,140 @@ export class SluiceError extends Error {
     this.name = new.target.name;
   }
 }
+Object.defineProperty(SluiceError.prototype, BRAND, { value: true });
+/**
+ * `x instanceof SluiceError` is true for any branded sluice error, and
+ * `x instanceof NotFoundError` for one whose code is that class's, from
+ * whichever copy of the package made it. Subclasses a user writes keep the
+ * ordinary prototype check.
+ */
+Object.defineProperty(SluiceError, Symbol.hasInstance, {
+  value: function hasInstance(this: abstract new (...args: never[]) => unknown, value: unknown): boolean {
+    if (typeof value !== 'object' || value === null || (value as { [BRAND]?: unknown })[BRAND] !== true) return false;
+    const code = CODE_OF.get(this);
+    if (code !== undefined) return (value as { code?: unknown }).code === code;
+    return this === SluiceError || Function.prototype[Symbol.hasInstance].call(this, value);
+  },
+});
 
 /** A string that is not an exact `artifact://` URI. */
 export class BadUriError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EBADURI', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EBADURI', message, details, options);
   }
 }
 /** A blob, artifact, session or call that does not exist. */
 export class NotFoundError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('ENOTFOUND', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('ENOTFOUND', message, details, options);
   }
 }
 /** Stored content whose digest does not match its name. */
 export class IntegrityError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EINTEGRITY', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EINTEGRITY', message, details, options);
   }
 }
 /** A stream name the manifest does not declare. */
 export class UnknownStreamError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EUNKNOWNSTREAM', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EUNKNOWNSTREAM', message, details, options);
   }
 }
 /** A stream selected on an artifact that is not a manifest. */
 export class NotManifestError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('ENOTMANIFEST', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('ENOTMANIFEST', message, details, options);
   }
 }
 /** A bound was hit: a page over 2 MiB, a model view over its aggregate bound. */
 export class ResourceLimitError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('ERESOURCELIMIT', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('ERESOURCELIMIT', message, details, options);
   }
 }
 /** An invalid output declaration or stream name. */
 export class BadDeclarationError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EBADDECL', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EBADDECL', message, details, options);
   }
 }
 /** Tool arguments that fail the tool's schema. */
 export class BadArgumentsError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EBADARGS', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EBADARGS', message, details, options);
   }
 }
 /** An invalid engine or CLI option. */
 export class BadOptionError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EBADOPTION', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EBADOPTION', message, details, options);
   }
 }
 /** A chunk for a stream the tool did not declare. */
 export class UndeclaredStreamError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EUNDECLAREDSTREAM', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EUNDECLAREDSTREAM', message, details, options);
   }
 }
 /** A tool that streamed output and then also supplied full output. */
 export class MixedModeError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EMIXEDMODE', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EMIXEDMODE', message, details, options);
   }
 }
 /** A full output (`complete.full`) that is not text or bytes. */
 export class BadOutputError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EBADOUTPUT', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EBADOUTPUT', message, details, options);
   }
 }
 /** A caller-supplied digest that does not match the content. */
 export class DigestMismatchError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EDIGESTMISMATCH', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EDIGESTMISMATCH', message, details, options);
   }
 }
 /** A tool name the registry does not know. */
 export class UnknownToolError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EUNKNOWNTOOL', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EUNKNOWNTOOL', message, details, options);
   }
 }
 /** A tool module that cannot be loaded or exports no valid tool. */
 export class BadModuleError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EBADMODULE', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EBADMODULE', message, details, options);
   }
 }
 /** The host's approval policy refused a prepared operation. */
 export class DeniedError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EDENIED', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EDENIED', message, details, options);
   }
 }
 /** The call was cancelled. */
 export class CancelledError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('ECANCELLED', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('ECANCELLED', message, details, options);
   }
 }
 /** The call ran past its time limit. */
 export class TimeoutError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('ETIMEOUT', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('ETIMEOUT', message, details, options);
   }
 }
 /** The worker running the call died (uncaught error, exit, out of memory). */
 export class WorkerCrashError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EWORKERCRASH', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EWORKERCRASH', message, details, options);
   }
 }
 /** The tool threw or reported failure. */
 export class ToolFailedError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('ETOOLFAILED', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('ETOOLFAILED', message, details, options);
   }
 }
 /** A filesystem failure in the store (ENOSPC, EIO, EACCES, ...); `details.errno` has the OS code. */
@@ -187,61 +212,61 @@ export class DiskError extends SluiceError {
 }
 /** A stream grew past the per-stream size bound. */
 export class SizeLimitError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('ESIZELIMIT', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('ESIZELIMIT', message, details, options);
   }
 }
 /** A file that is neither text nor a supported media type. */
 export class BinaryFileError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EBINARY', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EBINARY', message, details, options);
   }
 }
 /** The engine or store was used after close. */
 export class ClosedError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('ECLOSED', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('ECLOSED', message, details, options);
   }
 }
 /** The summarizer's provider rejected the input as too long. */
 export class ContextLengthError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('ECONTEXTLENGTH', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('ECONTEXTLENGTH', message, details, options);
   }
 }
 /** The host's local fit check rejected the summarizer input. */
 export class FitRejectedError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EFITREJECTED', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EFITREJECTED', message, details, options);
   }
 }
 /** A message across a thread or process boundary that breaks the protocol. */
 export class ProtocolError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EPROTOCOL', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EPROTOCOL', message, details, options);
   }
 }
 
 /** An HTTP request whose method the route does not accept (405, with `Allow`). */
 export class BadMethodError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EBADMETHOD', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EBADMETHOD', message, details, options);
   }
 }
 /** An optional dependency a feature needs is not installed; the message gives the install command. */
 export class MissingDependencyError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EMISSINGDEP', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EMISSINGDEP', message, details, options);
   }
 }
 /** The platform or Node.js version lacks what sluice needs (bash, POSIX process groups, /proc). */
 export class UnsupportedPlatformError extends SluiceError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('EUNSUPPORTED', message, details);
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EUNSUPPORTED', message, details, options);
   }
 }
 
-type ErrorClass = new (message: string, details?: Record<string, unknown>) => SluiceError;
+type ErrorClass = new (message: string, details?: Record<string, unknown>, options?: ErrorOptions) => SluiceError;
 
 const CLASSES: Record<ErrorCode, ErrorClass> = {
   EBADURI: BadUriError,
@@ -275,6 +300,7 @@ const CLASSES: Record<ErrorCode, ErrorClass> = {
   EMISSINGDEP: MissingDependencyError,
   EUNSUPPORTED: UnsupportedPlatformError,
 };
+for (const [code, cls] of Object.entries(CLASSES)) CODE_OF.set(cls, code as ErrorCode);
 
 /**
  * The plain-object form of an error, as it crosses threads and lands in
@@ -293,27 +319,45 @@ export function isErrorCode(code: unknown): code is ErrorCode {
 }
 
 /** Builds the error class for `code`. */
-export function makeError(code: ErrorCode, message: string, details?: Record<string, unknown>): SluiceError {
-  return new CLASSES[code](message, details);
+export function makeError(
+  code: ErrorCode,
+  message: string,
+  details?: Record<string, unknown>,
+  options?: ErrorOptions,
+): SluiceError {
+  return new CLASSES[code](message, details, options);
 }
 
 /**
- * Turns anything thrown into a {@link SluiceError}: sluice errors pass through,
- * filesystem errors become {@link DiskError} with their errno, anything else
- * becomes `fallback` with the original message.
+ * System calls whose failures are the network's, not the disk's: a tool's
+ * DNS lookup failing with `getaddrinfo ENOTFOUND` is neither sluice's
+ * ENOTFOUND (a missing artifact) nor EDISK.
+ */
+const NETWORK_SYSCALL = /^(getaddrinfo|getnameinfo|query[A-Za-z]*|connect|bind|listen|accept|send|recv|shutdown)$/;
+
+/**
+ * Turns anything thrown into a {@link SluiceError}, keeping the original as
+ * its `cause`: sluice errors pass through; an OS error (it has a `syscall`)
+ * is looked at first, whatever its `code` says: a filesystem one becomes
+ * {@link DiskError} and a network one `fallback`, both with `errno` and
+ * `syscall` in their details; an object whose `code` is one of sluice's
+ * keeps it; any other code is kept as `details.toolCode` beside `fallback`.
  */
 export function toSluiceError(err: unknown, fallback: ErrorCode = 'ETOOLFAILED'): SluiceError {
   if (err instanceof SluiceError) return err;
   if (err && typeof err === 'object') {
     const e = err as { code?: unknown; message?: unknown; syscall?: unknown };
     const message = typeof e.message === 'string' ? e.message : String(err);
-    if (isErrorCode(e.code)) return makeError(e.code, message);
+    const cause = { cause: err };
     if (typeof e.code === 'string' && typeof e.syscall === 'string') {
-      return new DiskError(message, { errno: e.code, syscall: e.syscall }, { cause: err });
+      const details = { errno: e.code, syscall: e.syscall };
+      if (NETWORK_SYSCALL.test(e.syscall)) return makeError(fallback, message, details, cause);
+      return new DiskError(message, details, cause);
     }
+    if (isErrorCode(e.code)) return makeError(e.code, message, undefined, cause);
     // A code of the thrower's own (a tool's `EMINE`) is kept beside the one sluice gives it.
-    if (typeof e.code === 'string' && e.code !== '') return makeError(fallback, message, { toolCode: e.code });
-    return makeError(fallback, message);
+    if (typeof e.code === 'string' && e.code !== '') return makeError(fallback, message, { toolCode: e.code }, cause);
+    return makeError(fallback, message, undefined, cause);
   }
   return makeError(fallback, String(err));
 }

@@ -53,8 +53,8 @@ export interface McpCallOutcome {
 
 /** Data the host thread starts with. */
 export interface McpHostData {
-  /** Random id naming the host's channels; unguessable, so only this engine's tool modules find it. */
-  channel: string;
+  /** Random id naming the host's BroadcastChannels; unguessable, so only this engine's tool modules find it. */
+  hostId: string;
 }
 
 /** Main → host thread (its parentPort). */
@@ -94,18 +94,18 @@ export type McpReply =
 export type McpLifeEvent = { t: 'host-exit'; reason: string } | { t: 'host-ready' };
 
 /** Where call workers send requests. */
-export function requestChannel(channel: string): string {
-  return `sluice.mcp/${channel}`;
+export function requestChannel(hostId: string): string {
+  return `sluice.mcp/${hostId}`;
 }
 
 /** Where the host answers request `id`. */
-export function replyChannel(channel: string, id: string): string {
-  return `sluice.mcp/${channel}/reply/${id}`;
+export function replyChannel(hostId: string, id: string): string {
+  return `sluice.mcp/${hostId}/reply/${id}`;
 }
 
 /** Where the main thread announces the host thread's death. */
-export function lifeChannel(channel: string): string {
-  return `sluice.mcp/${channel}/life`;
+export function lifeChannel(hostId: string): string {
+  return `sluice.mcp/${hostId}/life`;
 }
 
 /** A call worker gives up on a request the host has not acknowledged after this long (the host thread is gone). */

@@ -77,7 +77,7 @@ export function validateDeclaration(decl: unknown, owner = 'tool'): OutputDeclar
   return { kind: 'streams', streams: [...seen] };
 }
 
-/** The channel names of a declaration: `['']` for single output (the unnamed channel). */
-export function channelNames(decl: OutputDeclaration): readonly string[] {
+/** The stream names of a declaration: `['']` for single output (the unnamed stream). */
+export function streamNames(decl: OutputDeclaration): readonly string[] {
   return decl.kind === 'single' ? [''] : decl.streams;
 }

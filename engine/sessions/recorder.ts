@@ -6,7 +6,7 @@
  */
 import { crashPoint } from '../../store/crash-point.js';
 import type { Store } from '../../store/store.js';
-import type { CallRecorder } from '../call/call.js';
+import type { CallRecorder } from '../call/call-types.js';
 import { ClosedError } from '../protocol/errors.js';
 import type { ToolInfo } from '../registry.js';
 import type { TerminalResult } from '../result.js';

@@ -1,21 +1,16 @@
 /**
- * GC roots: what must survive a collection whatever its age.
- *
- * - Session roots: every blob referenced by a live (not reverted) call of an
- *   existing session: its output blob, or its manifest and stream blobs, and
- *   its spill blobs (large arguments or fields). Digests that appear in a
- *   corrupt log line are kept too, since the line cannot be trusted to say
- *   they are unreferenced.
- * - Pins: the digests in pin files of live owners. Pins of dead owners are
- *   not roots; they are reported for reclaiming.
+ * The sessions' GC roots (the store's collector asks for them through
+ * {@link RootSource}, store/gc/roots.ts): every blob referenced by a live
+ * (not reverted) call of an existing session: its output blob, or its
+ * manifest and stream blobs, and its spill blobs (large arguments or
+ * fields). Digests that appear in a corrupt log line are kept too, since the
+ * line cannot be trusted to say they are unreferenced.
  *
  * Reading fails (and so does the collection) rather than under-reporting
- * roots when a log or pin cannot be read.
+ * roots when a log cannot be read.
  */
-import { constants, promises as fsp } from 'node:fs';
-import { join } from 'node:path';
-import { type OwnerCheck, ownerPid } from '../../store/owners.js';
-import { parsePinJournal } from '../../store/pins.js';
+import { promises as fsp } from 'node:fs';
+import type { RootScan } from '../../store/gc/roots.js';
 import type { Store } from '../../store/store.js';
 import { toSluiceError } from '../protocol/errors.js';
 import { listSessionIds } from './catalog.js';
@@ -24,48 +19,10 @@ import type { SessionRecord } from './records.js';
 import { eventLogPath } from './session-id.js';
 import { callReferences, recordReferences, referenceView, SessionFold } from './state.js';
 
-/** What the pins say. */
-export interface PinScan {
-  /** Digests held by live owners (and by pin files whose owner cannot be told). */
-  digests: Set<string>;
-  /** Pin files of live owners. */
-  live: number;
-  /** Paths of pin files whose owner is dead. */
-  dead: string[];
-}
-
-/** Reads every pin file. */
-export async function scanPins(store: Store, owners: OwnerCheck): Promise<PinScan> {
-  const scan: PinScan = { digests: new Set(), live: 0, dead: [] };
-  for (const name of await readdirOrEmpty(store.layout.pins)) {
-    const path = join(store.layout.pins, name);
-    let text: string;
-    let mtimeMs: number;
-    try {
-      const read = await readRegularFile(path);
-      // Not a regular file (a FIFO, a directory): not a pin this store wrote.
-      if (!read) continue;
-      ({ text, mtimeMs } = read);
-    } catch (err) {
-      // Released while we looked: it protects nothing any more.
-      if ((err as { code?: unknown }).code === 'ENOENT') continue;
-      throw toSluiceError(err, 'EDISK');
-    }
-    const pid = ownerPid(name);
-    if (pid !== undefined && !owners.alive(pid, mtimeMs)) {
-      scan.dead.push(path);
-      continue;
-    }
-    scan.live++;
-    for (const d of parsePinJournal(text)) scan.digests.add(d);
-  }
-  return scan;
-}
-
 /** What the session logs say. */
 export interface SessionRoots {
   /** Digests referenced by live calls (and mentioned by corrupt lines). */
-  digests: Set<string>;
+  readonly digests: ReadonlySet<string>;
   /** Sessions read. */
   sessions: number;
   /** Live calls whose references were taken. */
@@ -94,7 +51,7 @@ interface HeldLog {
  * A scan of every session log that can later tell what was appended since
  * ({@link SessionScan.appended}). Close it with {@link SessionScan.close}.
  */
-export interface SessionScan extends SessionRoots {
+export interface SessionScan extends SessionRoots, RootScan {
   /**
    * Every digest referenced by a record written since the scan: lines
    * appended to the logs it read, and whole logs of sessions created (or
@@ -113,8 +70,9 @@ export interface SessionScan extends SessionRoots {
  */
 export async function scanSessions(store: Store): Promise<SessionScan> {
   const held: HeldLog[] = [];
+  const digests = new Set<string>();
   const scan: SessionScan = {
-    digests: new Set(),
+    digests,
     sessions: 0,
     liveCalls: 0,
     appended: () => appendedSince(store, held),
@@ -133,10 +91,10 @@ export async function scanSessions(store: Store): Promise<SessionScan> {
         const st = await log.fh.stat({ bigint: true });
         const counts = await scanOpenLog(log, (r) => fold.add(referenceView(r)));
         scan.sessions++;
-        for (const d of counts.corruptDigests) scan.digests.add(d);
+        for (const d of counts.corruptDigests) digests.add(d);
         for (const call of fold.state().live) {
           scan.liveCalls++;
-          for (const d of callReferences(call).keys()) scan.digests.add(d);
+          for (const d of callReferences(call).keys()) digests.add(d);
         }
         if (held.length < MAX_HELD_LOGS) {
           held.push({ id, log, end: counts.end, ino: st.ino, dev: st.dev });
@@ -205,30 +163,4 @@ async function appendedSince(store: Store, held: readonly HeldLog[]): Promise<Se
     throw toSluiceError(err, 'EDISK');
   }
   return out;
-}
-
-/**
- * The text (latin1) and mtime of the file at `path`, or undefined when it is
- * not a regular file. Opened without blocking, so a FIFO planted in its place
- * cannot hold a thread; errors (ENOENT included) are the caller's.
- */
-export async function readRegularFile(path: string): Promise<{ text: string; mtimeMs: number } | undefined> {
-  const fh = await fsp.open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
-  try {
-    const st = await fh.stat();
-    if (!st.isFile()) return undefined;
-    return { text: await fh.readFile('latin1'), mtimeMs: st.mtimeMs };
-  } finally {
-    await fh.close();
-  }
-}
-
-/** Entries of `dir`, or none when it does not exist. */
-export async function readdirOrEmpty(dir: string): Promise<string[]> {
-  try {
-    return await fsp.readdir(dir);
-  } catch (err) {
-    if ((err as { code?: unknown }).code === 'ENOENT') return [];
-    throw toSluiceError(err, 'EDISK');
-  }
 }

@@ -1,6 +1,8 @@
 /**
  * What the collector reads of the blobs themselves: the listing (names,
- * sizes, mtimes), and the stream digests of the blobs that are manifests.
+ * sizes, mtimes), and the stream digests of the blobs that are manifests
+ * (through the manifest loader, store/manifest-load.ts). All of it through
+ * the store's {@link StoreIO}.
  *
  * Both fail closed: a shard directory or a manifest that cannot be read
  * (EACCES, EIO) aborts the collection (EDISK) instead of being taken for
@@ -8,13 +10,12 @@
  * streams be deleted while the manifest survives. Only ENOENT (a blob
  * removed or moved aside meanwhile) is a normal answer.
  */
-import { createHash } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { toSluiceError } from '../../engine/protocol/errors.js';
-import { readdirOrEmpty } from '../../engine/sessions/roots.js';
-import { READ_STORE_FILE } from '../file.js';
-import { decodeManifest, MANIFEST_KIND, MAX_MANIFEST_BYTES } from '../manifest.js';
+import { READ_STORE_FILE, type StoreFile } from '../file.js';
+import { MANIFEST_KIND, MAX_MANIFEST_BYTES } from '../manifest.js';
+import { tryLoadManifestAt } from '../manifest-load.js';
+import { readdirOrEmpty } from '../owned-files.js';
 import type { Store } from '../store.js';
 
 /** A listed blob: size and mtime as the listing saw them. */
@@ -25,7 +26,6 @@ export interface ListedBlob {
 
 const PREFIX = /^[0-9a-f]{2}$/;
 const REST = /^[0-9a-f]{62}$/;
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 /** How every canonical manifest starts (store/manifest.ts encodes `kind` first). */
 const MANIFEST_PREFIX = Buffer.from(`{"kind":${JSON.stringify(MANIFEST_KIND)},`);
 
@@ -33,12 +33,12 @@ const isMissing = (err: unknown) => (err as { code?: unknown }).code === 'ENOENT
 
 /** The blob names in shard `prefix` (a missing shard has none). */
 async function shardNames(store: Store, prefix: string): Promise<string[]> {
-  return (await readdirOrEmpty(join(store.layout.blobs, prefix))).filter((n) => REST.test(n));
+  return (await readdirOrEmpty(store.io, join(store.layout.blobs, prefix))).filter((n) => REST.test(n));
 }
 
 /** The shard directories, sorted. */
 async function shards(store: Store): Promise<string[]> {
-  return (await readdirOrEmpty(store.layout.blobs)).filter((p) => PREFIX.test(p)).sort();
+  return (await readdirOrEmpty(store.io, store.layout.blobs)).filter((p) => PREFIX.test(p)).sort();
 }
 
 /** Every blob with its size and mtime; names that are not blob names, and non-regular files, are left alone. */
@@ -47,9 +47,9 @@ export async function listBlobs(store: Store): Promise<Map<string, ListedBlob>> 
   try {
     for (const prefix of await shards(store)) {
       for (const rest of await shardNames(store, prefix)) {
-        let st: Awaited<ReturnType<typeof fsp.lstat>>;
+        let st: Awaited<ReturnType<Store['io']['lstat']>>;
         try {
-          st = await fsp.lstat(join(store.layout.blobs, prefix, rest));
+          st = await store.io.lstat(join(store.layout.blobs, prefix, rest));
         } catch (err) {
           if (isMissing(err)) continue;
           throw err;
@@ -89,49 +89,52 @@ export async function placedSince(
 }
 
 /**
- * The stream digests of the blob at `path` (named `digest`) when it is an
- * intact manifest, else none. Read directly (at most MAX_MANIFEST_BYTES) and
- * hashed; a corrupt blob references nothing, a missing one neither.
- *
- * @throws DiskError (EDISK) when the file exists but cannot be read.
+ * True when the file at `path` may be a manifest: a regular file of at most
+ * MAX_MANIFEST_BYTES that starts as every canonical manifest does. Most
+ * small blobs are not manifests, and their first bytes tell without
+ * reading or hashing the rest. Gone, or a symbolic link (ELOOP): not a
+ * manifest this store wrote.
  */
-export async function manifestStreamsAt(path: string, digest: string): Promise<string[]> {
-  let buf: Buffer;
-  let fh: fsp.FileHandle;
+async function mayBeManifest(store: Store, path: string): Promise<boolean> {
+  let fh: StoreFile;
   try {
-    fh = await fsp.open(path, READ_STORE_FILE);
+    fh = await store.io.open(path, READ_STORE_FILE);
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    // Gone, or a symbolic link (ELOOP): not a manifest this store wrote.
-    if (code === 'ENOENT' || code === 'ELOOP') return [];
+    if (code === 'ENOENT' || code === 'ELOOP') return false;
     throw toSluiceError(err, 'EDISK');
   }
   try {
     const st = await fh.stat();
-    if (!st.isFile() || st.size > MAX_MANIFEST_BYTES) return [];
-    // Most small blobs are not manifests: their first bytes tell, without reading or hashing the rest.
+    if (!st.isFile() || st.size > MAX_MANIFEST_BYTES) return false;
     const head = Buffer.alloc(MANIFEST_PREFIX.length);
     const { bytesRead } = await fh.read(head, 0, head.length, 0);
-    if (bytesRead < head.length || !head.equals(MANIFEST_PREFIX)) return [];
-    buf = Buffer.alloc(st.size);
-    const { bytesRead: all } = await fh.read(buf, 0, st.size, 0);
-    if (all !== st.size) return [];
+    return bytesRead === head.length && head.equals(MANIFEST_PREFIX);
   } catch (err) {
     throw toSluiceError(err, 'EDISK');
   } finally {
     await fh.close();
   }
-  if (createHash('sha256').update(buf).digest('hex') !== digest) return [];
-  let text: string;
-  try {
-    text = strictUtf8.decode(buf);
-  } catch {
-    return [];
-  }
-  return decodeManifest(text)?.streams.map((s) => s.digest) ?? [];
 }
 
-/** {@link manifestStreamsAt} for the blob at its address. */
-export function manifestStreams(store: Store, digest: string): Promise<string[]> {
-  return manifestStreamsAt(store.layout.blobPath(digest), digest);
+/**
+ * The stream digests of the copy of blob `digest` at `path` (its address
+ * unless given, or a tombstone) when it is an intact manifest, else none:
+ * a corrupt blob references nothing, a missing one neither.
+ *
+ * @throws DiskError (EDISK) when the file exists but cannot be read.
+ */
+export async function manifestStreams(
+  store: Store,
+  digest: string,
+  path = store.layout.blobPath(digest),
+): Promise<string[]> {
+  if (!(await mayBeManifest(store, path))) return [];
+  try {
+    return (await tryLoadManifestAt(store, digest, path))?.streams.map((s) => s.digest) ?? [];
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (code === 'ENOTFOUND' || code === 'EINTEGRITY') return [];
+    throw toSluiceError(err, 'EDISK');
+  }
 }

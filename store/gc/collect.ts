@@ -3,16 +3,18 @@
  *
  * Protocol (docs/operations.md), under the store-wide GC lock:
  *
- * 1. Restore the trash of a collection that died mid-sweep.
+ * 1. Restore the trash of a collection that died mid-sweep; run the owner's
+ *    own reclaiming ({@link CollectHooks.whileLocked}).
  * 2. List every blob with its size and mtime, FIRST.
- * 3. THEN read the pins, THEN the session logs. A publisher adds a digest to
+ * 3. THEN read the pins, THEN the roots (the session logs, through
+ *    {@link CollectHooks.roots}). A publisher adds a digest to
  *    its pin before renaming the blob into place and releases the pin only
  *    after the record referencing it is durable, so every blob in the listing
  *    is either pinned in step 3 or referenced by a record read after it.
  * 4. Mark: roots, pinned digests and every blob younger than the grace
  *    period, then everything a marked manifest references, transitively.
  * 5. Sweep the unmarked blobs by tombstoning, with a re-check of pins, of
- *    the records appended since step 3 and of the manifests placed since
+ *    the roots added since step 3 and of the manifests placed since
  *    step 2 (sweep.ts). No step of the argument rests on a timestamp.
  * 6. Reclaim pins and temporary files whose owner is dead, and line indexes
  *    whose blob is gone. Temporary files of live owners are never touched,
@@ -22,18 +24,19 @@
  * manifest) fails the collection with EDISK before anything is deleted, or
  * puts back what it had moved aside: what cannot be read may hold roots.
  */
-import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { reapOrphans } from '../../engine/processes/orphans.js';
 import { BadOptionError, toSluiceError } from '../../engine/protocol/errors.js';
-import { readdirOrEmpty, type SessionScan, scanPins, scanSessions } from '../../engine/sessions/roots.js';
 import { MAX_MANIFEST_BYTES } from '../manifest.js';
+import { readdirOrEmpty } from '../owned-files.js';
 import { OwnerCheck, ownerPid } from '../owners.js';
 import type { Store } from '../store.js';
 import { type ListedBlob, listBlobs, manifestStreams } from './blobs.js';
 import { acquireGcLock } from './lock.js';
+import { scanPins } from './pin-scan.js';
+import type { RootScan, RootSource } from './roots.js';
 import { type GcStep, recoverTrash, removeIndexOfAbsentBlob, sweep } from './sweep.js';
 
+export type { RootScan, RootSource } from './roots.js';
 export type { GcStep } from './sweep.js';
 
 /** Default grace period: one hour. */
@@ -51,6 +54,14 @@ export interface GcOptions {
   onStep?: (step: GcStep) => Promise<void> | void;
 }
 
+/** What the store's owner adds to a collection (engine/sessions/gc.ts supplies the sessions). */
+export interface CollectHooks {
+  /** The roots: read after the listing and the pins, re-read at the sweep's re-check. */
+  roots: RootSource;
+  /** Runs under the GC lock before the listing (not in a dry run): the owner's own reclaiming. */
+  whileLocked?: () => Promise<void>;
+}
+
 /** What a collection found and did (with `dryRun`: would do). */
 export interface GcReport {
   dryRun: boolean;
@@ -63,7 +74,7 @@ export interface GcReport {
   removed: number;
   /** Bytes of the removed blobs. */
   bytesFreed: number;
-  /** Digests referenced by live calls of existing sessions. */
+  /** Digests the roots reference (in sluice: live calls of existing sessions). */
   roots: number;
   /** Digests held by pins of live owners. */
   pinned: number;
@@ -81,8 +92,6 @@ export interface GcReport {
   indexRemoved: number;
   /** Tombstones of a dead collection restored. */
   trashRecovered: number;
-  /** Process groups of calls whose engine died (with its watchdog) killed (engine/processes/orphans.ts). */
-  orphanGroupsKilled: number;
   durationMs: number;
 }
 
@@ -95,7 +104,7 @@ const INDEX_NAME = /^([0-9a-f]{62})\.idx$/;
  *
  * @throws BadOptionError (EBADOPTION) for a bad option; TimeoutError (ETIMEOUT) when another collection holds the lock; DiskError (EDISK).
  */
-export async function collectGarbage(store: Store, options: GcOptions = {}): Promise<GcReport> {
+export async function collectStore(store: Store, hooks: CollectHooks, options: GcOptions = {}): Promise<GcReport> {
   const started = Date.now();
   const graceMs = options.graceMs ?? DEFAULT_GC_GRACE_MS;
   if (!Number.isFinite(graceMs) || graceMs < 0) {
@@ -106,7 +115,7 @@ export async function collectGarbage(store: Store, options: GcOptions = {}): Pro
     await options.onStep?.(s);
   };
   const lock = dryRun ? undefined : await acquireGcLock(store, options.lockTimeoutMs ?? 30_000);
-  let sessions: SessionScan | undefined;
+  let roots: RootScan | undefined;
   try {
     const report: GcReport = {
       dryRun,
@@ -124,9 +133,9 @@ export async function collectGarbage(store: Store, options: GcOptions = {}): Pro
       pinsReclaimed: 0,
       indexRemoved: 0,
       trashRecovered: dryRun ? 0 : await recoverTrash(store),
-      orphanGroupsKilled: dryRun ? 0 : (await reapOrphans(store)).killed,
       durationMs: 0,
     };
+    if (!dryRun) await hooks.whileLocked?.();
     // The order below is the safety argument: blobs first, then pins, then records.
     const listed = await listBlobs(store);
     report.scanned = listed.size;
@@ -135,8 +144,7 @@ export async function collectGarbage(store: Store, options: GcOptions = {}): Pro
     const pins = await scanPins(store, owners);
     report.pinned = pins.digests.size;
     await step('pins');
-    sessions = await scanSessions(store);
-    const roots = sessions;
+    roots = await hooks.roots(store);
     report.roots = roots.digests.size;
     await step('roots');
 
@@ -169,7 +177,7 @@ export async function collectGarbage(store: Store, options: GcOptions = {}): Pro
       report.removed = candidates.length;
       for (const d of candidates) report.bytesFreed += (listed.get(d) as ListedBlob).bytes;
     } else {
-      const swept = await sweep(store, candidates, listed, { graceMs, sessions, step });
+      const swept = await sweep(store, candidates, listed, { graceMs, roots, step });
       report.removed = swept.removed;
       report.bytesFreed = swept.bytesFreed;
       report.restored = swept.restored;
@@ -178,7 +186,7 @@ export async function collectGarbage(store: Store, options: GcOptions = {}): Pro
     report.kept = report.scanned - report.removed;
 
     report.pinsReclaimed = pins.dead.length;
-    if (!dryRun) for (const p of pins.dead) await fsp.unlink(p).catch(() => {});
+    if (!dryRun) for (const p of pins.dead) await store.io.unlink(p).catch(() => {});
     const tmp = await reclaimTemporaries(store, owners, dryRun);
     report.tmpReclaimed = tmp.files;
     report.tmpBytesReclaimed = tmp.bytes;
@@ -188,7 +196,7 @@ export async function collectGarbage(store: Store, options: GcOptions = {}): Pro
   } catch (err) {
     throw toSluiceError(err, 'EDISK');
   } finally {
-    await sessions?.close();
+    await roots?.close();
     await lock?.release();
   }
 }
@@ -200,15 +208,15 @@ async function reclaimTemporaries(
   dryRun: boolean,
 ): Promise<{ files: number; bytes: number }> {
   const out = { files: 0, bytes: 0 };
-  for (const name of await readdirOrEmpty(store.layout.tmp)) {
+  for (const name of await readdirOrEmpty(store.io, store.layout.tmp)) {
     const pid = ownerPid(name);
     if (pid === undefined) continue;
     const path = join(store.layout.tmp, name);
-    const st = await fsp.stat(path).catch(() => undefined);
+    const st = await store.io.stat(path).catch(() => undefined);
     if (!st?.isFile() || owners.alive(pid, st.mtimeMs)) continue;
     if (!dryRun) {
       try {
-        await fsp.unlink(path);
+        await store.io.unlink(path);
       } catch {
         continue;
       }
@@ -223,12 +231,12 @@ async function reclaimTemporaries(
 async function removeOrphanIndexes(store: Store, graceMs: number): Promise<number> {
   let removed = 0;
   const now = Date.now();
-  for (const prefix of await readdirOrEmpty(store.layout.index)) {
+  for (const prefix of await readdirOrEmpty(store.io, store.layout.index)) {
     if (!PREFIX.test(prefix)) continue;
-    for (const name of await readdirOrEmpty(join(store.layout.index, prefix)).catch(() => [] as string[])) {
+    for (const name of await readdirOrEmpty(store.io, join(store.layout.index, prefix)).catch(() => [] as string[])) {
       const m = INDEX_NAME.exec(name);
       if (!m) continue;
-      const st = await fsp.stat(join(store.layout.index, prefix, name)).catch(() => undefined);
+      const st = await store.io.stat(join(store.layout.index, prefix, name)).catch(() => undefined);
       if (!st || now - st.mtimeMs < graceMs) continue;
       if (await removeIndexOfAbsentBlob(store, prefix + m[1])) removed++;
     }

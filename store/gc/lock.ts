@@ -6,10 +6,10 @@
  * stale (same inode), and removed.
  */
 import { randomBytes } from 'node:crypto';
-import { constants, promises as fsp } from 'node:fs';
+import { constants } from 'node:fs';
 import { join } from 'node:path';
 import { TimeoutError, toSluiceError } from '../../engine/protocol/errors.js';
-import { makeDirs } from '../io.js';
+import type { StoreIO } from '../io.js';
 import { OwnerCheck } from '../owners.js';
 import type { Store } from '../store.js';
 
@@ -33,34 +33,36 @@ export function gcLockPath(store: Store): string {
 export async function acquireGcLock(store: Store, timeoutMs: number): Promise<GcLock> {
   const path = gcLockPath(store);
   const deadline = Date.now() + timeoutMs;
-  await makeDirs(store.layout.gc).catch((err) => {
+  const io = store.io;
+  await io.mkdir(store.layout.gc).catch((err) => {
     throw toSluiceError(err, 'EDISK');
   });
   for (;;) {
     try {
-      const fh = await fsp.open(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600);
+      const fh = await io.open(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600);
       try {
-        await fh.write(`${process.pid}\n`);
+        const line = Buffer.from(`${process.pid}\n`);
+        for (let off = 0; off < line.length; ) off += await io.write(fh, line, off, line.length - off, off);
       } finally {
         await fh.close();
       }
-      const { ino } = await fsp.stat(path);
+      const { ino } = await io.stat(path);
       let released = false;
       return {
         release: async () => {
           if (released) return;
           released = true;
           // Only our own lock: never remove one a breaker replaced it with.
-          const st = await fsp.stat(path).catch(() => undefined);
-          if (st?.ino === ino) await fsp.unlink(path).catch(() => {});
+          const st = await io.stat(path).catch(() => undefined);
+          if (st?.ino === ino) await io.unlink(path).catch(() => {});
         },
       };
     } catch (err) {
       if ((err as { code?: unknown }).code !== 'EEXIST') throw toSluiceError(err, 'EDISK');
     }
-    const holder = await readHolder(path);
+    const holder = await readHolder(io, path);
     if (holder && isStale(holder)) {
-      await breakLock(path, holder.ino);
+      await breakLock(io, path, holder.ino);
       continue;
     }
     if (Date.now() >= deadline) {
@@ -73,14 +75,17 @@ export async function acquireGcLock(store: Store, timeoutMs: number): Promise<Gc
   }
 }
 
-async function readHolder(path: string): Promise<{ pid: number; mtimeMs: number; ino: number } | undefined> {
+async function readHolder(
+  io: StoreIO,
+  path: string,
+): Promise<{ pid: number; mtimeMs: number; ino: number } | undefined> {
   try {
     // Without blocking: a FIFO in the lock's place is no holder (and is never broken: it is not stale).
-    const fh = await fsp.open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+    const fh = await io.open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
     try {
       const st = await fh.stat();
       if (!st.isFile()) return undefined;
-      return { pid: Number((await fh.readFile('utf8')).trim()), mtimeMs: st.mtimeMs, ino: st.ino };
+      return { pid: Number((await fh.readFile()).toString('utf8').trim()), mtimeMs: st.mtimeMs, ino: st.ino };
     } finally {
       await fh.close();
     }
@@ -97,17 +102,17 @@ function isStale(holder: { pid: number; mtimeMs: number }): boolean {
   return !new OwnerCheck().alive(holder.pid, holder.mtimeMs);
 }
 
-async function breakLock(path: string, staleIno: number): Promise<void> {
+async function breakLock(io: StoreIO, path: string, staleIno: number): Promise<void> {
   const aside = `${path}.stale-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {
-    await fsp.rename(path, aside);
+    await io.rename(path, aside);
   } catch {
     return; // Someone else broke it first.
   }
-  const st = await fsp.stat(aside).catch(() => undefined);
+  const st = await io.stat(aside).catch(() => undefined);
   if (st && st.ino !== staleIno) {
     // We moved a fresh lock taken after our check: put it back if the name is still free.
-    await fsp.link(aside, path).catch(() => {});
+    await io.link(aside, path).catch(() => {});
   }
-  await fsp.unlink(aside).catch(() => {});
+  await io.unlink(aside).catch(() => {});
 }

@@ -6,8 +6,9 @@
  * atomic). Then, in this order, the re-check reads
  *
  * 1. the pins again,
- * 2. every record appended to the session logs since the scan (and whole
- *    logs of sessions created since),
+ * 2. the roots again: whatever the root scan says was added since it was
+ *    read (for the sessions: every record appended to their logs since the
+ *    scan, and whole logs of sessions created since),
  * 3. the blobs placed at their address since the listing (or placed again
  *    after being moved aside) that are manifests,
  *
@@ -28,14 +29,15 @@
  * Trash left by a collection that died is restored by the next one.
  */
 import { randomBytes } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { toSluiceError } from '../../engine/protocol/errors.js';
-import { readdirOrEmpty, type SessionScan, scanPins } from '../../engine/sessions/roots.js';
 import { INDEX_MIN_BLOB_BYTES } from '../line-index.js';
+import { readdirOrEmpty } from '../owned-files.js';
 import { OwnerCheck, ownerPid } from '../owners.js';
 import type { Store } from '../store.js';
-import { type ListedBlob, manifestStreams, manifestStreamsAt, placedSince } from './blobs.js';
+import { type ListedBlob, manifestStreams, placedSince } from './blobs.js';
+import { scanPins } from './pin-scan.js';
+import type { RootScan } from './roots.js';
 
 /** Named points of a collection, for tests that interleave it with publishers. */
 export type GcStep = 'listed' | 'pins' | 'roots' | 'marked' | 'tombstone' | 'recheck' | 'relisted' | 'unlink';
@@ -55,12 +57,12 @@ export async function sweep(
   store: Store,
   candidates: readonly string[],
   listed: ReadonlyMap<string, ListedBlob>,
-  opts: { graceMs: number; sessions: SessionScan; step: (s: GcStep) => Promise<void> },
+  opts: { graceMs: number; roots: RootScan; step: (s: GcStep) => Promise<void> },
 ): Promise<SweepResult> {
   const result: SweepResult = { removed: 0, bytesFreed: 0, restored: 0, indexRemoved: 0 };
   if (candidates.length === 0) return result;
   const trash = join(store.layout.trash, `${process.pid}-${randomBytes(6).toString('hex')}`);
-  await fsp.mkdir(trash, { recursive: true, mode: 0o700 });
+  await store.io.mkdir(trash);
   const moved = new Set<string>();
   try {
     for (const d of candidates) {
@@ -75,7 +77,7 @@ export async function sweep(
     await opts.step('recheck');
     // A fresh owner check: a pid found dead earlier may belong to a new publisher by now.
     const keep = new Set((await scanPins(store, new OwnerCheck())).digests);
-    for (const d of await opts.sessions.appended()) keep.add(d);
+    for (const d of await opts.roots.appended()) keep.add(d);
     await opts.step('relisted');
     for (const d of await placedSince(store, listed, moved)) {
       for (const s of await manifestStreams(store, d)) keep.add(s);
@@ -84,7 +86,7 @@ export async function sweep(
     if (opts.graceMs > 0) {
       // Inside the grace period by the tombstone's own mtime (refreshed since the listing): kept as young.
       for (const d of moved) {
-        const st = await fsp.stat(join(trash, d));
+        const st = await store.io.stat(join(trash, d));
         if (now - st.mtimeMs < opts.graceMs) keep.add(d);
       }
     }
@@ -94,7 +96,7 @@ export async function sweep(
       const d = back.pop() as string;
       if (!moved.delete(d)) continue;
       const path = join(trash, d);
-      for (const s of await manifestStreamsAt(path, d)) if (moved.has(s)) back.push(s);
+      for (const s of await manifestStreams(store, d, path)) if (moved.has(s)) back.push(s);
       await restore(store, path, d);
       result.restored++;
     }
@@ -114,7 +116,7 @@ export async function sweep(
     for (const d of moved) await restore(store, join(trash, d), d).catch(() => {});
     throw toSluiceError(err, 'EDISK');
   } finally {
-    await fsp.rmdir(trash).catch(() => {});
+    await store.io.rmdir(trash).catch(() => {});
   }
   return result;
 }
@@ -145,18 +147,18 @@ export async function recoverTrash(store: Store): Promise<number> {
   const base = store.layout.trash;
   const owners = new OwnerCheck();
   let recovered = 0;
-  for (const name of await readdirOrEmpty(base)) {
+  for (const name of await readdirOrEmpty(store.io, base)) {
     const dir = join(base, name);
-    const st = await fsp.stat(dir).catch(() => undefined);
+    const st = await store.io.stat(dir).catch(() => undefined);
     if (!st?.isDirectory()) continue;
     const pid = ownerPid(`${name}.trash`);
     if (pid === undefined || (pid !== process.pid && owners.alive(pid, st.mtimeMs))) continue;
-    for (const entry of await readdirOrEmpty(dir)) {
+    for (const entry of await readdirOrEmpty(store.io, dir)) {
       if (!/^[0-9a-f]{64}$/.test(entry)) continue;
       await restore(store, join(dir, entry), entry);
       recovered++;
     }
-    await fsp.rmdir(dir).catch(() => {});
+    await store.io.rmdir(dir).catch(() => {});
   }
   return recovered;
 }

@@ -19,8 +19,8 @@ import {
   type TerminalResult,
   type ToolResultItem,
 } from '../../engine/index.js';
-import { closeEngines, expectStoreClean, openEngine } from '../runtime/helpers.js';
 import { filesUnder } from '../store/helpers.js';
+import { closeEngines, expectStoreClean, openEngine } from '../support/engines.js';
 import { readUris, scripted } from './support.js';
 
 afterEach(closeEngines);

@@ -7,8 +7,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { formatBytes } from '../../engine/protocol/units.js';
-import { closeEngines, expectStoreClean, openEngine, uniqueSleep, waitNoProcess } from '../runtime/helpers.js';
 import { ROOT } from '../server/helpers.js';
+import { closeEngines, expectStoreClean, openEngine, uniqueSleep, waitNoProcess } from '../support/engines.js';
 
 afterEach(closeEngines);
 

@@ -100,12 +100,12 @@ describe('the public API is documented', () => {
 
   it('every member of the core types has TSDoc', () => {
     const core: Record<string, string[]> = {
-      'engine/engine.d.ts': ['Engine', 'CallHandle', 'EngineOpenOptions'],
-      'engine/call/call.d.ts': ['CallOptions'],
+      'engine/engine.d.ts': ['Engine', 'EngineOpenOptions'],
+      'engine/call/call-types.d.ts': ['CallOptions', 'CallHandle'],
       'engine/options.d.ts': ['EngineOptions'],
       'engine/registry.d.ts': ['ToolInfo'],
       'engine/result.d.ts': ['TerminalResult', 'StreamRef'],
-      'engine/read.d.ts': ['ReadOptions', 'ReadResult'],
+      'engine/engine-read.d.ts': ['ReadOptions', 'ReadResult'],
       'engine/protocol/messages.d.ts': ['Attachment', 'EmittedMessage'],
       'engine/server/server.d.ts': ['SluiceServer', 'ServerOptions'],
     };

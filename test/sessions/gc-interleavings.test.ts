@@ -15,9 +15,9 @@
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { collectGarbage, type GcStep } from '../../engine/sessions/gc.js';
 import { SessionRecorder } from '../../engine/sessions/recorder.js';
-import { verifyWithSessions } from '../../engine/sessions/verify.js';
-import { collectGarbage, type GcStep } from '../../store/gc/collect.js';
+import { verifyWithSessions } from '../../engine/sessions/verify-references.js';
 import { realIO, type StoreIO } from '../../store/io.js';
 import { encodeManifest } from '../../store/manifest.js';
 import { type Pin, Store } from '../../store/store.js';

@@ -8,9 +8,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { collectGarbage } from '../../engine/sessions/gc.js';
 import { SessionRecorder } from '../../engine/sessions/recorder.js';
 import { eventLogPath } from '../../engine/sessions/session-id.js';
-import { collectGarbage } from '../../store/gc/collect.js';
 import { tempStore } from '../store/helpers.js';
 import { age, ageStore, allBlobsIntact, blobDigests, deadPid, publishCall, snapshot } from './helpers.js';
 

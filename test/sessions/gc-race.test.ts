@@ -23,7 +23,7 @@ import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SessionRecorder } from '../../engine/sessions/recorder.js';
-import { verifyWithSessions } from '../../engine/sessions/verify.js';
+import { verifyWithSessions } from '../../engine/sessions/verify-references.js';
 import { encodeManifest } from '../../store/manifest.js';
 import { Store } from '../../store/store.js';
 import { heldPins, tempStore } from '../store/helpers.js';

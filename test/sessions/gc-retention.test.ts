@@ -6,10 +6,10 @@
  */
 import { existsSync, promises as fsp } from 'node:fs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { collectGarbage } from '../../store/gc/collect.js';
+import { collectGarbage } from '../../engine/sessions/gc.js';
 import { encodeManifest } from '../../store/manifest.js';
-import { closeEngines, engineWith } from '../runtime/helpers.js';
 import { CLI, sluice, tempStore } from '../store/helpers.js';
+import { closeEngines, engineWith } from '../support/engines.js';
 import { age, ageStore, blobDigests, snapshot } from './helpers.js';
 
 beforeAll(() => {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { TerminalResult } from '../../engine/result.js';
 import { SessionRecorder } from '../../engine/sessions/recorder.js';
+import { CLI, sluice, tempDir } from '../store/helpers.js';
 import {
   closeEngines,
   engineWith,
@@ -17,8 +18,7 @@ import {
   waitForDisplay,
   waitNoProcess,
   waitProcess,
-} from '../runtime/helpers.js';
-import { CLI, sluice, tempDir } from '../store/helpers.js';
+} from '../support/engines.js';
 import { snapshot } from './helpers.js';
 
 beforeAll(() => {

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { readEventLog } from '../../engine/sessions/log-reader.js';
-import { closeEngines, engineWith } from '../runtime/helpers.js';
+import { closeEngines, engineWith } from '../support/engines.js';
 import { ageStore } from './helpers.js';
 
 afterEach(closeEngines);

@@ -5,8 +5,8 @@
  */
 import { existsSync, promises as fsp } from 'node:fs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { closeEngines, engineWith } from '../runtime/helpers.js';
 import { CLI, sluice } from '../store/helpers.js';
+import { closeEngines, engineWith } from '../support/engines.js';
 
 beforeAll(() => {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npx tsc -p .\` (npm test builds first)`);

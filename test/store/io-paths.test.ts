@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { StoreFile } from '../../store/file.js';
 import { parsePinJournal } from '../../store/pins.js';
 import { Store } from '../../store/store.js';
-import { FaultyIO, label } from '../hardening/faulty-io.js';
+import { FaultyIO, label } from '../support/faulty-io.js';
 import { heldPins, sha256, tempDir, tmpEntries } from './helpers.js';
 
 /** Open descriptors of this process that point into `dir`. */

@@ -10,15 +10,15 @@ import { execFileSync } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { collectGarbage } from '../../engine/sessions/gc.js';
 import { readEventLog } from '../../engine/sessions/log-reader.js';
 import { SessionRecorder } from '../../engine/sessions/recorder.js';
 import { eventLogPath } from '../../engine/sessions/session-id.js';
 import { readBlobWhole } from '../../engine/sessions/spill.js';
-import { collectGarbage } from '../../store/gc/collect.js';
 import { encodeManifest } from '../../store/manifest.js';
 import type { Store } from '../../store/store.js';
-import { closeEngines, openEngine } from '../runtime/helpers.js';
 import { deadPid, streamsResult } from '../sessions/helpers.js';
+import { closeEngines, openEngine } from '../support/engines.js';
 import { sha256, tempStore } from './helpers.js';
 
 afterEach(closeEngines);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_PAGE_BYTES } from '../../store/read.js';
+import { MAX_PAGE_BYTES } from '../../store/pages.js';
 import type { Store } from '../../store/store.js';
 import { countBytesRead, tempStore } from './helpers.js';
 

@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { MAX_PAGE_BYTES } from '../../store/read.js';
+import { MAX_PAGE_BYTES } from '../../store/pages.js';
 import type { Store } from '../../store/store.js';
 import { countBytesRead, sha256, tempStore } from './helpers.js';
 

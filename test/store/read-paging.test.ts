@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { linesOfString } from '../../store/lines.js';
-import { MAX_PAGE_LINES, type ReadPage } from '../../store/read.js';
+import { MAX_PAGE_LINES, type ReadPage } from '../../store/pages.js';
 import type { Store } from '../../store/store.js';
 import { sha256, tempStore } from './helpers.js';
 

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodedSize, textBudgetCut } from '../../store/read.js';
+import { decodedSize, textBudgetCut } from '../../engine/protocol/text.js';
 
 const dec = (b: Uint8Array) => Buffer.from(b).toString('utf8');
 

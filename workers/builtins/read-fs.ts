@@ -22,9 +22,9 @@ import {
   ResourceLimitError,
   toSluiceError,
 } from '../../engine/protocol/errors.js';
+import { utf8CompleteEnd } from '../../engine/protocol/text.js';
 import { countNewlines } from '../../store/lines.js';
 import type { Attachment } from '../tool.js';
-import { incompleteTailStart } from '../utf8.js';
 
 /** The largest text page or directory listing page, in UTF-8 bytes of output (numbers included). */
 export const MAX_FS_PAGE_BYTES = 2 * 1024 * 1024;
@@ -134,7 +134,7 @@ export function sniffMediaType(head: Uint8Array): string | undefined {
 export function looksBinary(head: Uint8Array, size: number): boolean {
   if (head.includes(0)) return true;
   // A character cut by the sniff window is not a fault of the file.
-  const end = head.length < size ? incompleteTailStart(head) : head.length;
+  const end = head.length < size ? utf8CompleteEnd(head) : head.length;
   return !isUtf8(head.subarray(0, end));
 }
 

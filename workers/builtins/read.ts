@@ -19,7 +19,7 @@
  */
 import { BadArgumentsError } from '../../engine/protocol/errors.js';
 import { formatBytes } from '../../engine/protocol/units.js';
-import { MAX_PAGE_LINES } from '../../store/read.js';
+import { MAX_PAGE_LINES } from '../../store/pages.js';
 import { isArtifactUri, parseArtifactUri } from '../../store/uri.js';
 import { complete, defineTool, type PreparedOperation, type ToolContext, z } from '../tool.js';
 import { type FsTarget, readFsTarget, resolveFsTarget } from './read-fs.js';

@@ -34,39 +34,39 @@ export interface HostRequestOptions {
   onProgress?: (p: Extract<McpReply, { t: 'progress' }>) => void;
 }
 
-/** Calls an MCP tool through the host thread of `channel`. */
+/** Calls an MCP tool through the host thread of `hostId`. */
 export async function hostCall(
-  channel: string,
+  hostId: string,
   body: Omit<Extract<Body, { t: 'call' }>, 't'>,
   options: HostRequestOptions = {},
 ): Promise<Extract<Final, { t: 'result' }>['outcome']> {
-  const r = await hostRequest(channel, { t: 'call', ...body }, options);
+  const r = await hostRequest(hostId, { t: 'call', ...body }, options);
   if (r.t !== 'result') throw new ProtocolError(`the MCP host answered a call with ${r.t}`);
   return r.outcome;
 }
 
-/** The definition (JSON Schema) of an MCP tool, from the host thread of `channel`. */
+/** The definition (JSON Schema) of an MCP tool, from the host thread of `hostId`. */
 export async function hostDef(
-  channel: string,
+  hostId: string,
   body: Omit<Extract<Body, { t: 'def' }>, 't'>,
   options: HostRequestOptions = {},
 ): Promise<Extract<Final, { t: 'def' }>['def']> {
-  const r = await hostRequest(channel, { t: 'def', ...body }, options);
+  const r = await hostRequest(hostId, { t: 'def', ...body }, options);
   if (r.t !== 'def') throw new ProtocolError(`the MCP host answered a definition request with ${r.t}`);
   return r.def;
 }
 
-/** Sends one request to the host thread of `channel` and resolves with its final reply. */
-function hostRequest(channel: string, body: Body, options: HostRequestOptions): Promise<Final> {
+/** Sends one request to the host thread of `hostId` and resolves with its final reply. */
+function hostRequest(hostId: string, body: Body, options: HostRequestOptions): Promise<Final> {
   const id = randomUUID();
   const { signal, onProgress } = options;
   if (signal?.aborted) return Promise.reject(signal.reason);
   return new Promise((resolve, reject) => {
     // Opened before the request is sent, so no reply can arrive before anyone listens.
-    const replies = new BroadcastChannel(replyChannel(channel, id));
-    const life = new BroadcastChannel(lifeChannel(channel));
+    const replies = new BroadcastChannel(replyChannel(hostId, id));
+    const life = new BroadcastChannel(lifeChannel(hostId));
     const post = (m: McpRequest) => {
-      const requests = new BroadcastChannel(requestChannel(channel));
+      const requests = new BroadcastChannel(requestChannel(hostId));
       requests.postMessage(m);
       // Closed at once: an open instance would also receive (and clone) other workers' requests.
       requests.close();

@@ -51,7 +51,7 @@ interface ServerState {
 
 if (!parentPort) throw new Error('the MCP host runs only as a worker thread');
 const control = parentPort;
-const { channel } = workerData as McpHostData;
+const { hostId } = workerData as McpHostData;
 const servers = new Map<string, ServerState>();
 const inflight = new Map<string, AbortController>();
 /** Request ids already handled, newest last: a request sent again (see McpLifeEvent) runs once. */
@@ -143,7 +143,7 @@ async function onRequest(m: McpRequest): Promise<void> {
   if (seen.has(m.id)) return;
   seen.add(m.id);
   if (seen.size > SEEN_MAX) seen.delete(seen.values().next().value as string);
-  const out = new BroadcastChannel(replyChannel(channel, m.id));
+  const out = new BroadcastChannel(replyChannel(hostId, m.id));
   const reply = (r: McpReply) => out.postMessage(r);
   const ac = new AbortController();
   inflight.set(m.id, ac);
@@ -174,9 +174,9 @@ async function onRequest(m: McpRequest): Promise<void> {
 }
 
 control.on('message', (m: McpControl) => void onControl(m));
-const requests = new BroadcastChannel(requestChannel(channel));
+const requests = new BroadcastChannel(requestChannel(hostId));
 requests.onmessage = (ev) => void onRequest((ev as unknown as { data: McpRequest }).data);
 // Listening now: call workers that sent a request while this thread was starting send it again.
-const life = new BroadcastChannel(lifeChannel(channel));
+const life = new BroadcastChannel(lifeChannel(hostId));
 life.postMessage({ t: 'host-ready' } satisfies McpLifeEvent);
 life.close();

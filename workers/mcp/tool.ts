@@ -1,6 +1,6 @@
 /**
  * The tool module of every MCP tool. The engine registers one URL per tool,
- * `…/workers/mcp/tool.js?h=<host channel>&s=<server>&t=<tool>&n=<sluice name>`;
+ * `…/workers/mcp/tool.js?h=<host id>&s=<server>&t=<tool>&n=<sluice name>`;
  * ESM gives each URL its own module instance, so this module knows which tool
  * it is from `import.meta.url` alone and is loaded, described, validated and
  * run by the ordinary worker runtime like any plugin.
@@ -19,7 +19,7 @@ import { hostCall, hostDef } from './client.js';
 import { type ArgsValidator, compileInputSchema } from './schema.js';
 
 const params = new URL(import.meta.url).searchParams;
-const channel = params.get('h') ?? '';
+const hostId = params.get('h') ?? '';
 const server = params.get('s') ?? '';
 const toolName = params.get('t') ?? '';
 const name = params.get('n') ?? '';
@@ -29,7 +29,7 @@ let validator: Promise<ArgsValidator> | undefined;
 
 function getValidator(signal: AbortSignal): Promise<ArgsValidator> {
   if (!validator) {
-    const v = hostDef(channel, { server, tool: toolName }, { signal }).then(
+    const v = hostDef(hostId, { server, tool: toolName }, { signal }).then(
       (def) => compileInputSchema(name, def.inputSchema).validate,
     );
     validator = v;
@@ -68,7 +68,7 @@ const defined = defineTool({
   },
   async run(args, ctx: ToolContext) {
     const outcome = await hostCall(
-      channel,
+      hostId,
       { server, tool: toolName, arguments: args as Record<string, unknown> },
       {
         signal: ctx.signal,

@@ -1,0 +1,114 @@
+/**
+ * The contracts of one call: what the host decides (approval), where
+ * records go, the options a caller and the engine set, and what a call
+ * needs from its engine.
+ */
+import type { Store } from '../../store/store.js';
+import type { EventHub } from '../events/hub.js';
+import type { WorkerPool } from '../pool/pool.js';
+import type { ToolOutputOptions } from '../presentation/options.js';
+import type { ProcessGuard } from '../processes/process-guard.js';
+import { BadArgumentsError } from '../protocol/errors.js';
+import { MAX_TIMER_MS } from '../protocol/limits.js';
+import type { PreparedOperation } from '../protocol/messages.js';
+import type { ToolInfo } from '../registry.js';
+import type { CallEvent, TerminalResult } from '../result.js';
+import type { Call } from './call.js';
+
+/** Decides whether a prepared operation may run. Return false (or throw) to deny. */
+export type ApprovalPolicy = (
+  op: PreparedOperation,
+  call: { tool: string; callId: string; session?: string },
+) => boolean | Promise<boolean>;
+
+/** Where call records go (the session event log implements it). */
+export interface CallRecorder {
+  /** A call started. */
+  started(info: { callId: string; tool: ToolInfo; args: unknown; session?: string; at: string }): Promise<void>;
+  /**
+   * A call ended; must be durable when the promise resolves (the publication
+   * pin is released after). When it rejects, it is called once more with the
+   * failed result the caller then gets (status `failed`, the recording error).
+   */
+  completed(result: TerminalResult): Promise<void>;
+}
+
+/** Engine settings a call needs. */
+export interface CallSettings {
+  toolOutput: ToolOutputOptions;
+  window: number;
+  graceMs: number;
+  maxStreamBytes: number;
+  liveDisplayBytes: number;
+  subscriberQueue: number;
+  cwd: string;
+}
+
+/** Options of one call. */
+export interface CallOptions {
+  /** Record the call in this session's event log (`[A-Za-z0-9._-]`, 1 to 128 characters); EBADARGS otherwise. */
+  session?: string;
+  /**
+   * Aborting it cancels the call (as {@link CallHandle.cancel} does), keeping
+   * the reason: `abort(new Error('user abort'))` ends it cancelled with
+   * "cancelled by the caller: user abort"; a signal that timed out
+   * (`AbortSignal.timeout(ms)`) fails it with ETIMEOUT, as `timeoutMs` would.
+   */
+  signal?: AbortSignal;
+  /**
+   * Fails the call with ETIMEOUT after this many milliseconds, counted from
+   * the call's start: time spent waiting for a free worker (and, for the first
+   * call of a fresh engine, for a worker to boot) counts. Above 0 and at most
+   * 2^31-1 (about 24.8 days, the longest a timer waits); anything else is
+   * EBADARGS, synchronously from `Engine.call`.
+   */
+  timeoutMs?: number;
+  /** The call's id. @default a random UUID */
+  callId?: string;
+}
+
+/** Options the engine itself sets on a call. */
+export interface InternalCallOptions {
+  /** Keep a self-paginating tool's page bytes after the call ends ({@link Call.pageBytes}), for a raw read. */
+  keepPage?: boolean;
+}
+
+/** Everything a call needs from its engine. */
+export interface CallDeps {
+  pool: WorkerPool;
+  /** Where the call's process groups are tracked outside the engine (its watchdog). */
+  processes?: ProcessGuard;
+  store: Store;
+  settings: CallSettings;
+  approve: ApprovalPolicy;
+  recorder?: CallRecorder;
+  engineHub: EventHub<CallEvent>;
+  onSettled(call: Call): void;
+}
+
+/** Throws EBADARGS unless `ms` is absent or a duration a timer can wait (setTimeout fires after 1 ms beyond 2^31-1). */
+export function assertTimeout(ms: unknown): void {
+  if (ms === undefined) return;
+  if (typeof ms !== 'number' || !(ms > 0) || ms > MAX_TIMER_MS) {
+    throw new BadArgumentsError(
+      `timeoutMs must be a number of milliseconds above 0 and at most ${MAX_TIMER_MS}, got ${JSON.stringify(ms) ?? String(ms)}`,
+      { timeoutMs: typeof ms === 'number' && Number.isFinite(ms) ? ms : String(ms) },
+    );
+  }
+}
+
+/** A handle on a running call. */
+export interface CallHandle {
+  /** The call's id: in its events, its terminal result and its session log records. */
+  readonly callId: string;
+  /** Settles with the terminal result (never rejects for tool-level failures). */
+  readonly result: Promise<TerminalResult>;
+  /** Live events of this call: started, display deltas, completed (a lagging subscriber gets `lagged` then completed). */
+  events(): AsyncIterableIterator<CallEvent | { type: 'lagged'; dropped: number }>;
+  /** Asks the call to stop. */
+  cancel(reason?: string): void;
+  /** The bounded live display so far. */
+  readonly liveDisplay: string;
+  /** Peak bytes in flight between worker and disk (never above the window). */
+  readonly maxInFlight: number;
+}

@@ -1,0 +1,124 @@
+/**
+ * What a call takes in from its worker while it runs: stream chunks into the
+ * capture and whole texts into their spill files, with the credit of each
+ * going back once its bytes are on disk (or dropped), batched per microtask.
+ * Credit is the worker's backpressure: a writer waits for it, so every path
+ * here returns it, the failing ones included.
+ */
+import { ProtocolError, type SluiceError, toSluiceError } from '../protocol/errors.js';
+import type { TextKind } from '../protocol/messages.js';
+import type { Capture } from './capture.js';
+import { freeChunk } from './free-buffer.js';
+import type { FullTexts } from './full-text.js';
+import type { PageCapture } from './page-capture.js';
+
+/** What the intake needs of its call. */
+export interface IntakeHost {
+  /** True once the call has failed: chunks are dropped (their credit still goes back). */
+  failed(): boolean;
+  /** True once the call is stopping (failed or cancel requested): texts are dropped. */
+  stopping(): boolean;
+  /** Fails the call. */
+  fail(err: SluiceError): void;
+  /** Sends `n` bytes of credit to the worker (when it is still there). */
+  sendCredit(n: number): void;
+}
+
+/** See the module comment. */
+export class Intake {
+  /** Largest number of bytes in flight (received, not yet on disk) seen; for tests of backpressure. */
+  maxInFlight = 0;
+  private inFlight = 0;
+  private creditDue = 0;
+  private readonly capture: Capture | PageCapture;
+  private readonly texts: FullTexts;
+  private readonly host: IntakeHost;
+
+  constructor(capture: Capture | PageCapture, texts: FullTexts, host: IntakeHost) {
+    this.capture = capture;
+    this.texts = texts;
+    this.host = host;
+  }
+
+  /** One chunk of stream `index`. */
+  chunk(index: number, bytes: Uint8Array): void {
+    if (!(bytes instanceof Uint8Array)) {
+      this.host.fail(new ProtocolError('a chunk without bytes'));
+      return;
+    }
+    const len = bytes.length;
+    if (this.host.failed()) {
+      // The call has failed: the chunk is dropped, but its credit goes back, so a writer blocked on
+      // credit wakes up, sees the abort and lets the tool end by itself instead of waiting out graceMs.
+      this.credit(len);
+      return;
+    }
+    let written: Promise<void>;
+    try {
+      written = this.capture.accept(index, bytes);
+    } catch (err) {
+      this.host.fail(toSluiceError(err, 'EPROTOCOL'));
+      this.credit(len);
+      return;
+    }
+    this.inFlight += len;
+    if (this.inFlight > this.maxInFlight) this.maxInFlight = this.inFlight;
+    written.then(
+      () => {
+        this.inFlight -= len;
+        this.credit(len);
+        // Written (and hashed, scanned, previewed) and not kept by the capture: free the memory now.
+        if (!this.capture.keepsChunks) freeChunk(bytes);
+      },
+      (err: unknown) => {
+        this.inFlight -= len;
+        this.host.fail(toSluiceError(err, 'EDISK'));
+        // Not on disk and never will be, but no longer in flight either (see the dropped-chunk case above).
+        this.credit(len);
+      },
+    );
+  }
+
+  /** Part of a whole text (a cut error message or display): written like a chunk, its credit back once on disk. */
+  text(kind: TextKind, bytes: Uint8Array): void {
+    if (!(bytes instanceof Uint8Array) || (kind !== 'error' && kind !== 'display')) {
+      this.host.fail(new ProtocolError('a text message without bytes or of an unknown kind'));
+      return;
+    }
+    const len = bytes.length;
+    if (this.host.stopping()) {
+      // Stopping: the text will not be kept, but its credit goes back so the sender is not stuck.
+      this.credit(len);
+      return;
+    }
+    let written: Promise<void>;
+    try {
+      written = this.texts.accept(kind, bytes);
+    } catch (err) {
+      this.host.fail(toSluiceError(err, 'EPROTOCOL'));
+      this.credit(len);
+      return;
+    }
+    // A failed write only loses the extra: the announced size no longer matches, so it is not published.
+    written.then(
+      () => this.credit(len),
+      () => this.credit(len),
+    );
+  }
+
+  /**
+   * Returns credit. Chunks written by one writev settle together: their credit
+   * goes back as one message at the end of the microtask queue, not one each.
+   */
+  credit(n: number): void {
+    if (n <= 0) return;
+    this.creditDue += n;
+    if (this.creditDue === n) queueMicrotask(() => this.sendCredit());
+  }
+
+  private sendCredit(): void {
+    const n = this.creditDue;
+    this.creditDue = 0;
+    if (n > 0) this.host.sendCredit(n);
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * Garbage collection as the engine runs it: the store's collector
+ * (store/gc/collect.ts) with the sessions' live records as its roots, and,
+ * under the collector's lock, the reaping of process groups whose engine
+ * died (engine/processes/orphans.ts).
+ */
+import { collectStore, type GcOptions, type GcReport as StoreGcReport } from '../../store/gc/collect.js';
+import type { Store } from '../../store/store.js';
+import { reapOrphans } from '../processes/orphans.js';
+import { scanSessions } from './roots.js';
+
+export type { GcOptions, GcStep } from '../../store/gc/collect.js';
+/** Default grace period of a collection: one hour. */
+export { DEFAULT_GC_GRACE_MS } from '../../store/gc/collect.js';
+
+/** What a collection found and did (with `dryRun`: would do). */
+export interface GcReport extends Omit<StoreGcReport, 'durationMs'> {
+  /** Process groups of calls whose engine died (with its watchdog) killed (engine/processes/orphans.ts). */
+  orphanGroupsKilled: number;
+  durationMs: number;
+}
+
+/**
+ * Collects the garbage of `store`: blobs not referenced by live session
+ * records or pins and older than the grace period. Safe against concurrent
+ * publishers in this and other processes, even with a grace period of 0.
+ *
+ * @throws BadOptionError (EBADOPTION) for a bad option; TimeoutError (ETIMEOUT) when another collection holds the lock; DiskError (EDISK).
+ */
+export async function collectGarbage(store: Store, options: GcOptions = {}): Promise<GcReport> {
+  let orphanGroupsKilled = 0;
+  const { durationMs, ...report } = await collectStore(
+    store,
+    {
+      roots: scanSessions,
+      whileLocked: async () => {
+        orphanGroupsKilled = (await reapOrphans(store)).killed;
+      },
+    },
+    options,
+  );
+  return { ...report, orphanGroupsKilled, durationMs };
+}

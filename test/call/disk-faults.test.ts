@@ -1,0 +1,157 @@
+/**
+ * Capture failures owned by the runtime: ENOSPC and EIO injected into the
+ * store's filesystem calls fail the call with EDISK, publish nothing and
+ * leave tmp/ empty; a stream passing maxStreamBytes fails with ESIZELIMIT and
+ * publishes the accepted prefix as incomplete.
+ */
+import { promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { realIO, type StoreIO } from '../../store/io.js';
+import {
+  closeEngines,
+  engineWith,
+  expectPoolServes,
+  expectPublished,
+  expectStoreClean,
+  floodDigest,
+  sha256,
+  sleep,
+  streamBytes,
+  uniqueSleep,
+  waitNoProcess,
+} from '../support/engines.js';
+
+afterEach(closeEngines);
+
+function fsError(code: string, syscall: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`${code}: injected fault, ${syscall}`), { code, syscall, errno: -1 });
+}
+
+/** realIO whose `op` fails with `errno` on its `n`th call (and only then). */
+function failNth(op: 'write' | 'fsync' | 'open' | 'rename', n: number, errno: string): StoreIO {
+  let calls = 0;
+  const real = realIO[op] as (...a: unknown[]) => Promise<unknown>;
+  return {
+    ...realIO,
+    [op]: (...args: unknown[]) => (++calls === n ? Promise.reject(fsError(errno, op)) : real(...args)),
+  } as StoreIO;
+}
+
+describe('injected disk faults', () => {
+  it.each([
+    ['ENOSPC', 'a write in the middle of the capture', failNth('write', 5, 'ENOSPC')],
+    ['EIO', 'a write in the middle of the capture', failNth('write', 5, 'EIO')],
+    ['ENOSPC', 'creating the capture file', failNth('open', 1, 'ENOSPC')],
+    ['EIO', 'the fsync before publication', failNth('fsync', 1, 'EIO')],
+  ])('%s in %s fails the call with EDISK, publishes nothing and leaves tmp/ empty', async (errno, _where, io) => {
+    const { engine } = await engineWith(['flood'], { window: 128 * 1024, io });
+    const r = await engine.run('flood', { bytes: 2 * 1024 * 1024 });
+    expect(r).toMatchObject({ status: 'failed', complete: false, output: null, error: { code: 'EDISK' } });
+    expect(r.error?.details).toMatchObject({ errno });
+    expect(r.model).toContain('EDISK');
+    // Nothing was kept, so the display claims nothing (it used to list the bytes it had captured).
+    expect(r.display).toMatch(/\nKept: nothing \(the output could not be stored\)$/);
+    expect(r.display).not.toContain('Captured');
+    await expectStoreClean(engine);
+    await expectPoolServes(engine);
+  });
+
+  it('bash output that fills the disk mid-capture (seq 1 1000000) fails EDISK, keeps nothing and says so', async () => {
+    const { engine } = await engineWith([], { io: failNth('write', 8, 'ENOSPC') });
+    const r = await engine.run('bash', { command: 'seq 1 1000000' });
+    expect(r).toMatchObject({ status: 'failed', output: null, error: { code: 'EDISK' } });
+    expect(r.display).toContain('Kept: nothing');
+    expect(r.model).toBe(r.model.split('\n').at(-1));
+    await expectStoreClean(engine);
+  });
+
+  // Regression: after a capture failure the engine kept every later chunk's credit, so a tool blocked in
+  // write() could never see its abort and every such call waited out graceMs and lost its worker.
+  it.each([
+    ['EDISK', { io: failNth('write', 3, 'ENOSPC') }],
+    ['ESIZELIMIT', { maxStreamBytes: 100_000 }],
+  ])(
+    'after %s a producer blocked on credit is released and stops on its own, well before graceMs',
+    async (code, opts) => {
+      const { engine } = await engineWith(['flood'], { window: 128 * 1024, graceMs: 60_000, ...opts });
+      const r = await engine.run('flood', { bytes: 64 * 1024 * 1024 });
+      expect(r).toMatchObject({ status: 'failed', complete: false, error: { code } });
+      await expectStoreClean(engine);
+    },
+  );
+
+  it('EIO while capturing bash output fails with EDISK, kills the command and leaves nothing behind', async () => {
+    const sleeper = uniqueSleep();
+    // A long grace period: bash must stop through its abort, not by losing its worker.
+    const { engine } = await engineWith([], { io: failNth('write', 3, 'EIO'), graceMs: 60_000 });
+    const r = await engine.run('bash', {
+      command: `${sleeper.command} & yes 0123456789 | head -c 8388608; wait`,
+    });
+    expect(r).toMatchObject({ status: 'failed', complete: false, output: null, error: { code: 'EDISK' } });
+    await expectStoreClean(engine);
+    expect(await waitNoProcess(sleeper.marker)).toEqual([]);
+    await expectPoolServes(engine);
+  });
+
+  it('ENOSPC while publishing the manifest of named streams fails with EDISK and output null', async () => {
+    // Four opens: stdout capture, stderr capture, the publication pin, then the manifest's blob.
+    const { engine } = await engineWith([], { io: failNth('open', 4, 'ENOSPC') });
+    const r = await engine.run('bash', { command: 'echo out; echo err >&2' });
+    expect(r).toMatchObject({ status: 'failed', complete: false, output: null, error: { code: 'EDISK' } });
+    await expectStoreClean(engine);
+  });
+});
+
+describe('size bound', () => {
+  it('a stream passing maxStreamBytes fails with ESIZELIMIT and publishes the accepted prefix', async () => {
+    const bound = 100_000;
+    const { engine } = await engineWith(['flood'], { maxStreamBytes: bound });
+    const r = await engine.run('flood', { bytes: 1024 * 1024 });
+    expect(r).toMatchObject({ status: 'failed', complete: false, error: { code: 'ESIZELIMIT' } });
+    if (r.output?.kind !== 'single') throw new Error('expected single output');
+    expect(r.output.bytes).toBeGreaterThan(0);
+    expect(r.output.bytes).toBeLessThanOrEqual(bound);
+    // The prefix is exactly the first bytes the tool wrote, in order.
+    expect(r.output.digest).toBe(floodDigest(r.output.bytes, 65536));
+    await expectPublished(engine, r.output);
+    await expectStoreClean(engine);
+    await expectPoolServes(engine);
+  });
+
+  it('the bound applies per stream: bash stdout passes it, stderr is kept whole', async () => {
+    const sleeper = uniqueSleep();
+    const bound = 200_000;
+    const { engine, dir } = await engineWith([], { maxStreamBytes: bound, graceMs: 60_000 });
+    // stdout passes its bound only once stderr is in its capture file: a failed call keeps what it
+    // accepted and drops what arrives later, and the two pipes are read in no particular order.
+    const go = join(dir, 'go');
+    const call = engine.run('bash', {
+      command: `echo diagnostics >&2; while [ ! -e ${go} ]; do sleep 0.01; done; ${sleeper.command} & yes 0123456789 | head -c 4194304; wait`,
+    });
+    for (;;) {
+      const sizes = await Promise.all(
+        (await fsp.readdir(engine.store.layout.tmp)).map((n) =>
+          fsp.stat(join(engine.store.layout.tmp, n)).then(
+            (s) => s.size,
+            () => 0,
+          ),
+        ),
+      );
+      if (sizes.includes(12)) break;
+      await sleep(10);
+    }
+    await fsp.writeFile(go, '');
+    const r = await call;
+    expect(r).toMatchObject({ status: 'failed', complete: false, error: { code: 'ESIZELIMIT' } });
+    if (r.output?.kind !== 'streams') throw new Error('expected streams');
+    const [stdout, stderr] = r.output.streams;
+    expect(stdout?.bytes).toBeLessThanOrEqual(bound);
+    expect(stdout?.digest).toBe(sha256('0123456789\n'.repeat(Math.ceil(bound / 11)).slice(0, stdout?.bytes)));
+    expect(stderr).toMatchObject({ bytes: 12, digest: sha256('diagnostics\n') });
+    await expectPublished(engine, r.output);
+    await expectStoreClean(engine);
+    expect(await waitNoProcess(sleeper.marker)).toEqual([]);
+    expect((await streamBytes(engine, r)).stderr).toBe('diagnostics\n');
+  });
+});

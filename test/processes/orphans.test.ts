@@ -1,0 +1,172 @@
+/**
+ * No tool process outlives its engine: SIGKILL of an SDK host running a bash
+ * call leaves nothing running (its watchdog kills the call's process group
+ * when the engine's end of their pipe closes), and when the watchdog died
+ * with the engine, the next engine opened on the store, or the next
+ * collection, kills the group from the journal the watchdog kept. How it
+ * showed before: the call's processes ran on under init.
+ *
+ * The waits below only bound a failing test; what is asserted is that the
+ * processes end, never how fast.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Engine } from '../../engine/engine.js';
+import { reapOrphans } from '../../engine/processes/orphans.js';
+import { ProcessGuard } from '../../engine/processes/process-guard.js';
+import { collectGarbage } from '../../engine/sessions/gc.js';
+import { Store } from '../../store/store.js';
+import { deadPid } from '../sessions/helpers.js';
+import { tempDir } from '../store/helpers.js';
+import { closeEngines, openEngine, pgrep, uniqueSleep } from '../support/engines.js';
+import { eventually, running, startHost, stopHosts, watchdogOf } from '../support/lifecycle-host.js';
+
+const spawned: ChildProcess[] = [];
+
+afterEach(async () => {
+  await stopHosts();
+  await closeEngines();
+  for (const child of spawned.splice(0)) {
+    // Only while the leader is not reaped (alive, or a zombie of ours): its pid, the group's id, cannot
+    // have been handed to another process then.
+    if (child.exitCode !== null || child.signalCode !== null) continue;
+    try {
+      process.kill(-(child.pid as number), 'SIGKILL');
+    } catch {
+      // Gone.
+    }
+  }
+});
+
+/** A detached `sleep` (its own process group), as a tool would start one. */
+function detachedSleep(): number {
+  const child = spawn('sleep', ['1000'], { detached: true, stdio: 'ignore' });
+  child.unref();
+  spawned.push(child);
+  return child.pid as number;
+}
+
+/** A store whose engine and watchdog were both killed while a call's `sleep` ran; the sleep runs on. */
+async function orphaned(): Promise<{ store: string; sleeper: ReturnType<typeof uniqueSleep> }> {
+  const store = join(await tempDir(), 'store');
+  const sleeper = uniqueSleep();
+  const host = await startHost(store, 's', `echo started; ${sleeper.command}`);
+  const [watchdog] = await watchdogOf(host.pid);
+  process.kill(watchdog as number, 'SIGKILL');
+  host.child.kill('SIGKILL');
+  await host.exited;
+  expect(await eventually(() => !running(watchdog as number))).toBe(true);
+  return { store, sleeper };
+}
+
+async function gone(marker: string): Promise<boolean> {
+  return eventually(async () => (await pgrep(marker)).length === 0);
+}
+
+describe('tool processes and the death of their engine', () => {
+  it('SIGKILL of the engine: its watchdog kills the call’s process group, then goes, and removes its journal', async () => {
+    const store = join(await tempDir(), 'store');
+    const sleeper = uniqueSleep();
+    const host = await startHost(store, 's', `echo started; ${sleeper.command}`);
+    expect(await pgrep(sleeper.marker)).toHaveLength(1);
+    const [watchdog] = await watchdogOf(host.pid);
+    expect(watchdog).toBeDefined();
+    expect(await fsp.readdir(join(store, 'procs'))).toHaveLength(1);
+    const t0 = Date.now();
+    host.child.kill('SIGKILL');
+    expect(await gone(sleeper.marker)).toBe(true);
+    console.log(`the group was gone ${Date.now() - t0} ms after the SIGKILL`);
+    expect(await eventually(() => !running(watchdog as number))).toBe(true);
+    expect(await eventually(async () => (await fsp.readdir(join(store, 'procs'))).length === 0)).toBe(true);
+  });
+
+  it('engine and watchdog killed together: the next Engine.open kills the orphaned group', async () => {
+    const { store, sleeper } = await orphaned();
+    // Nothing left to kill it: it runs on.
+    expect(await pgrep(sleeper.marker)).toHaveLength(1);
+    const engine = await Engine.open({ store, cwd: await tempDir() });
+    try {
+      expect(await gone(sleeper.marker)).toBe(true);
+      expect(await eventually(async () => (await fsp.readdir(join(store, 'procs'))).length === 0)).toBe(true);
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('and a collection does it too, reporting the group', async () => {
+    const { store, sleeper } = await orphaned();
+    const s = await Store.open(store);
+    const report = await collectGarbage(s, { graceMs: 0 });
+    expect(report.orphanGroupsKilled).toBe(1);
+    expect(await gone(sleeper.marker)).toBe(true);
+    expect(await fsp.readdir(join(store, 'procs'))).toEqual([]);
+    await s.close();
+  });
+
+  it('the reaper leaves the groups of a live engine alone', async () => {
+    const store = join(await tempDir(), 'store');
+    const sleeper = uniqueSleep();
+    await startHost(store, 's', `echo started; ${sleeper.command}`);
+    const s = await Store.open(store);
+    expect(await reapOrphans(s)).toEqual({ killed: 0, journals: 0 });
+    expect((await collectGarbage(s, { graceMs: 0 })).orphanGroupsKilled).toBe(0);
+    expect(await pgrep(sleeper.marker)).toHaveLength(1);
+    await s.close();
+  });
+
+  it('the reaper never kills a group that started after the journal last changed (a reused pid)', async () => {
+    const store = await Store.open(join(await tempDir(), 'store'));
+    await fsp.mkdir(store.layout.procs, { recursive: true });
+    const dead = await deadPid();
+    const fresh = detachedSleep();
+    const stale = join(store.layout.procs, `${dead}-0aa.pgids`);
+    await fsp.writeFile(stale, `+${fresh}\n`);
+    const hourAgo = new Date(Date.now() - 60 * 60 * 1000);
+    await fsp.utimes(stale, hourAgo, hourAgo);
+    expect(await reapOrphans(store)).toEqual({ killed: 0, journals: 1 });
+    expect(running(fresh)).toBe(true);
+    // Written now, after the group started: it is that group, and it goes.
+    await fsp.writeFile(join(store.layout.procs, `${dead}-0bb.pgids`), `+${fresh}\n-1234567\n`);
+    expect(await reapOrphans(store)).toEqual({ killed: 1, journals: 1 });
+    expect(await eventually(() => !running(fresh))).toBe(true);
+    // Untracked groups are not touched.
+    const other = detachedSleep();
+    await fsp.writeFile(join(store.layout.procs, `${dead}-0cc.pgids`), `+${other}\n-${other}\n`);
+    expect(await reapOrphans(store)).toEqual({ killed: 0, journals: 1 });
+    expect(running(other)).toBe(true);
+    await store.close();
+  });
+
+  it('a watchdog that died while its engine lives is replaced, and the new one knows every tracked group', async () => {
+    const dir = await tempDir();
+    const guard = new ProcessGuard(join(dir, 'procs'));
+    const a = detachedSleep();
+    guard.track(a);
+    const first = guard.watchdogPid as number;
+    process.kill(first, 'SIGKILL');
+    expect(await eventually(() => guard.watchdogPid === undefined)).toBe(true);
+    const b = detachedSleep();
+    guard.track(b);
+    expect(guard.watchdogPid).not.toBe(first);
+    // Closing the pipe is what the engine's death does: the new watchdog kills both groups.
+    await guard.close();
+    expect(await eventually(() => !running(a) && !running(b))).toBe(true);
+    expect(await fsp.readdir(join(dir, 'procs'))).toEqual([]);
+  });
+
+  it('a closed engine leaves no watchdog and no journal; one that never spawned never started either', async () => {
+    const { engine } = await openEngine();
+    const r = await engine.run('bash', { command: 'echo hi' });
+    expect(r.status).toBe('success');
+    expect(await watchdogOf(process.pid)).toHaveLength(1);
+    await engine.close();
+    expect(await watchdogOf(process.pid)).toEqual([]);
+    expect(await fsp.readdir(engine.store.layout.procs)).toEqual([]);
+    const quiet = (await openEngine()).engine;
+    expect((await quiet.read(quiet.options.cwd)).content).toBeDefined();
+    await quiet.close();
+    await expect(fsp.readdir(quiet.store.layout.procs)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
