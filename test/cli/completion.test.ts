@@ -116,6 +116,48 @@ describe.runIf(zsh)('zsh completion', () => {
     ]);
     expect(stdout.trim()).toBe('1 _sluice');
   });
+
+  it('dispatches per command and asks the real sluice for tools and sessions (zsh builtins stubbed to print)', async () => {
+    const r = await sluice(['run', 'bash', '--args', '{"command":"true"}', '--session', 'zsh-session'], dir);
+    expect(r.code, r.stderr).toBe(0);
+    // _arguments and _describe print what they are given: the spec lines and the candidates.
+    const script = (words: string[], call = '_sluice') =>
+      [
+        'compdef() { : }',
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: zsh, not a template.
+        '_describe() { print -l -- ${(P)2} }',
+        '_arguments() { print -l -- "$@" }',
+        `source ${zshScript}`,
+        `words=(${[MAIN, ...words].map((w) => `'${w}'`).join(' ')})`,
+        `CURRENT=${words.length + 1}`,
+        `_sluice_prog=${MAIN}`,
+        call,
+      ].join('\n');
+    const out = async (words: string[], call?: string) =>
+      (
+        await run('zsh', ['-f', '-c', script(words, call)], {
+          cwd: dir,
+          env: { ...process.env, SLUICE_STORE: join(dir, 'store') },
+        })
+      ).stdout
+        .split('\n')
+        .filter((l) => l !== '');
+    expect(await out([''])).toEqual(
+      expect.arrayContaining([
+        'tools:list the tools a call can name, with descriptions and arguments (--json  their schemas)',
+      ]),
+    );
+    const runSpecs = await out(['run', '']);
+    expect(runSpecs).toEqual(
+      expect.arrayContaining([
+        '--session[session]:session:_sluice_sessions',
+        '*--plugin[plugin]:plugin:_files',
+        '1:tool:_sluice_tools',
+      ]),
+    );
+    expect(await out(['run', ''], '_sluice_tools')).toEqual(['bash', 'read']);
+    expect(await out(['replay', ''], '_sluice_sessions')).toEqual(expect.arrayContaining(['zsh-session']));
+  });
 });
 
 describe('sluice completion', () => {
