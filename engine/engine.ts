@@ -17,6 +17,7 @@ import type { McpServerConfig } from './mcp/config.js';
 import type { McpServers } from './mcp/servers.js';
 import type { EngineMetrics, MetricsSnapshot } from './metrics.js';
 import type { EngineOptions, ResolvedOptions } from './options.js';
+import { assertSupportedPlatform } from './platform.js';
 import {
   defaultPoolOptions,
   earlyPoolOptions,
@@ -122,9 +123,10 @@ export class Engine {
     return { counters: this.counters.snapshot(), pool: this.pool.stats() };
   }
 
-  /** Opens an engine on a store (created when missing). */
+  /** Opens an engine on a store (created when missing). EUNSUPPORTED on a platform other than Linux (see README, "Requirements"). */
   static async open(init: EngineOpenOptions = {}): Promise<Engine> {
     const { approve: _a, recorder: _r, builtins: _b, io, ...settings } = init;
+    assertSupportedPlatform();
     // The first worker (a new V8 isolate importing zod and the tool API) is the slowest part of
     // opening: start it first, so it boots on another core while this thread loads the rest.
     const early = earlyPoolOptions(settings);
@@ -185,10 +187,20 @@ export class Engine {
    * on a dedicated worker thread; the server process lives until the engine
    * closes (a server that dies is restarted on the next call). EBADOPTION for
    * an invalid or duplicate configuration, EBADMODULE when the server cannot
-   * be started or its tools cannot be registered.
+   * be started or its tools cannot be registered, EMISSINGDEP (with the
+   * install command) when the optional dependency `@modelcontextprotocol/sdk`
+   * is not installed.
    */
   addMcpServer(config: McpServerConfig): Promise<ToolInfo[]> {
     this.assertOpen();
+    // The MCP client is an optional dependency: without it this fails here, typed, before a host thread starts.
+    if (!this.mcpLoad) {
+      try {
+        this.runtime.requireOptional(this.runtime.OPTIONAL_DEPENDENCIES.mcp);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
     this.mcpLoad ??= import('./mcp/servers.js').then((m) => {
       this.mcp = new m.McpServers({
         cwd: this.options.cwd,

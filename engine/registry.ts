@@ -13,6 +13,7 @@ import {
 } from './protocol/errors.js';
 import type { DescribeResult, ToolDescription, ToolIsolation } from './protocol/messages.js';
 import { type OutputDeclaration, PREVIEW_MODES, type PreviewMode, validateDeclaration } from './protocol/streams.js';
+import { closest, didYouMean } from './suggest.js';
 
 /** The tool-name rule of defineTool, enforced again on the main side. */
 const TOOL_NAME_RULE = /^[a-z][a-z0-9_.-]{0,63}$/;
@@ -138,8 +139,10 @@ export class Registry {
   get(name: string): ToolInfo {
     const t = this.tools.get(name);
     if (!t) {
+      const names = [...this.tools.keys()];
       throw new UnknownToolError(
-        `no tool named ${JSON.stringify(name)} (registered: ${[...this.tools.keys()].join(', ')})`,
+        `no tool named ${JSON.stringify(name)}${didYouMean(name, names, true)} (registered: ${names.join(', ')})`,
+        { tool: name, ...(closest(name, names) ? { suggestion: closest(name, names) } : {}) },
       );
     }
     return t;

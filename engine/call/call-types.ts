@@ -49,7 +49,12 @@ export interface CallSettings {
 export interface CallOptions {
   /** Record the call in this session's event log (`[A-Za-z0-9._-]`, 1 to 128 characters); EBADARGS otherwise. */
   session?: string;
-  /** Aborting it cancels the call (as {@link CallHandle.cancel} does). */
+  /**
+   * Aborting it cancels the call (as {@link CallHandle.cancel} does), keeping
+   * the reason: `abort(new Error('user abort'))` ends it cancelled with
+   * "cancelled by the caller: user abort"; a signal that timed out
+   * (`AbortSignal.timeout(ms)`) fails it with ETIMEOUT, as `timeoutMs` would.
+   */
   signal?: AbortSignal;
   /**
    * Fails the call with ETIMEOUT after this many milliseconds, counted from

@@ -28,6 +28,7 @@ import { wireCompletionSchema } from '../protocol/messages.js';
 import { CallEndpoint, Comlink, installErrorTransfer } from '../protocol/rpc.js';
 import type { ToolInfo } from '../registry.js';
 import type { CallEvent, CallStatus, OutputRef, TerminalResult } from '../result.js';
+import { callerAbortError } from './abort-reason.js';
 import { approvalService } from './approval.js';
 import { boundArrivedError, oversizedCompletion, textWithCutMarker, withCutMarker } from './arrived.js';
 import type { CallDeps, CallOptions, InternalCallOptions } from './call-types.js';
@@ -129,7 +130,12 @@ export class Call {
       if (this.port) this.deps.pool.send(this.port, { t: 'rpc', c: this.callId, m });
     });
     if (options.signal) {
-      const onAbort = () => this.cancel('cancelled by the caller');
+      // The caller's reason is kept; a timed-out signal fails the call with ETIMEOUT (abort-reason.ts).
+      const onAbort = () => {
+        const err = callerAbortError(options.signal?.reason);
+        if (err.code === 'ETIMEOUT') this.failWith(err);
+        else this.requestStop(err);
+      };
       if (options.signal.aborted) queueMicrotask(onAbort);
       else options.signal.addEventListener('abort', onAbort, { once: true });
       this.unlinkSignal = () => options.signal?.removeEventListener('abort', onAbort);

@@ -22,6 +22,7 @@ import {
   HELP_OPTION,
   parseCommandLine,
   parseCount,
+  RUN_CONFIG_OPTIONS,
   STORE_OPTION,
   writeOut,
 } from './common.js';
@@ -63,12 +64,10 @@ results of the calls it cancelled; a second signal exits at once.
 
 const OPTIONS = {
   concurrency: { type: 'string' },
-  session: { type: 'string' },
+  session: { type: 'string', complete: 'session' },
   ordered: { type: 'boolean' },
   'no-resume': { type: 'boolean' },
-  config: { type: 'string' },
-  plugin: { type: 'string', multiple: true },
-  mcp: { type: 'string', multiple: true },
+  ...RUN_CONFIG_OPTIONS,
   ...STORE_OPTION,
   ...HELP_OPTION,
 } as const;
@@ -91,6 +90,8 @@ async function countLines(path: string): Promise<number> {
 export const command: Command = {
   summary: 'run one tool call per JSON line; one JSON result per line (resumable with --session)',
   usage: USAGE,
+  options: OPTIONS,
+  positionals: [{ name: '<FILE | ->', complete: 'file' }],
   async run(argv, ctx) {
     const { values, positionals } = parseCommandLine(argv, OPTIONS, 'batch');
     if (values.help) {
@@ -116,6 +117,7 @@ export const command: Command = {
     const countable = file !== '-' && (await fsp.stat(file)).isFile();
     const total = stderr.isTTY === true && countable ? await countLines(file) : undefined;
     const engine = await Engine.open({
+      ...extra.engine,
       ...(values.store ? { store: values.store } : {}),
       ...(concurrency !== undefined ? { concurrency: Math.min(concurrency, 1024) } : {}),
     });

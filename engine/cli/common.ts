@@ -4,7 +4,7 @@
  * mapping from errors to `CODE: message` lines and exit codes.
  */
 import { promises as fsp } from 'node:fs';
-import { type ParseArgsConfig, parseArgs } from 'node:util';
+import type { parseArgs } from 'node:util';
 import { resolveStoreDir, Store } from '../../store/store.js';
 import { sanitizeForTerminal } from '../presentation/sanitize.js';
 import {
@@ -15,6 +15,7 @@ import {
   type SluiceError,
   toSluiceError,
 } from '../protocol/errors.js';
+import { type CommandOptions, type Completion, parseOptions } from './parse.js';
 
 /** Where a command writes and what environment it sees; tests and embedders can substitute them. */
 export interface CliContext {
@@ -26,18 +27,35 @@ export interface CliContext {
   env: NodeJS.ProcessEnv;
 }
 
-/** One `sluice` subcommand. Each lives in its own module under engine/cli/ and exports `command`. */
+/** A positional argument of a command, for shell completion. */
+export interface CommandPositional {
+  /** Its name in the usage text (`<tool>`). */
+  name: string;
+  /** What completion offers for it. */
+  complete: Completion;
+}
+
+/**
+ * One `sluice` subcommand. Each lives in its own module under engine/cli/ and exports `command`.
+ * A command that declares `options` (the object it parses with
+ * {@link parseCommandLine}) and `positionals` gets shell completion, and
+ * test/cli/conventions.test.ts checks that its usage text names every option.
+ */
 export interface Command {
   /** One line for `sluice --help`. */
   summary: string;
   /** The full usage text, printed by `sluice <command> --help`. */
   usage: string;
+  /** The options it parses (for completion and the usage check). */
+  options?: CommandOptions;
+  /** Its positional arguments, in order (for completion). */
+  positionals?: readonly CommandPositional[];
   /** Runs the command on the arguments after its name; resolves to the process exit code. */
   run(argv: readonly string[], ctx: CliContext): Promise<number>;
 }
 
-/** Option definitions of a command, as `node:util` parseArgs takes them. */
-export type CommandOptions = NonNullable<ParseArgsConfig['options']>;
+/** Option declarations and what completes them (parse.ts). */
+export type { CommandOptions, Completion } from './parse.js';
 
 /** What {@link parseCommandLine} returns for options `O`: typed `values` and the `positionals`. */
 export type ParsedCommandLine<O extends CommandOptions> = ReturnType<
@@ -55,10 +73,42 @@ export const EXIT_USAGE = 2;
 const USAGE_CODES: ReadonlySet<ErrorCode> = new Set(['EBADARGS', 'EBADOPTION', 'EBADURI', 'EUNKNOWNTOOL']);
 
 /** The `--store DIR` option every store command accepts. */
-export const STORE_OPTION = { store: { type: 'string' } } as const satisfies ParseArgsConfig['options'];
+export const STORE_OPTION = { store: { type: 'string', complete: 'directory' } } as const satisfies CommandOptions;
 
 /** The `--help` option every command accepts. */
-export const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const satisfies ParseArgsConfig['options'];
+export const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const satisfies CommandOptions;
+
+/** `--config`, `--plugin` and `--mcp`: the tools beyond the built-ins (config.ts). */
+export const RUN_CONFIG_OPTIONS = {
+  config: { type: 'string', complete: 'file' },
+  plugin: { type: 'string', multiple: true, complete: 'file' },
+  mcp: { type: 'string', multiple: true },
+} as const satisfies CommandOptions;
+
+/** `--max-lines`, `--max-bytes` and `--concurrency`: the engine's limits (config.ts, {@link limitFlags}). */
+export const LIMIT_OPTIONS = {
+  'max-lines': { type: 'string' },
+  'max-bytes': { type: 'string' },
+  concurrency: { type: 'string' },
+} as const satisfies CommandOptions;
+
+/** The engine settings {@link LIMIT_OPTIONS} give, validated as counts (the engine checks their ranges). */
+export function limitFlags(values: {
+  'max-lines'?: string | undefined;
+  'max-bytes'?: string | undefined;
+  concurrency?: string | undefined;
+}): { toolOutput: { maxLines?: number; maxBytes?: number }; concurrency?: number } {
+  const maxLines = parseCount('max-lines', values['max-lines']);
+  const maxBytes = parseCount('max-bytes', values['max-bytes']);
+  const concurrency = parseCount('concurrency', values.concurrency);
+  return {
+    toolOutput: {
+      ...(maxLines === undefined ? {} : { maxLines }),
+      ...(maxBytes === undefined ? {} : { maxBytes }),
+    },
+    ...(concurrency === undefined ? {} : { concurrency }),
+  };
+}
 
 /** The exit code for `err`: {@link EXIT_USAGE} for usage mistakes, else {@link EXIT_FAILURE}. */
 export function exitCodeFor(err: SluiceError): number {
@@ -79,20 +129,17 @@ export function reportError(err: unknown, ctx: CliContext, fallback: ErrorCode =
 }
 
 /**
- * `parseArgs` in strict mode, with its errors (unknown option, missing value,
- * stray positional) turned into {@link BadOptionError} pointing at the usage.
+ * Parses a command line by the shared conventions of parse.ts (did-you-mean
+ * for unknown options, values that start with `-`, repeated single-value
+ * options refused), typed as `node:util` parseArgs would type `options`.
+ * Errors are {@link BadOptionError} pointing at `sluice <name> --help`.
  */
 export function parseCommandLine<O extends CommandOptions>(
   argv: readonly string[],
   options: O,
   name: string,
 ): ParsedCommandLine<O> {
-  try {
-    return parseArgs({ args: [...argv], options, allowPositionals: true, strict: true });
-  } catch (err) {
-    const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
-    throw new BadOptionError(`${message} (see sluice ${name} --help)`);
-  }
+  return parseOptions(argv, options, name) as unknown as ParsedCommandLine<O>;
 }
 
 /** Parses a non-negative decimal integer option, or throws {@link BadArgumentsError} quoting the value. */

@@ -6,9 +6,14 @@
  * {
  *   "mcpServers": { "files": { "command": "npx", "args": ["-y", "some-mcp-server"], "env": { "TOKEN": "…" } } },
  *   "plugins": ["./tools/search.mjs"],
- *   "toolOutput": { "preview": "head+tail" }
+ *   "toolOutput": { "maxLines": 500, "maxBytes": 20000, "preview": "head+tail" },
+ *   "concurrency": 4
  * }
  * ```
+ *
+ * `toolOutput` and `concurrency` are the engine's options of the same names
+ * (engine/options.ts checks their ranges); `--max-lines`, `--max-bytes` and
+ * `--concurrency` override them.
  *
  * Relative paths in a file (plugins, a server's `cwd`) are relative to the
  * file; on the command line, to the working directory. A server without `cwd`
@@ -24,30 +29,47 @@ import { BadOptionError, NotFoundError } from '../protocol/errors.js';
 import { firstIssue } from '../protocol/issues.js';
 import { z } from '../protocol/zod.js';
 import type { ToolInfo } from '../registry.js';
+import { limitFlags } from './common.js';
 
-/** What to add to an engine: plugin modules, then MCP servers, in order. */
+/** The engine settings a config file (or the limit flags) may give. */
+export interface ConfigEngineSettings {
+  /** The engine's toolOutput options (limits per stream, preview). */
+  toolOutput?: ToolOutputOptionsInput;
+  /** Calls running at once. */
+  concurrency?: number;
+}
+
+/** What to add to an engine: plugin modules, then MCP servers, in order; and its settings. */
 export interface SluiceConfig {
   /** Plugin module paths (absolute) or URLs. */
   plugins: string[];
   /** MCP servers, each with its name. */
   mcpServers: McpServerConfig[];
-  /** The engine's `toolOutput` options (validated; `preview`, limits), when the file sets them. */
-  toolOutput?: ToolOutputOptionsInput;
+  /** Engine options, for Engine.open. */
+  engine: ConfigEngineSettings;
 }
 
 const serverSchema = z.strictObject({ type: z.literal('stdio').optional(), ...mcpServerFields });
 
+const positive = z.number().int().positive();
+
 const fileSchema = z.strictObject({
   mcpServers: z.record(z.string(), serverSchema).optional(),
   plugins: z.array(z.string().min(1)).optional(),
+  // Every engine toolOutput option (maxLines, maxBytes, maxModelBytes, preview, tailShare): checked by the
+  // engine's own parser below, so a bad value names the file.
   toolOutput: z.record(z.string(), z.unknown()).optional(),
+  concurrency: positive.optional(),
 });
 
-/** `--config`, `--plugin` and `--mcp`, as `sluice run` parses them. */
+/** `--config`, `--plugin`, `--mcp` and the limit flags, as `sluice run` parses them. */
 export interface ConfigFlags {
   config?: string | undefined;
   plugin?: string[] | undefined;
   mcp?: string[] | undefined;
+  'max-lines'?: string | undefined;
+  'max-bytes'?: string | undefined;
+  concurrency?: string | undefined;
 }
 
 const isUrl = (s: string) => /^[a-z][a-z0-9+.-]*:/i.test(s);
@@ -75,10 +97,12 @@ export function parseConfig(input: unknown, baseDir: string, origin = 'config'):
     mcpServers.push({ ...rest, name, ...(s.cwd !== undefined ? { cwd: resolve(baseDir, s.cwd) } : {}) });
   }
   const plugins = (c.plugins ?? []).map((p) => (isUrl(p) ? p : resolve(baseDir, p)));
-  if (c.toolOutput === undefined) return { plugins, mcpServers };
-  // Checked here, so a bad value names the file; the engine applies the defaults.
-  parseToolOutputOptions(c.toolOutput, `${origin}: toolOutput`);
-  return { plugins, mcpServers, toolOutput: c.toolOutput as ToolOutputOptionsInput };
+  if (c.toolOutput !== undefined) parseToolOutputOptions(c.toolOutput, `${origin}: toolOutput`);
+  const engine: ConfigEngineSettings = {
+    ...(c.toolOutput ? { toolOutput: { ...(c.toolOutput as ToolOutputOptionsInput) } } : {}),
+    ...(c.concurrency !== undefined ? { concurrency: c.concurrency } : {}),
+  };
+  return { plugins, mcpServers, engine };
 }
 
 /** Reads and validates a JSON config file. ENOTFOUND when it is missing, EBADOPTION when it is not valid. */
@@ -153,13 +177,21 @@ export function parseMcpFlag(flag: string, cwd: string): McpServerConfig {
   return { name, command, args, cwd };
 }
 
-/** The config from `--config FILE` (if any) followed by `--plugin` and `--mcp` flags. */
+/** The config from `--config FILE` (if any), then the `--plugin` and `--mcp` flags, and the limit flags over its settings. */
 export async function loadRunConfig(flags: ConfigFlags, cwd: string): Promise<SluiceConfig> {
+  // Flags are checked first: a bad one is reported before a config file is read.
+  const limits = limitFlags(flags);
   const base: SluiceConfig = flags.config
     ? await loadConfigFile(resolve(cwd, flags.config))
-    : { plugins: [], mcpServers: [] };
+    : { plugins: [], mcpServers: [], engine: {} };
   for (const p of flags.plugin ?? []) base.plugins.push(isUrl(p) ? p : resolve(cwd, p));
   for (const m of flags.mcp ?? []) base.mcpServers.push(parseMcpFlag(m, cwd));
+  const toolOutput = { ...base.engine.toolOutput, ...limits.toolOutput };
+  base.engine = {
+    ...base.engine,
+    ...(Object.keys(toolOutput).length > 0 ? { toolOutput } : {}),
+    ...(limits.concurrency !== undefined ? { concurrency: limits.concurrency } : {}),
+  };
   return base;
 }
 
@@ -168,7 +200,10 @@ export async function loadRunConfig(flags: ConfigFlags, cwd: string): Promise<Sl
  * every tool registered. The first failure rejects (EBADMODULE, EBADDECL,
  * EBADOPTION); what was added before it stays added.
  */
-export async function applyConfig(engine: Engine, config: SluiceConfig): Promise<ToolInfo[]> {
+export async function applyConfig(
+  engine: Engine,
+  config: Pick<SluiceConfig, 'plugins' | 'mcpServers'>,
+): Promise<ToolInfo[]> {
   const tools: ToolInfo[] = [];
   for (const p of config.plugins) tools.push(await engine.register(p));
   for (const s of config.mcpServers) tools.push(...(await engine.addMcpServer(s)));

@@ -6,6 +6,7 @@
  */
 
 import { BadArgumentsError } from '../protocol/errors.js';
+import { formatBytes } from '../protocol/units.js';
 import { collectGarbage, DEFAULT_GC_GRACE_MS, type GcReport } from '../sessions/gc.js';
 import {
   type Command,
@@ -51,9 +52,9 @@ function parseGrace(value: string | undefined): number {
 function summary(r: GcReport): string {
   const verb = r.dryRun ? 'would remove' : 'removed';
   return [
-    `${r.scanned} blobs scanned: ${r.kept} kept, ${verb} ${r.removed} (${r.bytesFreed} bytes)`,
+    `${r.scanned} blobs scanned: ${r.kept} kept, ${verb} ${r.removed} (${formatBytes(r.bytesFreed)})`,
     `roots ${r.roots}, pinned ${r.pinned}, inside the grace period ${r.young}, restored ${r.restored}`,
-    `temporary files reclaimed ${r.tmpReclaimed} (${r.tmpBytesReclaimed} bytes), pins reclaimed ${r.pinsReclaimed}`,
+    `temporary files reclaimed ${r.tmpReclaimed} (${formatBytes(r.tmpBytesReclaimed)}), pins reclaimed ${r.pinsReclaimed}`,
   ].join('\n');
 }
 
@@ -61,6 +62,8 @@ function summary(r: GcReport): string {
 export const command: Command = {
   summary: 'collect unreferenced blobs older than the grace period; reclaim files of dead processes',
   usage: USAGE,
+  options: OPTIONS,
+  positionals: [],
   async run(argv, ctx) {
     const { values, positionals } = parseCommandLine(argv, OPTIONS, 'gc');
     if (values.help) {

@@ -66,6 +66,11 @@ function jsonOf(r: SearchResult): string {
 export const command: Command = {
   summary: 'search a stored artifact (artifact://<digest>[/<stream>]) like grep -n, lines zero-based',
   usage: USAGE,
+  options: OPTIONS,
+  positionals: [
+    { name: '<pattern>', complete: 'none' },
+    { name: '<artifact-uri>', complete: 'none' },
+  ],
   async run(argv, ctx) {
     const { values, positionals } = parseCommandLine(argv, OPTIONS, 'grep');
     if (values.help) {

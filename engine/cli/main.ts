@@ -6,8 +6,10 @@
  * (see common.ts) and add a line to {@link COMMANDS}.
  */
 import { readFileSync } from 'node:fs';
-import { BadArgumentsError } from '../protocol/errors.js';
-import { type CliContext, type Command, EXIT_OK, EXIT_USAGE, reportError } from './common.js';
+import { BadArgumentsError, BadOptionError } from '../protocol/errors.js';
+import { didYouMean } from '../suggest.js';
+import { type CliContext, type Command, EXIT_OK, EXIT_USAGE, HELP_OPTION, reportError } from './common.js';
+import type { CompletionSpec } from './completion.js';
 
 /** A row of the command table: the help line, and how to load the command. */
 interface CommandEntry {
@@ -49,7 +51,48 @@ const COMMANDS: Record<string, CommandEntry> = {
     summary: 'serve the HTTP API (calls, live events over SSE, reads, sessions) until SIGINT/SIGTERM/SIGHUP',
     load: () => import('./serve.js'),
   },
+  tools: {
+    summary: 'list the tools a call can name, with descriptions and arguments (--json: their schemas)',
+    load: () => import('./tools.js'),
+  },
+  sessions: {
+    summary: 'list the sessions: calls, last activity, bytes referenced',
+    load: () => import('./sessions.js'),
+  },
+  revert: {
+    summary: 'revert a session to before one of its calls (hidden from replay, no longer GC roots)',
+    load: () => import('./revert.js'),
+  },
+  completion: {
+    summary: 'print the bash or zsh completion script',
+    load: async () => ({ command: (await import('./completion-command.js')).completionCommand(completionSpecs) }),
+  },
 };
+
+/** Every command's declarations, for the completion scripts (loads every command module). */
+export async function completionSpecs(): Promise<CompletionSpec[]> {
+  const specs: CompletionSpec[] = [];
+  for (const [name, entry] of Object.entries(COMMANDS)) {
+    const { command } = await entry.load();
+    specs.push({
+      name,
+      summary: entry.summary,
+      options: command.options ?? HELP_OPTION,
+      positionals: command.positionals ?? [],
+    });
+  }
+  return specs;
+}
+
+/** The entry of command `name`, or EBADARGS naming the closest command. */
+function commandEntry(name: string): CommandEntry {
+  const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (entry) return entry;
+  throw new BadArgumentsError(
+    `unknown command ${JSON.stringify(name)}${didYouMean(name, Object.keys(COMMANDS), true)} (commands: ${Object.keys(COMMANDS).join(', ')}; see sluice --help)`,
+    { command: name },
+  );
+}
 
 function version(): string {
   try {
@@ -71,7 +114,7 @@ function usage(): string {
     'Commands:',
     ...rows,
     '',
-    'Every command takes --help. The store is --store DIR, else $SLUICE_STORE, else ./.sluice.',
+    'Every command takes --help (or: sluice help <command>). The store is --store DIR, else $SLUICE_STORE, else ./.sluice.',
     '',
   ].join('\n');
 }
@@ -84,21 +127,27 @@ export async function main(argv: readonly string[], ctx: CliContext): Promise<nu
       ctx.stderr.write(usage());
       return EXIT_USAGE;
     }
-    if (name === '--help' || name === '-h' || name === 'help') {
+    if (name === '--help' || name === '-h' || (name === 'help' && rest.length === 0)) {
       ctx.stdout.write(usage());
+      return EXIT_OK;
+    }
+    if (name === 'help') {
+      if (rest.length > 1) throw new BadArgumentsError('sluice help takes at most one command');
+      const { command } = await commandEntry(rest[0] as string).load();
+      ctx.stdout.write(command.usage);
       return EXIT_OK;
     }
     if (name === '--version' || name === '-v') {
       ctx.stdout.write(`${version()}\n`);
       return EXIT_OK;
     }
-    const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-    if (!entry) {
-      throw new BadArgumentsError(
-        `unknown command ${JSON.stringify(name)}; commands: ${Object.keys(COMMANDS).join(', ')} (see sluice --help)`,
+    if (name.startsWith('-')) {
+      throw new BadOptionError(
+        `unknown option ${name}${didYouMean(name, ['--help', '--version'])} before the command (see sluice --help)`,
+        { option: name },
       );
     }
-    const { command } = await entry.load();
+    const { command } = await commandEntry(name).load();
     return await command.run(rest, ctx);
   } catch (err) {
     return reportError(err, ctx);

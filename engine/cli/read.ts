@@ -105,7 +105,7 @@ function jsonOf(page: ReadResult): string {
 }
 
 /** The read command's note on stderr when a page stopped inside a line: the exact command to go on. */
-function continuationNote(filePath: string, page: ReadPageInfo): string | undefined {
+export function continuationNote(filePath: string, page: ReadPageInfo): string | undefined {
   if (page.nextByteOffset === null || page.nextOffset === null) return undefined;
   return `sluice read: the page stopped inside line ${page.nextOffset}; continue with --offset ${page.nextOffset} --byte-offset ${page.nextByteOffset} (${filePath})\n`;
 }
@@ -114,6 +114,8 @@ function continuationNote(filePath: string, page: ReadPageInfo): string | undefi
 export const command: Command = {
   summary: 'print one page of an artifact (artifact://<digest>[/<stream>]), file or directory',
   usage: USAGE,
+  options: OPTIONS,
+  positionals: [{ name: '<filePath>', complete: 'file' }],
   async run(argv, ctx) {
     const { values, positionals } = parseCommandLine(argv, OPTIONS, 'read');
     if (values.help) {

@@ -50,6 +50,8 @@ function heading(c: ReplayedCall): string {
 export const command: Command = {
   summary: 'rebuild the calls of a session from its event log (final display or model view)',
   usage: USAGE,
+  options: OPTIONS,
+  positionals: [{ name: '<session>', complete: 'session' }],
   async run(argv, ctx) {
     const { values, positionals } = parseCommandLine(argv, OPTIONS, 'replay');
     if (values.help) {

@@ -21,7 +21,9 @@ import {
   EXIT_USAGE,
   forTerminal,
   HELP_OPTION,
+  LIMIT_OPTIONS,
   parseCommandLine,
+  RUN_CONFIG_OPTIONS,
   STORE_OPTION,
   writeOut,
 } from './common.js';
@@ -36,6 +38,7 @@ const CANCELLING: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 const USAGE = `Usage: sluice run <tool> [--args JSON] [--session ID] [--json] [--store DIR]
                   [--preview head|head+tail] [--config FILE] [--plugin PATH]... [--mcp NAME=COMMAND]...
+                  [--max-lines N] [--max-bytes N] [--concurrency N]
 
 Runs one tool call and prints its model view: bounded previews of its output
 with read hints (artifact://...) for the rest.
@@ -49,10 +52,14 @@ with read hints (artifact://...) for the rest.
                   (first and last lines; the hint reads the middle). Default: the tool's
                   own choice (bash: head+tail), else toolOutput.preview, else head
   --config FILE   JSON: { "mcpServers": { NAME: { "command", "args", "env", "cwd" } }, "plugins": [PATH],
-                  "toolOutput": { "preview", "tailShare", "maxLines", "maxBytes", "maxModelBytes" } }
+                  "toolOutput": { "maxLines", "maxBytes", "preview", "tailShare", "maxModelBytes" },
+                  "concurrency" } (the flags below override it)
   --plugin PATH   register a plugin tool module (repeatable)
   --mcp NAME=COMMAND [ARGS]
                   start an MCP server over stdio; its tools are NAME.<tool> (repeatable)
+  --max-lines N   lines of each stream's preview in the model view (default 2000)
+  --max-bytes N   UTF-8 bytes of each stream's preview (default 51200)
+  --concurrency N calls running at once (default max(16, 2 x cores))
 
 Exit status: 0 success, 1 the tool failed, 2 bad usage or arguments, 130 cancelled
 (Ctrl-C), 143 or 129 cancelled by SIGTERM or SIGHUP. A second signal exits at once.
@@ -63,12 +70,11 @@ replaced by the final display at the end; otherwise nothing is drawn.
 
 const OPTIONS = {
   args: { type: 'string' },
-  session: { type: 'string' },
+  session: { type: 'string', complete: 'session' },
   json: { type: 'boolean' },
-  preview: { type: 'string' },
-  config: { type: 'string' },
-  plugin: { type: 'string', multiple: true },
-  mcp: { type: 'string', multiple: true },
+  preview: { type: 'string', complete: ['head', 'head+tail'] },
+  ...RUN_CONFIG_OPTIONS,
+  ...LIMIT_OPTIONS,
   ...STORE_OPTION,
   ...HELP_OPTION,
 } as const;
@@ -96,6 +102,8 @@ function parsePreview(text: string | undefined): PreviewMode | undefined {
 export const command: Command = {
   summary: 'run one tool call and print its model view (or --json result)',
   usage: USAGE,
+  options: OPTIONS,
+  positionals: [{ name: '<tool>', complete: 'tool' }],
   async run(argv, ctx) {
     const { values, positionals } = parseCommandLine(argv, OPTIONS, 'run');
     if (values.help) {
@@ -111,10 +119,7 @@ export const command: Command = {
     const args = parseJsonArgs(values.args);
     const preview = parsePreview(values.preview);
     const extra = await loadRunConfig(values, process.cwd());
-    const engine = await Engine.open({
-      ...(values.store ? { store: values.store } : {}),
-      ...(extra.toolOutput ? { toolOutput: extra.toolOutput } : {}),
-    });
+    const engine = await Engine.open({ ...extra.engine, ...(values.store ? { store: values.store } : {}) });
     const stderr = ctx.stderr as NodeJS.WriteStream;
     const live = stderr.isTTY === true;
     let first: NodeJS.Signals | undefined;

@@ -16,12 +16,23 @@ import { PROTOCOL_VERSION } from '../protocol/messages.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { DEFAULT_HOST, DEFAULT_PORT, startServer } from '../server/server.js';
 import { signalExitCode } from '../signals.js';
-import { type Command, EXIT_OK, HELP_OPTION, parseCommandLine, parseCount, STORE_OPTION, writeOut } from './common.js';
+import {
+  type Command,
+  EXIT_OK,
+  HELP_OPTION,
+  LIMIT_OPTIONS,
+  parseCommandLine,
+  parseCount,
+  RUN_CONFIG_OPTIONS,
+  STORE_OPTION,
+  writeOut,
+} from './common.js';
 import { applyConfig, loadRunConfig } from './config.js';
 import { EXIT_CANCELLED } from './run.js';
 
 const USAGE = `Usage: sluice serve [--port N] [--host ADDR] [--store DIR] [--config FILE]
                     [--plugin PATH]... [--mcp NAME=COMMAND]... [--subscriber-queue N]
+                    [--max-lines N] [--max-bytes N] [--concurrency N]
 
 Serves the HTTP API (see docs/http.md): start calls, follow their live events
 as server-sent events, fetch results, cancel, read artifacts, list and replay
@@ -31,10 +42,14 @@ sessions. Every request needs the bearer token, created on first start in
   --port N        port to listen on (default ${DEFAULT_PORT}; 0 picks a free one)
   --host ADDR     address to listen on (default ${DEFAULT_HOST}, loopback only)
   --store DIR     the store (default: $SLUICE_STORE, else ./.sluice)
-  --config FILE   JSON: { "mcpServers": { NAME: { "command", "args", "env", "cwd" } }, "plugins": [PATH] }
+  --config FILE   JSON: { "mcpServers": { NAME: { "command", "args", "env", "cwd" } }, "plugins": [PATH],
+                  "toolOutput": { "maxLines", "maxBytes" }, "concurrency" } (the flags below override it)
   --plugin PATH   register a plugin tool module (repeatable)
   --mcp NAME=COMMAND [ARGS]
                   start an MCP server over stdio; its tools are NAME.<tool> (repeatable)
+  --max-lines N   lines of each stream's preview in the model view (default 2000)
+  --max-bytes N   UTF-8 bytes of each stream's preview (default 51200)
+  --concurrency N calls running at once (default max(16, 2 x cores))
   --subscriber-queue N
                   events queued per event-stream client before it is marked lagged (default 256)
 
@@ -46,9 +61,8 @@ recorded, event streams receive their terminal event; then exit 0 (SIGINT), 143
 const OPTIONS = {
   port: { type: 'string' },
   host: { type: 'string' },
-  config: { type: 'string' },
-  plugin: { type: 'string', multiple: true },
-  mcp: { type: 'string', multiple: true },
+  ...RUN_CONFIG_OPTIONS,
+  ...LIMIT_OPTIONS,
   'subscriber-queue': { type: 'string' },
   ...STORE_OPTION,
   ...HELP_OPTION,
@@ -78,10 +92,27 @@ function firstSignal(): Promise<NodeJS.Signals> {
   });
 }
 
+/**
+ * What `sluice serve` prints on stdout once it listens: the URL, protocol
+ * version and store, and a new token the one time it is created. Rendered
+ * by test/cli/documented-output.test.ts for the examples of docs/http.md
+ * and docs/cli.md.
+ */
+export function serveBanner(at: { url: string; store: string; token?: { path: string; token: string } }): string {
+  const lines = [`sluice serve: listening on ${at.url} (protocol ${PROTOCOL_VERSION}, store ${at.store})`];
+  if (at.token) {
+    lines.push(`sluice serve: new API token, shown only this once (stored in ${at.token.path}, mode 0600):`);
+    lines.push(at.token.token);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
 /** The `serve` command. */
 export const command: Command = {
   summary: 'serve the HTTP API (calls, live events over SSE, reads, sessions) until SIGINT/SIGTERM/SIGHUP',
   usage: USAGE,
+  options: OPTIONS,
+  positionals: [],
   async run(argv, ctx) {
     const { values, positionals } = parseCommandLine(argv, OPTIONS, 'serve');
     if (values.help) {
@@ -99,11 +130,8 @@ export const command: Command = {
     const extra = await loadRunConfig(values, process.cwd());
     const signal = firstSignal();
     let sig: NodeJS.Signals;
-    // A config file's toolOutput (e.g. preview) applies to the served engine as it does to sluice run.
-    const engine = await Engine.open({
-      ...(values.store ? { store: values.store } : {}),
-      ...(extra.toolOutput ? { toolOutput: extra.toolOutput } : {}),
-    });
+    // A config file's settings (toolOutput, concurrency) apply to the served engine as they do to sluice run.
+    const engine = await Engine.open({ ...extra.engine, ...(values.store ? { store: values.store } : {}) });
     try {
       await applyConfig(engine, extra);
       const token = await loadOrCreateToken(engine.store.root);
@@ -117,14 +145,10 @@ export const command: Command = {
         if (token.created) await fsp.rm(token.path, { force: true });
         throw err;
       });
-      const lines = [
-        `sluice serve: listening on ${server.url} (protocol ${PROTOCOL_VERSION}, store ${engine.store.root})`,
-      ];
-      if (token.created) {
-        lines.push(`sluice serve: new API token, shown only this once (stored in ${token.path}, mode 0600):`);
-        lines.push(token.token);
-      }
-      await writeOut(ctx.stdout, `${lines.join('\n')}\n`);
+      await writeOut(
+        ctx.stdout,
+        serveBanner({ url: server.url, store: engine.store.root, ...(token.created ? { token } : {}) }),
+      );
       if (!LOOPBACK.test(host)) {
         ctx.stderr.write(
           `sluice serve: warning: listening on ${host}, not loopback: anyone who can reach it and has the token can run tools\n`,

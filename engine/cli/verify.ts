@@ -39,6 +39,8 @@ const OPTIONS = { repair: { type: 'boolean' }, json: { type: 'boolean' }, ...STO
 export const command: Command = {
   summary: 'check every blob against its digest; list corrupt and missing blobs',
   usage: USAGE,
+  options: OPTIONS,
+  positionals: [],
   async run(argv, ctx) {
     const { values, positionals } = parseCommandLine(argv, OPTIONS, 'verify');
     if (values.help) {

@@ -8,6 +8,7 @@
  * display (the caller drops its {@link LiveDisplay}); it is not appended.
  */
 import { detachString, unitCutBefore, unitPrefix, utf8SuffixStart } from '../protocol/text.js';
+import { formatBytes } from '../protocol/units.js';
 
 /** Default bound of a {@link LiveDisplay}: 64 KiB. */
 export const DEFAULT_LIVE_DISPLAY_BYTES = 64 * 1024;
@@ -212,18 +213,8 @@ function clip(s: string, max: number): string {
   return s.length <= max ? s : `${unitPrefix(s, max)}…`;
 }
 
-/** Human size: `1 byte`, `1023 bytes`, `1.5 KiB`, `100.0 MiB`, `2.0 GiB`. */
-export function formatBytes(n: number): string {
-  if (n < 1024) return plural(n, 'byte', 'bytes');
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n / 1024;
-  let u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return `${(Math.floor(v * 10) / 10).toFixed(1)} ${units[u]}`;
-}
+/** Human size, the one formatter of engine/protocol/units.ts (re-exported here for the display's users). */
+export { formatBytes };
 
 function captured(s: { name: string; bytes: number; lines: number }): string {
   const name = s.name === '' ? 'output' : s.name;

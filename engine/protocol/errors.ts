@@ -36,6 +36,9 @@ export const ERROR_CODES = [
   'ECONTEXTLENGTH',
   'EFITREJECTED',
   'EPROTOCOL',
+  'EBADMETHOD',
+  'EMISSINGDEP',
+  'EUNSUPPORTED',
 ] as const;
 
 /** One of {@link ERROR_CODES}. */
@@ -244,6 +247,25 @@ export class ProtocolError extends SluiceError {
   }
 }
 
+/** An HTTP request whose method the route does not accept (405, with `Allow`). */
+export class BadMethodError extends SluiceError {
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EBADMETHOD', message, details, options);
+  }
+}
+/** An optional dependency a feature needs is not installed; the message gives the install command. */
+export class MissingDependencyError extends SluiceError {
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EMISSINGDEP', message, details, options);
+  }
+}
+/** The platform or Node.js version lacks what sluice needs (bash, POSIX process groups, /proc). */
+export class UnsupportedPlatformError extends SluiceError {
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EUNSUPPORTED', message, details, options);
+  }
+}
+
 type ErrorClass = new (message: string, details?: Record<string, unknown>, options?: ErrorOptions) => SluiceError;
 
 const CLASSES: Record<ErrorCode, ErrorClass> = {
@@ -274,6 +296,9 @@ const CLASSES: Record<ErrorCode, ErrorClass> = {
   ECONTEXTLENGTH: ContextLengthError,
   EFITREJECTED: FitRejectedError,
   EPROTOCOL: ProtocolError,
+  EBADMETHOD: BadMethodError,
+  EMISSINGDEP: MissingDependencyError,
+  EUNSUPPORTED: UnsupportedPlatformError,
 };
 for (const [code, cls] of Object.entries(CLASSES)) CODE_OF.set(cls, code as ErrorCode);
 

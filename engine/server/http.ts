@@ -46,6 +46,9 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = {
   EBADOUTPUT: 500,
   ECONTEXTLENGTH: 500,
   EFITREJECTED: 500,
+  EBADMETHOD: 405,
+  EMISSINGDEP: 500,
+  EUNSUPPORTED: 500,
 };
 
 /** An error with the HTTP status to answer it with (when not the code's usual one) and extra headers. */

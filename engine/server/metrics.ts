@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import type { Registry } from 'prom-client';
 import type { Engine } from '../engine.js';
 import { DURATION_BUCKETS } from '../metrics.js';
+import { importOptional, OPTIONAL_DEPENDENCIES } from '../optional-dependencies.js';
 
 /** Least time between two walks of the store for its blob gauges (tests set it to 0). @internal */
 export const storeWalk = { intervalMs: 30_000 };
@@ -195,7 +196,11 @@ async function registryFor(engine: Engine): Promise<EngineRegistry> {
   let p = registries.get(engine);
   if (!p) {
     p = (async () => {
-      const prom = await import('prom-client');
+      // An optional peer dependency: a server that is never scraped never needs it (EMISSINGDEP when missing).
+      const mod = await importOptional<typeof import('prom-client') & { default?: typeof import('prom-client') }>(
+        OPTIONAL_DEPENDENCIES.metrics,
+      );
+      const prom = mod.Registry ? mod : (mod.default as typeof import('prom-client'));
       const registry = new prom.Registry();
       prom.collectDefaultMetrics({ register: registry, prefix: 'sluice_' });
       const e = new EngineRegistry(engine, registry);

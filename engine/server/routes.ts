@@ -158,6 +158,19 @@ const info: Handler = async (_ctx, _req, res, _p, url) => {
   sendJson(res, 200, body);
 };
 
+let openApiText: string | undefined;
+const openApi: Handler = async (_ctx, _req, res, _p, url) => {
+  onlyParams(url, [], 'GET /v1/openapi.json');
+  // Generated from the wire schemas once, on first request: the same bytes as docs/schema/openapi.json.
+  openApiText ??= (await import('../wire/openapi.js')).renderOpenApi();
+  res.writeHead(200, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(openApiText),
+    'cache-control': 'no-store',
+  });
+  res.end(openApiText);
+};
+
 const tools: Handler = async (ctx, _req, res, _p, url) => {
   onlyParams(url, [], 'GET /v1/tools');
   const body: Body<typeof toolsResponseSchema> = {
@@ -371,6 +384,7 @@ const metrics: Handler = async (ctx, _req, res, _p, url) => {
 const ROUTES: Route[] = [
   { method: 'GET', pattern: /^\/v1\/info$/, handler: info },
   { method: 'GET', pattern: /^\/v1\/metrics$/, handler: metrics },
+  { method: 'GET', pattern: /^\/v1\/openapi\.json$/, handler: openApi },
   { method: 'GET', pattern: /^\/v1\/tools$/, handler: tools },
   { method: 'POST', pattern: /^\/v1\/calls$/, handler: startCall },
   { method: 'GET', pattern: new RegExp(`^/v1/calls/${ID}$`), handler: getCall },
@@ -381,6 +395,11 @@ const ROUTES: Route[] = [
   { method: 'GET', pattern: /^\/v1\/sessions$/, handler: sessions },
   { method: 'GET', pattern: new RegExp(`^/v1/sessions/${ID}/replay$`), handler: replay },
 ];
+
+/** Every route's method and path pattern (test/server/openapi.test.ts matches them with the OpenAPI table). */
+export function routeTable(): { method: string; pattern: RegExp }[] {
+  return ROUTES.map((r) => ({ method: r.method, pattern: r.pattern }));
+}
 
 /** The handler for `method` and `pathname`, or the methods the path allows (405), or nothing (404). */
 export function route(

@@ -12,7 +12,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Engine } from '../engine.js';
-import { BadArgumentsError, BadOptionError, ClosedError, NotFoundError } from '../protocol/errors.js';
+import { BadMethodError, BadOptionError, ClosedError, NotFoundError } from '../protocol/errors.js';
 import { firstIssue } from '../protocol/issues.js';
 import { MAX_TIMER_MS } from '../protocol/limits.js';
 import { z } from '../protocol/zod.js';
@@ -218,9 +218,12 @@ export class SluiceServer {
       const found = route(method, url.pathname);
       if (!found) throw new NotFoundError(`no endpoint ${method} ${url.pathname} (see docs/http.md)`);
       if ('allow' in found) {
-        throw new HttpError(new BadArgumentsError(`${method} is not allowed on ${url.pathname}`), 405, {
-          allow: found.allow.join(', '),
-        });
+        const allow = found.allow.join(', ');
+        throw new HttpError(
+          new BadMethodError(`${method} is not allowed on ${url.pathname} (allowed: ${allow})`, { method, allow }),
+          405,
+          { allow },
+        );
       }
       await found.handler(this.ctx, req, res, found.params, url);
     } catch (err) {

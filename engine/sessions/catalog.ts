@@ -8,6 +8,7 @@ import type { Store } from '../../store/store.js';
 import { NotFoundError, toSluiceError } from '../protocol/errors.js';
 import { type EventLogContents, scanEventLog } from './log-reader.js';
 import type { SessionRecorder } from './recorder.js';
+import { parseOutputRef } from './records.js';
 import { assertSessionId, eventLogPath, isSessionId, sessionDir } from './session-id.js';
 import { referenceView, SessionFold, type SessionState } from './state.js';
 
@@ -24,6 +25,13 @@ export interface SessionSummary {
   corruptLines: number;
   /** Size of the event log in bytes. */
   bytes: number;
+  /**
+   * Bytes of the distinct artifacts the live (not reverted) calls reference,
+   * as their records give them: outputs and streams, spilled fields, whole
+   * texts. What GC keeps for this session (a stream manifest's own few bytes
+   * are not counted; artifacts shared by several calls count once).
+   */
+  referencedBytes: number;
   /** Last change of the event log (ISO time). */
   updatedAt: string;
 }
@@ -81,6 +89,23 @@ export async function foldReferences(store: Store, id: string): Promise<FoldedSe
   }
 }
 
+/** Bytes of the distinct artifacts the live calls of `state` reference (see {@link SessionSummary.referencedBytes}). */
+export function referencedBytes(state: SessionState): number {
+  const sizes = new Map<string, number>();
+  for (const call of state.live) {
+    const c = call.completed;
+    const out = c ? parseOutputRef(c.output) : null;
+    if (out?.kind === 'single') sizes.set(out.digest, out.bytes);
+    if (out?.kind === 'streams') for (const st of out.streams) sizes.set(st.digest, st.bytes);
+    for (const ref of [call.started?.spill, c?.spill, c?.fullText?.error, c?.fullText?.display]) {
+      if (ref) sizes.set(ref.digest, ref.bytes);
+    }
+  }
+  let total = 0;
+  for (const n of sizes.values()) total += n;
+  return total;
+}
+
 /** Every session with its counts, sorted by id. */
 export async function listSessions(store: Store): Promise<SessionSummary[]> {
   const out: SessionSummary[] = [];
@@ -96,6 +121,7 @@ export async function listSessions(store: Store): Promise<SessionSummary[]> {
       interrupted: state.live.filter((c) => !c.completed).length,
       corruptLines: log.corrupt,
       bytes: log.bytes,
+      referencedBytes: referencedBytes(state),
       updatedAt: log.modifiedAt.toISOString(),
     });
   }

@@ -109,6 +109,7 @@ export const sessionSummarySchema = z.object({
   interrupted: count,
   corruptLines: count,
   bytes: count,
+  referencedBytes: count,
   updatedAt: isoTime,
 });
 

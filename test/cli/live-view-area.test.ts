@@ -36,7 +36,7 @@ describe('the live status area', () => {
     const { v } = view();
     v.progress([{ name: '', bytes: 1, lines: 1 }]);
     v.display('\x1b[31mred\x1b[0m\r\n');
-    expect(v.lines()[0]).toMatch(/ · output 1 byte in 1 line$/);
+    expect(v.lines()[0]).toMatch(/ · output 1 B in 1 line$/);
     expect(v.lines()[1]).toBe('  │ ␛[31mred␛[0m');
   });
 

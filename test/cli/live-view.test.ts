@@ -74,7 +74,7 @@ describe.runIf(HAVE_TMUX)('sluice run on a terminal', () => {
     // and the area shows the last four complete lines, never the unfinished one.
     const live = await until(socket, 'the counts of 31 lines', (rows) => rows.some((r) => r.includes('in 31 lines')));
     const status = live.find((r) => r.includes('in 31 lines')) as string;
-    expect(status).toMatch(/^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] bash · \d+(\.\d)? (ms|s) · stdout 219 bytes in 31 lines · stderr empty$/);
+    expect(status).toMatch(/^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] bash · \d+(\.\d)? (ms|s) · stdout 219 B in 31 lines · stderr empty$/);
     const at = live.indexOf(status);
     expect(live.slice(at + 1, at + 5)).toEqual(['  │ row 27', '  │ row 28', '  │ row 29', '  │ row 30']);
     expect(live.join('\n')).not.toContain('partial-no-newline');

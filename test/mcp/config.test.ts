@@ -107,6 +107,7 @@ describe('sluice run config', () => {
       expect(await loadConfigFile(file)).toEqual({
         plugins: [join(dir, 'tools', 'a.mjs'), 'file:///opt/b.mjs'],
         mcpServers: [{ name: 'files', command: 'srv', args: ['--root', '.'], cwd: join(dir, 'data'), env: { K: 'v' } }],
+        engine: {},
       });
       // Flags come after the file, relative to the working directory.
       const merged = await loadRunConfig({ config: 'sluice.json', plugin: ['p.mjs'], mcp: ['x=srv -v'] }, dir);

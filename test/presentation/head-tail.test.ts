@@ -72,7 +72,7 @@ describe('head+tail previews', () => {
     const rendered = renderModelView({ kind: 'single', digest: blob.digest, ...shown });
     expect(rendered).toBe(
       `${Array.from({ length: 5 }, (_, i) => `line ${i}\n`).join('')}` +
-        `[Truncated: lines 1-5 and 96-100 of 100 shown; lines 6-95 (715 bytes) omitted (790 bytes total). Read more: read(filePath="artifact://${blob.digest}", offset=5)]\n` +
+        `[Truncated: lines 1-5 and 96-100 of 100 shown; lines 6-95 (715 B) omitted (790 B total). Read more: read(filePath="artifact://${blob.digest}", offset=5)]\n` +
         '[Tail: from offset=95 to the end]\n' +
         `${Array.from({ length: 5 }, (_, i) => `line ${95 + i}\n`).join('')}`,
     );
@@ -162,7 +162,7 @@ describe('head+tail previews', () => {
     });
     expect(rendered).toBe(
       '[stdout]\no0\no1\n' +
-        `[Truncated: lines 1-2 and 49-50 of 50 shown; lines 3-48 (176 bytes) omitted (190 bytes total). Read more: read(filePath="artifact://${manifest.digest}/stdout", offset=2)]\n` +
+        `[Truncated: lines 1-2 and 49-50 of 50 shown; lines 3-48 (176 B) omitted (190 B total). Read more: read(filePath="artifact://${manifest.digest}/stdout", offset=2)]\n` +
         '[Tail: from offset=48 to the end]\no48\no49\n\n[stderr]\ne\n',
     );
     expect((await readLines(store, `artifact://${manifest.digest}/stdout`, 2, 48)).toString()).toBe(

@@ -30,7 +30,7 @@ describe('incomplete display', () => {
         reason: 'cancelled by the user',
       }),
     ).toBe(
-      'fetch was cancelled after 1 min 23 s\nReason: cancelled by the user\nCaptured (incomplete): output 1 byte in 1 line',
+      'fetch was cancelled after 1 min 23 s\nReason: cancelled by the user\nCaptured (incomplete): output 1 B in 1 line',
     );
   });
 
@@ -95,9 +95,9 @@ describe('human units', () => {
 
   it('formats sizes', () => {
     expect([0, 1, 1023, 1024, 1536, 100 * 1024 * 1024, 2 ** 31].map(formatBytes)).toEqual([
-      '0 bytes',
-      '1 byte',
-      '1023 bytes',
+      '0 B',
+      '1 B',
+      '1023 B',
       '1.0 KiB',
       '1.5 KiB',
       '100.0 MiB',

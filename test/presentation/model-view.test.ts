@@ -45,20 +45,20 @@ describe('model view of single output', () => {
   it('adds the hint line with the bare artifact URI after a preview ending in a newline', () => {
     const view = renderModelView(single('l1\nl2\nl3\nl4\n', 2, 100));
     expect(view).toBe(
-      `l1\nl2\n[Truncated: lines 1-2 of 4 shown (12 bytes total). Read more: read(filePath="artifact://${OUT}", offset=2)]\n`,
+      `l1\nl2\n[Truncated: lines 1-2 of 4 shown (12 B total). Read more: read(filePath="artifact://${OUT}", offset=2)]\n`,
     );
   });
 
   it('puts the hint on its own line after a cut line, and its offset re-reads that line', () => {
     const view = renderModelView(single('l1\nlong line two\nl3\n', 10, 8));
     expect(view).toBe(
-      `l1\nlong \n[Truncated: line 1 of 3 shown, line 2 cut after 5 bytes (20 bytes total). Read more: read(filePath="artifact://${OUT}", offset=1)]\n`,
+      `l1\nlong \n[Truncated: line 1 of 3 shown, line 2 cut after 5 bytes (20 B total). Read more: read(filePath="artifact://${OUT}", offset=1)]\n`,
     );
   });
 
   it('shows only the hint when not even the first character fits', () => {
     expect(renderModelView(single('😀', 10, 3))).toBe(
-      `[Truncated: 0 lines of 1 shown (4 bytes total). Read more: read(filePath="artifact://${OUT}", offset=0)]\n`,
+      `[Truncated: 0 lines of 1 shown (4 B total). Read more: read(filePath="artifact://${OUT}", offset=0)]\n`,
     );
   });
 });
@@ -93,7 +93,7 @@ describe('model view of named streams', () => {
     expect(view).toBe(
       '[stdout]\n' +
         'line 1\nline 2\n' +
-        `[Truncated: lines 1-2 of 4 shown (28 bytes total). Read more: read(filePath="artifact://${MANIFEST}/stdout", offset=2)]\n` +
+        `[Truncated: lines 1-2 of 4 shown (28 B total). Read more: read(filePath="artifact://${MANIFEST}/stdout", offset=2)]\n` +
         '\n' +
         '[stderr]\n' +
         'one warning\n',
@@ -113,9 +113,9 @@ describe('model view of named streams', () => {
     );
     expect(view).toBe(
       '[results]\nno ne\n' +
-        `[Truncated: 0 lines of 1 shown, line 1 cut after 5 bytes (17 bytes total). Read more: read(filePath="artifact://${MANIFEST}/results", offset=0)]\n` +
+        `[Truncated: 0 lines of 1 shown, line 1 cut after 5 bytes (17 B total). Read more: read(filePath="artifact://${MANIFEST}/results", offset=0)]\n` +
         '\n[diagnostics]\nabcde\n' +
-        `[Truncated: 0 lines of 1 shown, line 1 cut after 5 bytes (10 bytes total). Read more: read(filePath="artifact://${MANIFEST}/diagnostics", offset=0)]\n`,
+        `[Truncated: 0 lines of 1 shown, line 1 cut after 5 bytes (10 B total). Read more: read(filePath="artifact://${MANIFEST}/diagnostics", offset=0)]\n`,
     );
     const fits = renderModelView(streams([['results', 'no newline at end']], 10, 100));
     expect(fits).toBe('[results]\nno newline at end\n');
@@ -157,7 +157,7 @@ describe('model view of named streams', () => {
   it('renders a truncated stream whose preview is empty as heading and hint', () => {
     const view = renderModelView(streams([['out', '😀😀']], 10, 2));
     expect(view).toBe(
-      `[out]\n[Truncated: 0 lines of 1 shown (8 bytes total). Read more: read(filePath="artifact://${MANIFEST}/out", offset=0)]\n`,
+      `[out]\n[Truncated: 0 lines of 1 shown (8 B total). Read more: read(filePath="artifact://${MANIFEST}/out", offset=0)]\n`,
     );
   });
 });

@@ -251,15 +251,18 @@ describe('endpoints', () => {
     expect(replayed).toEqual(JSON.parse(JSON.stringify(await s.engine.replay('long'))));
   });
 
-  it('unknown routes are 404 ENOTFOUND and wrong methods 405 with Allow', async () => {
+  it('unknown routes are 404 ENOTFOUND and wrong methods 405 EBADMETHOD with Allow', async () => {
     const s = await startTestServer();
     await expectError(await s.api('/v2/calls'), 404, 'ENOTFOUND');
     await expectError(await s.api('/'), 404, 'ENOTFOUND');
     const res = await s.api('/v1/calls', { method: 'GET' });
     expect(res.headers.get('allow')).toBe('POST');
-    await expectError(res, 405, 'EBADARGS');
+    await expectError(res, 405, 'EBADMETHOD');
+    const calls = await s.api('/v1/calls', { method: 'DELETE' });
+    expect(calls.headers.get('allow')).toBe('POST');
+    await expectError(calls, 405, 'EBADMETHOD');
     const del = await s.api('/v1/calls/abc', { method: 'DELETE' });
     expect(del.headers.get('allow')).toBe('GET');
-    await expectError(del, 405, 'EBADARGS');
+    await expectError(del, 405, 'EBADMETHOD');
   });
 });

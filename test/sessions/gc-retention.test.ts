@@ -122,7 +122,7 @@ describe('GC retention', () => {
     expect(await snapshot(dir)).toEqual(before);
     const text = await sluice(['gc', '--grace', '3600', '--store', dir]);
     expect(text.code).toBe(0);
-    expect(text.stdout.toString().split('\n')[0]).toBe('4 blobs scanned: 3 kept, removed 1 (7 bytes)');
+    expect(text.stdout.toString().split('\n')[0]).toBe('4 blobs scanned: 3 kept, removed 1 (7 B)');
     const again = await sluice(['gc', '--grace', '0', '--json', '--store', dir]);
     expect(JSON.parse(again.stdout.toString())).toMatchObject({ dryRun: false, graceMs: 0, scanned: 3, removed: 0 });
     const bad = await sluice(['gc', '--grace', 'soon', '--store', dir]);

@@ -16,6 +16,7 @@ import { pipeline } from 'node:stream/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { BadArgumentsError, serializeError, TimeoutError, ToolFailedError } from '../../engine/protocol/errors.js';
 import { MAX_TIMER_MS } from '../../engine/protocol/limits.js';
+import { formatBytes } from '../../engine/protocol/units.js';
 import { complete, defineTool, handOver, z } from '../tool.js';
 
 /** Live display: the first whole lines of output verbatim (up to 4 KiB), then the newest line at most this often. */
@@ -45,13 +46,6 @@ class Meter {
       handOver(chunk);
     });
   }
-}
-
-function fmtBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  if (n < 1024 ** 3) return `${(n / 1024 ** 2).toFixed(1)} MiB`;
-  return `${(n / 1024 ** 3).toFixed(2)} GiB`;
 }
 
 /**
@@ -216,7 +210,7 @@ export default defineTool({
     const how = timedOut ? `timed out after ${args.timeout} ms` : signal ? `killed by ${signal}` : `exit code ${code}`;
     const display = [
       `$ ${args.command}`,
-      `${how} · stdout ${fmtBytes(out.bytes)} · stderr ${fmtBytes(err.bytes)} · ${(durationMs / 1000).toFixed(2)} s`,
+      `${how} · stdout ${formatBytes(out.bytes)} · stderr ${formatBytes(err.bytes)} · ${(durationMs / 1000).toFixed(2)} s`,
     ].join('\n');
     return complete.streamed({
       status: ok ? 'success' : 'failed',

@@ -18,6 +18,7 @@
  * the engine adds a `[More: read(...)]` line to the model view.
  */
 import { BadArgumentsError } from '../../engine/protocol/errors.js';
+import { formatBytes } from '../../engine/protocol/units.js';
 import { MAX_PAGE_LINES } from '../../store/pages.js';
 import { isArtifactUri, parseArtifactUri } from '../../store/uri.js';
 import { complete, defineTool, type PreparedOperation, type ToolContext, z } from '../tool.js';
@@ -38,12 +39,6 @@ function wantsArtifact(filePath: string): boolean {
 function span(unit: string, offset: number, lines: number, totalLines: number): string {
   if (lines === 0) return `no ${unit} at offset ${offset} (${totalLines} in all)`;
   return `${unit} ${offset + 1}-${offset + lines} of ${totalLines}`;
-}
-
-function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  return `${(n / 1024 ** 2).toFixed(1)} MiB`;
 }
 
 /** byteOffset continues an artifact's long line; files are paged by line only (checked before any filesystem call). */

@@ -1,0 +1,95 @@
+/**
+ * Optional dependencies: packages a feature needs that a consumer who does
+ * not use the feature should not install. Each is an optional peer
+ * dependency in package.json (`peerDependencies` + `peerDependenciesMeta`),
+ * listed here with the feature it serves, and resolved the first time the
+ * feature is used; when it is missing, the feature fails with
+ * {@link MissingDependencyError} giving the install command, and nothing
+ * else is affected.
+ *
+ * To add one (the S3 store's AWS SDK, say): add it to `peerDependencies`
+ * (the supported range) and `peerDependenciesMeta` (`optional: true`) and to
+ * `devDependencies` (the tested version), add an entry to
+ * {@link OPTIONAL_DEPENDENCIES}, and call {@link requireOptional} (or
+ * {@link importOptional} on the main thread) where the feature starts.
+ * test/package/optional-dependencies.test.ts checks the table against
+ * package.json.
+ */
+import { MissingDependencyError } from './protocol/errors.js';
+
+/** A package a feature loads only when used. */
+export interface OptionalDependency {
+  /** The package name, as in package.json. */
+  readonly name: string;
+  /** The version range sluice supports (its `peerDependencies` entry). */
+  readonly range: string;
+  /** A specifier inside the package that the feature imports, resolved to tell whether it is installed. */
+  readonly entry: string;
+  /** What needs it, for the error message. */
+  readonly feature: string;
+}
+
+/** Every optional dependency, by the feature that needs it. */
+export const OPTIONAL_DEPENDENCIES = {
+  /** The MCP client (stdio transport) of `Engine.addMcpServer`, `--mcp` and `mcpServers` in `--config`. */
+  mcp: {
+    name: '@modelcontextprotocol/sdk',
+    range: '^1.32.2',
+    entry: '@modelcontextprotocol/sdk/client/index.js',
+    feature: 'MCP servers (Engine.addMcpServer, --mcp, "mcpServers" in --config)',
+  },
+  /** The Prometheus text renderer of `GET /v1/metrics` (engine/server/metrics.ts), loaded on the first scrape. */
+  metrics: {
+    name: 'prom-client',
+    range: '^15.1.3',
+    entry: 'prom-client',
+    feature: 'Prometheus metrics (GET /v1/metrics of sluice serve)',
+  },
+} as const satisfies Record<string, OptionalDependency>;
+
+/** The command that installs `dep` beside sluice. */
+export function installCommand(dep: OptionalDependency): string {
+  return `npm install ${dep.name}@'${dep.range}'`;
+}
+
+function missing(dep: OptionalDependency, cause: unknown): MissingDependencyError {
+  // An installed copy that lacks the entry is another major version: say so rather than "not installed".
+  const wrong = (cause as { code?: unknown }).code === 'ERR_PACKAGE_PATH_NOT_EXPORTED';
+  const state = wrong ? `installed in a version without ${dep.entry}` : 'not installed';
+  const err = new MissingDependencyError(
+    `${dep.feature} need the optional dependency ${dep.name} (${dep.range}), which is ${state}: ${installCommand(dep)}`,
+    { dependency: dep.name, range: dep.range, install: installCommand(dep) },
+  );
+  // Kept for SLUICE_DEBUG stacks: why resolution failed (not found, not exported, ...).
+  Object.defineProperty(err, 'cause', { value: cause, enumerable: false });
+  return err;
+}
+
+function isNotFound(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND' || code === 'ERR_PACKAGE_PATH_NOT_EXPORTED';
+}
+
+/**
+ * Resolves `dep.entry` as sluice's own modules would (from this package's
+ * location, so a worker thread importing it finds the same copy) and returns
+ * its URL, or throws {@link MissingDependencyError} when it is not installed.
+ * Synchronous and cheap: call it before starting a thread that imports it,
+ * so the caller gets the typed error instead of a thread that fails to load.
+ */
+export function requireOptional(
+  dep: OptionalDependency,
+  resolve: (specifier: string) => string = import.meta.resolve,
+): string {
+  try {
+    return resolve(dep.entry);
+  } catch (err) {
+    if (isNotFound(err)) throw missing(dep, err);
+    throw err;
+  }
+}
+
+/** Imports `dep.entry` on the calling thread, or throws {@link MissingDependencyError} when it is not installed. */
+export async function importOptional<T = unknown>(dep: OptionalDependency): Promise<T> {
+  return (await import(requireOptional(dep))) as T;
+}
