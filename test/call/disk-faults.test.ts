@@ -38,6 +38,29 @@ function failNth(op: 'write' | 'fsync' | 'open' | 'rename', n: number, errno: st
   } as StoreIO;
 }
 
+/**
+ * realIO whose writes (write or writev, however the capture batches them)
+ * fail with `errno` once `bytes` have been written: the disk is full there,
+ * whatever the timing of the chunks.
+ */
+function fullAfter(bytes: number, errno: string): StoreIO {
+  let written = 0;
+  const check = (n: number, op: string) => {
+    if (written >= bytes) return Promise.reject(fsError(errno, op));
+    written += n;
+    return undefined;
+  };
+  return {
+    ...realIO,
+    write: (fh, buf, off, len, position) => check(len, 'write') ?? realIO.write(fh, buf, off, len, position),
+    writev: (fh, bufs, position) =>
+      check(
+        bufs.reduce((n, b) => n + b.length, 0),
+        'writev',
+      ) ?? realIO.writev(fh, bufs, position),
+  };
+}
+
 describe('injected disk faults', () => {
   it.each([
     ['ENOSPC', 'a write in the middle of the capture', failNth('write', 5, 'ENOSPC')],
@@ -58,7 +81,8 @@ describe('injected disk faults', () => {
   });
 
   it('bash output that fills the disk mid-capture (seq 1 1000000) fails EDISK, keeps nothing and says so', async () => {
-    const { engine } = await engineWith([], { io: failNth('write', 8, 'ENOSPC') });
+    // The disk fills after 1 MiB of the 6.9 MB the command writes.
+    const { engine } = await engineWith([], { io: fullAfter(1024 * 1024, 'ENOSPC') });
     const r = await engine.run('bash', { command: 'seq 1 1000000' });
     expect(r).toMatchObject({ status: 'failed', output: null, error: { code: 'EDISK' } });
     expect(r.display).toContain('Kept: nothing');
