@@ -14,6 +14,13 @@ import {
   toolIsolationSchema,
 } from './shapes.js';
 
+/** A query value of decimal digits (parsed to a count by the route). */
+const decimal = z
+  .string()
+  .regex(/^[0-9]{1,15}$/)
+  .optional();
+/** A query value `true` or `false`. */
+const flag = z.enum(['true', 'false']).optional();
 const count = z.number().int().nonnegative();
 const isoTime = z.string();
 /** `POST /v1/calls` request body. */
@@ -50,37 +57,19 @@ export const cancelResponseSchema = z.object({
 export const searchQuerySchema = z.strictObject({
   filePath: z.string().min(1),
   pattern: z.string().min(1),
-  regex: z.enum(['true', 'false']).optional(),
-  ignoreCase: z.enum(['true', 'false']).optional(),
-  context: z
-    .string()
-    .regex(/^[0-9]{1,15}$/)
-    .optional(),
-  limit: z
-    .string()
-    .regex(/^[0-9]{1,15}$/)
-    .optional(),
-  offset: z
-    .string()
-    .regex(/^[0-9]{1,15}$/)
-    .optional(),
+  regex: flag,
+  ignoreCase: flag,
+  context: decimal,
+  limit: decimal,
+  offset: decimal,
 });
 
 /** `GET /v1/read` query parameters (decimal strings). */
 export const readQuerySchema = z.strictObject({
   filePath: z.string().min(1),
-  offset: z
-    .string()
-    .regex(/^[0-9]{1,15}$/)
-    .optional(),
-  limit: z
-    .string()
-    .regex(/^[0-9]{1,15}$/)
-    .optional(),
-  byteOffset: z
-    .string()
-    .regex(/^[0-9]{1,15}$/)
-    .optional(),
+  offset: decimal,
+  limit: decimal,
+  byteOffset: decimal,
 });
 
 /** The body of every error response except 401 (which has none). */
