@@ -161,14 +161,13 @@ describe('time limits', () => {
     await expectPoolServes(engine);
   });
 
-  it("the engine's timeoutMs fails a tool that ignores its signal with ETIMEOUT once the grace period ends", async () => {
+  it("the engine's timeoutMs fails a tool that ignores its signal with ETIMEOUT, its thread ended after the grace period", async () => {
     const { engine } = await engineWith(['spin'], { graceMs: 200 });
     const sleeper = uniqueSleep();
-    const t0 = Date.now();
     // As above: 2 s leave the tool time to write its output first, however loaded the machine.
+    // (No bound on the elapsed time: libuv arms a timer from the loop's cached clock, so under
+    // load it fires early by whatever the loop's current turn has taken; 80 ms was seen.)
     const r = await engine.run('spin', { sleep: sleeper.seconds }, { timeoutMs: 2000 });
-    // The timeout, then the grace period (a timer never fires early).
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(2180);
     expect(r).toMatchObject({ status: 'failed', complete: false, error: { code: 'ETIMEOUT' } });
     expect(await singleText(engine, r)).toBe('partial\n');
     await expectPublished(engine, r.output);

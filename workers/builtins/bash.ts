@@ -6,10 +6,10 @@
  * Status: exit 0 is success; any other exit or a signal is `failed` with
  * complete output; the `timeout` argument ends the call `failed` with
  * ETIMEOUT and incomplete output. `exitCode`, `signal` and `timedOut` are in
- * metadata, and a note tells the model how the command ended. Invalid UTF-8 in the output becomes U+FFFD; characters split between
- * reads are kept whole.
+ * metadata, and a note tells the model how the command ended. Output is
+ * stored byte for byte; only the display decodes it (characters split
+ * between reads are kept whole, invalid UTF-8 shows as U+FFFD).
  */
-import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -17,6 +17,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { BadArgumentsError, serializeError, TimeoutError, ToolFailedError } from '../../engine/protocol/errors.js';
 import { MAX_TIMER_MS } from '../../engine/protocol/limits.js';
 import { formatBytes } from '../../engine/protocol/units.js';
+import { type PipedProcess, type ProcessExit, spawnPiped } from '../spawner.js';
 import { complete, defineTool, handOver, z } from '../tool.js';
 
 /** Live display: the first whole lines of output verbatim (up to 4 KiB), then the newest line at most this often. */
@@ -94,30 +95,16 @@ export default defineTool({
   async run(args, ctx) {
     const started = Date.now();
     const cwd = args.cwd ?? ctx.cwd;
-    let child: ChildProcessByStdio<null, Readable, Readable>;
+    let child: PipedProcess;
     try {
-      child = spawn('bash', ['-c', args.command], {
-        cwd,
-        detached: true, // its own process group, so the whole tree can be killed
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-    } catch (err) {
-      // Some failures (E2BIG) are thrown at once rather than emitted.
-      throw spawnError(err, args.command, cwd);
-    }
-    const spawned = new Promise<void>((resolve, reject) => {
-      child.once('spawn', resolve);
-      child.once('error', reject);
-    });
-    // Reported at once (the pid exists as soon as spawn() returns): a call that ends in the meantime,
-    // its worker terminated, must still kill this group.
-    if (child.pid !== undefined) ctx.trackProcessGroup(child.pid);
-    try {
-      await spawned;
+      // Its own process group (the pid is the group's id), so the whole tree can be killed.
+      child = await spawnPiped('bash', ['-c', args.command], cwd);
     } catch (err) {
       throw spawnError(err, args.command, cwd);
     }
-    const pid = child.pid as number;
+    const pid = child.pid;
+    // Reported at once: a call that ends in the meantime, its worker terminated, must still kill this group.
+    ctx.trackProcessGroup(pid);
 
     let shown = 0;
     // Decodes across chunks, so a character split between two reads shows whole.
@@ -169,10 +156,9 @@ export default defineTool({
           }, args.timeout)
         : undefined;
     ctx.signal.addEventListener('abort', stop, { once: true });
+    // Cancelled while the process was starting: the listener above came too late to hear it.
+    if (ctx.signal.aborted) stop();
 
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child.once('exit', (code, signal) => resolve({ code, signal })),
-    );
     let pumpError: unknown;
     const pumping = Promise.all([
       pipeline(child.stdout, ctx.stream('stdout')),
@@ -186,7 +172,17 @@ export default defineTool({
         return true;
       },
     );
-    const { code, signal } = await exited;
+    let ended: ProcessExit;
+    try {
+      ended = await child.exited;
+    } catch (e) {
+      // The spawn helper died, and with it what the process's end was (its group is killed).
+      clearTimeout(timer);
+      ctx.signal.removeEventListener('abort', stop);
+      await pumping;
+      throw e;
+    }
+    const { code, signal } = ended;
     // A background process that inherited the pipes would hold them open forever: once bash
     // has exited, give the pipes a moment to drain, then end the group so they close.
     let drainTimer: NodeJS.Timeout | undefined;

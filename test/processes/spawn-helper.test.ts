@@ -1,0 +1,152 @@
+/**
+ * The spawn helper (workers/spawn-helper.ts): bash starts as a child of a
+ * small per-thread process instead of the engine's, its pipes come back to
+ * the worker, and nothing changes for the call: the same bytes, the same
+ * codes, no process left behind however the engine or the helper ends.
+ *
+ * Most tests set `SLUICE_SPAWN_HELPER=wait` (inherited by the worker
+ * threads and by host processes), so every spawn goes through the helper;
+ * by default the first ones start directly while it comes up.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { promises as fsp, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Engine } from '../../engine/engine.js';
+import { closeEngines, openEngine, streamBytes, uniqueSleep, waitNoProcess, waitProcess } from '../support/engines.js';
+import { eventually, running, startHost, stopHosts } from '../support/lifecycle-host.js';
+
+const saved = process.env.SLUICE_SPAWN_HELPER;
+
+beforeEach(() => {
+  process.env.SLUICE_SPAWN_HELPER = 'wait';
+});
+
+afterEach(async () => {
+  await stopHosts();
+  await closeEngines();
+  if (saved === undefined) delete process.env.SLUICE_SPAWN_HELPER;
+  else process.env.SLUICE_SPAWN_HELPER = saved;
+});
+
+/** The command line of process `pid` (empty when it is gone). */
+function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'latin1').replaceAll('\0', ' ').trim();
+  } catch {
+    return '';
+  }
+}
+
+/** Fields of /proc/<pid>/stat after the command name: state, ppid, pgrp, ... */
+function stat(pid: number): string[] {
+  const text = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  return text.slice(text.lastIndexOf(')') + 2).split(' ');
+}
+
+function parentPid(pid: number): number {
+  return Number(stat(pid)[1]);
+}
+
+function groupOf(pid: number): number {
+  return Number(stat(pid)[2]);
+}
+
+/** Runs `echo $PPID` through bash: the pid of the process that started it. */
+async function parentOfBash(engine: Engine): Promise<number> {
+  const r = await engine.run('bash', { command: 'echo $PPID' });
+  expect(r.status).toBe('success');
+  return Number((await streamBytes(engine, r)).stdout);
+}
+
+describe('the spawn helper', () => {
+  it('starts bash as its child, and stdout and stderr arrive byte for byte', async () => {
+    const { engine, dir } = await openEngine();
+    const helper = await parentOfBash(engine);
+    expect(helper).not.toBe(process.pid);
+    expect(cmdline(helper)).toBe('sluice-spawner');
+    // 3 MB of random bytes (no valid UTF-8 to lean on) on both streams.
+    const file = join(dir, 'random.bin');
+    const bytes = randomBytes(3_000_000);
+    await fsp.writeFile(file, bytes);
+    const r = await engine.run('bash', { command: `cat ${file}; cat ${file} >&2; echo $PPID >&2` });
+    expect(r.status).toBe('success');
+    const digest = createHash('sha256').update(bytes).digest('hex');
+    const streams = r.output?.kind === 'streams' ? r.output.streams : [];
+    const byName = Object.fromEntries(streams.map((s) => [s.name, s]));
+    expect(byName.stdout).toMatchObject({ digest, bytes: 3_000_000 });
+    expect(byName.stderr?.bytes).toBe(3_000_000 + `${helper}\n`.length);
+  });
+
+  it('loses no byte a process writes the instant it starts, with 48 calls starting at once', async () => {
+    const { engine } = await openEngine();
+    const results = await Promise.all(
+      Array.from({ length: 48 }, (_, i) => engine.run('bash', { command: `printf 'out-${i}'; printf 'err-${i}' >&2` })),
+    );
+    for (const [i, r] of results.entries()) {
+      expect(r.status).toBe('success');
+      expect(await streamBytes(engine, r)).toEqual({ stdout: `out-${i}`, stderr: `err-${i}` });
+    }
+  });
+
+  it('gives spawn failures the codes a direct spawn gives: a missing working directory is EBADARGS', async () => {
+    const { engine, dir } = await openEngine();
+    await parentOfBash(engine);
+    const r = await engine.run('bash', { command: 'true', cwd: join(dir, 'missing') });
+    expect(r).toMatchObject({ status: 'failed', error: { code: 'EBADARGS' } });
+  });
+
+  it('kills a call it started when the call is cancelled', async () => {
+    const { engine } = await openEngine();
+    await parentOfBash(engine);
+    const sleeper = uniqueSleep();
+    const handle = engine.call('bash', { command: `echo up; ${sleeper.command}` });
+    expect(await waitProcess(sleeper.marker)).not.toEqual([]);
+    handle.cancel();
+    expect((await handle.result).status).toBe('cancelled');
+    expect(await waitNoProcess(sleeper.marker)).toEqual([]);
+  });
+
+  it('dying mid-call fails the call with ETOOLFAILED, kills its process group, and a new helper serves the next call', async () => {
+    const { engine } = await openEngine();
+    const helper = await parentOfBash(engine);
+    const sleeper = uniqueSleep();
+    const handle = engine.call('bash', { command: sleeper.command });
+    expect(await waitProcess(sleeper.marker)).not.toEqual([]);
+    process.kill(helper, 'SIGKILL');
+    const r = await handle.result;
+    expect(r).toMatchObject({ status: 'failed', error: { code: 'ETOOLFAILED' } });
+    expect(await waitNoProcess(sleeper.marker)).toEqual([]);
+    const next = await parentOfBash(engine);
+    expect(next).not.toBe(helper);
+    expect(cmdline(next)).toBe('sluice-spawner');
+  });
+
+  it('ends when its engine closes', async () => {
+    const { engine } = await openEngine();
+    const helper = await parentOfBash(engine);
+    expect(running(helper)).toBe(true);
+    await engine.close();
+    expect(await eventually(() => !running(helper))).toBe(true);
+  });
+
+  it('kills what it started when the engine host is SIGKILLed, and then ends', async () => {
+    const { dir } = await openEngine();
+    const sleeper = uniqueSleep();
+    const host = await startHost(join(dir, 'host-store'), 's1', `echo up; ${sleeper.command}`);
+    const [sleep] = await waitProcess(sleeper.marker);
+    // sleep's group leader is the call's bash, whose parent is the host's helper.
+    const helper = parentPid(groupOf(sleep as number));
+    expect(cmdline(helper)).toBe('sluice-spawner');
+    process.kill(host.pid, 'SIGKILL');
+    await host.exited;
+    expect(await waitNoProcess(sleeper.marker)).toEqual([]);
+    expect(await eventually(() => !running(helper))).toBe(true);
+  });
+
+  it("is not used with SLUICE_SPAWN_HELPER=0: bash is the engine process's child", async () => {
+    process.env.SLUICE_SPAWN_HELPER = '0';
+    const { engine } = await openEngine();
+    for (let i = 0; i < 4; i++) expect(await parentOfBash(engine)).toBe(process.pid);
+  });
+});

@@ -1,0 +1,113 @@
+/**
+ * The spawn helper: a small Node process that starts tool processes on a
+ * worker thread's behalf and hands their pipes back to it.
+ *
+ * Why it exists: Linux `fork` copies the parent's page tables, so what a
+ * spawn costs grows with the spawning process's memory. Measured on this
+ * project's 2-core machine: 4.4 ms per spawn from a 56 MiB process, 44 ms
+ * from an 854 MiB one; an engine with its worker threads is 180 MiB or more,
+ * and 1,000 concurrent `sleep 5` calls spent 4 s per worker thread inside
+ * `spawn`. This process stays at the size of a bare Node, so each spawn
+ * costs what it costs from a small process (docs/benchmarks.md, "Harness
+ * scale").
+ *
+ * Protocol (Node's IPC channel, JSON): the worker sends
+ * `{ t: 'spawn', id, file, args, cwd }`; this process answers
+ * `{ t: 'out', id, pid }` carrying the child's stdout socket,
+ * `{ t: 'err', id }` carrying its stderr socket, then `{ t: 'exit', id,
+ * code, signal }`; or `{ t: 'error', id, code, message }` when the spawn
+ * failed. `{ t: 'ready' }` is sent once at start.
+ *
+ * Lifetime: started through `/bin/sh -c '… &'` so it is not the engine's
+ * child (no zombie is left in the engine when it exits, whichever worker
+ * thread started it). It lives exactly as long as its channel: when the
+ * channel closes (the worker ended, or the engine died, even by SIGKILL) it
+ * SIGKILLs every process group it started that has not exited and exits.
+ * Signals aimed at the engine's terminal (SIGINT, SIGHUP, SIGQUIT) are left
+ * to the engine, which cancels its calls and so ends this channel.
+ *
+ * This file imports only Node: it is a process entry of its own.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+
+/** A request from the worker. */
+interface SpawnRequest {
+  t: 'spawn';
+  id: number;
+  file: string;
+  args: string[];
+  cwd: string;
+}
+
+/** Groups started and not yet exited: killed when the channel closes. */
+const live = new Set<number>();
+
+/** What the pipes' sockets need to travel without this process reading them first. */
+interface PipeSocket {
+  _handle?: { readStop?: () => number } | null;
+}
+
+function killAll(): void {
+  for (const pid of live) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+  live.clear();
+}
+
+function send(message: object, handle?: unknown): void {
+  try {
+    // keepOpen false: once the worker has the descriptor, this process closes its copy, so
+    // end of file reaches the worker when the tool's process group closes the pipe.
+    process.send?.(message, handle as never);
+  } catch {
+    // The channel is closing; 'disconnect' ends this process.
+  }
+}
+
+function start(req: SpawnRequest): void {
+  let child: ChildProcess;
+  try {
+    child = spawn(req.file, req.args, { cwd: req.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    // E2BIG and a few others are thrown, not emitted.
+    const e = err as NodeJS.ErrnoException;
+    send({ t: 'error', id: req.id, code: e.code ?? null, message: e.message });
+    return;
+  }
+  if (child.pid === undefined) {
+    child.once('error', (err: NodeJS.ErrnoException) =>
+      send({ t: 'error', id: req.id, code: err.code ?? null, message: err.message }),
+    );
+    return;
+  }
+  const pid = child.pid;
+  live.add(pid);
+  // A socket Node creates starts reading at once; stopping it before the event loop next polls
+  // means no byte the tool writes is ever read here: all of them reach the worker.
+  for (const s of [child.stdout, child.stderr] as PipeSocket[]) s._handle?.readStop?.();
+  send({ t: 'out', id: req.id, pid }, child.stdout);
+  send({ t: 'err', id: req.id }, child.stderr);
+  child.once('exit', (code, signal) => {
+    live.delete(pid);
+    send({ t: 'exit', id: req.id, code, signal });
+  });
+}
+
+process.title = 'sluice-spawner';
+for (const s of ['SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGPIPE'] as const) process.on(s, () => {});
+process.on('SIGTERM', () => {
+  killAll();
+  process.exit(0);
+});
+process.on('disconnect', () => {
+  killAll();
+  process.exit(0);
+});
+process.on('message', (m: SpawnRequest) => {
+  if (m?.t === 'spawn') start(m);
+});
+send({ t: 'ready' });

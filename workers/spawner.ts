@@ -1,0 +1,268 @@
+/**
+ * Starting a tool's process from a worker thread, with its stdout and stderr
+ * piped back: through this thread's spawn helper (workers/spawn-helper.ts)
+ * once it is up, directly until then and wherever it cannot run.
+ *
+ * A spawn from the engine's process copies the page tables of all its
+ * memory (every worker thread's heap included); one from the helper copies
+ * a bare Node's. The pipes come back to this thread over the helper's IPC
+ * channel (their descriptors travel, the bytes never pass through the
+ * helper), so capture is unchanged: the same sockets Node's own `spawn`
+ * would have given, read here.
+ *
+ * `SLUICE_SPAWN_HELPER=0` in the engine's environment turns the helper off
+ * (every spawn direct, as before it existed); `SLUICE_SPAWN_HELPER=wait`
+ * sends every spawn to it, the first ones waiting for it to start (by
+ * default they start directly meanwhile).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import type { Socket } from 'node:net';
+import type { Readable } from 'node:stream';
+import { ToolFailedError } from '../engine/protocol/errors.js';
+
+/** How a process ended: its exit code, or the signal that ended it. */
+export interface ProcessExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** A started process: its group's leader pid, its two pipes, and its end. */
+export interface PipedProcess {
+  /** The pid, which is also its process group's id (it leads a group of its own). */
+  readonly pid: number;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /** Settles when the process has exited; rejects (ETOOLFAILED) when the helper died first and its fate is unknown. */
+  readonly exited: Promise<ProcessExit>;
+  /** True when the helper started it. */
+  readonly viaHelper: boolean;
+}
+
+/** A spawn that failed, as the OS reported it (`code` is its errno name, e.g. `ENOENT`, `E2BIG`). */
+export class SpawnFailure extends Error {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+  ) {
+    super(message);
+  }
+}
+
+/** How many times a thread restarts a helper that died before it gives up and spawns directly. */
+const MAX_HELPER_STARTS = 3;
+/** While a helper starts, this many spawns go direct; the rest queue for it. */
+const DIRECT_WHILE_STARTING = 2;
+
+interface Waiting {
+  file: string;
+  args: string[];
+  cwd: string;
+  resolve(p: PipedProcess): void;
+  reject(err: unknown): void;
+  pid?: number;
+  stdout?: Socket;
+  exit?: { resolve(e: ProcessExit): void; reject(err: unknown): void };
+}
+
+interface HelperMessage {
+  t: 'ready' | 'out' | 'err' | 'exit' | 'error';
+  id?: number;
+  pid?: number;
+  code?: number | string | null;
+  signal?: NodeJS.Signals | null;
+  message?: string;
+}
+
+/** One helper process and the requests it has not finished. */
+class Helper {
+  ready = false;
+  dead = false;
+  /** Spawns made directly while this helper was starting. */
+  directWhileStarting = 0;
+  private nextId = 1;
+  private readonly waiting = new Map<number, Waiting>();
+  private readonly channel: ChildProcess;
+
+  constructor(onDead: (everReady: boolean) => void) {
+    const entry = new URL('./spawn-helper.js', import.meta.url).pathname;
+    // Through sh, backgrounded: the helper is not this process's child, so its exit leaves no
+    // zombie here even when the thread that started it is gone. The channel's descriptor is
+    // inherited by the helper; sh exits at once.
+    this.channel = spawn('/bin/sh', ['-c', '"$0" "$1" </dev/null &', process.execPath, entry], {
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
+    this.channel.unref();
+    this.channel.channel?.unref();
+    this.channel.on('error', () => {});
+    this.channel.on('message', (m: HelperMessage, handle?: Socket) => this.onMessage(m, handle));
+    this.channel.on('disconnect', () => {
+      this.dead = true;
+      const everReady = this.ready;
+      this.ready = false;
+      const waiting = [...this.waiting.values()];
+      this.waiting.clear();
+      onDead(everReady);
+      // A helper that never said it was ready never read a request (it says so before it reads
+      // any): those are started directly. Otherwise a request may have started its process, so
+      // it is never started again (that could run a command twice).
+      for (const w of waiting) {
+        if (everReady) this.lost(w);
+        else spawnDirect(w.file, w.args, w.cwd).then(w.resolve, w.reject);
+      }
+    });
+  }
+
+  /** Asks the helper to start `file args` in `cwd`. */
+  spawn(file: string, args: string[], cwd: string): Promise<PipedProcess> {
+    return new Promise((resolve, reject) => {
+      const id = this.nextId++;
+      this.waiting.set(id, { file, args, cwd, resolve, reject });
+      try {
+        this.channel.send({ t: 'spawn', id, file, args, cwd });
+      } catch (err) {
+        this.waiting.delete(id);
+        reject(err);
+      }
+    });
+  }
+
+  /** Ends the helper (it kills what it still runs). */
+  close(): void {
+    if (!this.dead) this.channel.disconnect();
+  }
+
+  private onMessage(m: HelperMessage, handle?: Socket): void {
+    if (m.t === 'ready') {
+      this.ready = true;
+      return;
+    }
+    const w = m.id === undefined ? undefined : this.waiting.get(m.id);
+    if (!w) {
+      handle?.destroy();
+      return;
+    }
+    switch (m.t) {
+      case 'out':
+        w.pid = m.pid;
+        w.stdout = handle;
+        return;
+      case 'err': {
+        const exited = new Promise<ProcessExit>((resolve, reject) => {
+          w.exit = { resolve, reject };
+        });
+        // Nobody may be listening yet when the helper dies: the rejection is still handled.
+        exited.catch(() => {});
+        w.resolve({
+          pid: w.pid as number,
+          stdout: w.stdout as Socket,
+          stderr: handle as Socket,
+          exited,
+          viaHelper: true,
+        });
+        return;
+      }
+      case 'exit':
+        this.waiting.delete(m.id as number);
+        w.exit?.resolve({ code: typeof m.code === 'number' ? m.code : null, signal: m.signal ?? null });
+        return;
+      case 'error':
+        this.waiting.delete(m.id as number);
+        w.reject(new SpawnFailure(m.message ?? 'spawn failed', typeof m.code === 'string' ? m.code : undefined));
+        return;
+    }
+  }
+
+  /**
+   * The helper died with `w` unfinished. A process it had started and reported is killed here
+   * (nothing else would end it); the call learns that its process's end is unknown.
+   */
+  private lost(w: Waiting): void {
+    const err = new ToolFailedError('the spawn helper process ended while the command ran');
+    if (w.pid !== undefined) {
+      try {
+        process.kill(-w.pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+    if (w.exit) w.exit.reject(err);
+    else {
+      w.stdout?.destroy();
+      w.reject(err);
+    }
+  }
+}
+
+let helper: Helper | undefined;
+let starts = 0;
+/** `SLUICE_SPAWN_HELPER`: `0` never uses a helper, `wait` sends even the first spawns to it (they wait for it to start). */
+const MODE = process.env.SLUICE_SPAWN_HELPER;
+let disabled = MODE === '0';
+
+function currentHelper(): Helper | undefined {
+  if (disabled) return undefined;
+  if (helper && !helper.dead) return helper;
+  if (starts >= MAX_HELPER_STARTS) {
+    disabled = true;
+    return undefined;
+  }
+  starts++;
+  const h = new Helper((everReady) => {
+    if (helper === h) helper = undefined;
+    // A helper that worked and then ended (e.g. it was killed) may be started again; one that
+    // never came up would not come up next time either.
+    if (!everReady) disabled = true;
+  });
+  helper = h;
+  return h;
+}
+
+/** Spawns directly from this process: what the helper does, without it. */
+function spawnDirect(file: string, args: string[], cwd: string): Promise<PipedProcess> {
+  let child: ChildProcess;
+  try {
+    child = spawn(file, args, { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    return Promise.reject(new SpawnFailure(e.message, e.code));
+  }
+  const exited = new Promise<ProcessExit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  if (child.pid === undefined) {
+    return new Promise((_, reject) =>
+      child.once('error', (e: NodeJS.ErrnoException) => reject(new SpawnFailure(e.message, e.code))),
+    );
+  }
+  child.on('error', () => {});
+  return Promise.resolve({
+    pid: child.pid,
+    stdout: child.stdout as Readable,
+    stderr: child.stderr as Readable,
+    exited,
+    viaHelper: false,
+  });
+}
+
+/**
+ * Starts `file args` in `cwd` as the leader of a new process group, stdin
+ * from /dev/null, stdout and stderr piped here. Resolves once the process
+ * exists (its pid known); rejects with {@link SpawnFailure} when it could
+ * not start.
+ */
+export function spawnPiped(file: string, args: string[], cwd: string): Promise<PipedProcess> {
+  const h = currentHelper();
+  if (!h) return spawnDirect(file, args, cwd);
+  if (h.ready) return h.spawn(file, args, cwd);
+  // Starting (a bare Node takes ~50-150 ms to come up): the first calls do not wait for it, but
+  // a burst does, since its direct spawns would keep this thread too busy to hear the helper is up.
+  if (MODE !== 'wait' && h.directWhileStarting < DIRECT_WHILE_STARTING) {
+    h.directWhileStarting++;
+    return spawnDirect(file, args, cwd);
+  }
+  return h.spawn(file, args, cwd);
+}
+
+/** Ends this thread's helper, if any (tests; a thread's end closes it anyway). */
+export function closeSpawnHelper(): void {
+  helper?.close();
+  helper = undefined;
+}
