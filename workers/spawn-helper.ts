@@ -97,7 +97,8 @@ function start(req: SpawnRequest): void {
   });
 }
 
-process.title = 'sluice-spawner';
+// What `ps` shows, with the engine's pid (as the watchdog's name has it): `sluice-spawner <engine pid>`.
+process.title = `sluice-spawner ${process.argv[2] ?? ''}`.trim();
 for (const s of ['SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGPIPE'] as const) process.on(s, () => {});
 process.on('SIGTERM', () => {
   killAll();

@@ -88,9 +88,13 @@ class Helper {
     // Through sh, backgrounded: the helper is not this process's child, so its exit leaves no
     // zombie here even when the thread that started it is gone. The channel's descriptor is
     // inherited by the helper; sh exits at once.
-    this.channel = spawn('/bin/sh', ['-c', '"$0" "$1" </dev/null &', process.execPath, entry], {
-      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-    });
+    this.channel = spawn(
+      '/bin/sh',
+      ['-c', '"$0" "$1" "$2" </dev/null &', process.execPath, entry, String(process.pid)],
+      {
+        stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      },
+    );
     this.channel.unref();
     this.channel.channel?.unref();
     this.channel.on('error', () => {});

@@ -64,7 +64,7 @@ describe('the spawn helper', () => {
     const { engine, dir } = await openEngine();
     const helper = await parentOfBash(engine);
     expect(helper).not.toBe(process.pid);
-    expect(cmdline(helper)).toBe('sluice-spawner');
+    expect(cmdline(helper)).toBe(`sluice-spawner ${process.pid}`);
     // 3 MB of random bytes (no valid UTF-8 to lean on) on both streams.
     const file = join(dir, 'random.bin');
     const bytes = randomBytes(3_000_000);
@@ -119,7 +119,7 @@ describe('the spawn helper', () => {
     expect(await waitNoProcess(sleeper.marker)).toEqual([]);
     const next = await parentOfBash(engine);
     expect(next).not.toBe(helper);
-    expect(cmdline(next)).toBe('sluice-spawner');
+    expect(cmdline(next)).toBe(`sluice-spawner ${process.pid}`);
   });
 
   it('ends when its engine closes', async () => {
@@ -137,7 +137,7 @@ describe('the spawn helper', () => {
     const [sleep] = await waitProcess(sleeper.marker);
     // sleep's group leader is the call's bash, whose parent is the host's helper.
     const helper = parentPid(groupOf(sleep as number));
-    expect(cmdline(helper)).toBe('sluice-spawner');
+    expect(cmdline(helper)).toBe(`sluice-spawner ${host.pid}`);
     process.kill(host.pid, 'SIGKILL');
     await host.exited;
     expect(await waitNoProcess(sleeper.marker)).toEqual([]);
