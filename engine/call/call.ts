@@ -31,9 +31,10 @@ import type { CallEvent, CallStatus, OutputRef, TerminalResult } from '../result
 import { callerAbortError } from './abort-reason.js';
 import { approvalService } from './approval.js';
 import { boundArrivedError, oversizedCompletion, textWithCutMarker, withCutMarker } from './arrived.js';
-import type { CallDeps, CallOptions, InternalCallOptions } from './call-types.js';
+import type { ApprovalPolicy, CallDeps, CallOptions, InternalCallOptions } from './call-types.js';
 import { assertPreview, assertTimeout } from './call-types.js';
 import { Capture } from './capture.js';
+import { asksOnly } from './default-approval.js';
 import { FullTexts } from './full-text.js';
 import { Intake } from './intake.js';
 import { PageCapture } from './page-capture.js';
@@ -177,6 +178,7 @@ export class Call {
       cwd: this.deps.settings.cwd,
       storeDir: this.deps.store.root,
       displayBytes: this.deps.settings.liveDisplayBytes,
+      ...askOnlyField(this.deps.approve),
     };
     const isolation = this.tool.isolation;
     this.deps.pool.run(task, { signal: this.piscinaAbort.signal, callId: this.callId, sink: this, isolation }).then(
@@ -485,4 +487,10 @@ export class Call {
   get liveDisplay(): string {
     return this.live.text;
   }
+}
+
+/** The task's `askOnly`, when the approval policy says which kinds it decides (see ASKS_ONLY). */
+function askOnlyField(policy: ApprovalPolicy): { askOnly?: string[] } {
+  const kinds = asksOnly(policy);
+  return kinds ? { askOnly: [...kinds] } : {};
 }

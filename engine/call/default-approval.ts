@@ -8,6 +8,18 @@ import { resolve } from 'node:path';
 import type { ApprovalPolicy } from './call-types.js';
 
 /**
+ * Marks a policy that allows every operation kind but the listed ones
+ * without looking at the operation: its calls' workers ask only for those
+ * kinds, which saves bash a round trip to the main thread per call.
+ */
+export const ASKS_ONLY: unique symbol = Symbol('sluice.approval.asksOnly');
+
+/** The kinds a policy marked with {@link ASKS_ONLY} decides; undefined for any other policy (it decides everything). */
+export function asksOnly(policy: ApprovalPolicy): readonly string[] | undefined {
+  return (policy as { [ASKS_ONLY]?: readonly string[] })[ASKS_ONLY];
+}
+
+/**
  * The default approval policy: everything is allowed except filesystem reads
  * outside the working root (the read tool checks real paths, so symlinks out
  * of the root are refused too).
@@ -20,10 +32,11 @@ export function defaultApproval(root: string): ApprovalPolicy {
   } catch {
     // A root that does not exist allows nothing beyond its own path.
   }
-  return (op) => {
+  const policy: ApprovalPolicy = (op) => {
     if (op.kind !== 'fs.read') return true;
     const path = typeof op.realPath === 'string' ? op.realPath : typeof op.path === 'string' ? op.path : '';
     const p = resolve(path);
     return p === base || p.startsWith(base.endsWith('/') ? base : `${base}/`);
   };
+  return Object.assign(policy, { [ASKS_ONLY]: ['fs.read'] as const });
 }

@@ -153,6 +153,13 @@ export interface CallTask {
   storeDir: string;
   /** Bound on the final display, UTF-8 bytes (the engine's liveDisplayBytes): past it the worker cuts it. */
   displayBytes: number;
+  /**
+   * When present, the engine's approval policy allows every operation kind
+   * not listed here without looking at it (the default policy: all but
+   * `fs.read`), so the worker asks only for these kinds. Absent: it asks for
+   * every operation.
+   */
+  askOnly?: string[];
 }
 
 /** A piscina task. */

@@ -188,6 +188,7 @@ export const callTaskSchema = z.object({
   cwd: z.string(),
   storeDir: z.string(),
   displayBytes: z.number().int().positive(),
+  askOnly: z.array(z.string()).optional(),
 });
 
 /** A piscina task. */

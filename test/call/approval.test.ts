@@ -4,7 +4,8 @@
  * the worker (and back in the result) as EDENIED before anything runs.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { PreparedOperation } from '../../engine/index.js';
+import { asksOnly } from '../../engine/call/default-approval.js';
+import { defaultApproval, type PreparedOperation } from '../../engine/index.js';
 import {
   closeEngines,
   engineWith,
@@ -50,5 +51,29 @@ describe('approval of prepared operations', () => {
     const ok = await engine.run('bash', { command: 'echo ran' });
     expect(ok.status).toBe('success');
     expect(await streamBytes(engine, ok)).toEqual({ stdout: 'ran\n', stderr: '' });
+  });
+
+  it('the default policy lets a spawn run without asking the main thread and still decides every read', async () => {
+    const { engine, dir } = await engineWith([]);
+    // The marker that lets workers skip the round trip: only fs.read is decided by looking.
+    expect(asksOnly(defaultApproval(dir))).toEqual(['fs.read']);
+    expect(asksOnly(() => true)).toBeUndefined();
+    const ok = await engine.run('bash', { command: 'echo ran' });
+    expect(ok.status).toBe('success');
+    expect(await streamBytes(engine, ok)).toEqual({ stdout: 'ran\n', stderr: '' });
+    const outside = await engine.run('read', { filePath: '/etc/hostname' });
+    expect(outside).toMatchObject({ status: 'failed', error: { code: 'EDENIED' } });
+  });
+
+  it('a policy that wraps the default one is asked about every operation', async () => {
+    const seen: string[] = [];
+    const { engine, dir } = await engineWith([], {
+      approve: (op, info) => {
+        seen.push(op.kind);
+        return defaultApproval(dir)(op, info);
+      },
+    });
+    expect((await engine.run('bash', { command: 'true' })).status).toBe('success');
+    expect(seen).toEqual(['process.spawn']);
   });
 });

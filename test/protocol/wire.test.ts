@@ -94,7 +94,9 @@ describe('the wire schemas match what the engine produces', () => {
       return p;
     });
 
-    engine = await Engine.open({ store: join(dir, 'store'), cwd: dir });
+    // A policy of the host's own: bash's approval then crosses as rpc messages (the default
+    // policy is known to allow spawns, and its workers do not ask).
+    engine = await Engine.open({ store: join(dir, 'store'), cwd: dir, approve: () => true });
     for (const t of ['script-streams', 'script-single', 'cooperative'])
       await engine.register(join(FIXTURES, `${t}.mjs`));
     const session = { session: 'wire' };
