@@ -6,7 +6,6 @@
  * them), and reverting a session. They are ordinary API routes: bearer
  * token, JSON, the same errors; the page uses nothing else.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from '../protocol/zod.js';
 import type { GcReport } from '../sessions/gc.js';
 import type { SessionVerifyReport } from '../sessions/verify-references.js';
@@ -28,12 +27,10 @@ export interface LastReports {
   verify?: { at: string; report: SessionVerifyReport };
 }
 
-type ViewHandler = Handler;
-
 /** How old the store's counts in `GET /v1/store` may be: a walk of blobs/ costs a stat per blob. */
 const STORE_WALK_MS = 5000;
 
-export const listCalls: ViewHandler = async (ctx, _req, res, _p, url) => {
+export const listCalls: Handler = async (ctx, _req, res, _p, url) => {
   onlyParams(url, [], 'GET /v1/calls');
   const version = ctx.tracker.version;
   const body: z.output<typeof callsResponseSchema> = { calls: ctx.tracker.list(), version };
@@ -46,7 +43,7 @@ export const listCalls: ViewHandler = async (ctx, _req, res, _p, url) => {
  * too slowly gets `event: lagged` and should list the calls again. Unnumbered
  * (no resume): the list is the state, the events only keep it fresh.
  */
-export const serverEvents: ViewHandler = async (ctx, req, res, _p, url) => {
+export const serverEvents: Handler = async (ctx, req, res, _p, url) => {
   onlyParams(url, [], 'GET /v1/events');
   const sub = ctx.tracker.summaries.subscribe();
   const stop = () => void sub.return?.();
@@ -92,7 +89,7 @@ export const serverEvents: ViewHandler = async (ctx, req, res, _p, url) => {
   }
 };
 
-export const stats: ViewHandler = async (ctx, _req, res, _p, url) => {
+export const stats: Handler = async (ctx, _req, res, _p, url) => {
   onlyParams(url, [], 'GET /v1/stats');
   const { counters } = ctx.engine.metricsSnapshot();
   let started = 0;
@@ -111,7 +108,7 @@ export const stats: ViewHandler = async (ctx, _req, res, _p, url) => {
   sendJson(res, 200, body);
 };
 
-export const storeInfo: ViewHandler = async (ctx, _req, res, _p, url) => {
+export const storeInfo: Handler = async (ctx, _req, res, _p, url) => {
   onlyParams(url, [], 'GET /v1/store');
   const size = await ctx.storeSize.get(STORE_WALK_MS);
   const body: z.output<typeof storeResponseSchema> = {
@@ -125,7 +122,7 @@ export const storeInfo: ViewHandler = async (ctx, _req, res, _p, url) => {
   sendJson(res, 200, body);
 };
 
-export const runGc: ViewHandler = async (ctx, req, res, _p, url) => {
+export const runGc: Handler = async (ctx, req, res, _p, url) => {
   onlyParams(url, [], 'POST /v1/gc');
   const body = parseWith(gcRequestSchema, await readJsonBody(req, ctx.maxBodyBytes, {}), 'POST /v1/gc body');
   const report = await ctx.engine.gc({
@@ -137,7 +134,7 @@ export const runGc: ViewHandler = async (ctx, req, res, _p, url) => {
   sendJson(res, 200, report);
 };
 
-export const runVerify: ViewHandler = async (ctx, req, res, _p, url) => {
+export const runVerify: Handler = async (ctx, req, res, _p, url) => {
   onlyParams(url, [], 'POST /v1/verify');
   const body = parseWith(verifyRequestSchema, await readJsonBody(req, ctx.maxBodyBytes, {}), 'POST /v1/verify body');
   const report = await ctx.engine.verify(body.repair !== undefined ? { repair: body.repair } : {});
@@ -146,7 +143,7 @@ export const runVerify: ViewHandler = async (ctx, req, res, _p, url) => {
   sendJson(res, 200, report);
 };
 
-export const revert: ViewHandler = async (ctx, req, res, [id], url) => {
+export const revert: Handler = async (ctx, req, res, [id], url) => {
   onlyParams(url, [], 'POST /v1/sessions/:id/revert');
   const body = parseWith(revertRequestSchema, await readJsonBody(req, ctx.maxBodyBytes), 'revert body');
   sendJson(res, 200, await ctx.engine.revert(id as string, body.beforeCallId));
