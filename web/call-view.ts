@@ -48,8 +48,12 @@ export function mountCall(root: HTMLElement, id: string, model: CallsModel): () 
   const displayText = document.createTextNode('');
   const display = h('pre', { class: 'box display', attrs: { id: 'display' } }, displayText);
   const streams = h('div', { attrs: { id: 'streams' } });
-  const previews = h('div', { attrs: { id: 'previews' } });
-  const modelView = h('pre', { class: 'box', attrs: { id: 'model-view' } });
+  const previews = h(
+    'div',
+    { attrs: { id: 'previews' } },
+    h('span', { class: 'muted' }, 'once the output is published'),
+  );
+  const modelView = h('pre', { class: 'box', attrs: { id: 'model-view' } }, 'once the call has ended');
   const note = h('p', { class: 'muted', attrs: { id: 'call-note' } });
   replace(
     root,
@@ -124,7 +128,7 @@ export function mountCall(root: HTMLElement, id: string, model: CallsModel): () 
   };
   const renderPreviews = async (r: TerminalResult) => {
     const uris = streamUris(r);
-    if (uris.length === 0) replace(previews, h('span', { class: 'muted' }, 'no stored output'));
+    replace(previews, uris.length === 0 ? h('span', { class: 'muted' }, 'no stored output') : null);
     for (const u of uris) {
       const body = h('pre', { class: 'box' }, '…');
       previews.appendChild(

@@ -107,6 +107,7 @@ export function mountPager(root: HTMLElement, params: URLSearchParams): () => vo
       );
     });
     replace(body, ...rows);
+    body.setAttribute('data-at', `${pos.offset}:${pos.byteOffset}`);
     const end = p.lines === 0 ? p.offset : p.offset + p.lines - 1;
     where.textContent =
       p.totalLines === 0

@@ -22,6 +22,7 @@ export interface PageElement {
   scrollHeight: number;
   clientHeight: number;
   querySelector(selector: string): PageElement | null;
+  getAttribute(name: string): string | null;
 }
 /** The page's `document`, `location` and `sessionStorage`, as the tests use them. */
 export interface PageGlobals {
