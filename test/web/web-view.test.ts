@@ -5,7 +5,7 @@
  * as text, nothing run, no data without the token).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { cleanup, startTestServer, type TestServer, tempDir } from '../server/helpers.js';
+import { cleanup, spawnServe, startTestServer, type TestServer, tempDir } from '../server/helpers.js';
 import { chromiumBrowser, useBrowser } from '../support/browser.js';
 import {
   expectNoLeaks,
@@ -73,6 +73,53 @@ describe.runIf(chromium)('the web view (headless Chromium)', () => {
     expect(w.dialogs).toEqual([]);
     expect(foreignRequests(w, s)).toEqual([]);
     await expectNoLeaks(s);
+  });
+
+  it('charts calls per second and captured MiB per second as calls run', async () => {
+    const s = await startTestServer();
+    w = await watchedPage(browser());
+    const { page } = w;
+    await openView(w, s);
+    // Two samples first, so the calls below fall between samples the chart already has.
+    await page.waitForFunction(
+      () => (document.querySelector('#chart polyline.calls')?.getAttribute('points') ?? '') !== '',
+    );
+    const ids = await Promise.all(
+      Array.from({ length: 8 }, () => s.start('bash', { command: 'head -c 1048576 /dev/zero' }, { session: 'chart' })),
+    );
+    for (const id of ids) expect((await s.api(`/v1/calls/${id}?wait=60`)).status).toBe(200);
+    // A point above the baseline (y 96 in a 110-high chart) on each line: calls/s and MiB/s rose.
+    const risen = (cls: string) =>
+      page.waitForFunction((c) => {
+        const points = document.querySelector(`#chart polyline.${c}`)?.getAttribute('points') ?? '';
+        return points.split(' ').some((p) => Number(p.split(',')[1]) < 95);
+      }, cls);
+    await risen('calls');
+    await risen('mib');
+    await screenshot(page, shots, 'chart');
+    expect(w.errors).toEqual([]);
+    await expectNoLeaks(s);
+  });
+
+  it('opens from the address a real sluice serve prints, the token in the fragment only', async () => {
+    const dir = await tempDir('sluice-web-serve-');
+    const serve = await spawnServe(['--store', `${dir}/store`]);
+    try {
+      const m = /web view: (http:\/\/\S+\/#token=([0-9a-f]{64}))\n/.exec(serve.stdout());
+      expect(m?.[1]).toBe(`${serve.url}/#token=${m?.[2]}`);
+      w = await watchedPage(browser());
+      const { page } = w;
+      await page.goto(m?.[1] as string);
+      await page.waitForSelector('#conn:text("live")');
+      expect(await page.evaluate(() => location.hash)).toBe('#/calls');
+      // The token went only into headers: no URL the page requested carries it.
+      expect(w.requests.filter((u) => u.includes(m?.[2] as string))).toEqual([]);
+      expect(w.requests.some((u) => new URL(u).pathname === '/v1/events')).toBe(true);
+      expect(w.errors).toEqual([]);
+    } finally {
+      serve.child.kill('SIGINT');
+      expect(await serve.exited).toBe(0);
+    }
   });
 
   it('follows a running call: the live display grows in view, then the final display and model view replace it', async () => {
