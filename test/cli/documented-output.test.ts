@@ -41,9 +41,11 @@ describe('documented output', () => {
       token: { path: '/home/me/project/.sluice/server.token', token: '3f9c…64 hex digits…' },
     });
     expect(`${http.join('\n')}\n`).toBe(rendered);
+    const web = block(doc('web.md'), '$ sluice serve --store ./.sluice').slice(1, 5);
+    expect(`${web.join('\n')}\n`).toBe(rendered);
     const line = serveBanner({ url: 'http://HOST:PORT', store: 'DIR' }).trimEnd();
-    const web = serveBanner({ url: 'http://HOST:PORT', store: 'DIR', tokenPath: 'DIR/server.token' }).split('\n')[1];
-    expect(doc('cli.md')).toContain(`\`${web}\``);
+    const later = serveBanner({ url: 'http://HOST:PORT', store: 'DIR', tokenPath: 'DIR/server.token' }).split('\n')[1];
+    expect(doc('cli.md')).toContain(`\`${later}\``);
     expect(doc('cli.md')).toContain(`\`${line}\``);
     expect(line).toContain(`(protocol ${PROTOCOL_VERSION},`);
   });
