@@ -17,9 +17,10 @@ import {
   type storeResponseSchema,
   verifyRequestSchema,
 } from '../wire/schemas.js';
-import { parseWith, readJsonBody, sendJson, writeWithBackpressure } from './http.js';
+import { parseWith, readJsonBody, sendJson } from './http.js';
 import { onlyParams } from './query.js';
 import type { Handler } from './routes.js';
+import { SSE_HEADERS, sseWriter } from './sse.js';
 
 /** The last collection and verification this server ran. */
 export interface LastReports {
@@ -49,34 +50,21 @@ export const serverEvents: Handler = async (ctx, req, res, _p, url) => {
   const stop = () => void sub.return?.();
   res.on('close', stop);
   req.socket.setNoDelay(true);
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-store',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-  });
-  let lastWrite = Date.now();
-  const heartbeat = setInterval(() => {
-    if (Date.now() - lastWrite >= ctx.heartbeatMs && !res.writableNeedDrain && !res.writableEnded) {
-      lastWrite = Date.now();
-      res.write(': keep-alive\n\n');
-    }
-  }, ctx.heartbeatMs);
-  heartbeat.unref();
+  res.writeHead(200, SSE_HEADERS);
+  const writer = sseWriter(res, ctx.heartbeatMs);
   const run = (async () => {
     try {
-      if (!(await writeWithBackpressure(res, 'retry: 1000\n\n'))) return;
+      if (!(await writer.write('retry: 1000\n\n'))) return;
       for await (const item of sub) {
         const frame =
           'type' in item
             ? `event: lagged\ndata: ${JSON.stringify(item)}\n\n`
             : `event: call\ndata: ${JSON.stringify({ type: 'call', call: item })}\n\n`;
-        lastWrite = Date.now();
-        if (!(await writeWithBackpressure(res, frame))) return;
+        if (!(await writer.write(frame))) return;
       }
       if (!res.destroyed) await new Promise<void>((resolve) => res.end(resolve));
     } finally {
-      clearInterval(heartbeat);
+      writer.stop();
       res.off('close', stop);
       await sub.return?.();
     }
