@@ -20,6 +20,7 @@ const ALL = [
   'concurrency',
   'read-pages',
   'search',
+  'web-pager',
   'channel',
   'mcp',
   'scale',

@@ -34,10 +34,11 @@ const USAGE = `Usage: sluice serve [--port N] [--host ADDR] [--store DIR] [--con
                     [--plugin PATH]... [--mcp NAME=COMMAND]... [--subscriber-queue N]
                     [--max-lines N] [--max-bytes N] [--concurrency N]
 
-Serves the HTTP API (see docs/http.md): start calls, follow their live events
-as server-sent events, fetch results, cancel, read artifacts, list and replay
-sessions. Every request needs the bearer token, created on first start in
-<store>/server.token (mode 0600) and printed only then.
+Serves the HTTP API (see docs/http.md) and the web view at / (docs/web.md):
+start calls, follow their live events as server-sent events, fetch results,
+cancel, read artifacts, list and replay sessions. Every request needs the
+bearer token, created on first start in <store>/server.token (mode 0600) and
+printed only then, with the web view's address carrying it (#token=...).
 
   --port N        port to listen on (default ${DEFAULT_PORT}; 0 picks a free one)
   --host ADDR     address to listen on (default ${DEFAULT_HOST}, loopback only)
@@ -94,15 +95,26 @@ function firstSignal(): Promise<NodeJS.Signals> {
 
 /**
  * What `sluice serve` prints on stdout once it listens: the URL, protocol
- * version and store, and a new token the one time it is created. Rendered
- * by test/cli/documented-output.test.ts for the examples of docs/http.md
- * and docs/cli.md.
+ * version and store, the web view's address, and a new token the one time it
+ * is created. The web view's address carries the token in its fragment
+ * (`#token=…`), which a browser never sends to the server, and only when the
+ * token is new (it is printed once); otherwise the page asks for it. Rendered
+ * by test/cli/documented-output.test.ts for the examples of docs/http.md and
+ * docs/cli.md.
  */
-export function serveBanner(at: { url: string; store: string; token?: { path: string; token: string } }): string {
+export function serveBanner(at: {
+  url: string;
+  store: string;
+  token?: { path: string; token: string };
+  tokenPath?: string;
+}): string {
   const lines = [`sluice serve: listening on ${at.url} (protocol ${PROTOCOL_VERSION}, store ${at.store})`];
   if (at.token) {
     lines.push(`sluice serve: new API token, shown only this once (stored in ${at.token.path}, mode 0600):`);
     lines.push(at.token.token);
+    lines.push(`sluice serve: web view: ${at.url}/#token=${at.token.token}`);
+  } else if (at.tokenPath) {
+    lines.push(`sluice serve: web view: ${at.url}/ (it asks for the token in ${at.tokenPath})`);
   }
   return `${lines.join('\n')}\n`;
 }
@@ -147,7 +159,11 @@ export const command: Command = {
       });
       await writeOut(
         ctx.stdout,
-        serveBanner({ url: server.url, store: engine.store.root, ...(token.created ? { token } : {}) }),
+        serveBanner({
+          url: server.url,
+          store: engine.store.root,
+          ...(token.created ? { token } : { tokenPath: token.path }),
+        }),
       );
       if (!LOOPBACK.test(host)) {
         ctx.stderr.write(

@@ -10,21 +10,14 @@
  * 30 s ({@link storeWalk}): a scrape in between reports the last walk
  * (`sluice_store_walk_timestamp_seconds` says when it was).
  */
-import { promises as fsp } from 'node:fs';
-import { join } from 'node:path';
 import type { Registry } from 'prom-client';
 import type { Engine } from '../engine.js';
 import { DURATION_BUCKETS } from '../metrics.js';
 import { importOptional, OPTIONAL_DEPENDENCIES } from '../optional-dependencies.js';
+import { type StoreSize, StoreSizeCache } from './store-size.js';
 
 /** Least time between two walks of the store for its blob gauges (tests set it to 0). @internal */
 export const storeWalk = { intervalMs: 30_000 };
-
-interface StoreSize {
-  blobs: number;
-  bytes: number;
-  at: number;
-}
 
 interface Custom {
   name: string;
@@ -33,45 +26,21 @@ interface Custom {
   values: () => Array<{ value: number; labels?: Record<string, string | number>; metricName?: string }>;
 }
 
-const SHARD = /^[0-9a-f]{2}$/;
-const BLOB_REST = /^[0-9a-f]{62}$/;
-
-/** Counts the blobs of `blobsDir` and their bytes. */
-async function walkStore(blobsDir: string): Promise<StoreSize> {
-  let blobs = 0;
-  let bytes = 0;
-  const shards = await fsp.readdir(blobsDir).catch(() => [] as string[]);
-  for (const shard of shards) {
-    if (!SHARD.test(shard)) continue;
-    const names = await fsp.readdir(join(blobsDir, shard)).catch(() => [] as string[]);
-    for (const name of names) {
-      if (!BLOB_REST.test(name)) continue;
-      const st = await fsp.lstat(join(blobsDir, shard, name)).catch(() => undefined);
-      if (!st?.isFile()) continue;
-      blobs++;
-      bytes += st.size;
-    }
-  }
-  return { blobs, bytes, at: Date.now() };
-}
-
 /** The metrics of one engine. */
 class EngineRegistry {
   private size: StoreSize | undefined;
-  private walking: Promise<StoreSize> | undefined;
+  private readonly walks: StoreSizeCache;
 
   constructor(
-    private readonly engine: Engine,
+    engine: Engine,
     readonly registry: Registry,
-  ) {}
+  ) {
+    this.walks = new StoreSizeCache(engine.store.layout.blobs);
+  }
 
   /** Refreshes the store gauges if the last walk is old enough (scrapes at once share one walk). */
   async refreshStore(): Promise<void> {
-    if (this.size && Date.now() - this.size.at < storeWalk.intervalMs) return;
-    this.walking ??= walkStore(this.engine.store.layout.blobs).finally(() => {
-      this.walking = undefined;
-    });
-    this.size = await this.walking;
+    this.size = await this.walks.get(storeWalk.intervalMs);
   }
 
   storeSize(): StoreSize {

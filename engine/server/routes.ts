@@ -23,8 +23,20 @@ import {
   type toolsResponseSchema,
 } from '../wire/schemas.js';
 import { HttpError, parseWith, readJsonBody, sendJson, sendJsonArrayStream } from './http.js';
+import { clientGone, onlyParams, parseCount, parseFlag, queryObject, requestSignal } from './query.js';
 import { streamCallEvents } from './sse.js';
+import type { StoreSizeCache } from './store-size.js';
 import type { CallTracker, TrackedCall } from './tracker.js';
+import {
+  type LastReports,
+  listCalls,
+  revert,
+  runGc,
+  runVerify,
+  serverEvents,
+  stats,
+  storeInfo,
+} from './view-routes.js';
 
 /** The type a response schema describes. */
 type Body<S extends z.ZodType> = z.output<S>;
@@ -40,9 +52,14 @@ export interface RouteContext {
   heartbeatMs: number;
   /** Open event streams; shutdown waits for them to deliver their terminal frames. */
   streams: Set<Promise<void>>;
+  /** The store's blob counts for `GET /v1/store`. */
+  storeSize: StoreSizeCache;
+  /** The last collection and verification this server ran. */
+  reports: LastReports;
 }
 
-type Handler = (
+/** One endpoint's handler. */
+export type Handler = (
   ctx: RouteContext,
   req: IncomingMessage,
   res: ServerResponse,
@@ -85,16 +102,6 @@ function readPackageVersion(): string {
   return 'unknown';
 }
 
-/** The query of `url` as an object; a repeated parameter is a 400. */
-function queryObject(url: URL): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of url.searchParams) {
-    if (Object.hasOwn(out, k)) throw new HttpError(new BadArgumentsError(`query parameter ${k} is repeated`));
-    out[k] = v;
-  }
-  return out;
-}
-
 function lookup(ctx: RouteContext, id: string): TrackedCall {
   const call = ctx.tracker.get(id);
   if (!call) {
@@ -103,49 +110,6 @@ function lookup(ctx: RouteContext, id: string): TrackedCall {
     });
   }
   return call;
-}
-
-/** A signal aborted when the client goes away before the response is sent. */
-function clientGone(res: ServerResponse): AbortSignal {
-  const gone = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) gone.abort();
-  });
-  return gone.signal;
-}
-
-/** A signal aborted when the server shuts down or the client goes away before the response is sent. */
-function requestSignal(ctx: RouteContext, res: ServerResponse): AbortSignal {
-  return AbortSignal.any([ctx.shutdown, clientGone(res)]);
-}
-
-/** A decimal count from a header or query value, or a 400. */
-function parseCount(what: string, value: string | undefined, max = Number.MAX_SAFE_INTEGER): number | undefined {
-  if (value === undefined) return undefined;
-  const n = /^[0-9]{1,16}$/.test(value) ? Number(value) : Number.NaN;
-  if (!(n <= max)) {
-    throw new HttpError(
-      new BadArgumentsError(`${what} must be an integer from 0 to ${max}, got ${JSON.stringify(value)}`),
-    );
-  }
-  return n;
-}
-
-/** A `true`/`false` query value (absent: false), or a 400. */
-function parseFlag(what: string, value: string | undefined): boolean {
-  if (value === undefined || value === 'false') return false;
-  if (value === 'true') return true;
-  throw new HttpError(new BadArgumentsError(`${what} must be true or false, got ${JSON.stringify(value)}`));
-}
-
-function onlyParams(url: URL, allowed: string[], what: string): Record<string, string> {
-  const q = queryObject(url);
-  for (const k of Object.keys(q)) {
-    if (!allowed.includes(k)) {
-      throw new HttpError(new BadArgumentsError(`${what} takes no query parameter ${JSON.stringify(k)}`));
-    }
-  }
-  return q;
 }
 
 const info: Handler = async (_ctx, _req, res, _p, url) => {
@@ -386,6 +350,9 @@ const ROUTES: Route[] = [
   { method: 'GET', pattern: /^\/v1\/metrics$/, handler: metrics },
   { method: 'GET', pattern: /^\/v1\/openapi\.json$/, handler: openApi },
   { method: 'GET', pattern: /^\/v1\/tools$/, handler: tools },
+  { method: 'GET', pattern: /^\/v1\/stats$/, handler: stats },
+  { method: 'GET', pattern: /^\/v1\/events$/, handler: serverEvents },
+  { method: 'GET', pattern: /^\/v1\/calls$/, handler: listCalls },
   { method: 'POST', pattern: /^\/v1\/calls$/, handler: startCall },
   { method: 'GET', pattern: new RegExp(`^/v1/calls/${ID}$`), handler: getCall },
   { method: 'GET', pattern: new RegExp(`^/v1/calls/${ID}/events$`), handler: events },
@@ -394,6 +361,10 @@ const ROUTES: Route[] = [
   { method: 'GET', pattern: /^\/v1\/search$/, handler: search },
   { method: 'GET', pattern: /^\/v1\/sessions$/, handler: sessions },
   { method: 'GET', pattern: new RegExp(`^/v1/sessions/${ID}/replay$`), handler: replay },
+  { method: 'POST', pattern: new RegExp(`^/v1/sessions/${ID}/revert$`), handler: revert },
+  { method: 'GET', pattern: /^\/v1\/store$/, handler: storeInfo },
+  { method: 'POST', pattern: /^\/v1\/gc$/, handler: runGc },
+  { method: 'POST', pattern: /^\/v1\/verify$/, handler: runVerify },
 ];
 
 /** Every route's method and path pattern (test/server/openapi.test.ts matches them with the OpenAPI table). */

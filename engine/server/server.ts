@@ -20,7 +20,9 @@ import { PROTOCOL_VERSION } from '../wire/schemas.js';
 import { bearerMatches } from './auth.js';
 import { HttpError, sendError } from './http.js';
 import { type RouteContext, route } from './routes.js';
+import { StoreSizeCache } from './store-size.js';
 import { CallTracker } from './tracker.js';
+import { isWebPath, serveWeb } from './web.js';
 
 /** Port of `sluice serve` when none is given. */
 export const DEFAULT_PORT = 7433;
@@ -145,6 +147,8 @@ export class SluiceServer {
       maxActiveCalls: options.maxActiveCalls,
       heartbeatMs: options.heartbeatMs,
       streams: new Set(),
+      storeSize: new StoreSizeCache(engine.store.layout.blobs),
+      reports: {},
     };
     server.maxConnections = options.maxConnections;
     server.on('connection', (socket: Socket) => {
@@ -199,6 +203,9 @@ export class SluiceServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const pathname = new URL(req.url ?? '/', 'http://sluice.invalid').pathname;
+    // The web view's files hold no data: the page asks for the token, then sends it with every API request.
+    if (isWebPath(req.method ?? 'GET', pathname)) return serveWeb(req, res, pathname);
     if (!bearerMatches(req.headers.authorization, this.options.token)) {
       // Nothing else: no body, no hint of which routes exist.
       res.sendDate = false;
@@ -250,6 +257,8 @@ export class SluiceServer {
     const running = this.tracker.running();
     for (const c of running) c.handle.cancel('the server is shutting down');
     await Promise.all(running.map((c) => c.done));
+    // Every call has ended: the summaries stream has nothing more to say.
+    this.tracker.endSummaries();
     const pending = Promise.allSettled([...this.ctx.streams, ...this.inflight]);
     const grace = new AbortController();
     await Promise.race([

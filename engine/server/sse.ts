@@ -17,7 +17,7 @@ import { writeWithBackpressure } from './http.js';
 import { type Frame, sseFrame, type TrackedCall } from './tracker.js';
 
 /** Headers of an event stream. */
-const SSE_HEADERS = {
+export const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-store',
   connection: 'keep-alive',
@@ -27,6 +27,34 @@ const SSE_HEADERS = {
 
 /** Milliseconds an EventSource waits before reconnecting (sent as `retry:`). */
 const RETRY_MS = 1000;
+
+/** An event stream's writer: frames with backpressure, and keep-alive comments while it is idle. */
+export interface SseWriter {
+  /** Writes `text` (whole frames); false once the client is gone. */
+  write(text: string): Promise<boolean>;
+  /** Stops the keep-alive comments. */
+  stop(): void;
+}
+
+/** Starts an event stream's writer on `res`, a `: keep-alive` comment after every `heartbeatMs` without a write. */
+export function sseWriter(res: ServerResponse, heartbeatMs: number): SseWriter {
+  let lastWrite = Date.now();
+  const heartbeat = setInterval(() => {
+    // Only when idle and not backed up: a comment must never add to a stalled client's backlog.
+    if (Date.now() - lastWrite >= heartbeatMs && !res.writableNeedDrain && !res.writableEnded) {
+      lastWrite = Date.now();
+      res.write(': keep-alive\n\n');
+    }
+  }, heartbeatMs);
+  heartbeat.unref();
+  return {
+    write(text) {
+      lastWrite = Date.now();
+      return writeWithBackpressure(res, text);
+    },
+    stop: () => clearInterval(heartbeat),
+  };
+}
 
 /** Options of {@link streamCallEvents}. */
 export interface StreamOptions {
@@ -60,19 +88,8 @@ export async function streamCallEvents(
   req.socket.setNoDelay(true);
   res.writeHead(200, SSE_HEADERS);
   let sent = options.lastEventId;
-  let lastWrite = Date.now();
-  const write = async (text: string): Promise<boolean> => {
-    lastWrite = Date.now();
-    return writeWithBackpressure(res, text);
-  };
-  const heartbeat = setInterval(() => {
-    // Only when idle and not backed up: a comment must never add to a stalled client's backlog.
-    if (Date.now() - lastWrite >= options.heartbeatMs && !res.writableNeedDrain && !res.writableEnded) {
-      lastWrite = Date.now();
-      res.write(': keep-alive\n\n');
-    }
-  }, options.heartbeatMs);
-  heartbeat.unref();
+  const writer = sseWriter(res, options.heartbeatMs);
+  const write = writer.write;
 
   const emit = async (f: Frame): Promise<boolean> => {
     if (f.id <= sent) return true;
@@ -120,7 +137,7 @@ export async function streamCallEvents(
     });
   } finally {
     ended = true;
-    clearInterval(heartbeat);
+    writer.stop();
     res.off('close', onClose);
     await sub.return?.();
     await progress?.return?.();

@@ -15,7 +15,7 @@
  */
 import type { CallHandle } from '../engine.js';
 import { EventHub } from '../events/hub.js';
-import type { CallStatus, TerminalResult } from '../result.js';
+import type { CallStatus, OutputRef, TerminalResult } from '../result.js';
 
 /** The event names of the SSE stream. */
 export type SseEventName = 'started' | 'display' | 'progress' | 'lagged' | 'completed';
@@ -45,6 +45,26 @@ export interface TrackerLimits {
   retainBytes: number;
   /** Milliseconds a finished call is kept. */
   retainMs: number;
+}
+
+/** Bytes and lines of one stream so far. */
+export interface StreamProgress {
+  name: string;
+  bytes: number;
+  lines: number;
+}
+
+/** What `GET /v1/calls` and `GET /v1/events` say of one call (CallSummary in the wire schemas). */
+export interface CallSummary {
+  callId: string;
+  tool: string;
+  session?: string;
+  status: 'running' | CallStatus;
+  complete: boolean | null;
+  startedAt: string;
+  durationMs: number | null;
+  streams: StreamProgress[];
+  version: number;
 }
 
 /** Progress frames a connection may have queued: only the newest matters, so a few are plenty. */
@@ -79,6 +99,13 @@ export class TrackedCall {
   startedAt = new Date().toISOString();
   status: CallStatus | undefined;
   finishedAt: number | undefined;
+  /** Bytes and lines per stream: the newest progress event's, then the published output's. */
+  streams: StreamProgress[] = [];
+  /** The tracker's change counter at this call's last change. */
+  version = 0;
+  private complete: boolean | null = null;
+  private durationMs: number | null = null;
+  private readonly onChange: (call: TrackedCall) => void;
   private terminalFrame: Frame | undefined;
   /** Where the result's JSON sits inside the terminal frame's text: it is kept once, in the frame. */
   private resultSpan: [number, number] | undefined;
@@ -87,7 +114,15 @@ export class TrackedCall {
   private seq = 0;
   private readonly limits: TrackerLimits;
 
-  constructor(handle: CallHandle, tool: string, session: string | undefined, limits: TrackerLimits, onEnd: () => void) {
+  constructor(
+    handle: CallHandle,
+    tool: string,
+    session: string | undefined,
+    limits: TrackerLimits,
+    onEnd: () => void,
+    onChange: (call: TrackedCall) => void = () => {},
+  ) {
+    this.onChange = onChange;
     this.callId = handle.callId;
     this.tool = tool;
     this.session = session;
@@ -121,6 +156,21 @@ export class TrackedCall {
     return this.ringBytes + (this.terminalFrame?.bytes ?? 0);
   }
 
+  /** The call as `GET /v1/calls` lists it. */
+  summary(): CallSummary {
+    return {
+      callId: this.callId,
+      tool: this.tool,
+      ...(this.session !== undefined ? { session: this.session } : {}),
+      status: this.status ?? 'running',
+      complete: this.complete,
+      startedAt: this.startedAt,
+      durationMs: this.durationMs,
+      streams: this.streams,
+      version: this.version,
+    };
+  }
+
   /** Buffered frames with an id above `id`, oldest first (the terminal frame is not among them). */
   framesAfter(id: number): Frame[] {
     return this.ring.filter((f) => f.id > id);
@@ -139,6 +189,8 @@ export class TrackedCall {
       } else if (ev.type === 'progress') {
         this.latestProgress = sseFrame(undefined, 'progress', JSON.stringify(ev));
         this.progressHub.publish(this.latestProgress);
+        this.streams = ev.streams.map((x) => ({ name: x.name, bytes: x.bytes, lines: x.lines }));
+        this.onChange(this);
       } else if (ev.type === 'completed') {
         this.finish(ev.result);
         return;
@@ -176,6 +228,9 @@ export class TrackedCall {
   private finish(result: TerminalResult): void {
     if (this.terminalFrame) return;
     this.status = result.status;
+    this.complete = result.complete;
+    this.durationMs = result.durationMs;
+    this.streams = outputStreams(result.output);
     const head = `{"type":"completed","callId":${JSON.stringify(this.callId)},"result":`;
     const data = `${head}${JSON.stringify(result)}}`;
     this.terminalFrame = this.frame('completed', data);
@@ -186,7 +241,15 @@ export class TrackedCall {
     this.latestProgress = undefined;
     this.progressHub.end();
     this.hub.close(this.terminalFrame);
+    this.onChange(this);
   }
+}
+
+/** Bytes and lines per stream of a published output (`single` or `page` for the other kinds). */
+function outputStreams(o: OutputRef | null): StreamProgress[] {
+  if (!o) return [];
+  if (o.kind === 'streams') return o.streams.map((x) => ({ name: x.name, bytes: x.bytes, lines: x.lines }));
+  return [{ name: o.kind, bytes: o.bytes, lines: o.lines }];
 }
 
 /** The calls of one server: running ones, and finished ones within the retention bounds. */
@@ -196,16 +259,54 @@ export class CallTracker {
   private readonly finished = new Map<string, TrackedCall>();
   private finishedBytes = 0;
   private readonly limits: TrackerLimits;
+  /** Counts changes of every call: a summary's `version`. */
+  private changes = 0;
+  /**
+   * Every call's new summary as it changes (started, progress, ended), for
+   * `GET /v1/events`; each connection has its own bounded queue and lags
+   * rather than slowing anyone.
+   */
+  readonly summaries: EventHub<CallSummary>;
 
   constructor(limits: TrackerLimits) {
     this.limits = limits;
+    this.summaries = new EventHub<CallSummary>({ queueLimit: limits.subscriberQueue });
+  }
+
+  /** The change counter now. */
+  get version(): number {
+    return this.changes;
   }
 
   /** Starts following a call the server just started. */
   track(handle: CallHandle, tool: string, session: string | undefined): TrackedCall {
-    const call: TrackedCall = new TrackedCall(handle, tool, session, this.limits, () => this.ended(call));
+    const call: TrackedCall = new TrackedCall(
+      handle,
+      tool,
+      session,
+      this.limits,
+      () => this.ended(call),
+      (c) => this.changed(c),
+    );
     this.calls.set(call.callId, call);
+    this.changed(call);
     return call;
+  }
+
+  /** Summaries of the running and retained calls, oldest first. */
+  list(): CallSummary[] {
+    this.evict();
+    return [...this.calls.values()].map((c) => c.summary());
+  }
+
+  /** Ends the summaries stream (shutdown): its connections finish. */
+  endSummaries(): void {
+    this.summaries.end();
+  }
+
+  private changed(call: TrackedCall): void {
+    call.version = ++this.changes;
+    if (!this.summaries.closed) this.summaries.publish(call.summary());
   }
 
   /** The call `id`, running or still retained. */

@@ -97,6 +97,34 @@ export const HTTP_ENDPOINTS: readonly HttpEndpoint[] = [
     errors: [400],
   },
   {
+    method: 'get',
+    path: '/v1/calls',
+    operationId: 'listCalls',
+    summary:
+      'The calls this server started that are running or still kept, oldest first, with bytes and lines per stream.',
+    responses: { 200: { description: 'Every running and kept call.', json: 'CallsResponse' } },
+    errors: [400],
+  },
+  {
+    method: 'get',
+    path: '/v1/events',
+    operationId: 'streamServerEvents',
+    summary:
+      "Every call's new summary as it starts, progresses and ends, as server-sent events (unnumbered; after `lagged`, list the calls again).",
+    responses: {
+      200: { description: 'Events: call (a CallSummary), lagged.', events: 'ServerEvent' },
+    },
+    errors: [400],
+  },
+  {
+    method: 'get',
+    path: '/v1/stats',
+    operationId: 'getStats',
+    summary: "The engine's counters since it opened: calls started and ended, bytes captured; calls running here.",
+    responses: { 200: { description: 'The counters.', json: 'StatsResponse' } },
+    errors: [400],
+  },
+  {
     method: 'post',
     path: '/v1/calls',
     operationId: 'startCall',
@@ -243,5 +271,45 @@ export const HTTP_ENDPOINTS: readonly HttpEndpoint[] = [
     pathParams: { id: 'a session id' },
     responses: { 200: { description: 'The replayed session.', json: 'ReplayedSession' } },
     errors: [400, 404, 500],
+  },
+  {
+    method: 'post',
+    path: '/v1/sessions/{id}/revert',
+    operationId: 'revertSession',
+    summary:
+      'Reverts a session to before one of its calls: that call and the later ones leave replay and stop being GC roots.',
+    pathParams: { id: 'a session id' },
+    body: { schema: 'RevertRequest' },
+    responses: { 200: { description: 'The calls the revert hid.', json: 'RevertResponse' } },
+    errors: [400, 404, 413, 415, 500],
+  },
+  {
+    method: 'get',
+    path: '/v1/store',
+    operationId: 'getStore',
+    summary:
+      "The store's blobs and bytes (a walk at most every 5 s) and the last collection and verification this server ran.",
+    responses: { 200: { description: 'The store.', json: 'StoreResponse' } },
+    errors: [400, 500],
+  },
+  {
+    method: 'post',
+    path: '/v1/gc',
+    operationId: 'collectGarbage',
+    summary:
+      'Collects garbage (as sluice gc): blobs no live session record or pin references, older than the grace period.',
+    body: { schema: 'GcRequest', optional: true },
+    responses: { 200: { description: 'The report.', json: 'GcReport' } },
+    errors: [400, 413, 415, 500, 504],
+  },
+  {
+    method: 'post',
+    path: '/v1/verify',
+    operationId: 'verifyStore',
+    summary:
+      "Verifies the store and the sessions' references (as sluice verify); with repair, corrupt blobs go to quarantine.",
+    body: { schema: 'VerifyRequest', optional: true },
+    responses: { 200: { description: 'The report.', json: 'VerifyReport' } },
+    errors: [400, 413, 415, 500],
   },
 ];

@@ -35,7 +35,10 @@ import type {
 import type { OutputDeclaration } from '../protocol/streams.js';
 import type { z } from '../protocol/zod.js';
 import type { CallEvent, OutputRef, TerminalResult } from '../result.js';
+import type { RevertResult } from '../sessions/catalog.js';
+import type { GcReport } from '../sessions/gc.js';
 import type { ReplayedSession, SessionSummary } from '../sessions/index.js';
+import type { SessionVerifyReport } from '../sessions/verify-references.js';
 import {
   callAcceptedSchema,
   callPendingSchema,
@@ -51,6 +54,19 @@ import {
   sessionsResponseSchema,
   toolsResponseSchema,
 } from './http-bodies.js';
+import {
+  callSummarySchema,
+  callsResponseSchema,
+  gcReportSchema,
+  gcRequestSchema,
+  revertRequestSchema,
+  revertResponseSchema,
+  serverEventSchema,
+  statsResponseSchema,
+  storeResponseSchema,
+  verifyReportSchema,
+  verifyRequestSchema,
+} from './http-view.js';
 import {
   attachmentSchema,
   batchResultSchema,
@@ -81,6 +97,7 @@ import {
 } from './shapes.js';
 
 export * from './http-bodies.js';
+export * from './http-view.js';
 export * from './shapes.js';
 
 // ── The registry the JSON Schema is generated from ──────────────────────────
@@ -134,6 +151,21 @@ export const WIRE_SCHEMAS: Readonly<Record<string, WireSchemaEntry>> = {
   SessionsResponse: { schema: sessionsResponseSchema, description: 'HTTP: GET /v1/sessions.', io: 'output' },
   ReplayedSession: { schema: replayedSessionSchema, description: 'HTTP: GET /v1/sessions/:id/replay.', io: 'output' },
   InfoResponse: { schema: infoResponseSchema, description: 'HTTP: GET /v1/info.', io: 'output' },
+  CallSummary: { schema: callSummarySchema, description: 'HTTP: one call of GET /v1/calls.', io: 'output' },
+  CallsResponse: { schema: callsResponseSchema, description: 'HTTP: GET /v1/calls.', io: 'output' },
+  ServerEvent: { schema: serverEventSchema, description: 'HTTP: an event of GET /v1/events.', io: 'output' },
+  StatsResponse: { schema: statsResponseSchema, description: 'HTTP: GET /v1/stats.', io: 'output' },
+  GcReport: { schema: gcReportSchema, description: 'A garbage collection report.', io: 'output' },
+  VerifyReport: { schema: verifyReportSchema, description: 'A store verification report.', io: 'output' },
+  StoreResponse: { schema: storeResponseSchema, description: 'HTTP: GET /v1/store.', io: 'output' },
+  GcRequest: { schema: gcRequestSchema, description: 'HTTP: POST /v1/gc body.', io: 'input' },
+  VerifyRequest: { schema: verifyRequestSchema, description: 'HTTP: POST /v1/verify body.', io: 'input' },
+  RevertRequest: { schema: revertRequestSchema, description: 'HTTP: POST /v1/sessions/:id/revert body.', io: 'input' },
+  RevertResponse: {
+    schema: revertResponseSchema,
+    description: 'HTTP: POST /v1/sessions/:id/revert.',
+    io: 'output',
+  },
 };
 
 // ── Compile-time agreement of schemas and types ─────────────────────────────
@@ -164,6 +196,9 @@ export type WireTypeChecks = {
   engineMessage: Same<z.infer<typeof engineMessageSchema>, EngineMessage>;
   sessionSummary: Same<z.infer<typeof sessionSummarySchema>, SessionSummary>;
   replayedSession: Fits<z.infer<typeof replayedSessionSchema>, ReplayedSession>;
+  gcReport: Same<z.infer<typeof gcReportSchema>, GcReport>;
+  verifyReport: Same<z.infer<typeof verifyReportSchema>, SessionVerifyReport>;
+  revertResponse: Same<z.infer<typeof revertResponseSchema>, RevertResult>;
 };
 
 const typeChecks: { [K in keyof WireTypeChecks]: WireTypeChecks[K] } = {
@@ -183,5 +218,8 @@ const typeChecks: { [K in keyof WireTypeChecks]: WireTypeChecks[K] } = {
   engineMessage: true,
   sessionSummary: true,
   replayedSession: true,
+  gcReport: true,
+  verifyReport: true,
+  revertResponse: true,
 };
 void typeChecks;

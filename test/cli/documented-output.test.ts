@@ -34,14 +34,18 @@ function block(text: string, first: string): string[] {
 
 describe('documented output', () => {
   it('the sluice serve banner of docs/http.md and docs/cli.md, with the real protocol version', () => {
-    const http = block(doc('http.md'), '$ sluice serve --store ./.sluice').slice(1, 4);
+    const http = block(doc('http.md'), '$ sluice serve --store ./.sluice').slice(1, 5);
     const rendered = serveBanner({
       url: 'http://127.0.0.1:7433',
       store: '/home/me/project/.sluice',
       token: { path: '/home/me/project/.sluice/server.token', token: '3f9c…64 hex digits…' },
     });
     expect(`${http.join('\n')}\n`).toBe(rendered);
+    const web = block(doc('web.md'), '$ sluice serve --store ./.sluice').slice(1, 5);
+    expect(`${web.join('\n')}\n`).toBe(rendered);
     const line = serveBanner({ url: 'http://HOST:PORT', store: 'DIR' }).trimEnd();
+    const later = serveBanner({ url: 'http://HOST:PORT', store: 'DIR', tokenPath: 'DIR/server.token' }).split('\n')[1];
+    expect(doc('cli.md')).toContain(`\`${later}\``);
     expect(doc('cli.md')).toContain(`\`${line}\``);
     expect(line).toContain(`(protocol ${PROTOCOL_VERSION},`);
   });

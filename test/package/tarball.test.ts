@@ -1,6 +1,6 @@
 /**
  * The published tarball holds what users run and nothing else: the compiled
- * engine, workers and store (no benchmarks, no generators, no source maps
+ * engine, workers and store, the web view's built page (no benchmarks, no generators, no source maps
  * pointing at sources it does not ship), the CommonJS entry, the docs with
  * the JSON Schema and the OpenAPI document, README and LICENSE; and its
  * package.json runs nothing on install.
@@ -17,6 +17,7 @@ const ALLOWED: readonly RegExp[] = [
   /^LICENSE$/,
   /^cjs\/index\.cjs$/,
   /^dist\/(engine|workers|store)\/([a-z0-9-]+\/)*[a-z0-9-]+\.(js|d\.ts)$/,
+  /^dist\/web\/(index\.html|app\.js|app\.css|icon\.svg)$/,
   /^docs\/[a-z-]+\.md$/,
   /^docs\/schema\/sluice-protocol\.json$/,
   /^docs\/schema\/openapi\.json$/,
@@ -51,6 +52,8 @@ describe('the published tarball', () => {
     for (const t of targets) expect(paths.has(t.replace(/^\.\//, '')), t).toBe(true);
     expect(PACKAGE.exports['./schema']).toBe('./docs/schema/sluice-protocol.json');
     expect(PACKAGE.exports['./openapi']).toBe('./docs/schema/openapi.json');
+    // The web view, built at package time: `sluice serve` serves it from here.
+    for (const f of ['index.html', 'app.js', 'app.css', 'icon.svg']) expect(paths.has(`dist/web/${f}`), f).toBe(true);
   });
 
   it('no compiled file points at a source map, since none is shipped', () => {
