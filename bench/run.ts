@@ -23,6 +23,7 @@ const ALL = [
   'channel',
   'mcp',
   'scale',
+  'pack-threshold',
   'overhead',
 ];
 
