@@ -229,16 +229,28 @@ export class PackIndex {
   forget(digest: string, loc: PackLocation): void {
     const cur = this.where.get(digest);
     if (cur && cur.path === loc.path && cur.offset === loc.offset) this.where.delete(digest);
-    if (this.packs.has(loc.path)) {
-      this.forgetPack(loc.path);
-      this.distrusted.add(loc.path);
-    }
+    // Whatever else memory holds of that pack is as doubtful (a pack this store appended to is in memory
+    // without having been read, so this is not only for packs a refresh read).
+    this.forgetPack(loc.path);
+    this.packs.clear();
+    this.distrusted.add(loc.path);
   }
 
-  /** Forgets everything of pack `path` (gone: repacked or dropped). */
+  /**
+   * Forgets everything of pack `path` (gone: repacked or dropped). A blob
+   * kept in memory at one place only may have a copy in another pack, whose
+   * entry was passed over when it was read; so every pack is read again at
+   * the next refresh (from its index, mostly), or that copy would never be
+   * found.
+   */
   forgetPack(path: string): void {
-    this.packs.delete(path);
-    for (const [d, loc] of this.where) if (loc.path === path) this.where.delete(d);
+    let had = this.packs.delete(path);
+    for (const [d, loc] of this.where) {
+      if (loc.path !== path) continue;
+      this.where.delete(d);
+      had = true;
+    }
+    if (had) this.packs.clear();
   }
 
   /** Where `digest` is, refreshing from the packs directory on a miss. */

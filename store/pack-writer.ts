@@ -77,6 +77,8 @@ export class PackWriter {
   private counter = 0;
   private pack: OpenPack | undefined;
   private pending: Pending[] = [];
+  /** Callers of {@link seal} waiting for the current pack to be sealed. */
+  private sealing: Array<() => void> = [];
   private flushing: Promise<void> | undefined;
   private closed = false;
   /** Called for every committed blob (the store's pack index). */
@@ -109,8 +111,27 @@ export class PackWriter {
     });
   }
 
+  /**
+   * Seals the pack being appended to (after the appends already waiting),
+   * so the next batch starts a new one: a collection in this process seals
+   * its own pack first, or it could never rewrite it while the store is open.
+   */
+  seal(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.sealing.push(resolve);
+      this.flushing ??= this.flush();
+    });
+  }
+
   private async flush(): Promise<void> {
-    while (this.pending.length > 0) {
+    while (this.pending.length > 0 || this.sealing.length > 0) {
+      if (this.pending.length === 0) {
+        const waiting = this.sealing.splice(0);
+        await this.retire(true);
+        for (const w of waiting) w();
+        continue;
+      }
       const batch = this.pending.splice(0, MAX_BATCH_BLOBS);
       let pack: OpenPack | undefined;
       try {

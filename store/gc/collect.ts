@@ -30,8 +30,8 @@ import { MAX_MANIFEST_BYTES } from '../manifest.js';
 import { readdirOrEmpty } from '../owned-files.js';
 import { OwnerCheck, ownerPid } from '../owners.js';
 import { listPacks } from '../pack-index.js';
-import type { Store } from '../store.js';
-import { type ListedBlob, listBlobs, manifestStreams } from './blobs.js';
+import { placementOf, type Store } from '../store.js';
+import { type ListedBlob, listBlobs, manifestStreams, packedManifestStreams } from './blobs.js';
 import { acquireGcLock } from './lock.js';
 import { scanPins } from './pin-scan.js';
 import { mayRepack, orphanPackIndexes } from './repack.js';
@@ -147,13 +147,20 @@ export async function collectStore(store: Store, hooks: CollectHooks, options: G
       durationMs: 0,
     };
     if (!dryRun) await hooks.whileLocked?.();
+    // This store's own pack is sealed first, so that what it holds can be rewritten like any other's.
+    if (!dryRun) await placementOf(store).packWriter.seal();
     // The order below is the safety argument: blobs first, then pins, then records.
     const listed = await listBlobs(store);
     // Packed blobs are listed with the files, at the same point of the argument; a packed blob's age is its pack's.
     const packs = await listPacks(store);
     const all = new Map(listed);
+    /** Where the listing found each packed blob: the mark reads packed manifests there, not through a cache. */
+    const packedAt = new Map<string, { path: string; entry: (typeof packs)[number]['entries'][number] }>();
     for (const p of packs) {
-      for (const e of p.entries) if (!all.has(e.digest)) all.set(e.digest, { bytes: e.length, mtimeMs: p.mtimeMs });
+      for (const e of p.entries) {
+        if (!all.has(e.digest)) all.set(e.digest, { bytes: e.length, mtimeMs: p.mtimeMs });
+        if (!packedAt.has(e.digest)) packedAt.set(e.digest, { path: p.path, entry: e });
+      }
     }
     report.scanned = all.size;
     report.packs = packs.length;
@@ -186,7 +193,10 @@ export async function collectStore(store: Store, hooks: CollectHooks, options: G
       const d = visit.pop() as string;
       const b = all.get(d);
       if (!b || b.bytes > MAX_MANIFEST_BYTES) continue;
-      for (const s of await manifestStreams(store, d)) mark(s);
+      const at = listed.has(d) ? undefined : packedAt.get(d);
+      const streams = at ? await packedManifestStreams(store, d, at.path, at.entry) : await manifestStreams(store, d);
+      // A packed manifest that did not read back where it was listed is read wherever it is now.
+      for (const s of streams.length > 0 || !at ? streams : await manifestStreams(store, d)) mark(s);
     }
     await step('marked');
 

@@ -242,12 +242,19 @@ describe('GC of packs', () => {
     await gcStore.close();
   });
 
-  it('leaves the unsealed pack of a live owner alone', async () => {
+  it('leaves the unsealed pack of another live store alone, and seals its own before collecting', async () => {
     const store = await packStore();
     const dead = await store.publishBytes('not referenced\n');
-    const report = await collectStore(store, { roots: roots([]) }, { graceMs: 0 });
-    expect(report).toMatchObject({ removed: 0, packsRemoved: 0 });
+    const collector = await packStore(store.root);
+    const own = await collector.publishBytes('the collector\'s own\n');
+    const report = await collectStore(collector, { roots: roots([]) }, { graceMs: 0 });
+    // The other store's pack is still being appended to; the collector's own was sealed and rewritten.
+    expect(report).toMatchObject({ removed: 1, packsRemoved: 1 });
     expect(await text(store, dead.digest)).toBe('not referenced\n');
+    await expect(collector.readPage(`artifact://${own.digest}`)).rejects.toMatchObject({ code: 'ENOTFOUND' });
+    // Publishing goes on in a new pack.
+    expect(await text(collector, (await collector.publishBytes('after\n')).digest)).toBe('after\n');
+    await collector.close();
     await store.close();
   });
 
