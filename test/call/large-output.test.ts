@@ -9,9 +9,6 @@ import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { blobPath, closeEngines, expectStoreClean, openEngine, sha256 } from '../support/engines.js';
 
-// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
-// attacked in test/store/packs.test.ts).
-process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
 
 const exec = promisify(execFile);
 

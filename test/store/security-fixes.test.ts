@@ -26,9 +26,6 @@ import { uniqueSleep, waitNoProcess } from '../support/engines.js';
 import { describeProcesses, makeTempDir, removeDir, sha256 } from '../support/invariants.js';
 import { CLI } from './helpers.js';
 
-// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
-// attacked in test/store/packs.test.ts).
-process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
 
 const cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {

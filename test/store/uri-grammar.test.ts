@@ -5,9 +5,6 @@ import { SluiceError } from '../../engine/protocol/errors.js';
 import { StoreLayout } from '../../store/layout.js';
 import { formatArtifactUri, isArtifactUri, parseArtifactUri } from '../../store/uri.js';
 
-// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
-// attacked in test/store/packs.test.ts).
-process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
 
 const D = 'a'.repeat(8) + '0123456789abcdef'.repeat(3) + 'f'.repeat(8);
 
