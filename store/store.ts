@@ -6,6 +6,7 @@
 import { promises as fsp } from 'node:fs';
 import { resolve } from 'node:path';
 import { BadOptionError, ClosedError, toSluiceError } from '../engine/protocol/errors.js';
+import { openPacked } from './blob-handle.js';
 import { type BlobInfo, BlobWriter } from './blob-writer.js';
 import { makeDirs, realIO, type StoreIO } from './io.js';
 import { StoreLayout } from './layout.js';
@@ -180,13 +181,19 @@ export class Store {
     return verifyStore(this, options);
   }
 
-  /** True when a blob with `digest` is present, as a file or packed (content is not checked). */
+  /**
+   * True when a blob with `digest` is present, as a file or packed (content
+   * is not checked; a packed copy's record header is, so a location a
+   * collection has since removed does not count).
+   */
   async hasBlob(digest: string): Promise<boolean> {
     try {
       await fsp.access(this.layout.blobPath(digest));
       return true;
     } catch {
-      return (await packIndexOf(this).locate(digest)) !== undefined;
+      const h = await openPacked(this, digest).catch(() => undefined);
+      await h?.close();
+      return h !== undefined;
     }
   }
 

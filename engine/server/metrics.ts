@@ -13,6 +13,8 @@
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import type { Registry } from 'prom-client';
+import { listPacks } from '../../store/pack-index.js';
+import type { Store } from '../../store/store.js';
 import type { Engine } from '../engine.js';
 import { DURATION_BUCKETS } from '../metrics.js';
 import { importOptional, OPTIONAL_DEPENDENCIES } from '../optional-dependencies.js';
@@ -36,10 +38,12 @@ interface Custom {
 const SHARD = /^[0-9a-f]{2}$/;
 const BLOB_REST = /^[0-9a-f]{62}$/;
 
-/** Counts the blobs of `blobsDir` and their bytes. */
-async function walkStore(blobsDir: string): Promise<StoreSize> {
+/** Counts the blobs of `store` and their bytes: the blob files, then the packed blobs (each digest once). */
+async function walkStore(store: Store): Promise<StoreSize> {
+  const blobsDir = store.layout.blobs;
   let blobs = 0;
   let bytes = 0;
+  const seen = new Set<string>();
   const shards = await fsp.readdir(blobsDir).catch(() => [] as string[]);
   for (const shard of shards) {
     if (!SHARD.test(shard)) continue;
@@ -50,6 +54,15 @@ async function walkStore(blobsDir: string): Promise<StoreSize> {
       if (!st?.isFile()) continue;
       blobs++;
       bytes += st.size;
+      seen.add(shard + name);
+    }
+  }
+  for (const pack of await listPacks(store).catch(() => [])) {
+    for (const e of pack.entries) {
+      if (seen.has(e.digest)) continue;
+      seen.add(e.digest);
+      blobs++;
+      bytes += e.length;
     }
   }
   return { blobs, bytes, at: Date.now() };
@@ -68,7 +81,7 @@ class EngineRegistry {
   /** Refreshes the store gauges if the last walk is old enough (scrapes at once share one walk). */
   async refreshStore(): Promise<void> {
     if (this.size && Date.now() - this.size.at < storeWalk.intervalMs) return;
-    this.walking ??= walkStore(this.engine.store.layout.blobs).finally(() => {
+    this.walking ??= walkStore(this.engine.store).finally(() => {
       this.walking = undefined;
     });
     this.size = await this.walking;

@@ -9,7 +9,6 @@ import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { blobPath, closeEngines, expectStoreClean, openEngine, sha256 } from '../support/engines.js';
 
-
 const exec = promisify(execFile);
 
 afterEach(closeEngines);

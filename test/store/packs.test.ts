@@ -242,11 +242,30 @@ describe('GC of packs', () => {
     await gcStore.close();
   });
 
+  it('a store that remembers a packed blob where a collection removed it finds it gone, or at its new place', async () => {
+    const first = await packStore();
+    const live = await first.publishBytes('moved\n');
+    const dead = await first.publishBytes('dropped\n');
+    await first.close();
+    const reader = await packStore(first.root);
+    expect(await text(reader, live.digest)).toBe('moved\n');
+    expect(await reader.hasBlob(dead.digest)).toBe(true);
+    const gcStore = await packStore(first.root);
+    expect(await collectStore(gcStore, { roots: roots([live.digest]) }, { graceMs: 0 })).toMatchObject({ removed: 1 });
+    // The reader's memory still points into the removed pack: the record header check finds it gone.
+    expect(await reader.hasBlob(dead.digest)).toBe(false);
+    await expect(reader.readPage(`artifact://${dead.digest}`)).rejects.toMatchObject({ code: 'ENOTFOUND' });
+    expect(await text(reader, live.digest)).toBe('moved\n');
+    expect(await reader.hasBlob(live.digest)).toBe(true);
+    await gcStore.close();
+    await reader.close();
+  });
+
   it('leaves the unsealed pack of another live store alone, and seals its own before collecting', async () => {
     const store = await packStore();
     const dead = await store.publishBytes('not referenced\n');
     const collector = await packStore(store.root);
-    const own = await collector.publishBytes('the collector\'s own\n');
+    const own = await collector.publishBytes("the collector's own\n");
     const report = await collectStore(collector, { roots: roots([]) }, { graceMs: 0 });
     // The other store's pack is still being appended to; the collector's own was sealed and rewritten.
     expect(report).toMatchObject({ removed: 1, packsRemoved: 1 });

@@ -26,7 +26,6 @@ import { uniqueSleep, waitNoProcess } from '../support/engines.js';
 import { describeProcesses, makeTempDir, removeDir, sha256 } from '../support/invariants.js';
 import { CLI } from './helpers.js';
 
-
 const cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();

@@ -5,7 +5,6 @@ import { SluiceError } from '../../engine/protocol/errors.js';
 import { StoreLayout } from '../../store/layout.js';
 import { formatArtifactUri, isArtifactUri, parseArtifactUri } from '../../store/uri.js';
 
-
 const D = 'a'.repeat(8) + '0123456789abcdef'.repeat(3) + 'f'.repeat(8);
 
 /** The grammar from design.md, written independently of the parser: the oracle. */
