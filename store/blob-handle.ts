@@ -207,6 +207,27 @@ export async function openBlob(store: Store, digest: string): Promise<BlobHandle
   return h;
 }
 
+/**
+ * Every other copy of `digest` than the packed one at `except`: the blob
+ * file at its address, then each packed copy in packs/ (read from the packs
+ * themselves, not from memory). For a reader whose copy failed its hash: a
+ * publish of the same content after a corruption adds a good copy
+ * somewhere, and it must be found whichever copy memory holds.
+ */
+export async function* otherCopies(store: Store, digest: string, except: PackLocation): AsyncGenerator<BlobHandle> {
+  const file = await openFileAt(store, digest).catch(() => undefined);
+  if (file) yield file;
+  for (const name of await packNames(store)) {
+    const path = join(store.layout.packs, name);
+    const r = await readPack(store, path, undefined, false).catch(() => undefined);
+    for (const e of r?.entries ?? []) {
+      if (e.digest !== digest || (path === except.path && e.offset === except.offset)) continue;
+      const h = await openPackedAt(store, digest, { path, offset: e.offset, length: e.length });
+      if (h) yield h;
+    }
+  }
+}
+
 function assertDigest(digest: string): void {
   if (!isDigest(digest)) throw new BadUriError(`${JSON.stringify(digest)} is not a 64-character lowercase hex digest`);
 }

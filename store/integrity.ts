@@ -11,11 +11,11 @@
  */
 import { createHash } from 'node:crypto';
 import { BadUriError, IntegrityError, NotFoundError, toSluiceError } from '../engine/protocol/errors.js';
-import { type BlobHandle, fileHandle, openBlob, openBlobFile, openPacked } from './blob-handle.js';
+import { type BlobHandle, fileHandle, openBlob, openBlobFile, openPacked, otherCopies } from './blob-handle.js';
 import { READ_STORE_FILE, type StoreFile } from './file.js';
 import { IndexBuilder, IndexComparer, probeIndexHeader, wantsIndex } from './index-file.js';
 import { LineScanner } from './line-index.js';
-import type { Store } from './store.js';
+import { packIndexOf, type Store } from './store.js';
 import { isDigest } from './uri.js';
 
 /** A blob opened for reading whose content matched its digest. */
@@ -202,7 +202,24 @@ export async function rebuildIndex(store: Store, digest: string, fh: BlobHandle,
  * altered) or the path is not a regular file.
  */
 export async function openVerifiedBlob(store: Store, digest: string): Promise<VerifiedBlob> {
-  return verifyOpened(store, digest, await openBlob(store, digest));
+  const h = await openBlob(store, digest);
+  try {
+    return await verifyOpened(store, digest, h);
+  } catch (err) {
+    const bad = h.packed;
+    if (!(err instanceof IntegrityError) || !bad) throw err;
+    // A damaged packed copy: another copy (published again since) may be good; it is then the one remembered.
+    for await (const other of otherCopies(store, digest, bad)) {
+      try {
+        const v = await verifyOpened(store, digest, other);
+        if (other.packed) packIndexOf(store).add(other.packed.path, { digest, ...other.packed });
+        return v;
+      } catch {
+        // Damaged too, or gone: the next one.
+      }
+    }
+    throw err;
+  }
 }
 
 /**

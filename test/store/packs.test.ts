@@ -172,6 +172,17 @@ describe('packs after damage', () => {
     expect((await reader.publishBytes('precious content\n')).deduplicated).toBe(false);
     expect(await text(reader, a.digest)).toBe('precious content\n');
     await reader.close();
+    // After a restart too, when the pack index meets the damaged copy first (its pack renamed to sort first).
+    const first = join(reader.layout.packs, `${process.pid}-0.pack`);
+    await fsp.rename(pack as string, first);
+    await fsp.rename((pack as string).replace(/\.pack$/, '.idx'), first.replace(/\.pack$/, '.idx'));
+    expect((await packPaths(reader)).sort()[0]).toBe(first);
+    for (let i = 0; i < 2; i++) {
+      const fresh = await Store.open(store.root, PACKED);
+      expect(await text(fresh, a.digest)).toBe('precious content\n');
+      expect((await fresh.readPageBytes(`artifact://${a.digest}`)).bytes.toString()).toBe('precious content\n');
+      await fresh.close();
+    }
   });
 
   it('never reads through a symbolic link or blocks on a FIFO where a pack should be', async () => {
