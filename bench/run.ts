@@ -24,6 +24,7 @@ const ALL = [
   'channel',
   'mcp',
   'scale',
+  'pack-threshold',
   'overhead',
 ];
 

@@ -4,6 +4,12 @@
  * into their content address in the durable order
  * write → fsync(file) → rename → fsync(dir).
  *
+ * A blob that stays within the store's packMaxBlobBytes never gets a file: its bytes
+ * are held (copied) until commit and appended to the store's pack, whose
+ * group commit shares one fdatasync among every publish of a batch
+ * (store/pack-writer.ts). The first chunk that takes it past the bound
+ * writes what was held to a temporary file, and it goes on as a file.
+ *
  * Memory is bounded by what the caller has in flight: nothing here keeps the
  * content, and line-index entries are spilled to their own temporary file in
  * batches.
@@ -68,11 +74,14 @@ export class BlobWriter {
   private flushing: Promise<void> | undefined;
   private failure: unknown;
   private settled = false;
+  /** Copies of the chunks of a blob still small enough to be packed; undefined once it has a file. */
+  private small: Uint8Array[] | undefined = [];
 
   /** @internal use {@link Store.writer}. */
   constructor(store: Store) {
     this.store = store;
     this.placement = placementOf(store);
+    if (this.placement.packMaxBlobBytes === 0) this.small = undefined;
   }
 
   /** Bytes accepted so far. */
@@ -104,6 +113,17 @@ export class BlobWriter {
     if (this.failure !== undefined) return Promise.reject(this.failure);
     this.hash.update(chunk);
     this.scanner.push(chunk);
+    if (this.small !== undefined) {
+      if (this.scanner.bytes <= this.placement.packMaxBlobBytes) {
+        // Held in memory (bounded by the pack threshold), so the caller may reuse its chunk at once.
+        this.small.push(Buffer.from(chunk));
+        return Promise.resolve();
+      }
+      // Too large for a pack: what was held goes to the temporary file first, in order.
+      const held = this.small;
+      this.small = undefined;
+      for (const c of held) this.queue.push({ chunk: c, resolve: () => {}, reject: () => {} });
+    }
     return new Promise((resolve, reject) => {
       this.queue.push({ chunk, resolve, reject });
       if (!this.flushing) this.flushing = this.flush();
@@ -184,6 +204,7 @@ export class BlobWriter {
       }
       const bytes = this.scanner.bytes;
       const lines = this.scanner.lines;
+      if (this.small !== undefined) return await this.commitPacked(digest, bytes, lines, pin);
       // Pinned before the blob is ours to reference (refreshed or placed), so a concurrent GC that
       // sees it also sees the pin.
       await pin?.add([digest]);
@@ -217,10 +238,32 @@ export class BlobWriter {
     }
   }
 
+  /**
+   * Publishes a small blob: deduplicated against a packed copy or a blob
+   * file this store can confirm intact, else appended to the store's pack.
+   * Pinned first, as a file blob is, so a concurrent GC that sees the copy
+   * also sees the pin.
+   */
+  private async commitPacked(digest: string, bytes: number, lines: number, pin: Pin | undefined): Promise<BlobInfo> {
+    const held = this.small as Uint8Array[];
+    this.small = undefined;
+    await pin?.add([digest]);
+    if ((await this.placement.refreshPacked(digest, bytes)) || (await this.placement.refreshBlob(digest, bytes))) {
+      crashPoint('capture-written');
+      return { digest, bytes, lines, deduplicated: true };
+    }
+    crashPoint('capture-written');
+    const content = held.length === 1 ? (held[0] as Uint8Array) : Buffer.concat(held);
+    await this.placement.appendPacked(digest, content, lines);
+    crashPoint('blob-renamed');
+    return { digest, bytes, lines, deduplicated: false };
+  }
+
   /** Discards everything written; the temporary files are removed. */
   async abort(): Promise<void> {
     if (this.settled) return;
     this.settled = true;
+    this.small = undefined;
     await this.drained();
     await this.cleanup();
   }

@@ -12,14 +12,37 @@
  *   digest is in the publication pin, but it is not renamed into blobs/ yet.
  * - `blob-renamed`: a blob has been placed at its content address.
  * - `manifest-renamed`: a call's stream manifest has been placed.
+ * - `pack-written`: a batch of small blobs is written to the store's pack, not
+ *   fdatasynced yet (its publishes have not returned).
+ * - `pack-synced`: that batch is durable; its publishes have not returned.
+ * - `repack-copied`: a collection has copied the live blobs of the packs it
+ *   repacks into a new pack (durable), and moved nothing aside yet.
+ * - `repack-tombstoned`: it has moved those packs aside, not deleted them.
  * - `record-appended`: the terminal record is in the session log and fsynced,
  *   and the publication pin is not released yet.
  */
 
 /** The points where a crash can be injected. */
-export type CrashStep = 'capture-written' | 'blob-renamed' | 'manifest-renamed' | 'record-appended';
+export type CrashStep =
+  | 'capture-written'
+  | 'blob-renamed'
+  | 'manifest-renamed'
+  | 'pack-written'
+  | 'pack-synced'
+  | 'repack-copied'
+  | 'repack-tombstoned'
+  | 'record-appended';
 
-const CRASH_STEPS: readonly CrashStep[] = ['capture-written', 'blob-renamed', 'manifest-renamed', 'record-appended'];
+const CRASH_STEPS: readonly CrashStep[] = [
+  'capture-written',
+  'blob-renamed',
+  'manifest-renamed',
+  'pack-written',
+  'pack-synced',
+  'repack-copied',
+  'repack-tombstoned',
+  'record-appended',
+];
 
 function parse(value: string | undefined): { step: CrashStep; remaining: number } | undefined {
   if (!value) return undefined;

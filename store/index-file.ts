@@ -6,6 +6,7 @@
  * one is swallowed, because a read can always fall back to scanning.
  */
 import { createHash, type Hash } from 'node:crypto';
+import type { BlobHandle } from './blob-handle.js';
 import { READ_STORE_FILE, type StoreFile } from './file.js';
 import { writeAll } from './io.js';
 import {
@@ -81,7 +82,7 @@ async function openIndex(store: Store, digest: string): Promise<StoreFile | unde
   }
 }
 
-async function readExactly(fh: StoreFile, buf: Buffer, position: number): Promise<boolean> {
+async function readExactly(fh: Pick<BlobHandle, 'read'>, buf: Buffer, position: number): Promise<boolean> {
   let off = 0;
   while (off < buf.length) {
     const { bytesRead } = await fh.read(buf, off, buf.length - off, position + off);
@@ -147,7 +148,7 @@ function entryAt(buf: Buffer, at: number): LineAnchor {
 export async function findAnchor(
   store: Store,
   digest: string,
-  blob: StoreFile,
+  blob: BlobHandle,
   blobBytes: number,
   blobLines: number,
   line: number,

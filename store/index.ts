@@ -1,6 +1,8 @@
 /**
  * The artifact store's public API: `sluice/store`.
  */
+export type { BlobHandle, BlobIdentity } from './blob-handle.js';
+export { openBlob } from './blob-handle.js';
 export type { BlobInfo } from './blob-writer.js';
 export { BlobWriter } from './blob-writer.js';
 export { StoreFile } from './file.js';

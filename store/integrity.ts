@@ -10,21 +10,20 @@
  * read costs one sequential read of the blob.
  */
 import { createHash } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
 import { BadUriError, IntegrityError, NotFoundError, toSluiceError } from '../engine/protocol/errors.js';
+import { type BlobHandle, fileHandle, openBlob, openBlobFile, openPacked, otherCopies } from './blob-handle.js';
 import { READ_STORE_FILE, type StoreFile } from './file.js';
 import { IndexBuilder, IndexComparer, probeIndexHeader, wantsIndex } from './index-file.js';
 import { LineScanner } from './line-index.js';
-import type { Store } from './store.js';
-import { openTombstoned } from './tombstone.js';
+import { packIndexOf, type Store } from './store.js';
 import { isDigest } from './uri.js';
 
 /** A blob opened for reading whose content matched its digest. */
 export interface VerifiedBlob {
   /** SHA-256 of the content, 64 lowercase hex. */
   readonly digest: string;
-  /** The open descriptor; close it with {@link close}. */
-  readonly handle: StoreFile;
+  /** The open blob (a file, or a window into a pack: store/blob-handle.ts); close it with {@link close}. */
+  readonly handle: BlobHandle;
   /** Size in bytes. */
   readonly bytes: number;
   /** Lines by the shared line rule. */
@@ -80,19 +79,13 @@ function remember(store: Store, digest: string, v: Verified): void {
   }
 }
 
-/** The identity of the file behind `fh`: a later write, truncate, utimes or replacement changes it. */
-async function fileKey(fh: StoreFile): Promise<{ key: string; size: number; isFile: boolean; ino: number }> {
-  const st = await fh.stat({ bigint: true });
-  return {
-    key: `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`,
-    size: Number(st.size),
-    isFile: st.isFile(),
-    ino: Number(st.ino),
-  };
+/** The identity of the blob behind `h`: a later write, truncate, utimes or replacement changes it. */
+function fileKey(h: BlobHandle): Promise<{ key: string; size: number; isFile: boolean; ino: number }> {
+  return h.identity();
 }
 
-function lstatOrUndefined(path: string): Promise<{ ino: number } | undefined> {
-  return fsp.lstat(path).then(
+function lstatOrUndefined(store: Store, path: string): Promise<{ ino: number } | undefined> {
+  return store.io.lstat(path).then(
     (st) => ({ ino: st.ino }),
     () => undefined,
   );
@@ -104,7 +97,7 @@ function lstatOrUndefined(path: string): Promise<{ ino: number } | undefined> {
  * size. Returns the number of bytes read. The chunk is only valid during the call.
  */
 export async function readSequentially(
-  fh: StoreFile,
+  fh: Pick<BlobHandle, 'read'>,
   onChunk: (chunk: Buffer) => void | Promise<void>,
   chunkSize = HASH_CHUNK,
 ): Promise<number> {
@@ -142,7 +135,7 @@ function corrupt(digest: string, actual: string, bytes: number): IntegrityError 
  * new one (when it does not); an index that fails the check is rebuilt with a
  * second, hash-free pass. Throws {@link IntegrityError} on a digest mismatch.
  */
-async function verifyPass(store: Store, digest: string, fh: StoreFile, size: number): Promise<number> {
+async function verifyPass(store: Store, digest: string, fh: BlobHandle, size: number): Promise<number> {
   const hash = createHash('sha256');
   const scanner = new LineScanner();
   const indexed = wantsIndex(size);
@@ -179,7 +172,7 @@ async function verifyPass(store: Store, digest: string, fh: StoreFile, size: num
  * hashing). Returns true when a new index was placed; failures leave no
  * temporary file and are otherwise ignored, as the index is only a cache.
  */
-export async function rebuildIndex(store: Store, digest: string, fh: StoreFile, size: number): Promise<boolean> {
+export async function rebuildIndex(store: Store, digest: string, fh: BlobHandle, size: number): Promise<boolean> {
   if (!wantsIndex(size)) return false;
   const scanner = new LineScanner();
   const builder = new IndexBuilder(store);
@@ -199,26 +192,6 @@ export async function rebuildIndex(store: Store, digest: string, fh: StoreFile, 
   }
 }
 
-async function openBlobFile(store: Store, digest: string): Promise<StoreFile> {
-  if (!isDigest(digest)) throw new BadUriError(`${JSON.stringify(digest)} is not a 64-character lowercase hex digest`);
-  try {
-    // Never through a symbolic link: a link planted in blobs/ must not make the store read (and hash,
-    // and report the hash of) a file elsewhere; never blocking on a FIFO (checked by the caller's fstat).
-    return await store.io.open(store.layout.blobPath(digest), READ_STORE_FILE);
-  } catch (err) {
-    if ((err as { code?: unknown }).code === 'ELOOP') {
-      throw new IntegrityError(`artifact ${digest} is a symbolic link in the store, not a blob`, { digest });
-    }
-    if ((err as { code?: unknown }).code === 'ENOENT') {
-      // A collection may have it aside for an instant while it re-checks the pins.
-      const tombstoned = await openTombstoned(store, digest);
-      if (tombstoned) return tombstoned;
-      throw new NotFoundError(`artifact ${digest} is not in the store at ${store.root}`, { digest });
-    }
-    throw toSluiceError(err, 'EDISK');
-  }
-}
-
 /**
  * Opens the blob `digest` and makes sure its content matches its name, hashing
  * it unless this store already verified the very same file. Concurrent first
@@ -229,7 +202,24 @@ async function openBlobFile(store: Store, digest: string): Promise<StoreFile> {
  * altered) or the path is not a regular file.
  */
 export async function openVerifiedBlob(store: Store, digest: string): Promise<VerifiedBlob> {
-  return verifyOpened(store, digest, await openBlobFile(store, digest));
+  const h = await openBlob(store, digest);
+  try {
+    return await verifyOpened(store, digest, h);
+  } catch (err) {
+    const bad = h.packed;
+    if (!(err instanceof IntegrityError) || !bad) throw err;
+    // A damaged packed copy: another copy (published again since) may be good; it is then the one remembered.
+    for await (const other of otherCopies(store, digest, bad)) {
+      try {
+        const v = await verifyOpened(store, digest, other);
+        if (other.packed) packIndexOf(store).add(other.packed.path, { digest, ...other.packed });
+        return v;
+      } catch {
+        // Damaged too, or gone: the next one.
+      }
+    }
+    throw err;
+  }
 }
 
 /**
@@ -248,11 +238,11 @@ export async function openVerifiedAt(store: Store, digest: string, path: string)
     if (code === 'ENOENT') throw new NotFoundError(`${path} is not in the store`, { digest });
     throw toSluiceError(err, 'EDISK');
   }
-  return verifyOpened(store, digest, handle);
+  return verifyOpened(store, digest, fileHandle(handle));
 }
 
 /** Checks that the open file `handle` holds the content `digest` names (see {@link openVerifiedBlob}). */
-async function verifyOpened(store: Store, digest: string, handle: StoreFile): Promise<VerifiedBlob> {
+export async function verifyOpened(store: Store, digest: string, handle: BlobHandle): Promise<VerifiedBlob> {
   let closed = false;
   const close = async (): Promise<void> => {
     if (closed) return;
@@ -290,14 +280,18 @@ async function verifyOpened(store: Store, digest: string, handle: StoreFile): Pr
  * reports it missing, corrupt or ok, and remembers an ok blob as verified.
  * Other filesystem failures are thrown as {@link DiskError}s.
  */
-export async function checkBlob(store: Store, digest: string): Promise<BlobCheck> {
-  let blob: StoreFile;
+export async function checkBlob(
+  store: Store,
+  digest: string,
+  open: () => Promise<BlobHandle> = () => openBlobFile(store, digest),
+): Promise<BlobCheck> {
+  let blob: BlobHandle;
   try {
-    blob = await openBlobFile(store, digest);
+    blob = await open();
   } catch (err) {
     if (err instanceof NotFoundError) return { status: 'missing' };
     if (err instanceof IntegrityError) {
-      const st = await lstatOrUndefined(store.layout.blobPath(digest));
+      const st = await lstatOrUndefined(store, store.layout.blobPath(digest));
       return { status: 'corrupt', actual: '', bytes: 0, ...(st ? { ino: st.ino } : {}) };
     }
     throw err;
@@ -358,7 +352,7 @@ export async function refreshIntact(
 ): Promise<boolean> {
   let blob: VerifiedBlob;
   try {
-    blob = await openVerifiedBlob(store, digest);
+    blob = await verifyOpened(store, digest, await openBlobFile(store, digest));
   } catch {
     // Missing, corrupt, unreadable (EIO): the publisher's own good copy goes in its place.
     return false;
@@ -388,8 +382,37 @@ export async function refreshIntact(
  */
 export async function rememberWritten(store: Store, digest: string, fh: StoreFile, lines: number): Promise<void> {
   try {
-    remember(store, digest, { key: (await fileKey(fh)).key, lines });
+    remember(store, digest, { key: (await fileKey(fileHandle(fh))).key, lines });
   } catch {
     // Only a cache: a read hashes it instead.
   }
+}
+
+/**
+ * For a publish that would deduplicate against a packed copy of `digest`:
+ * true when this store knows one that is still in its pack, `bytes` long and
+ * intact (hashed unless already verified). Opening the pack by its name is
+ * the check a collection's tombstoning defeats (store/gc/repack.ts), as a
+ * refresh of a blob file's mtime is for files; a packed copy needs no
+ * refresh, its age being its pack's.
+ */
+export async function packedIntact(store: Store, digest: string, bytes: number): Promise<boolean> {
+  let blob: VerifiedBlob;
+  try {
+    const h = await openPacked(store, digest);
+    if (!h) return false;
+    blob = await verifyOpened(store, digest, h);
+  } catch {
+    return false;
+  }
+  try {
+    return blob.bytes === bytes;
+  } finally {
+    await blob.close();
+  }
+}
+
+/** Remembers a blob this store just appended to a pack (hashed while written) as verified. */
+export function rememberPacked(store: Store, digest: string, key: string, lines: number): void {
+  remember(store, digest, { key, lines });
 }

@@ -4,6 +4,8 @@
  *
  *     <root>/blobs/sha256/<2 hex>/<62 hex>   content, mode 0600, immutable
  *     <root>/index/sha256/<2 hex>/<62 hex>   sparse line index of a large blob (a cache)
+ *     <root>/packs/<pid>-<random>.pack       small blobs, appended by process <pid> (store/pack-format.ts)
+ *     <root>/packs/<pid>-<random>.idx        where a pack's blobs are (a cache, rebuilt from the pack)
  *     <root>/tmp/<pid>-<random>.<kind>       temporary files, owned by process <pid>
  *     <root>/pins/<pid>-<random>.pin         GC roots held by live process <pid>
  *     <root>/sessions/<id>/events.log        session event logs (engine/sessions/)
@@ -19,6 +21,8 @@ export class StoreLayout {
   readonly root: string;
   readonly blobs: string;
   readonly index: string;
+  /** Pack files of small blobs and their indexes. */
+  readonly packs: string;
   readonly tmp: string;
   readonly pins: string;
   readonly sessions: string;
@@ -35,6 +39,7 @@ export class StoreLayout {
     this.root = root;
     this.blobs = join(root, 'blobs', 'sha256');
     this.index = join(root, 'index', 'sha256');
+    this.packs = join(root, 'packs');
     this.tmp = join(root, 'tmp');
     this.pins = join(root, 'pins');
     this.sessions = join(root, 'sessions');

@@ -42,7 +42,7 @@ export async function tryLoadManifestAt(store: Store, digest: string, path: stri
 }
 
 /** The manifest in a verified blob, or undefined when it is not one; closes the blob. */
-async function decodeVerified(blob: VerifiedBlob): Promise<Manifest | undefined> {
+export async function decodeVerified(blob: VerifiedBlob): Promise<Manifest | undefined> {
   try {
     const { decodeManifest, MAX_MANIFEST_BYTES } = await manifestModule();
     if (blob.bytes > MAX_MANIFEST_BYTES) return undefined;

@@ -11,10 +11,19 @@ import { dirname } from 'node:path';
 import { toSluiceError } from '../engine/protocol/errors.js';
 import { DirSync } from './dir-sync.js';
 import type { StoreFile } from './file.js';
-import { refreshIntact } from './integrity.js';
+import { packedIntact, refreshIntact, rememberPacked } from './integrity.js';
 import type { StoreIO } from './io.js';
 import type { StoreLayout } from './layout.js';
+import { PackIndex } from './pack-index.js';
+import { PackWriter } from './pack-writer.js';
 import type { Store } from './store.js';
+
+/**
+ * By default, blobs of at most this many bytes are appended to a pack instead of
+ * becoming files of their own (chosen by measurement: docs/benchmarks.md,
+ * "Packs"). Below the line index's 1 MiB, so a packed blob never has one.
+ */
+export const DEFAULT_PACK_MAX_BLOB_BYTES = 64 * 1024;
 
 /** Background flushes of long captures a store runs at once (libuv has 4 threads in an ES module host). */
 export const MAX_BACKGROUND_WRITEBACKS = 2;
@@ -36,20 +45,63 @@ export class Placement {
   private tmpCounter = 0;
   private writebacks = 0;
   private readonly dirSync: DirSync;
+  /** Where this store's packed blobs are. */
+  readonly packs: PackIndex;
+  /** This store's own pack, appended with group commit. */
+  readonly packWriter: PackWriter;
+
+  /** Blobs of at most this many bytes are packed (0: none). */
+  readonly packMaxBlobBytes: number;
 
   /** The writing side of `store`; `assertOpen` throws ECLOSED once the store is closed. */
-  constructor(store: Store, assertOpen: () => void, createdDirs: readonly string[]) {
+  constructor(store: Store, assertOpen: () => void, createdDirs: readonly string[], packMaxBlobBytes: number) {
+    this.packMaxBlobBytes = packMaxBlobBytes;
     this.store = store;
     this.layout = store.layout;
     this.io = store.io;
     this.assertOpen = assertOpen;
     this.dirSync = new DirSync(store.io);
     for (const d of createdDirs) this.knownDirs.add(d);
+    this.packs = new PackIndex(store);
+    this.packWriter = new PackWriter(
+      store.io,
+      this.layout.packs,
+      (dir) => this.dirSync.sync(dir),
+      (path, entry) => this.packs.add(path, entry),
+    );
   }
 
-  /** Closes the directory descriptors kept for fsync. */
-  close(): void {
+  /** Seals and closes this store's pack, then closes the directory descriptors kept for fsync. */
+  async close(): Promise<void> {
+    await this.packWriter.close();
     this.dirSync.close();
+  }
+
+  /**
+   * Publishes a small blob by appending it to this store's pack: resolves
+   * once the batch it went out in is durable (one fdatasync shared by every
+   * publish in the batch). The caller has checked that no intact copy exists
+   * ({@link refreshPacked}, {@link refreshBlob}) and pinned the digest.
+   */
+  async appendPacked(digest: string, content: Uint8Array, lines: number): Promise<void> {
+    this.assertOpen();
+    const { entry, fileId } = await this.packWriter.append(digest, content);
+    // Hashed while written: a later dedup or read of this copy need not hash it again.
+    rememberPacked(this.store, digest, `pack:${fileId}:${entry.offset}:${entry.length}`, lines);
+  }
+
+  /**
+   * True when this store knows a packed copy of `digest` that is still in
+   * its pack, `bytes` long and intact. The packs present when the store was
+   * opened are read on first use; packs other processes add later are not
+   * looked for (a duplicate copy is harmless, a directory scan per publish
+   * is not).
+   */
+  async refreshPacked(digest: string, bytes: number): Promise<boolean> {
+    this.assertOpen();
+    if (!this.packs.isLoaded) await this.packs.refresh().catch(() => {});
+    if (!this.packs.known(digest)) return false;
+    return packedIntact(this.store, digest, bytes);
   }
 
   /**

@@ -5,15 +5,18 @@
  */
 import { promises as fsp } from 'node:fs';
 import { resolve } from 'node:path';
-import { ClosedError, toSluiceError } from '../engine/protocol/errors.js';
+import { BadOptionError, ClosedError, toSluiceError } from '../engine/protocol/errors.js';
+import { openPacked } from './blob-handle.js';
 import { type BlobInfo, BlobWriter } from './blob-writer.js';
 import { makeDirs, realIO, type StoreIO } from './io.js';
 import { StoreLayout } from './layout.js';
+import { INDEX_MIN_BLOB_BYTES } from './line-index.js';
 import type { Manifest } from './manifest.js';
 import { loadManifest } from './manifest-load.js';
+import type { PackIndex } from './pack-index.js';
 import { type ReadPage, type ReadPageBytes, type ReadPageOptions, readPage, readPageBytes } from './pages.js';
 import { type Pin, PinJournal } from './pins.js';
-import { Placement } from './placement.js';
+import { DEFAULT_PACK_MAX_BLOB_BYTES, Placement } from './placement.js';
 import { type VerifyOptions, type VerifyReport, verifyStore } from './verify.js';
 
 /** The default store directory, relative to the working directory. */
@@ -25,6 +28,26 @@ export type { Pin } from './pins.js';
 export interface StoreOptions {
   /** Filesystem calls to use; tests inject faults here. @default realIO */
   io?: StoreIO;
+  /**
+   * Blobs of at most this many bytes are appended to a pack (no file per
+   * blob, one fdatasync per batch of publishes); 0 gives every blob a file
+   * of its own. At most 1 MiB - 1 (a packed blob never needs a line index).
+   * @default `$SLUICE_PACK_MAX_BLOB_BYTES`, else 65536
+   */
+  packMaxBlobBytes?: number;
+}
+
+/** Where {@link StoreOptions.packMaxBlobBytes} comes from when it is not given. */
+function defaultPackMax(env: NodeJS.ProcessEnv = process.env): number {
+  const v = env.SLUICE_PACK_MAX_BLOB_BYTES;
+  if (v === undefined || v === '') return DEFAULT_PACK_MAX_BLOB_BYTES;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n >= INDEX_MIN_BLOB_BYTES) {
+    throw new BadOptionError(
+      `SLUICE_PACK_MAX_BLOB_BYTES must be an integer from 0 to ${INDEX_MIN_BLOB_BYTES - 1}, got ${JSON.stringify(v)}`,
+    );
+  }
+  return n;
 }
 
 export { MAX_BACKGROUND_WRITEBACKS } from './placement.js';
@@ -38,6 +61,11 @@ const placements = new WeakMap<Store, Placement>();
  */
 export function placementOf(store: Store): Placement {
   return placements.get(store) as Placement;
+}
+
+/** Where `store` knows its packed blobs to be (store/pack-index.ts): for the read seam, GC and verify. */
+export function packIndexOf(store: Store): PackIndex {
+  return placementOf(store).packs;
 }
 
 /**
@@ -66,9 +94,15 @@ export class Store {
 
   /** Opens (creating when needed) the store at `dir`. Opening never reads blobs, so corrupt content cannot prevent it. */
   static async open(dir: string, options: StoreOptions = {}): Promise<Store> {
+    const packMax = options.packMaxBlobBytes ?? defaultPackMax();
+    if (!Number.isInteger(packMax) || packMax < 0 || packMax >= INDEX_MIN_BLOB_BYTES) {
+      throw new BadOptionError(
+        `packMaxBlobBytes must be an integer from 0 to ${INDEX_MIN_BLOB_BYTES - 1}, got ${JSON.stringify(options.packMaxBlobBytes)}`,
+      );
+    }
     const store = new Store(resolve(dir), options.io ?? realIO);
     const l = store.layout;
-    const dirs = [l.blobs, l.index, l.tmp, l.pins, l.sessions];
+    const dirs = [l.blobs, l.index, l.packs, l.tmp, l.pins, l.sessions];
     for (const d of dirs) {
       try {
         await makeDirs(d);
@@ -77,7 +111,7 @@ export class Store {
         throw toSluiceError(err, 'EDISK');
       }
     }
-    placements.set(store, new Placement(store, () => store.assertOpen(), dirs));
+    placements.set(store, new Placement(store, () => store.assertOpen(), dirs, packMax));
     return store;
   }
 
@@ -93,7 +127,7 @@ export class Store {
    */
   async close(): Promise<void> {
     this.closed = true;
-    placementOf(this).close();
+    await placementOf(this).close();
     await this.pins.close();
   }
 
@@ -147,8 +181,24 @@ export class Store {
     return verifyStore(this, options);
   }
 
-  /** True when a blob with `digest` is present (content is not checked). */
+  /**
+   * True when a blob with `digest` is present, as a file or packed (content
+   * is not checked; a packed copy's record header is, so a location a
+   * collection has since removed does not count).
+   */
   async hasBlob(digest: string): Promise<boolean> {
+    try {
+      await fsp.access(this.layout.blobPath(digest));
+      return true;
+    } catch {
+      const h = await openPacked(this, digest).catch(() => undefined);
+      await h?.close();
+      return h !== undefined;
+    }
+  }
+
+  /** True when a blob file with `digest` is at its address (packs are not looked at). */
+  async hasBlobFile(digest: string): Promise<boolean> {
     try {
       await fsp.access(this.layout.blobPath(digest));
       return true;

@@ -14,6 +14,7 @@
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { READ_STORE_FILE, type StoreFile } from './file.js';
+import { packNames, readPack } from './pack-index.js';
 import type { Store } from './store.js';
 
 /** Opens the blob `digest` from a tombstone, or from its address if it was restored meanwhile; undefined when neither. */
@@ -51,7 +52,17 @@ export async function tombstoned(store: Store, digests: Iterable<string>): Promi
   } catch {
     return found;
   }
-  for (const d of digests) {
+  const wanted = new Set(digests);
+  // Packs a collection moved aside hold blobs too (store/gc/repack.ts).
+  for (const owner of owners) {
+    const dir = join(store.layout.trash, owner);
+    for (const name of await packNames(store, dir).catch(() => [] as string[])) {
+      const r = await readPack(store, join(dir, name)).catch(() => undefined);
+      for (const e of r?.entries ?? []) if (wanted.has(e.digest)) found.add(e.digest);
+    }
+  }
+  for (const d of wanted) {
+    if (found.has(d)) continue;
     for (const owner of owners) {
       try {
         if ((await fsp.lstat(join(store.layout.trash, owner, d))).isFile()) {

@@ -35,7 +35,7 @@ class EngineRegistry {
     engine: Engine,
     readonly registry: Registry,
   ) {
-    this.walks = new StoreSizeCache(engine.store.layout.blobs);
+    this.walks = new StoreSizeCache(engine.store);
   }
 
   /** Refreshes the store gauges if the last walk is old enough (scrapes at once share one walk). */

@@ -147,7 +147,7 @@ export class SluiceServer {
       maxActiveCalls: options.maxActiveCalls,
       heartbeatMs: options.heartbeatMs,
       streams: new Set(),
-      storeSize: new StoreSizeCache(engine.store.layout.blobs),
+      storeSize: new StoreSizeCache(engine.store),
       reports: {},
     };
     server.maxConnections = options.maxConnections;

@@ -10,9 +10,8 @@
  * sees it unreferenced and unpinned.
  */
 import { createHash } from 'node:crypto';
-import { READ_STORE_FILE, type StoreFile } from '../../store/file.js';
+import { openBlob } from '../../store/blob-handle.js';
 import type { Pin, Store } from '../../store/store.js';
-import { openTombstoned } from '../../store/tombstone.js';
 import { IntegrityError, NotFoundError, ResourceLimitError, toSluiceError } from '../protocol/errors.js';
 import type { SpillRef } from './records.js';
 
@@ -76,28 +75,33 @@ export async function spillOversized<T extends object>(
 export async function readBlobWhole(store: Store, digest: string, maxBytes = MAX_SPILL_BYTES): Promise<Buffer> {
   let buf: Buffer;
   try {
-    const fh = await openBlobOrTombstone(store, digest);
+    // The store's one read seam: a blob file, a packed copy, or one a collection has moved aside.
+    const h = await openBlob(store, digest);
     try {
-      const st = await fh.stat();
+      const st = await h.identity();
       // A FIFO or device in its place (opened without blocking) is not the blob.
-      if (!st.isFile()) throw new IntegrityError(`artifact ${digest} is not a regular file in the store`, { digest });
+      if (!st.isFile) throw new IntegrityError(`artifact ${digest} is not a regular file in the store`, { digest });
       if (st.size > maxBytes) {
         throw new ResourceLimitError(`blob ${digest} has ${st.size} bytes, more than ${maxBytes} can be loaded`, {
           digest,
         });
       }
-      buf = await fh.readFile();
+      buf = Buffer.allocUnsafe(st.size);
+      let off = 0;
+      while (off < st.size) {
+        const { bytesRead } = await h.read(buf, off, st.size - off, off);
+        if (bytesRead === 0) break;
+        off += bytesRead;
+      }
+      if (off < st.size) buf = buf.subarray(0, off);
     } finally {
-      await fh.close();
+      await h.close();
     }
   } catch (err) {
-    if ((err as { code?: unknown }).code === 'ENOENT') {
+    if ((err as { code?: unknown }).code === 'ENOTFOUND') {
       throw new NotFoundError(`artifact ${digest} is not in the store (it may have been garbage-collected)`, {
         digest,
       });
-    }
-    if ((err as { code?: unknown }).code === 'ELOOP') {
-      throw new IntegrityError(`artifact ${digest} is a symbolic link in the store, not a blob`, { digest });
     }
     throw toSluiceError(err, 'EDISK');
   }
@@ -106,19 +110,6 @@ export async function readBlobWhole(store: Store, digest: string, maxBytes = MAX
     throw new IntegrityError(`artifact ${digest} is corrupt: its content hashes to ${actual}`, { digest, actual });
   }
   return buf;
-}
-
-async function openBlobOrTombstone(store: Store, digest: string): Promise<StoreFile> {
-  try {
-    // Not through a symbolic link planted in the store (see store/integrity.ts).
-    return await store.io.open(store.layout.blobPath(digest), READ_STORE_FILE);
-  } catch (err) {
-    if ((err as { code?: unknown }).code !== 'ENOENT') throw err;
-    // A collection may have it aside for an instant (store/tombstone.ts).
-    const fh = await openTombstoned(store, digest);
-    if (!fh) throw err;
-    return fh;
-  }
 }
 
 /** The fields stored in a spill blob. Fails with ENOTFOUND, EINTEGRITY or EPROTOCOL (not a spill blob). */

@@ -73,6 +73,9 @@ export const gcReportSchema = z.object({
   pinsReclaimed: count,
   indexRemoved: count,
   trashRecovered: count,
+  packs: count,
+  packsRemoved: count,
+  packedCopied: count,
   orphanGroupsKilled: count,
   durationMs: z.number().nonnegative(),
 });
@@ -87,6 +90,8 @@ export const verifyReportSchema = z.object({
   unexpected: z.array(z.string()),
   quarantined: z.array(z.string()),
   repairFailed: z.array(z.string()),
+  packed: count,
+  tornPacks: z.array(z.string()),
   records: z.array(
     z.object({
       session: z.string(),

@@ -12,10 +12,13 @@
  */
 import { join } from 'node:path';
 import { toSluiceError } from '../../engine/protocol/errors.js';
-import { READ_STORE_FILE, type StoreFile } from '../file.js';
+import { type BlobHandle, fileHandle, openBlob, openPackedAt } from '../blob-handle.js';
+import { READ_STORE_FILE } from '../file.js';
+import { verifyOpened } from '../integrity.js';
 import { MANIFEST_KIND, MAX_MANIFEST_BYTES } from '../manifest.js';
-import { tryLoadManifestAt } from '../manifest-load.js';
+import { decodeVerified, tryLoadManifest, tryLoadManifestAt } from '../manifest-load.js';
 import { readdirOrEmpty } from '../owned-files.js';
+import type { PackEntry } from '../pack-format.js';
 import type { Store } from '../store.js';
 
 /** A listed blob: size and mtime as the listing saw them. */
@@ -89,52 +92,77 @@ export async function placedSince(
 }
 
 /**
- * True when the file at `path` may be a manifest: a regular file of at most
- * MAX_MANIFEST_BYTES that starts as every canonical manifest does. Most
- * small blobs are not manifests, and their first bytes tell without
+ * True when the blob behind `open` may be a manifest: a regular file of at
+ * most MAX_MANIFEST_BYTES that starts as every canonical manifest does.
+ * Most small blobs are not manifests, and their first bytes tell without
  * reading or hashing the rest. Gone, or a symbolic link (ELOOP): not a
  * manifest this store wrote.
  */
-async function mayBeManifest(store: Store, path: string): Promise<boolean> {
-  let fh: StoreFile;
+async function mayBeManifest(open: () => Promise<BlobHandle | undefined>): Promise<boolean> {
+  let h: BlobHandle | undefined;
   try {
-    fh = await store.io.open(path, READ_STORE_FILE);
+    h = await open();
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    if (code === 'ENOENT' || code === 'ELOOP') return false;
+    if (code === 'ENOENT' || code === 'ELOOP' || code === 'ENOTFOUND' || code === 'EINTEGRITY') return false;
     throw toSluiceError(err, 'EDISK');
   }
+  if (!h) return false;
   try {
-    const st = await fh.stat();
-    if (!st.isFile() || st.size > MAX_MANIFEST_BYTES) return false;
+    const st = await h.identity();
+    if (!st.isFile || st.size > MAX_MANIFEST_BYTES) return false;
     const head = Buffer.alloc(MANIFEST_PREFIX.length);
-    const { bytesRead } = await fh.read(head, 0, head.length, 0);
+    const { bytesRead } = await h.read(head, 0, head.length, 0);
     return bytesRead === head.length && head.equals(MANIFEST_PREFIX);
   } catch (err) {
     throw toSluiceError(err, 'EDISK');
   } finally {
-    await fh.close();
+    await h.close();
   }
 }
 
-/**
- * The stream digests of the copy of blob `digest` at `path` (its address
- * unless given, or a tombstone) when it is an intact manifest, else none:
- * a corrupt blob references nothing, a missing one neither.
- *
- * @throws DiskError (EDISK) when the file exists but cannot be read.
- */
-export async function manifestStreams(
-  store: Store,
-  digest: string,
-  path = store.layout.blobPath(digest),
-): Promise<string[]> {
-  if (!(await mayBeManifest(store, path))) return [];
+/** Stream digests of a verified blob that is a manifest, or none (corrupt, missing, or not a manifest). */
+async function streamsOf(load: () => Promise<{ streams: { digest: string }[] } | undefined>): Promise<string[]> {
   try {
-    return (await tryLoadManifestAt(store, digest, path))?.streams.map((s) => s.digest) ?? [];
+    return (await load())?.streams.map((s) => s.digest) ?? [];
   } catch (err) {
     const code = (err as { code?: unknown }).code;
     if (code === 'ENOTFOUND' || code === 'EINTEGRITY') return [];
     throw toSluiceError(err, 'EDISK');
   }
+}
+
+/**
+ * The stream digests of blob `digest` when it is an intact manifest, else
+ * none: a corrupt blob references nothing, a missing one neither. Without
+ * `path`, the blob is read wherever the store keeps it (store/blob-handle.ts:
+ * a file, a pack, a tombstone); with it, only the file at `path` (a
+ * tombstone) is.
+ *
+ * @throws DiskError (EDISK) when the blob exists but cannot be read.
+ */
+export async function manifestStreams(store: Store, digest: string, path?: string): Promise<string[]> {
+  if (path === undefined) {
+    if (!(await mayBeManifest(() => openBlob(store, digest)))) return [];
+    return streamsOf(() => tryLoadManifest(store, digest));
+  }
+  const at = path;
+  const open = async () => fileHandle(await store.io.open(at, READ_STORE_FILE));
+  if (!(await mayBeManifest(open))) return [];
+  return streamsOf(() => tryLoadManifestAt(store, digest, at));
+}
+
+/** {@link manifestStreams} of the packed copy `e` of `digest` in the pack at `packPath` (moved aside or not). */
+export async function packedManifestStreams(
+  store: Store,
+  digest: string,
+  packPath: string,
+  e: PackEntry,
+): Promise<string[]> {
+  const loc = { path: packPath, offset: e.offset, length: e.length };
+  if (!(await mayBeManifest(() => openPackedAt(store, digest, loc)))) return [];
+  return streamsOf(async () => {
+    const h = await openPackedAt(store, digest, loc);
+    return h ? decodeVerified(await verifyOpened(store, digest, h)) : undefined;
+  });
 }

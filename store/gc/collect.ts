@@ -29,10 +29,12 @@ import { BadOptionError, toSluiceError } from '../../engine/protocol/errors.js';
 import { MAX_MANIFEST_BYTES } from '../manifest.js';
 import { readdirOrEmpty } from '../owned-files.js';
 import { OwnerCheck, ownerPid } from '../owners.js';
-import type { Store } from '../store.js';
-import { type ListedBlob, listBlobs, manifestStreams } from './blobs.js';
+import { listPacks } from '../pack-index.js';
+import { placementOf, type Store } from '../store.js';
+import { type ListedBlob, listBlobs, manifestStreams, packedManifestStreams } from './blobs.js';
 import { acquireGcLock } from './lock.js';
 import { scanPins } from './pin-scan.js';
+import { mayRepack, orphanPackIndexes } from './repack.js';
 import type { RootScan, RootSource } from './roots.js';
 import { type GcStep, recoverTrash, removeIndexOfAbsentBlob, sweep } from './sweep.js';
 
@@ -92,6 +94,12 @@ export interface GcReport {
   indexRemoved: number;
   /** Tombstones of a dead collection restored. */
   trashRecovered: number;
+  /** Packs listed (their blobs are counted in `scanned`). */
+  packs: number;
+  /** Packs rewritten or dropped: their live blobs copied into a new pack, then the pack removed. */
+  packsRemoved: number;
+  /** Live packed blobs copied into the collection's new pack. */
+  packedCopied: number;
   durationMs: number;
 }
 
@@ -133,12 +141,29 @@ export async function collectStore(store: Store, hooks: CollectHooks, options: G
       pinsReclaimed: 0,
       indexRemoved: 0,
       trashRecovered: dryRun ? 0 : await recoverTrash(store),
+      packs: 0,
+      packsRemoved: 0,
+      packedCopied: 0,
       durationMs: 0,
     };
     if (!dryRun) await hooks.whileLocked?.();
+    // This store's own pack is sealed first, so that what it holds can be rewritten like any other's.
+    if (!dryRun) await placementOf(store).packWriter.seal();
     // The order below is the safety argument: blobs first, then pins, then records.
     const listed = await listBlobs(store);
-    report.scanned = listed.size;
+    // Packed blobs are listed with the files, at the same point of the argument; a packed blob's age is its pack's.
+    const packs = await listPacks(store);
+    const all = new Map(listed);
+    /** Where the listing found each packed blob: the mark reads packed manifests there, not through a cache. */
+    const packedAt = new Map<string, { path: string; entry: (typeof packs)[number]['entries'][number] }>();
+    for (const p of packs) {
+      for (const e of p.entries) {
+        if (!all.has(e.digest)) all.set(e.digest, { bytes: e.length, mtimeMs: p.mtimeMs });
+        if (!packedAt.has(e.digest)) packedAt.set(e.digest, { path: p.path, entry: e });
+      }
+    }
+    report.scanned = all.size;
+    report.packs = packs.length;
     await step('listed');
     const owners = new OwnerCheck();
     const pins = await scanPins(store, owners);
@@ -158,7 +183,7 @@ export async function collectStore(store: Store, hooks: CollectHooks, options: G
     };
     for (const d of roots.digests) mark(d);
     for (const d of pins.digests) mark(d);
-    for (const [d, b] of listed) {
+    for (const [d, b] of all) {
       if (now - b.mtimeMs < graceMs) {
         report.young++;
         mark(d);
@@ -166,31 +191,45 @@ export async function collectStore(store: Store, hooks: CollectHooks, options: G
     }
     while (visit.length > 0) {
       const d = visit.pop() as string;
-      const b = listed.get(d);
+      const b = all.get(d);
       if (!b || b.bytes > MAX_MANIFEST_BYTES) continue;
-      for (const s of await manifestStreams(store, d)) mark(s);
+      const at = listed.has(d) ? undefined : packedAt.get(d);
+      const streams = at ? await packedManifestStreams(store, d, at.path, at.entry) : await manifestStreams(store, d);
+      // A packed manifest that did not read back where it was listed is read wherever it is now.
+      for (const s of streams.length > 0 || !at ? streams : await manifestStreams(store, d)) mark(s);
     }
     await step('marked');
 
     const candidates = [...listed.keys()].filter((d) => !marked.has(d)).sort();
+    // Packs are rewritten whole: those with an unmarked blob that their owner can no longer append to.
+    const repack = packs.filter((p) => mayRepack(p, owners) && p.entries.some((e) => !marked.has(e.digest)));
     if (dryRun) {
       report.removed = candidates.length;
       for (const d of candidates) report.bytesFreed += (listed.get(d) as ListedBlob).bytes;
+      const packedDead = new Map<string, number>();
+      for (const p of repack) for (const e of p.entries) if (!marked.has(e.digest)) packedDead.set(e.digest, e.length);
+      report.removed += packedDead.size;
+      for (const n of packedDead.values()) report.bytesFreed += n;
     } else {
-      const swept = await sweep(store, candidates, listed, { graceMs, roots, step });
+      const swept = await sweep(store, candidates, listed, { graceMs, roots, step, packs: { packs: repack, marked } });
       report.removed = swept.removed;
       report.bytesFreed = swept.bytesFreed;
       report.restored = swept.restored;
       report.indexRemoved = swept.indexRemoved;
+      report.packsRemoved = swept.packsRemoved;
+      report.packedCopied = swept.packedCopied;
     }
-    report.kept = report.scanned - report.removed;
+    report.kept = Math.max(0, report.scanned - report.removed);
 
     report.pinsReclaimed = pins.dead.length;
     if (!dryRun) for (const p of pins.dead) await store.io.unlink(p).catch(() => {});
     const tmp = await reclaimTemporaries(store, owners, dryRun);
     report.tmpReclaimed = tmp.files;
     report.tmpBytesReclaimed = tmp.bytes;
-    if (!dryRun) report.indexRemoved += await removeOrphanIndexes(store, graceMs);
+    if (!dryRun) {
+      report.indexRemoved += await removeOrphanIndexes(store, graceMs);
+      report.indexRemoved += await orphanPackIndexes(store, await readdirOrEmpty(store.io, store.layout.packs));
+    }
     report.durationMs = Date.now() - started;
     return report;
   } catch (err) {

@@ -31,16 +31,28 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { toSluiceError } from '../../engine/protocol/errors.js';
+import { crashPoint } from '../crash-point.js';
 import { INDEX_MIN_BLOB_BYTES } from '../line-index.js';
 import { readdirOrEmpty } from '../owned-files.js';
 import { OwnerCheck, ownerPid } from '../owners.js';
+import { type ListedPack, listPacks, PACK_NAME } from '../pack-index.js';
 import type { Store } from '../store.js';
-import { type ListedBlob, manifestStreams, placedSince } from './blobs.js';
+import { type ListedBlob, manifestStreams, packedManifestStreams, placedSince } from './blobs.js';
 import { scanPins } from './pin-scan.js';
+import { dropPack, RepackTarget, readPackedChecked, restorePack, tombstonePack } from './repack.js';
 import type { RootScan } from './roots.js';
 
 /** Named points of a collection, for tests that interleave it with publishers. */
-export type GcStep = 'listed' | 'pins' | 'roots' | 'marked' | 'tombstone' | 'recheck' | 'relisted' | 'unlink';
+export type GcStep =
+  | 'listed'
+  | 'pins'
+  | 'roots'
+  | 'marked'
+  | 'repacked'
+  | 'tombstone'
+  | 'recheck'
+  | 'relisted'
+  | 'unlink';
 
 /** What a sweep did. */
 export interface SweepResult {
@@ -48,6 +60,23 @@ export interface SweepResult {
   bytesFreed: number;
   restored: number;
   indexRemoved: number;
+  /** Packs rewritten or dropped (their live blobs copied into a new pack first). */
+  packsRemoved: number;
+  /** Packed blobs copied into the collection's new pack. */
+  packedCopied: number;
+}
+
+/** The packs a sweep rewrites: each has a blob the mark left unmarked. */
+export interface PackSweep {
+  packs: readonly ListedPack[];
+  marked: ReadonlySet<string>;
+}
+
+/** A blob of a moved pack: where it is now. */
+interface MovedPacked {
+  trashPath: string;
+  offset: number;
+  length: number;
 }
 
 const isMissing = (err: unknown) => (err as { code?: unknown }).code === 'ENOENT';
@@ -57,14 +86,61 @@ export async function sweep(
   store: Store,
   candidates: readonly string[],
   listed: ReadonlyMap<string, ListedBlob>,
-  opts: { graceMs: number; roots: RootScan; step: (s: GcStep) => Promise<void> },
+  opts: { graceMs: number; roots: RootScan; step: (s: GcStep) => Promise<void>; packs?: PackSweep },
 ): Promise<SweepResult> {
-  const result: SweepResult = { removed: 0, bytesFreed: 0, restored: 0, indexRemoved: 0 };
-  if (candidates.length === 0) return result;
+  const result: SweepResult = {
+    removed: 0,
+    bytesFreed: 0,
+    restored: 0,
+    indexRemoved: 0,
+    packsRemoved: 0,
+    packedCopied: 0,
+  };
+  const packs = opts.packs?.packs ?? [];
+  if (candidates.length === 0 && packs.length === 0) return result;
   const trash = join(store.layout.trash, `${process.pid}-${randomBytes(6).toString('hex')}`);
   await store.io.mkdir(trash);
   const moved = new Set<string>();
+  const target = new RepackTarget(store);
+  /** Moved packs (trash path), and the blobs in them no other moved pack or the target holds. */
+  const movedPacks: string[] = [];
+  const movedPacked = new Map<string, MovedPacked>();
   try {
+    // Packs: the marked blobs first go to a new pack, durably (store/gc/repack.ts, step 1).
+    const marked = opts.packs?.marked ?? new Set<string>();
+    const rewritable: ListedPack[] = [];
+    for (const p of packs) {
+      const live: Array<{ digest: string; content: Buffer }> = [];
+      let intact = true;
+      for (const e of p.entries) {
+        if (!marked.has(e.digest) || target.holds(e.digest)) continue;
+        const content = await readPackedChecked(store, p.path, e);
+        // A live blob that does not hash right is left where it is, for verify to report; so is its pack.
+        if (!content) {
+          intact = false;
+          break;
+        }
+        live.push({ digest: e.digest, content });
+      }
+      if (!intact) continue;
+      for (const l of live) await target.add(l.digest, l.content);
+      rewritable.push(p);
+    }
+    await target.sync();
+    crashPoint('repack-copied');
+    await opts.step('repacked');
+    for (const p of rewritable) {
+      await opts.step('tombstone');
+      if (!(await tombstonePack(store, p.path, trash))) continue;
+      const trashPath = join(trash, p.name);
+      movedPacks.push(trashPath);
+      for (const e of p.entries) {
+        if (!target.holds(e.digest) && !movedPacked.has(e.digest)) {
+          movedPacked.set(e.digest, { trashPath, offset: e.offset, length: e.length });
+        }
+      }
+    }
+    if (movedPacks.length > 0) crashPoint('repack-tombstoned');
     for (const d of candidates) {
       await opts.step('tombstone');
       try {
@@ -82,6 +158,16 @@ export async function sweep(
     for (const d of await placedSince(store, listed, moved)) {
       for (const s of await manifestStreams(store, d)) keep.add(s);
     }
+    // Packed blobs published since the listing (or again after their pack was moved) that are manifests.
+    if (movedPacked.size > 0) {
+      for (const p of await listPacks(store)) {
+        if (p.path === target.path || !PACK_NAME.test(p.name)) continue;
+        for (const e of p.entries) {
+          if (listed.has(e.digest) && !movedPacked.has(e.digest)) continue;
+          for (const s of await packedManifestStreams(store, e.digest, p.path, e)) keep.add(s);
+        }
+      }
+    }
     const now = Date.now();
     if (opts.graceMs > 0) {
       // Inside the grace period by the tombstone's own mtime (refreshed since the listing): kept as young.
@@ -91,15 +177,31 @@ export async function sweep(
       }
     }
     // Kept tombstones go back, and so does whatever a kept manifest among them references.
-    const back = [...keep].filter((d) => moved.has(d));
+    const back = [...keep].filter((d) => moved.has(d) || movedPacked.has(d));
     while (back.length > 0) {
       const d = back.pop() as string;
+      const packed = movedPacked.get(d);
+      if (packed) {
+        // Kept after all: copied into the new pack before its old pack goes (step 3).
+        movedPacked.delete(d);
+        const e = { digest: d, offset: packed.offset, length: packed.length };
+        for (const s of await packedManifestStreams(store, d, packed.trashPath, e)) {
+          if (moved.has(s) || movedPacked.has(s)) back.push(s);
+        }
+        const content = await readPackedChecked(store, packed.trashPath, e);
+        if (!content) throw Object.assign(new Error(`packed blob ${d} no longer reads back`), { code: 'EIO' });
+        await target.add(d, content);
+        result.restored++;
+        continue;
+      }
       if (!moved.delete(d)) continue;
       const path = join(trash, d);
-      for (const s of await manifestStreams(store, d, path)) if (moved.has(s)) back.push(s);
+      for (const s of await manifestStreams(store, d, path)) if (moved.has(s) || movedPacked.has(s)) back.push(s);
       await restore(store, path, d);
       result.restored++;
     }
+    // Whatever the old packs held that is kept is durable in the new one before they go (step 4).
+    await target.sync();
     for (const d of [...moved].sort()) {
       const path = join(trash, d);
       const size = listed.get(d)?.bytes ?? 0;
@@ -111,11 +213,25 @@ export async function sweep(
       // Only large blobs get an index; a stray one of a small blob is left to the orphan-index pass.
       if (size >= INDEX_MIN_BLOB_BYTES && (await removeIndexOfAbsentBlob(store, d))) result.indexRemoved++;
     }
+    for (const [, m] of movedPacked) {
+      result.removed++;
+      result.bytesFreed += m.length;
+    }
+    result.packedCopied = target.copied;
+    while (movedPacks.length > 0) {
+      const trashPath = movedPacks[movedPacks.length - 1] as string;
+      await opts.step('unlink');
+      await dropPack(store, trashPath);
+      movedPacks.pop();
+      result.packsRemoved++;
+    }
   } catch (err) {
     // Whatever is still tombstoned goes back: a failed collection must not lose a blob.
     for (const d of moved) await restore(store, join(trash, d), d).catch(() => {});
+    for (const p of movedPacks) await restorePack(store, p).catch(() => {});
     throw toSluiceError(err, 'EDISK');
   } finally {
+    await target.finish();
     await store.io.rmdir(trash).catch(() => {});
   }
   return result;
@@ -123,7 +239,7 @@ export async function sweep(
 
 /** Removes the line index of `digest` unless its blob is present (again). True when one was removed. */
 export async function removeIndexOfAbsentBlob(store: Store, digest: string): Promise<boolean> {
-  if (await store.hasBlob(digest)) return false;
+  if (await store.hasBlobFile(digest)) return false;
   try {
     await store.io.unlink(store.layout.indexPath(digest));
     return true;
@@ -133,7 +249,7 @@ export async function removeIndexOfAbsentBlob(store: Store, digest: string): Pro
 }
 
 async function restore(store: Store, path: string, digest: string): Promise<void> {
-  if (await store.hasBlob(digest)) await store.io.unlink(path);
+  if (await store.hasBlobFile(digest)) await store.io.unlink(path);
   else await store.io.rename(path, store.layout.blobPath(digest));
 }
 
@@ -154,6 +270,12 @@ export async function recoverTrash(store: Store): Promise<number> {
     const pid = ownerPid(`${name}.trash`);
     if (pid === undefined || (pid !== process.pid && owners.alive(pid, st.mtimeMs))) continue;
     for (const entry of await readdirOrEmpty(store.io, dir)) {
+      if (PACK_NAME.test(entry)) {
+        // A pack moved aside by a collection that died: back into packs/ (its name is unique).
+        await restorePack(store, join(dir, entry));
+        recovered++;
+        continue;
+      }
       if (!/^[0-9a-f]{64}$/.test(entry)) continue;
       await restore(store, join(dir, entry), entry);
       recovered++;

@@ -11,6 +11,10 @@ import {
   type ReadFixture,
 } from '../support/read-fixture.js';
 
+// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
+// attacked in test/store/packs.test.ts).
+process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
+
 async function bashManifest(f: ReadFixture, command = 'echo out; echo err >&2') {
   const r = await f.engine.run('bash', { command });
   if (r.output?.kind !== 'streams') throw new Error('bash has named streams');

@@ -12,6 +12,10 @@ import {
   tempDir,
 } from '../support/read-fixture.js';
 
+// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
+// attacked in test/store/packs.test.ts).
+process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
+
 describe('reading the streams of a bash call through read', () => {
   it('reads each stream of the manifest, and the bare manifest URI as its JSON', async () => {
     const { engine, storeDir, ops } = await openFixture();

@@ -21,6 +21,10 @@ import {
 } from '../../engine/wire/schemas.js';
 import { cleanup, startTestServer, type TestServer } from './helpers.js';
 
+// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
+// attacked in test/store/packs.test.ts).
+process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
+
 afterEach(cleanup);
 
 const ABSENT = 'f'.repeat(64);

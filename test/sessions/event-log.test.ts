@@ -9,6 +9,10 @@ import type { Store } from '../../store/store.js';
 import { heldPins, tempStore } from '../store/helpers.js';
 import { blobDigests, framedLine, sha256, streamsResult } from './helpers.js';
 
+// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
+// attacked in test/store/packs.test.ts).
+process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
+
 const TOOL: ToolInfo = {
   name: 'synthetic',
   description: '',

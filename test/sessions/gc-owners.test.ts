@@ -14,6 +14,10 @@ import { eventLogPath } from '../../engine/sessions/session-id.js';
 import { tempStore } from '../store/helpers.js';
 import { age, ageStore, allBlobsIntact, blobDigests, deadPid, publishCall, snapshot } from './helpers.js';
 
+// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
+// attacked in test/store/packs.test.ts).
+process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
+
 const HOUR = 60 * 60 * 1000;
 const children: ChildProcess[] = [];
 

@@ -25,7 +25,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { SessionRecorder } from '../../engine/sessions/recorder.js';
 import { verifyWithSessions } from '../../engine/sessions/verify-references.js';
 import { encodeManifest } from '../../store/manifest.js';
-import { Store } from '../../store/store.js';
+import { placementOf, Store } from '../../store/store.js';
 import { heldPins, tempStore } from '../store/helpers.js';
 import { allBlobsIntact, streamsResult, unreadable } from './helpers.js';
 import { type CoarseFs, mountCoarseFs } from './mounts.js';
@@ -77,7 +77,12 @@ function startCollector(root: string) {
   };
 }
 
-async function race(store: Store): Promise<void> {
+/**
+ * With packs, the publisher seals its pack at each wait, as rotation does on a
+ * long run: the collector may then rewrite packs that publishers are
+ * deduplicating onto at that moment.
+ */
+async function race(store: Store, packs = false): Promise<void> {
   const gc = startCollector(store.root);
   await gc.ready;
   const recorder = new SessionRecorder(store);
@@ -86,7 +91,10 @@ async function race(store: Store): Promise<void> {
   let next = 0;
   const worker = async () => {
     for (let i = next++; i < CALLS; i = next++) {
-      if (i > 0 && i % SYNC_EVERY === 0) await gc.wholeRun();
+      if (i > 0 && i % SYNC_EVERY === 0) {
+        if (packs) await placementOf(store).packWriter.seal();
+        await gc.wholeRun();
+      }
       const reverting = i % 4 === 0;
       const session = reverting ? `r${i % 3}` : `s${i % 5}`;
       const pick = () => POOL[Math.floor(random() * POOL.length)] as string;
@@ -117,6 +125,7 @@ async function race(store: Store): Promise<void> {
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
   // One more whole run after everything, so garbage of the last reverts is collected too.
+  if (packs) await placementOf(store).packWriter.seal();
   await gc.wholeRun();
   await recorder.close();
   gc.stop();
@@ -146,7 +155,14 @@ afterAll(async () => {
 
 describe('GC racing publications', () => {
   it('never deletes a pinned or referenced blob while another process collects with grace 0', async () => {
-    await race(await tempStore());
+    await race(await tempStore({ packMaxBlobBytes: 0 }));
+  });
+
+  it('never deletes a pinned or referenced packed blob while another process rewrites the packs', async () => {
+    const store = await tempStore({ packMaxBlobBytes: 64 * 1024 });
+    await race(store, true);
+    expect(await fsp.readdir(store.layout.packs)).not.toEqual([]);
+    expect(await fsp.readdir(store.layout.blobs)).toEqual([]);
   });
 
   it.runIf(!('reason' in coarse))(
@@ -154,7 +170,7 @@ describe('GC racing publications', () => {
     async () => {
       const fs = coarse as CoarseFs;
       try {
-        const store = await Store.open(join(fs.dir, 'store'));
+        const store = await Store.open(join(fs.dir, 'store'), { packMaxBlobBytes: 0 });
         try {
           await race(store);
         } finally {

@@ -12,6 +12,10 @@ import { CLI, sluice, tempStore } from '../store/helpers.js';
 import { closeEngines, engineWith } from '../support/engines.js';
 import { age, ageStore, blobDigests, snapshot } from './helpers.js';
 
+// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
+// attacked in test/store/packs.test.ts).
+process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
+
 beforeAll(() => {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npx tsc -p .\` (npm test builds first)`);
 });

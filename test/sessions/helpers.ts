@@ -11,8 +11,10 @@ import { join } from 'node:path';
 import xxhash from 'xxhash-wasm';
 import type { OutputRef, TerminalResult } from '../../engine/result.js';
 import type { SessionRecorder } from '../../engine/sessions/recorder.js';
+import { openBlob } from '../../store/blob-handle.js';
 import { openVerifiedBlob } from '../../store/integrity.js';
 import { encodeManifest } from '../../store/manifest.js';
+import { listPacks } from '../../store/pack-index.js';
 import type { Store } from '../../store/store.js';
 
 /** SHA-256 hex of `data`. */
@@ -33,19 +35,38 @@ export async function snapshot(dir: string): Promise<string[]> {
   return out.sort();
 }
 
-/** Digests of every blob in the store, sorted. */
+/** Digests of every blob in the store, files and packed ones alike, sorted and once each. */
 export async function blobDigests(store: Store): Promise<string[]> {
-  const out: string[] = [];
+  const out = new Set<string>();
   for (const prefix of await fsp.readdir(store.layout.blobs).catch(() => [] as string[])) {
-    for (const rest of await fsp.readdir(join(store.layout.blobs, prefix))) out.push(prefix + rest);
+    for (const rest of await fsp.readdir(join(store.layout.blobs, prefix))) out.add(prefix + rest);
   }
-  return out.sort();
+  for (const p of await listPacks(store)) for (const e of p.entries) out.add(e.digest);
+  return [...out].sort();
 }
 
-/** Sets the mtime of every blob (and index file) `ms` into the past, as if time had passed. */
+/** The bytes of blob `digest` through the store's read seam (a file or a pack), unverified. */
+export async function blobBytes(store: Store, digest: string): Promise<Buffer> {
+  const h = await openBlob(store, digest);
+  try {
+    const { size } = await h.identity();
+    const buf = Buffer.alloc(size);
+    let off = 0;
+    while (off < size) {
+      const { bytesRead } = await h.read(buf, off, size - off, off);
+      if (bytesRead === 0) break;
+      off += bytesRead;
+    }
+    return buf.subarray(0, off);
+  } finally {
+    await h.close();
+  }
+}
+
+/** Sets the mtime of every blob, pack (and index file) `ms` into the past, as if time had passed. */
 export async function ageStore(store: Store, ms: number): Promise<void> {
   const when = new Date(Date.now() - ms);
-  for (const base of [store.layout.blobs, store.layout.index]) {
+  for (const base of [store.layout.blobs, store.layout.index, store.layout.packs]) {
     const entries = await fsp.readdir(base, { withFileTypes: true, recursive: true }).catch(() => []);
     for (const e of entries) if (e.isFile()) await fsp.utimes(join(e.parentPath, e.name), when, when);
   }
@@ -86,7 +107,7 @@ export async function unreadable(store: Store, digests: readonly string[]): Prom
 /** True when every blob's content hashes to its name. */
 export async function allBlobsIntact(store: Store): Promise<boolean> {
   for (const d of await blobDigests(store)) {
-    if (sha256(await fsp.readFile(store.layout.blobPath(d))) !== d) return false;
+    if (sha256(await blobBytes(store, d)) !== d) return false;
   }
   return true;
 }

@@ -111,6 +111,8 @@ describe('replay', () => {
   it('still replays after the artifacts are deleted; reading them then fails with ENOTFOUND', async () => {
     const { engine, live } = await fourEndings();
     await fsp.rm(engine.store.layout.blobs, { recursive: true, force: true });
+    // Small outputs are packed (docs/store.md, "Packs"): their packs go too.
+    await fsp.rm(engine.store.layout.packs, { recursive: true, force: true });
     const replayed = await engine.replay('s');
     expect(replayed.calls.map((c) => c.result)).toEqual(live);
     const out = live[0]?.output;

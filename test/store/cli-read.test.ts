@@ -5,6 +5,10 @@ import { encodeManifest } from '../../store/manifest.js';
 import { Store } from '../../store/store.js';
 import { CLI, flipBit, sha256, sluice, tempDir } from './helpers.js';
 
+// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
+// attacked in test/store/packs.test.ts).
+process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
+
 const CONTENT = 'zero\r\none 😀\ntwo é\nthree';
 
 beforeAll(() => {

@@ -14,6 +14,10 @@ import type { TerminalResult } from '../../engine/result.js';
 import { FaultyIO, type OpRecord } from '../support/faulty-io.js';
 import { makeTempDir, removeDir, tag } from '../support/invariants.js';
 
+// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
+// attacked in test/store/packs.test.ts).
+process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
+
 const cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();

@@ -13,6 +13,10 @@ import { loadOrCreateToken } from '../../engine/server/auth.js';
 import { collectGarbage } from '../../engine/sessions/gc.js';
 import { ageBlobs, makeTempDir, removeDir } from '../support/invariants.js';
 
+// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
+// attacked in test/store/packs.test.ts).
+process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
+
 let dir: string;
 let oldMask: number;
 beforeEach(async () => {

@@ -14,6 +14,10 @@ import { Store } from '../../store/store.js';
 import { FaultyIO, label } from '../support/faulty-io.js';
 import { heldPins, sha256, tempDir, tmpEntries } from './helpers.js';
 
+// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
+// attacked in test/store/packs.test.ts).
+process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
+
 /** Open descriptors of this process that point into `dir`. */
 async function fdsUnder(dir: string): Promise<number> {
   let n = 0;

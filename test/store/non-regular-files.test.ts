@@ -21,6 +21,10 @@ import { deadPid, streamsResult } from '../sessions/helpers.js';
 import { closeEngines, openEngine } from '../support/engines.js';
 import { sha256, tempStore } from './helpers.js';
 
+// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
+// attacked in test/store/packs.test.ts).
+process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
+
 afterEach(closeEngines);
 
 /** Replaces the file at `path` with a FIFO nobody writes to. */

@@ -20,6 +20,10 @@ import { FaultyIO, type IoOp, label, type OpRecord, type Role } from '../support
 import { expectNoHalfState, expectNoLeftovers, makeTempDir, removeDir, tag, within } from '../support/invariants.js';
 import { heldPins } from './helpers.js';
 
+// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
+// attacked in test/store/packs.test.ts).
+process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
+
 interface Scenario {
   name: string;
   tool: 'bash' | 'echo';

@@ -6,6 +6,10 @@ import { describe, expect, it } from 'vitest';
 import { Store } from '../../store/store.js';
 import { filesUnder, fsError, ioWith, sha256, tempDir, tempStore, tmpEntries } from './helpers.js';
 
+// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
+// attacked in test/store/packs.test.ts).
+process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
+
 const run = promisify(execFile);
 
 describe('blob publication', () => {

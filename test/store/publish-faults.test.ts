@@ -5,6 +5,10 @@ import { realIO, type StoreIO } from '../../store/io.js';
 import { Store } from '../../store/store.js';
 import { filesUnder, fsError, ioWith, sha256, tempDir, tmpEntries } from './helpers.js';
 
+// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
+// attacked in test/store/packs.test.ts).
+process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
+
 /** Several chunks, so a fault can land after some bytes are already on disk. */
 const CHUNKS = [Buffer.from('first chunk\n'), Buffer.from('second chunk\n'), Buffer.from('third chunk\n')];
 const DIGEST = sha256(Buffer.concat(CHUNKS));

@@ -3,6 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { Store } from '../../store/store.js';
 import { countBytesRead, filesUnder, flipBit, sha256, tempDir, tmpEntries } from './helpers.js';
 
+// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
+// attacked in test/store/packs.test.ts).
+process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
+
 const SMALL = 'alpha\nbeta\ngamma\n';
 /** Over 1 MiB: corrupting it must also leave no half-built index behind. */
 const LARGE = Buffer.from('a line of the large blob\n'.repeat(60_000));

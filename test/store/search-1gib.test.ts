@@ -13,6 +13,10 @@ import { searchArtifact } from '../../store/search.js';
 import { Store } from '../../store/store.js';
 import { tempDir, tmpEntries } from './helpers.js';
 
+// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
+// attacked in test/store/packs.test.ts).
+process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
+
 const GIB = 1024 ** 3;
 const CHUNK = 1024 * 1024;
 

@@ -42,6 +42,10 @@ import {
   type Real,
 } from './store-model.js';
 
+// These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
+// attacked in test/store/packs.test.ts).
+process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
+
 type Cmd = fc.AsyncCommand<Model, Real>;
 
 /** The system is replaced on restart; commands reach it through this box. */

@@ -6,7 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, promises as fsp } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +19,7 @@ import {
   type OutputRef,
   type TerminalResult,
 } from '../../engine/index.js';
+import { openBlob } from '../../store/blob-handle.js';
 import { heldPins } from '../store/helpers.js';
 
 const run = promisify(execFile);
@@ -74,16 +75,48 @@ export function blobPath(engine: Engine, digest: string): string {
   return engine.store.layout.blobPath(digest);
 }
 
-/** Bytes of a small published blob. */
-export function readBlob(engine: Engine, digest: string): Promise<Buffer> {
-  return fsp.readFile(blobPath(engine, digest));
+/** Bytes of a small published blob, wherever the store keeps it (a file or a pack: store/blob-handle.ts). */
+export async function readBlob(engine: Engine, digest: string): Promise<Buffer> {
+  const h = await openBlob(engine.store, digest);
+  try {
+    const { size } = await h.identity();
+    const buf = Buffer.alloc(size);
+    let off = 0;
+    while (off < size) {
+      const { bytesRead } = await h.read(buf, off, size - off, off);
+      if (bytesRead === 0) break;
+      off += bytesRead;
+    }
+    return buf.subarray(0, off);
+  } finally {
+    await h.close();
+  }
 }
 
-/** SHA-256 of a blob's file, hashed while streaming (never held in memory). */
+/** Size of a published blob as stored (a file's size, or its packed record's length). */
+export async function blobSize(engine: Engine, digest: string): Promise<number> {
+  const h = await openBlob(engine.store, digest);
+  try {
+    return (await h.identity()).size;
+  } finally {
+    await h.close();
+  }
+}
+
+/** SHA-256 of a stored blob's bytes, hashed while streaming (never held in memory). */
 export async function hashBlobFile(engine: Engine, digest: string): Promise<string> {
   const hash = createHash('sha256');
-  for await (const chunk of createReadStream(blobPath(engine, digest), { highWaterMark: 1024 * 1024 })) {
-    hash.update(chunk as Buffer);
+  const h = await openBlob(engine.store, digest);
+  try {
+    const buf = Buffer.allocUnsafe(1024 * 1024);
+    for (let position = 0; ; ) {
+      const { bytesRead } = await h.read(buf, 0, buf.length, position);
+      if (bytesRead === 0) break;
+      hash.update(buf.subarray(0, bytesRead));
+      position += bytesRead;
+    }
+  } finally {
+    await h.close();
   }
   return hash.digest('hex');
 }
@@ -105,15 +138,14 @@ export async function singleText(engine: Engine, result: TerminalResult): Promis
 }
 
 /**
- * Checks that an output reference is published and consistent: each blob file
+ * Checks that an output reference is published and consistent: each blob
  * hashes to its name and has the recorded size, and reads back through the
  * public artifact URI with the recorded line count.
  */
 export async function expectPublished(engine: Engine, ref: OutputRef | null): Promise<void> {
   expect(ref).not.toBeNull();
   if (ref?.kind === 'single') {
-    const st = await fsp.stat(blobPath(engine, ref.digest));
-    expect(st.size).toBe(ref.bytes);
+    expect(await blobSize(engine, ref.digest)).toBe(ref.bytes);
     expect(await hashBlobFile(engine, ref.digest)).toBe(ref.digest);
     const page = await engine.store.readPage(`artifact://${ref.digest}`, { limit: 1 });
     expect(page.totalLines).toBe(ref.lines);
@@ -121,8 +153,7 @@ export async function expectPublished(engine: Engine, ref: OutputRef | null): Pr
     const manifest = await engine.store.loadManifest(ref.manifest);
     expect(manifest.streams.map((s) => s.name)).toEqual(ref.streams.map((s) => s.name));
     for (const s of ref.streams) {
-      const st = await fsp.stat(blobPath(engine, s.digest));
-      expect(st.size).toBe(s.bytes);
+      expect(await blobSize(engine, s.digest)).toBe(s.bytes);
       expect(await hashBlobFile(engine, s.digest)).toBe(s.digest);
       const page = await engine.store.readPage(`artifact://${ref.manifest}/${s.name}`, { limit: 1 });
       expect(page.totalLines).toBe(s.lines);

@@ -34,6 +34,9 @@ export type Role =
   | 'session-dir' // sessions/<id>
   | 'sessions-dir' // sessions
   | 'trash' // gc/trash/...
+  | 'pack' // packs/<pid>-<rand>.pack
+  | 'pack-index' // packs/<pid>-<rand>.idx
+  | 'packs-dir' // packs
   | 'other';
 
 /** One recorded operation. */
@@ -132,6 +135,9 @@ export function roleOf(root: string, path: string): Role {
       return third === 'events.log' ? 'log' : 'other';
     case 'gc':
       return second === 'trash' ? 'trash' : 'other';
+    case 'packs':
+      if (second === undefined) return 'packs-dir';
+      return second.endsWith('.idx') ? 'pack-index' : 'pack';
     default:
       return 'other';
   }

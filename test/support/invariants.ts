@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { verifyWithSessions } from '../../engine/sessions/verify-references.js';
+import { listPacks } from '../../store/pack-index.js';
 import type { Store } from '../../store/store.js';
 import { heldPins } from '../store/helpers.js';
 
@@ -98,17 +99,19 @@ export async function expectNoHalfState(store: Store, context = '', tornLinesOk 
 
 /** Digests of every blob in the store, sorted. */
 export async function blobDigests(store: Store): Promise<string[]> {
-  const out: string[] = [];
+  const out = new Set<string>();
   for (const prefix of await fsp.readdir(store.layout.blobs).catch(() => [] as string[])) {
-    for (const rest of await fsp.readdir(join(store.layout.blobs, prefix))) out.push(prefix + rest);
+    for (const rest of await fsp.readdir(join(store.layout.blobs, prefix))) out.add(prefix + rest);
   }
-  return out.sort();
+  // Small blobs are packed (docs/store.md, "Packs").
+  for (const p of await listPacks(store)) for (const e of p.entries) out.add(e.digest);
+  return [...out].sort();
 }
 
 /** Sets the mtime of every blob and index file `ms` into the past, as if that much time had passed. */
 export async function ageBlobs(store: Store, ms: number): Promise<void> {
   const when = new Date(Date.now() - ms);
-  for (const base of [store.layout.blobs, store.layout.index]) {
+  for (const base of [store.layout.blobs, store.layout.index, store.layout.packs]) {
     const all = await fsp.readdir(base, { withFileTypes: true, recursive: true }).catch(() => []);
     for (const e of all) if (e.isFile()) await fsp.utimes(join(e.parentPath, e.name), when, when);
   }

@@ -1,0 +1,287 @@
+/**
+ * Where packed blobs are: one in-memory map per open store, digest → (pack,
+ * offset, length), built from the packs' index files and, past what they
+ * cover, from the packs themselves (store/pack-format.ts).
+ *
+ * Nothing here is trusted for content: a location is a hint that the reader
+ * checks against the record header and then the content's hash. A location
+ * whose pack is gone (a collection repacked it) is dropped, and the map is
+ * refreshed from the directory: packs are only ever added, appended to, or
+ * removed whole, so a refresh reads each known pack from where it left off.
+ */
+import { join } from 'node:path';
+import { toSluiceError } from '../engine/protocol/errors.js';
+import { READ_STORE_FILE, type StoreFile } from './file.js';
+import { readdirOrEmpty } from './owned-files.js';
+import {
+  decodeIndex,
+  decodeRecordHeader,
+  PACK_MAGIC,
+  type PackEntry,
+  RECORD_BLOB,
+  RECORD_HEADER_BYTES,
+  scanPack,
+} from './pack-format.js';
+import type { Store } from './store.js';
+
+/** A packed blob's place. */
+export interface PackLocation {
+  /** Absolute path of the pack. */
+  path: string;
+  /** Offset of the content. */
+  offset: number;
+  /** Content length. */
+  length: number;
+}
+
+/** Pack file names: the owner's pid, a random part, `.pack`. */
+export const PACK_NAME = /^([1-9][0-9]{0,9})-[0-9a-z]+\.pack$/;
+
+/** The index file beside pack `path`. */
+export function packIndexPath(path: string): string {
+  return `${path.slice(0, -'.pack'.length)}.idx`;
+}
+
+/** What is known of one pack. */
+interface KnownPack {
+  /** Bytes of the index file consumed. */
+  indexRead: number;
+  /** Pack offset up to which every record is known. */
+  covered: number;
+  sealed: boolean;
+}
+
+/** Everything a full listing of a pack gives (GC and verify). */
+export interface ListedPack {
+  name: string;
+  path: string;
+  size: number;
+  mtimeMs: number;
+  entries: PackEntry[];
+  sealed: boolean;
+  /** Where the valid records end (less than size: a torn tail). */
+  end: number;
+}
+
+const isMissing = (err: unknown) => (err as { code?: unknown }).code === 'ENOENT';
+
+/** Positioned reads of `fh`, as scanPack takes them. */
+function readerOf(fh: StoreFile) {
+  return async (buf: Buffer, offset: number, length: number, position: number) =>
+    (await fh.read(buf, offset, length, position)).bytesRead;
+}
+
+/**
+ * Reads pack `path` from `known` onwards (its index first, then a scan of
+ * the pack past what the index covers). Undefined when the pack is gone or
+ * not a regular file (a FIFO or link planted there is no pack).
+ */
+export async function readPack(
+  store: Store,
+  path: string,
+  known: KnownPack = { indexRead: 0, covered: 0, sealed: false },
+  useIndex = true,
+): Promise<{ entries: PackEntry[]; known: KnownPack; size: number; mtimeMs: number; end: number } | undefined> {
+  let fh: StoreFile;
+  try {
+    fh = await store.io.open(path, READ_STORE_FILE);
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (isMissing(err) || code === 'ELOOP') return undefined;
+    throw toSluiceError(err, 'EDISK');
+  }
+  try {
+    const st = await fh.stat();
+    if (!st.isFile()) return undefined;
+    const entries: PackEntry[] = [];
+    const next = { ...known };
+    if (next.covered < st.size && !next.sealed) {
+      // The index first: it covers most of the pack without reading the content. Only a run of entries
+      // that follow each other record by record from what is known counts, and the last of them is
+      // checked against its record header; past that, the pack itself is scanned.
+      const fromIndex = useIndex ? await readIndexTail(store, path, next.indexRead, st.size) : undefined;
+      if (fromIndex) {
+        next.indexRead = fromIndex.read;
+        const run: PackEntry[] = [];
+        let at = next.covered === 0 ? PACK_MAGIC.length : next.covered;
+        for (const e of fromIndex.entries) {
+          if (e.offset - RECORD_HEADER_BYTES < at) continue;
+          if (e.offset - RECORD_HEADER_BYTES !== at) break;
+          run.push(e);
+          at = e.offset + e.length;
+        }
+        const last = run[run.length - 1];
+        if (last && (await headerMatches(fh, last))) {
+          entries.push(...run);
+          next.covered = at;
+        }
+      }
+      const scan = await scanPack(readerOf(fh), st.size, next.covered);
+      if (scan.badMagic) return { entries: [], known: next, size: st.size, mtimeMs: st.mtimeMs, end: 0 };
+      entries.push(...scan.entries);
+      next.covered = scan.end;
+      next.sealed = scan.sealed;
+    }
+    return { entries, known: next, size: st.size, mtimeMs: st.mtimeMs, end: next.covered };
+  } catch (err) {
+    throw toSluiceError(err, 'EDISK');
+  } finally {
+    await fh.close().catch(() => {});
+  }
+}
+
+/** True when the record header before `e`'s content names `e`'s digest and length. */
+async function headerMatches(fh: StoreFile, e: PackEntry): Promise<boolean> {
+  const h = Buffer.alloc(RECORD_HEADER_BYTES);
+  const { bytesRead } = await fh.read(h, 0, h.length, e.offset - RECORD_HEADER_BYTES);
+  const rec = bytesRead === h.length ? decodeRecordHeader(h) : undefined;
+  return rec?.type === RECORD_BLOB && rec.digest === e.digest && rec.length === e.length;
+}
+
+/** Entries of the index of pack `path` from byte `from` (whole entries only), or undefined without a usable index. */
+async function readIndexTail(
+  store: Store,
+  path: string,
+  from: number,
+  packSize: number,
+): Promise<{ entries: PackEntry[]; read: number } | undefined> {
+  let fh: StoreFile;
+  try {
+    fh = await store.io.open(packIndexPath(path), READ_STORE_FILE);
+  } catch {
+    return undefined;
+  }
+  try {
+    const st = await fh.stat();
+    if (!st.isFile() || st.size <= from) return undefined;
+    const buf = await fh.readFile();
+    const entries = decodeIndex(buf, packSize);
+    if (!entries) return undefined;
+    // Whole entries past `from`: the index is re-read from the start (it is small) and filtered.
+    const whole = buf.length - ((buf.length - 8) % 48);
+    return { entries, read: whole };
+  } catch {
+    return undefined;
+  } finally {
+    await fh.close().catch(() => {});
+  }
+}
+
+/** Pack files in `dir` (names of the pack form only). */
+export async function packNames(store: Store, dir = store.layout.packs): Promise<string[]> {
+  return (await readdirOrEmpty(store.io, dir)).filter((n) => PACK_NAME.test(n)).sort();
+}
+
+/** Every pack in packs/ read whole (GC's listing, verify's audit). */
+export async function listPacks(store: Store): Promise<ListedPack[]> {
+  const out: ListedPack[] = [];
+  for (const name of await packNames(store)) {
+    const path = join(store.layout.packs, name);
+    const r = await readPack(store, path);
+    if (!r) continue;
+    out.push({
+      name,
+      path,
+      size: r.size,
+      mtimeMs: r.mtimeMs,
+      entries: r.entries,
+      sealed: r.known.sealed,
+      end: r.end,
+    });
+  }
+  return out;
+}
+
+/** The in-memory map of one store's packed blobs (see the module comment). */
+export class PackIndex {
+  private readonly store: Store;
+  private readonly where = new Map<string, PackLocation>();
+  private readonly packs = new Map<string, KnownPack>();
+  private refreshing: Promise<void> | undefined;
+  private loaded = false;
+  /** Packs whose index pointed at a record that is not there: read again from the pack alone. */
+  private readonly distrusted = new Set<string>();
+
+  constructor(store: Store) {
+    this.store = store;
+  }
+
+  /** The location memory holds for `digest` (no I/O): a publisher's dedup check. */
+  known(digest: string): PackLocation | undefined {
+    return this.where.get(digest);
+  }
+
+  /** True once the packs present at first use have been read. */
+  get isLoaded(): boolean {
+    return this.loaded;
+  }
+
+  /** Records a blob this store just appended. */
+  add(path: string, entry: PackEntry): void {
+    this.where.set(entry.digest, { path, offset: entry.offset, length: entry.length });
+  }
+
+  /**
+   * Forgets the location of `digest` if it is `loc` (its pack is gone or the
+   * record there is not this blob's): the pack is then read again from its
+   * own records at the next refresh, its index no longer trusted.
+   */
+  forget(digest: string, loc: PackLocation): void {
+    const cur = this.where.get(digest);
+    if (cur && cur.path === loc.path && cur.offset === loc.offset) this.where.delete(digest);
+    // Whatever else memory holds of that pack is as doubtful (a pack this store appended to is in memory
+    // without having been read, so this is not only for packs a refresh read).
+    this.forgetPack(loc.path);
+    this.packs.clear();
+    this.distrusted.add(loc.path);
+  }
+
+  /**
+   * Forgets everything of pack `path` (gone: repacked or dropped). A blob
+   * kept in memory at one place only may have a copy in another pack, whose
+   * entry was passed over when it was read; so every pack is read again at
+   * the next refresh (from its index, mostly), or that copy would never be
+   * found.
+   */
+  forgetPack(path: string): void {
+    let had = this.packs.delete(path);
+    for (const [d, loc] of this.where) {
+      if (loc.path !== path) continue;
+      this.where.delete(d);
+      had = true;
+    }
+    if (had) this.packs.clear();
+  }
+
+  /** Where `digest` is, refreshing from the packs directory on a miss. */
+  async locate(digest: string): Promise<PackLocation | undefined> {
+    const hit = this.where.get(digest);
+    if (hit) return hit;
+    await this.refresh();
+    return this.where.get(digest);
+  }
+
+  /** Reads what was added to packs/ since the last refresh; concurrent callers share one pass. */
+  refresh(): Promise<void> {
+    this.refreshing ??= this.refreshOnce().finally(() => {
+      this.refreshing = undefined;
+    });
+    return this.refreshing;
+  }
+
+  private async refreshOnce(): Promise<void> {
+    const present = new Set<string>();
+    for (const name of await packNames(this.store)) {
+      const path = join(this.store.layout.packs, name);
+      present.add(path);
+      const known = this.packs.get(path);
+      const r = await readPack(this.store, path, known, !this.distrusted.has(path));
+      if (!r) continue;
+      this.packs.set(path, r.known);
+      // Entries already in memory keep their place (a copy this store appended is as good).
+      for (const e of r.entries) if (!this.where.has(e.digest)) this.add(path, e);
+    }
+    for (const path of [...this.packs.keys()]) if (!present.has(path)) this.forgetPack(path);
+    this.loaded = true;
+  }
+}

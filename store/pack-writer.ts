@@ -1,0 +1,234 @@
+/**
+ * Appending small blobs to this store's own pack, with group commit: every
+ * blob that arrives while a batch is being written and synced goes into the
+ * next batch, and a batch is one write and one fdatasync, however many
+ * publishes it carries. A publish resolves only after its batch's fdatasync
+ * (and, for a pack's first batch, the fsync of packs/ that makes its name
+ * durable).
+ *
+ * Each open store appends to a pack no other process writes, named after its
+ * pid (`packs/<pid>-<random>.pack`). After any failed write or sync the pack
+ * is retired (nothing more is appended to it, so bytes whose durability is
+ * unknown are never followed by a committed record) and the next batch starts
+ * a new pack. A pack past {@link PACK_ROTATE_BYTES} is sealed and a new one
+ * begun; closing the store seals its pack too. A seal tells a collection the
+ * owner is done with it (store/gc/repack.ts).
+ *
+ * All of it goes through the store's {@link StoreIO}.
+ */
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { toSluiceError } from '../engine/protocol/errors.js';
+import { crashPoint } from './crash-point.js';
+import type { StoreFile } from './file.js';
+import { type StoreIO, writeAll } from './io.js';
+import { encodeIndexEntry, encodeRecordHeader, PACK_INDEX_MAGIC, PACK_MAGIC, type PackEntry } from './pack-format.js';
+import { packIndexPath } from './pack-index.js';
+
+/** A pack is sealed and a new one begun once it holds this many bytes. */
+export const PACK_ROTATE_BYTES = 64 * 1024 * 1024;
+/** At most this many blobs in one batch (IOV_MAX is 1024; two buffers per blob). */
+const MAX_BATCH_BLOBS = 256;
+
+const CREATE_FLAGS = constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY;
+
+interface Pending {
+  digest: string;
+  content: Uint8Array;
+  resolve: (where: Appended) => void;
+  reject: (err: unknown) => void;
+}
+
+/** Where an appended blob went. */
+export interface Appended {
+  path: string;
+  entry: PackEntry;
+  /** `<dev>:<ino>` of the pack (the integrity cache keys packed copies by it). */
+  fileId: string;
+}
+
+interface OpenPack {
+  path: string;
+  fileId: string;
+  fh: StoreFile;
+  size: number;
+  /** The index file (a cache), or undefined when it could not be created. */
+  index: StoreFile | undefined;
+  /** packs/ has been fsynced since this pack was created. */
+  named: boolean;
+}
+
+/** Counters of the group commit (tests and benchmarks read them). */
+export interface PackStats {
+  /** Blobs appended. */
+  blobs: number;
+  /** Batches written (each one fdatasync). */
+  batches: number;
+  /** Packs created. */
+  packs: number;
+}
+
+/** One store's pack appender (see the module comment). */
+export class PackWriter {
+  private readonly io: StoreIO;
+  private readonly dir: string;
+  private readonly syncDir: (dir: string) => Promise<void>;
+  private readonly prefix = `${process.pid}-${randomBytes(6).toString('hex')}`;
+  private counter = 0;
+  private pack: OpenPack | undefined;
+  private pending: Pending[] = [];
+  /** Callers of {@link seal} waiting for the current pack to be sealed. */
+  private sealing: Array<() => void> = [];
+  private flushing: Promise<void> | undefined;
+  private closed = false;
+  /** Called for every committed blob (the store's pack index). */
+  private readonly committed: (path: string, entry: PackEntry) => void;
+  readonly stats: PackStats = { blobs: 0, batches: 0, packs: 0 };
+
+  constructor(
+    io: StoreIO,
+    dir: string,
+    syncDir: (dir: string) => Promise<void>,
+    committed: (path: string, entry: PackEntry) => void,
+  ) {
+    this.io = io;
+    this.dir = dir;
+    this.syncDir = syncDir;
+    this.committed = committed;
+  }
+
+  /** The pack being appended to now, if any (a collection leaves it alone). */
+  get activePath(): string | undefined {
+    return this.pack?.path;
+  }
+
+  /** Appends blob `digest` with `content`; resolves once it is durable. */
+  append(digest: string, content: Uint8Array): Promise<Appended> {
+    if (this.closed) return Promise.reject(toSluiceError(new Error('the store is closed'), 'ECLOSED'));
+    return new Promise((resolve, reject) => {
+      this.pending.push({ digest, content, resolve, reject });
+      this.flushing ??= this.flush();
+    });
+  }
+
+  /**
+   * Seals the pack being appended to (after the appends already waiting),
+   * so the next batch starts a new one: a collection in this process seals
+   * its own pack first, or it could never rewrite it while the store is open.
+   */
+  seal(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.sealing.push(resolve);
+      this.flushing ??= this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    while (this.pending.length > 0 || this.sealing.length > 0) {
+      if (this.pending.length === 0) {
+        const waiting = this.sealing.splice(0);
+        await this.retire(true);
+        for (const w of waiting) w();
+        continue;
+      }
+      const batch = this.pending.splice(0, MAX_BATCH_BLOBS);
+      let pack: OpenPack | undefined;
+      try {
+        pack = this.pack ?? (await this.open());
+        const bufs: Uint8Array[] = [];
+        const entries: PackEntry[] = [];
+        let at = pack.size;
+        if (at === 0) {
+          bufs.push(PACK_MAGIC);
+          at += PACK_MAGIC.length;
+        }
+        for (const p of batch) {
+          const header = encodeRecordHeader(p.digest, p.content.length);
+          bufs.push(header);
+          if (p.content.length > 0) bufs.push(p.content);
+          entries.push({ digest: p.digest, offset: at + header.length, length: p.content.length });
+          at += header.length + p.content.length;
+        }
+        await writeAll(this.io, pack.fh, bufs.length === 1 ? (bufs[0] as Uint8Array) : Buffer.concat(bufs), null);
+        crashPoint('pack-written');
+        await this.io.datasync(pack.fh);
+        if (!pack.named) {
+          // The pack's name must be durable before anything in it counts as published.
+          await this.syncDir(this.dir);
+          pack.named = true;
+        }
+        crashPoint('pack-synced');
+        pack.size = at;
+        this.stats.batches++;
+        this.stats.blobs += batch.length;
+        for (const e of entries) this.committed(pack.path, e);
+        await this.writeIndex(pack, entries);
+        for (let i = 0; i < batch.length; i++) {
+          (batch[i] as Pending).resolve({ path: pack.path, entry: entries[i] as PackEntry, fileId: pack.fileId });
+        }
+        if (pack.size >= PACK_ROTATE_BYTES) await this.retire(true);
+      } catch (err) {
+        // Durability unknown for this batch: nothing is appended after it (see the module comment).
+        if (pack && this.pack === pack) await this.retire(false);
+        const e = toSluiceError(err, 'EDISK');
+        for (const p of batch) p.reject(e);
+      }
+    }
+    this.flushing = undefined;
+  }
+
+  /** Index entries of a committed batch: a cache, so a failure only stops indexing this pack. */
+  private async writeIndex(pack: OpenPack, entries: PackEntry[]): Promise<void> {
+    if (!pack.index) return;
+    try {
+      await writeAll(this.io, pack.index, Buffer.concat(entries.map(encodeIndexEntry)), null);
+    } catch {
+      await pack.index.close().catch(() => {});
+      pack.index = undefined;
+    }
+  }
+
+  private async open(): Promise<OpenPack> {
+    const path = `${this.dir}/${this.prefix}${(this.counter++).toString(36)}.pack`;
+    const fh = await this.io.open(path, CREATE_FLAGS | constants.O_APPEND, 0o600);
+    let fileId: string;
+    try {
+      const st = await fh.stat({ bigint: true });
+      fileId = `${st.dev}:${st.ino}`;
+    } catch (err) {
+      await fh.close().catch(() => {});
+      throw err;
+    }
+    let index: StoreFile | undefined;
+    try {
+      index = await this.io.open(packIndexPath(path), CREATE_FLAGS | constants.O_APPEND, 0o600);
+      await writeAll(this.io, index, PACK_INDEX_MAGIC, null);
+    } catch {
+      // Without an index, readers scan the pack.
+      await index?.close().catch(() => {});
+      index = undefined;
+    }
+    this.stats.packs++;
+    this.pack = { path, fileId, fh, size: 0, index, named: false };
+    return this.pack;
+  }
+
+  /** Stops appending to the current pack; with `seal`, first writes a seal record (best effort, no sync). */
+  private async retire(seal: boolean): Promise<void> {
+    const pack = this.pack;
+    if (!pack) return;
+    this.pack = undefined;
+    if (seal && pack.size > 0) await writeAll(this.io, pack.fh, encodeRecordHeader(undefined, 0), null).catch(() => {});
+    await pack.fh.close().catch(() => {});
+    await pack.index?.close().catch(() => {});
+  }
+
+  /** Waits for pending appends, seals the pack and closes it. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    while (this.flushing) await this.flushing;
+    await this.retire(true);
+  }
+}
