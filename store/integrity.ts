@@ -416,3 +416,8 @@ export async function packedIntact(store: Store, digest: string, bytes: number):
 export function rememberPacked(store: Store, digest: string, key: string, lines: number): void {
   remember(store, digest, { key, lines });
 }
+
+/** True when this store still remembers `key` (see {@link rememberPacked}) as the verified copy of `digest`. */
+export function remembersPacked(store: Store, digest: string, key: string): boolean {
+  return cacheOf(remembered, store).get(digest)?.key === key;
+}

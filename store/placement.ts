@@ -11,7 +11,7 @@ import { dirname } from 'node:path';
 import { toSluiceError } from '../engine/protocol/errors.js';
 import { DirSync } from './dir-sync.js';
 import type { StoreFile } from './file.js';
-import { packedIntact, refreshIntact, rememberPacked } from './integrity.js';
+import { packedIntact, refreshIntact, rememberPacked, remembersPacked } from './integrity.js';
 import type { StoreIO } from './io.js';
 import type { StoreLayout } from './layout.js';
 import { PackIndex } from './pack-index.js';
@@ -27,6 +27,9 @@ export const DEFAULT_PACK_MAX_BLOB_BYTES = 64 * 1024;
 
 /** Background flushes of long captures a store runs at once (libuv has 4 threads in an ES module host). */
 export const MAX_BACKGROUND_WRITEBACKS = 2;
+
+/** Copies remembered for the dedup short cut (see Placement.ownCopies). */
+const MAX_OWN_COPIES = 8192;
 
 const CREATE_FLAGS = constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY;
 
@@ -52,6 +55,12 @@ export class Placement {
 
   /** Blobs of at most this many bytes are packed (0: none). */
   readonly packMaxBlobBytes: number;
+  /**
+   * Copies this store appended, newest last, by digest: the pack and the
+   * verified key, for {@link refreshPacked}'s short cut. Bounded like the
+   * verified-blob cache (the oldest are forgotten and simply checked).
+   */
+  private readonly ownCopies = new Map<string, { path: string | undefined; key: string }>();
 
   /** The writing side of `store`; `assertOpen` throws ECLOSED once the store is closed. */
   constructor(store: Store, assertOpen: () => void, createdDirs: readonly string[], packMaxBlobBytes: number) {
@@ -87,7 +96,11 @@ export class Placement {
     this.assertOpen();
     const { entry, fileId } = await this.packWriter.append(digest, content);
     // Hashed while written: a later dedup or read of this copy need not hash it again.
-    rememberPacked(this.store, digest, `pack:${fileId}:${entry.offset}:${entry.length}`, lines);
+    const key = `pack:${fileId}:${entry.offset}:${entry.length}`;
+    rememberPacked(this.store, digest, key, lines);
+    this.ownCopies.delete(digest);
+    this.ownCopies.set(digest, { path: this.packWriter.activePath, key });
+    if (this.ownCopies.size > MAX_OWN_COPIES) this.ownCopies.delete(this.ownCopies.keys().next().value as string);
   }
 
   /**
@@ -99,6 +112,15 @@ export class Placement {
    */
   async refreshPacked(digest: string, bytes: number): Promise<boolean> {
     this.assertOpen();
+    // A copy this store appended to the pack it still appends to needs no I/O: that pack is
+    // removed by no collection while unsealed and its owner lives (a collection in this process
+    // seals it first, which changes the active pack), a committed record never changes, and the
+    // copy was hashed as it was written. The same trust as the verified-file cache (integrity.ts).
+    const own = this.ownCopies.get(digest);
+    const loc = own && this.packs.known(digest);
+    if (own && loc && own.path === loc.path && own.path === this.packWriter.activePath) {
+      if (loc.length === bytes && remembersPacked(this.store, digest, own.key)) return true;
+    }
     if (!this.packs.isLoaded) await this.packs.refresh().catch(() => {});
     if (!this.packs.known(digest)) return false;
     return packedIntact(this.store, digest, bytes);

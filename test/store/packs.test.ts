@@ -97,6 +97,26 @@ describe('small blobs in packs', () => {
     await again.close();
   });
 
+  it('deduplicates onto its own copy in the pack it appends to without touching a pack, and a sealed one is checked', async () => {
+    const dir = join(await tempDir(), 'store');
+    const io = new FaultyIO(dir);
+    const store = await packStore(dir, io);
+    const first = await store.publishBytes('own copy\n');
+    io.log.length = 0;
+    const again = await store.publishBytes('own copy\n');
+    expect(again).toMatchObject({ digest: first.digest, deduplicated: true });
+    // Only the pin journal is written (the digest pinned before the check): no open, stat or read of a pack.
+    expect(io.log.filter((r) => r.role !== 'pin')).toEqual([]);
+    expect(await text(store, first.digest)).toBe('own copy\n');
+    await store.close();
+    // Closing sealed that pack: another store (or this one reopened) checks the record before it trusts it.
+    const io2 = new FaultyIO(dir);
+    const reopened = await packStore(dir, io2);
+    expect((await reopened.publishBytes('own copy\n')).deduplicated).toBe(true);
+    expect(io2.log.some((r) => r.role === 'pack' && r.op === 'open')).toBe(true);
+    await reopened.close();
+  });
+
   it('keeps large blobs as files', async () => {
     const store = await packStore();
     const big = await store.publishBytes('x'.repeat(64 * 1024 + 1));
