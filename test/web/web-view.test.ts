@@ -227,6 +227,23 @@ describe.runIf(chromium)('the web view (headless Chromium)', () => {
     expect(w.dialogs).toEqual([]);
   });
 
+  it('a malformed address shows a message or the prompt, and the page keeps working', async () => {
+    const s = await startTestServer();
+    w = await watchedPage(browser());
+    const { page } = w;
+    // A token that is not a valid escape: the prompt, not a dead page.
+    await page.goto(`${s.url}/#token=%zz`);
+    await page.waitForSelector('#login:not([hidden])');
+    expect(await page.textContent('main')).toBe('');
+    await openView(w, s, '#/call/%E0%A4%A');
+    await page.waitForSelector('#bad-address');
+    expect(await page.textContent('#bad-address')).toBe('This address is malformed: #/call/%E0%A4%A');
+    await page.evaluate(() => (location.hash = '#/calls'));
+    await page.waitForSelector('#calls-count');
+    expect(await page.textContent('#calls-count')).toBe('0 of 0 calls');
+    expect(w.errors.filter((e) => !e.includes('401'))).toEqual([]);
+  });
+
   it('lists 2,000 calls and scrolls through them keeping only the rows in view', async () => {
     const s: TestServer = await startTestServer(['echo'], { retainCalls: 3000 });
     const ids: string[] = [];
