@@ -256,6 +256,11 @@ describe.runIf(chromium)('the web view (headless Chromium)', () => {
       for (const id of started) expect((await s.api(`/v1/calls/${id}?wait=60`)).status).toBe(200);
       ids.push(...started);
     }
+    // The order the server tracked them in (concurrent starts may arrive in any order): oldest first.
+    const listed = ((await (await s.api('/v1/calls')).json()) as { calls: Array<{ callId: string }> }).calls.map(
+      (c) => c.callId,
+    );
+    expect([...listed].sort()).toEqual([...ids].sort());
     w = await watchedPage(browser());
     const { page } = w;
     await openView(w, s);
@@ -264,7 +269,7 @@ describe.runIf(chromium)('the web view (headless Chromium)', () => {
     const rows = () => page.locator('#calls-list .row').count();
     expect(await rows()).toBeLessThan(80);
     // Newest first: the first row is the last call started.
-    expect(await page.getAttribute('#calls-list .row[data-index="0"]', 'data-call-id')).toBe(ids.at(-1));
+    expect(await page.getAttribute('#calls-list .row[data-index="0"]', 'data-call-id')).toBe(listed.at(-1));
     for (const fraction of [0.25, 0.5, 0.75, 1]) {
       await list.evaluate((el, f) => {
         el.scrollTop = (el.scrollHeight - el.clientHeight) * f;
@@ -276,7 +281,7 @@ describe.runIf(chromium)('the web view (headless Chromium)', () => {
       }, fraction);
       expect(await rows()).toBeLessThan(80);
     }
-    expect(await page.getAttribute('#calls-list .row[data-index="1999"]', 'data-call-id')).toBe(ids[0]);
+    expect(await page.getAttribute('#calls-list .row[data-index="1999"]', 'data-call-id')).toBe(listed[0]);
     await page.selectOption('#filter-tool', 'echo');
     await page.fill('#filter-session', 's3');
     expect(await page.textContent('#calls-count')).toBe('200 of 2,000 calls');
