@@ -199,6 +199,7 @@ describe.runIf(chromium)('the web view (headless Chromium)', () => {
     expect(w.requests.filter((u) => u.includes('pwned') || new URL(u).pathname === '/x')).toEqual([]);
     expect(foreignRequests(w, s)).toEqual([]);
     expect(w.errors).toEqual([]);
+    await expectNoLeaks(s);
   });
 
   it('a wrong token shows only the prompt, no data; the right one typed in opens the view', async () => {
@@ -225,6 +226,7 @@ describe.runIf(chromium)('the web view (headless Chromium)', () => {
     expect(await page.isHidden('#login')).toBe(true);
     expect(w.errors.filter((e) => !e.includes('401'))).toEqual([]);
     expect(w.dialogs).toEqual([]);
+    await expectNoLeaks(s);
   });
 
   it('a malformed address shows a message or the prompt, and the page keeps working', async () => {
@@ -242,6 +244,7 @@ describe.runIf(chromium)('the web view (headless Chromium)', () => {
     await page.waitForSelector('#calls-count');
     expect(await page.textContent('#calls-count')).toBe('0 of 0 calls');
     expect(w.errors.filter((e) => !e.includes('401'))).toEqual([]);
+    await expectNoLeaks(s);
   });
 
   it('lists 2,000 calls and scrolls through them keeping only the rows in view', async () => {
