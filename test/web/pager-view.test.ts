@@ -147,6 +147,19 @@ describe.runIf(chromium)('the web view pager, sessions and store (headless Chrom
     expect(w.errors).toEqual([]);
   });
 
+  it('leaves unmarked a U+FFFD the tool wrote itself (valid UTF-8), marking only invalid bytes', async () => {
+    const { result } = await runCall(s, 'bash', { command: "printf '\\xef\\xbf\\xbd written\\n'" });
+    const uri = streamUri(result.output, 'stdout');
+    w = await watchedPage(browser());
+    const { page } = w;
+    await openView(w, s, pager(uri, 0));
+    await page.waitForSelector('[data-line="0"]');
+    expect(await page.textContent('[data-line="0"] .tx')).toBe('\uFFFD written');
+    expect(await page.locator('[data-line="0"] .bad').count()).toBe(0);
+    expect(await page.isHidden('#lossy')).toBe(true);
+    expect(w.errors).toEqual([]);
+  });
+
   it('lists sessions, replays one and reverts it to before a call', async () => {
     const ids: string[] = [];
     for (const n of [1, 2, 3])
