@@ -145,7 +145,7 @@ export function mountCall(root: HTMLElement, id: string, model: CallsModel): () 
         const q = new URLSearchParams({ filePath: u.uri, limit: String(PREVIEW_LINES) });
         const page = await getJson<ReadPage>(`/v1/read?${q}`, stop.signal);
         const more = page.totalLines > page.lines ? `\n… ${count(page.totalLines - page.lines)} more lines` : '';
-        replace(body, ...textWithMarkers(page.content), h('span', { class: 'muted' }, more));
+        replace(body, ...textWithMarkers(page.content, page.lossy), h('span', { class: 'muted' }, more));
       } catch (err) {
         replace(body, h('span', { class: 'error' }, (err as Error).message));
       }

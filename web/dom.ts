@@ -50,10 +50,11 @@ export function replace(el: Node, ...children: Child[]): void {
 /**
  * `text` as nodes with every U+FFFD (a byte that was not valid UTF-8 in the
  * stored output) wrapped in a marked span, so it cannot pass for a character
- * the tool wrote.
+ * the tool wrote. `lossy` false (a read page that says all its bytes were
+ * UTF-8) leaves them unmarked: each is then a U+FFFD the tool itself wrote.
  */
-export function textWithMarkers(text: string): Child[] {
-  if (!text.includes('\uFFFD')) return [text];
+export function textWithMarkers(text: string, lossy = true): Child[] {
+  if (!lossy || !text.includes('\uFFFD')) return [text];
   const out: Child[] = [];
   const parts = text.split('\uFFFD');
   parts.forEach((p, i) => {

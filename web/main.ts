@@ -10,7 +10,7 @@ import { mountCall } from './call-view.js';
 import { CallsModel } from './calls-model.js';
 import { mountCalls } from './calls-view.js';
 import { chart } from './chart.js';
-import { replace } from './dom.js';
+import { h, replace } from './dom.js';
 import { mountPager } from './pager-view.js';
 import { mountReplay, mountSessions } from './sessions-view.js';
 import { mountStore } from './store-view.js';
@@ -25,12 +25,21 @@ const loginError = document.getElementById('login-error') as HTMLElement;
 let session: { model: CallsModel; chart: HTMLElement; stop: AbortController } | undefined;
 let unmount: (() => void) | undefined;
 
-/** Takes `#token=…` out of the address (into storage); returns it. */
+/** `decodeURIComponent`, or undefined for a malformed escape (an address is whatever someone typed or linked). */
+function decoded(text: string): string | undefined {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Takes `#token=…` out of the address (into storage); returns it ('' when malformed: the prompt then shows). */
 function tokenFromAddress(): string | undefined {
   const m = /^#token=([^&]*)/.exec(location.hash);
   if (!m) return undefined;
   history.replaceState(null, '', `${location.pathname}#/calls`);
-  return decodeURIComponent(m[1] ?? '');
+  return decoded(m[1] ?? '') ?? '';
 }
 
 function showLogin(message?: string): void {
@@ -82,8 +91,11 @@ function route(): void {
     a.classList.toggle('active', path.startsWith(a.getAttribute('href')?.slice(1) ?? '\0'));
   }
   const parts = path.split('/').filter(Boolean);
-  const [view, arg] = [parts[0] ?? 'calls', parts[1] === undefined ? undefined : decodeURIComponent(parts[1])];
-  if (view === 'call' && arg) unmount = mountCall(main, arg, session.model);
+  const [view, arg] = [parts[0] ?? 'calls', parts[1] === undefined ? undefined : decoded(parts[1])];
+  if (parts[1] !== undefined && arg === undefined) {
+    unmount = undefined;
+    replace(main, h('p', { class: 'error', attrs: { id: 'bad-address' } }, `This address is malformed: ${hash}`));
+  } else if (view === 'call' && arg) unmount = mountCall(main, arg, session.model);
   else if (view === 'read') unmount = mountPager(main, new URLSearchParams(query ?? ''));
   else if (view === 'sessions') unmount = mountSessions(main);
   else if (view === 'session' && arg) unmount = mountReplay(main, arg);

@@ -101,7 +101,7 @@ export function mountPager(root: HTMLElement, params: URLSearchParams): () => vo
           'span',
           { class: 'tx' },
           first ? h('span', { class: 'cont' }, `⤷ line ${n} from byte ${pos.byteOffset}: `) : null,
-          ...textWithMarkers(t),
+          ...textWithMarkers(t, p.lossy),
           last ? h('span', { class: 'cont' }, ` ⤶ continues at byte ${p.nextByteOffset} (Next)`) : null,
         ),
       );

@@ -62,7 +62,12 @@ export const serverEvents: Handler = async (ctx, req, res, _p, url) => {
             : `event: call\ndata: ${JSON.stringify({ type: 'call', call: item })}\n\n`;
         if (!(await writer.write(frame))) return;
       }
-      if (!res.destroyed) await new Promise<void>((resolve) => res.end(resolve));
+      // 'finish' never comes when the connection is cut first (shutdown's grace ran out): 'close' does.
+      await new Promise<void>((resolve) => {
+        if (res.destroyed) return resolve();
+        res.once('close', resolve);
+        res.end(resolve);
+      });
     } finally {
       writer.stop();
       res.off('close', stop);

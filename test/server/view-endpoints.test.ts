@@ -5,6 +5,7 @@
  * served without the token under a strict Content-Security-Policy.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import type { CallTracker } from '../../engine/server/tracker.js';
 import { WEB_CSP } from '../../engine/server/web.js';
 import {
   callsResponseSchema,
@@ -19,6 +20,23 @@ import {
 import { cleanup, expectNoLeaks, readEvents, sleep, startTestServer } from './helpers.js';
 
 afterEach(cleanup);
+
+/** The summaries stream's live subscriptions (one per open `GET /v1/events`). */
+function summarySubscribers(s: Awaited<ReturnType<typeof startTestServer>>): number {
+  return (s.server as unknown as { tracker: CallTracker }).tracker.summaries.subscriberCount;
+}
+
+/** POSTs `body` (a string, sent as is) as JSON to `path`. */
+function postRaw(s: Awaited<ReturnType<typeof startTestServer>>, path: string, body: string): Promise<Response> {
+  return s.api(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+}
+
+/** The error code of an error response, checking its status. */
+async function errorCode(res: Response, status: number): Promise<string> {
+  const body = (await res.json()) as { error: { code: string } };
+  expect(res.status, JSON.stringify(body)).toBe(status);
+  return body.error.code;
+}
 
 async function ok(res: Response): Promise<unknown> {
   const body = await res.json();
@@ -152,6 +170,55 @@ describe('the web view endpoints', () => {
     expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('ENOTFOUND');
     const missing = await s.api('/v1/sessions/rv/revert', { method: 'POST' });
     expect(missing.status).toBe(400);
+    await expectNoLeaks(s);
+  });
+
+  it('revert, gc and verify answer bad bodies with typed errors and change nothing', async () => {
+    const s = await startTestServer([], { maxBodyBytes: 1024 });
+    const ids: string[] = [];
+    for (const n of [1, 2]) {
+      const id = await s.start('bash', { command: `echo ${n}` }, { session: 'bad' });
+      await ok(await s.api(`/v1/calls/${id}?wait=30`));
+      ids.push(id);
+    }
+    const revert = '/v1/sessions/bad/revert';
+    expect(await errorCode(await postRaw(s, revert, '{"beforeCallId":'), 400)).toBe('EBADARGS');
+    expect(await errorCode(await postRaw(s, revert, '{"beforeCallId":5}'), 400)).toBe('EBADARGS');
+    expect(await errorCode(await postRaw(s, revert, '{"beforeCallId":""}'), 400)).toBe('EBADARGS');
+    expect(await errorCode(await postRaw(s, revert, `{"beforeCallId":"${ids[0]}","x":1}`), 400)).toBe('EBADARGS');
+    expect(await errorCode(await postRaw(s, revert, '{"beforeCallId":"no-such-call"}'), 404)).toBe('ENOTFOUND');
+    const big = JSON.stringify({ beforeCallId: ids[0], pad: 'x'.repeat(2000) });
+    expect(await errorCode(await postRaw(s, revert, big), 413)).toBe('ERESOURCELIMIT');
+    expect(await errorCode(await postRaw(s, '/v1/gc', '{"graceMs":-1}'), 400)).toBe('EBADARGS');
+    expect(await errorCode(await postRaw(s, '/v1/gc', 'not json'), 400)).toBe('EBADARGS');
+    expect(await errorCode(await postRaw(s, '/v1/verify', '{"repair":"yes"}'), 400)).toBe('EBADARGS');
+    expect(await errorCode(await postRaw(s, '/v1/verify', '[]'), 400)).toBe('EBADARGS');
+    // Nothing was reverted, collected or verified.
+    const replay = (await ok(await s.api('/v1/sessions/bad/replay'))) as { calls: Array<{ callId: string }> };
+    expect(replay.calls.map((c) => c.callId)).toEqual(ids);
+    const store = storeResponseSchema.parse(await ok(await s.api('/v1/store')));
+    expect([store.lastGc, store.lastVerify]).toEqual([null, null]);
+    expect((await s.api('/v1/info')).status).toBe(200);
+    await expectNoLeaks(s);
+  });
+
+  it('GET /v1/events drops its subscription when the client goes away', async () => {
+    const s = await startTestServer();
+    expect(summarySubscribers(s)).toBe(0);
+    const gone = new AbortController();
+    const stream = await s.api('/v1/events', { signal: gone.signal });
+    expect(stream.status).toBe(200);
+    const second = await s.api('/v1/events');
+    expect(summarySubscribers(s)).toBe(2);
+    gone.abort();
+    await stream.body?.cancel().catch(() => {});
+    while (summarySubscribers(s) !== 1) await sleep(10);
+    // The other connection still hears of calls.
+    const id = await s.start('bash', { command: 'true' });
+    const events = await readEvents(second, 1);
+    expect(JSON.parse(events[0]?.data ?? '{}')).toMatchObject({ type: 'call', call: { callId: id } });
+    while (summarySubscribers(s) !== 0) await sleep(10);
+    await ok(await s.api(`/v1/calls/${id}?wait=30`));
     await expectNoLeaks(s);
   });
 

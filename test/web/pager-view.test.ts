@@ -51,6 +51,14 @@ describe.runIf(chromium)('the web view pager, sessions and store (headless Chrom
   });
   afterAll(cleanup);
 
+  /** Runs `command` in bash and opens the pager on its stdout at line 0 (in `w`); returns it. */
+  async function pagerOnStdout(command: string): Promise<WatchedPage> {
+    const { result } = await runCall(s, 'bash', { command });
+    w = await watchedPage(browser());
+    await openView(w, s, pager(streamUri(result.output, 'stdout'), 0));
+    return w;
+  }
+
   it('pages to line 900,000 of a 1,000,000-line artifact a page at a time, then on and back', async () => {
     w = await watchedPage(browser());
     const { page } = w;
@@ -110,13 +118,9 @@ describe.runIf(chromium)('the web view pager, sessions and store (headless Chrom
 
   it('continues a line longer than a page by byteOffset and marks invalid UTF-8 as U+FFFD', async () => {
     // Line 1 has two invalid bytes; line 2 is 3,000,000 bytes, more than a page (2 MiB) holds.
-    const { result } = await runCall(s, 'bash', {
-      command: "printf 'ok\\n\\xff\\xfe bad\\n'; head -c 3000000 /dev/zero | tr '\\0' x; printf '\\nend\\n'",
-    });
-    const uri = streamUri(result.output, 'stdout');
-    w = await watchedPage(browser());
-    const { page } = w;
-    await openView(w, s, pager(uri, 0));
+    const { page, errors } = await pagerOnStdout(
+      "printf 'ok\\n\\xff\\xfe bad\\n'; head -c 3000000 /dev/zero | tr '\\0' x; printf '\\nend\\n'",
+    );
     await page.waitForSelector('[data-line="1"]');
     expect(await page.textContent('[data-line="1"] .tx')).toBe('\uFFFD\uFFFD bad');
     expect(await page.locator('[data-line="1"] .bad').count()).toBe(2);
@@ -144,7 +148,16 @@ describe.runIf(chromium)('the web view pager, sessions and store (headless Chrom
       total += m?.[2]?.length ?? 0;
     }
     expect(total).toBe(3_000_000);
-    expect(w.errors).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+
+  it('leaves unmarked a U+FFFD the tool wrote itself (valid UTF-8), marking only invalid bytes', async () => {
+    const { page, errors } = await pagerOnStdout("printf '\\xef\\xbf\\xbd written\\n'");
+    await page.waitForSelector('[data-line="0"]');
+    expect(await page.textContent('[data-line="0"] .tx')).toBe('\uFFFD written');
+    expect(await page.locator('[data-line="0"] .bad').count()).toBe(0);
+    expect(await page.isHidden('#lossy')).toBe(true);
+    expect(errors).toEqual([]);
   });
 
   it('lists sessions, replays one and reverts it to before a call', async () => {

@@ -199,6 +199,7 @@ describe.runIf(chromium)('the web view (headless Chromium)', () => {
     expect(w.requests.filter((u) => u.includes('pwned') || new URL(u).pathname === '/x')).toEqual([]);
     expect(foreignRequests(w, s)).toEqual([]);
     expect(w.errors).toEqual([]);
+    await expectNoLeaks(s);
   });
 
   it('a wrong token shows only the prompt, no data; the right one typed in opens the view', async () => {
@@ -225,6 +226,25 @@ describe.runIf(chromium)('the web view (headless Chromium)', () => {
     expect(await page.isHidden('#login')).toBe(true);
     expect(w.errors.filter((e) => !e.includes('401'))).toEqual([]);
     expect(w.dialogs).toEqual([]);
+    await expectNoLeaks(s);
+  });
+
+  it('a malformed address shows a message or the prompt, and the page keeps working', async () => {
+    const s = await startTestServer();
+    w = await watchedPage(browser());
+    const { page } = w;
+    // A token that is not a valid escape: the prompt, not a dead page.
+    await page.goto(`${s.url}/#token=%zz`);
+    await page.waitForSelector('#login:not([hidden])');
+    expect(await page.textContent('main')).toBe('');
+    await openView(w, s, '#/call/%E0%A4%A');
+    await page.waitForSelector('#bad-address');
+    expect(await page.textContent('#bad-address')).toBe('This address is malformed: #/call/%E0%A4%A');
+    await page.evaluate(() => (location.hash = '#/calls'));
+    await page.waitForSelector('#calls-count');
+    expect(await page.textContent('#calls-count')).toBe('0 of 0 calls');
+    expect(w.errors.filter((e) => !e.includes('401'))).toEqual([]);
+    await expectNoLeaks(s);
   });
 
   it('lists 2,000 calls and scrolls through them keeping only the rows in view', async () => {
@@ -239,6 +259,11 @@ describe.runIf(chromium)('the web view (headless Chromium)', () => {
       for (const id of started) expect((await s.api(`/v1/calls/${id}?wait=60`)).status).toBe(200);
       ids.push(...started);
     }
+    // The order the server tracked them in (concurrent starts may arrive in any order): oldest first.
+    const listed = ((await (await s.api('/v1/calls')).json()) as { calls: Array<{ callId: string }> }).calls.map(
+      (c) => c.callId,
+    );
+    expect([...listed].sort()).toEqual([...ids].sort());
     w = await watchedPage(browser());
     const { page } = w;
     await openView(w, s);
@@ -247,7 +272,7 @@ describe.runIf(chromium)('the web view (headless Chromium)', () => {
     const rows = () => page.locator('#calls-list .row').count();
     expect(await rows()).toBeLessThan(80);
     // Newest first: the first row is the last call started.
-    expect(await page.getAttribute('#calls-list .row[data-index="0"]', 'data-call-id')).toBe(ids.at(-1));
+    expect(await page.getAttribute('#calls-list .row[data-index="0"]', 'data-call-id')).toBe(listed.at(-1));
     for (const fraction of [0.25, 0.5, 0.75, 1]) {
       await list.evaluate((el, f) => {
         el.scrollTop = (el.scrollHeight - el.clientHeight) * f;
@@ -259,7 +284,7 @@ describe.runIf(chromium)('the web view (headless Chromium)', () => {
       }, fraction);
       expect(await rows()).toBeLessThan(80);
     }
-    expect(await page.getAttribute('#calls-list .row[data-index="1999"]', 'data-call-id')).toBe(ids[0]);
+    expect(await page.getAttribute('#calls-list .row[data-index="1999"]', 'data-call-id')).toBe(listed[0]);
     await page.selectOption('#filter-tool', 'echo');
     await page.fill('#filter-session', 's3');
     expect(await page.textContent('#calls-count')).toBe('200 of 2,000 calls');
