@@ -6,6 +6,7 @@
  * dropped connection, the list is read again.
  */
 import { getJson, readEvents, Unauthorized } from './api.js';
+import { bytesOf, forgetOldest, MAX_CALLS_HELD } from './calls-bound.js';
 import type { CallSummary } from './types.js';
 
 /** The calls and who wants to hear of changes. */
@@ -18,6 +19,8 @@ export class CallsModel {
   private readonly stop = new AbortController();
   private connected = false;
   private readonly stateListeners = new Set<(connected: boolean) => void>();
+  /** Bytes of the calls forgotten past MAX_CALLS_HELD, so {@link totalBytes} never goes back. */
+  private forgottenBytes = 0;
 
   /** Calls `fn` after changes (at most once per animation frame). */
   subscribe(fn: () => void): () => void {
@@ -33,8 +36,8 @@ export class CallsModel {
 
   /** Bytes captured over every call known (progress while running, the output once ended). */
   totalBytes(): number {
-    let n = 0;
-    for (const c of this.calls.values()) for (const s of c.streams) n += s.bytes;
+    let n = this.forgottenBytes;
+    for (const c of this.calls.values()) n += bytesOf(c);
     return n;
   }
 
@@ -44,6 +47,7 @@ export class CallsModel {
     if (held && held.version >= s.version) return;
     this.calls.set(s.callId, s);
     this.tools.add(s.tool);
+    if (!held && this.calls.size > MAX_CALLS_HELD) this.forgottenBytes += forgetOldest(this.calls, MAX_CALLS_HELD);
     this.changed();
   }
 
