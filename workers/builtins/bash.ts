@@ -11,8 +11,7 @@
  * between reads are kept whole, invalid UTF-8 shows as U+FFFD).
  */
 import { existsSync } from 'node:fs';
-import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import type { Readable, Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { BadArgumentsError, serializeError, TimeoutError, ToolFailedError } from '../../engine/protocol/errors.js';
 import { MAX_TIMER_MS } from '../../engine/protocol/limits.js';
@@ -47,6 +46,37 @@ class Meter {
       handOver(chunk);
     });
   }
+}
+
+/**
+ * Moves `src` into `dst` with backpressure and resolves once `dst` has
+ * finished; on an error of either, or `src` closing before its end, destroys
+ * both and rejects. What `stream.pipeline` does for two streams, without
+ * its per-call AbortController and the DOMException it makes at every end
+ * (a tenth of a worker's time per small bash call, by profile).
+ */
+function pump(src: Readable, dst: Writable): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const fail = (err: unknown) => {
+      if (settled) return;
+      settled = true;
+      src.destroy();
+      dst.destroy();
+      reject(err);
+    };
+    src.on('error', fail);
+    dst.on('error', fail);
+    src.once('close', () => {
+      if (!src.readableEnded) fail(new Error('the pipe closed before its end'));
+    });
+    dst.once('finish', () => {
+      if (settled) return;
+      settled = true;
+      resolve();
+    });
+    src.pipe(dst);
+  });
 }
 
 /**
@@ -161,8 +191,8 @@ export default defineTool({
 
     let pumpError: unknown;
     const pumping = Promise.all([
-      pipeline(child.stdout, ctx.stream('stdout')),
-      pipeline(child.stderr, ctx.stream('stderr')),
+      pump(child.stdout, ctx.stream('stdout')),
+      pump(child.stderr, ctx.stream('stderr')),
     ]).then(
       () => true,
       (e: unknown) => {
