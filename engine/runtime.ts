@@ -14,7 +14,7 @@ export { READ_TOOL, readArgs, readCallOptions, readResultOf } from './engine-rea
 export { SEARCH_TOOL, searchArgs, searchCallOptions, searchResultOf } from './engine-search.js';
 export { EventHub } from './events/hub.js';
 export { EngineMetrics } from './metrics.js';
-export { OPTIONAL_DEPENDENCIES, requireOptional } from './optional-dependencies.js';
+export { OPTIONAL_DEPENDENCIES, requireOptional } from './protocol/optional-dependencies.js';
 export { resolveOptions } from './options.js';
 export { reapOrphans } from './processes/orphans.js';
 export { ProcessGuard } from './processes/process-guard.js';

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import type { Registry } from 'prom-client';
 import type { Engine } from '../engine.js';
 import { DURATION_BUCKETS } from '../metrics.js';
-import { importOptional, OPTIONAL_DEPENDENCIES } from '../optional-dependencies.js';
+import { importOptional, OPTIONAL_DEPENDENCIES } from '../protocol/optional-dependencies.js';
 
 /** Least time between two walks of the store for its blob gauges (tests set it to 0). @internal */
 export const storeWalk = { intervalMs: 30_000 };
