@@ -12,6 +12,7 @@
 import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { BadUriError, IntegrityError, NotFoundError, toSluiceError } from '../engine/protocol/errors.js';
+import { blobBackendOf } from './backend.js';
 import { READ_STORE_FILE, type StoreFile } from './file.js';
 import { IndexBuilder, IndexComparer, probeIndexHeader, wantsIndex } from './index-file.js';
 import { LineScanner } from './line-index.js';
@@ -201,6 +202,8 @@ export async function rebuildIndex(store: Store, digest: string, fh: StoreFile, 
 
 async function openBlobFile(store: Store, digest: string): Promise<StoreFile> {
   if (!isDigest(digest)) throw new BadUriError(`${JSON.stringify(digest)} is not a 64-character lowercase hex digest`);
+  const backend = blobBackendOf(store);
+  if (backend) return backend.openBlob(digest);
   try {
     // Never through a symbolic link: a link planted in blobs/ must not make the store read (and hash,
     // and report the hash of) a file elsewhere; never blocking on a FIFO (checked by the caller's fstat).

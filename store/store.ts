@@ -1,14 +1,17 @@
 /**
- * The directory store: content-addressed blobs, their line indexes, pins that
- * protect published objects until their references are durable, and the tmp/
- * area where every write starts.
+ * The store: content-addressed blobs, their line indexes, pins that protect
+ * published objects until their references are durable, and the tmp/ area
+ * where every write starts. Blobs and indexes live in its directory, or, for
+ * an S3 store, in a bucket (store/backend.ts, store/s3/), with the directory
+ * (local to this host) keeping everything else.
  */
 import { promises as fsp } from 'node:fs';
-import { resolve } from 'node:path';
-import { ClosedError, toSluiceError } from '../engine/protocol/errors.js';
+import { ClosedError, toSluiceError, UnsupportedPlatformError } from '../engine/protocol/errors.js';
+import { attachBlobBackend, blobBackendOf } from './backend.js';
 import { type BlobInfo, BlobWriter } from './blob-writer.js';
 import { makeDirs, realIO, type StoreIO } from './io.js';
 import { StoreLayout } from './layout.js';
+import { describeLocation, parseStoreLocation, resolveStoreLocation, type StoreLocation } from './location.js';
 import type { Manifest } from './manifest.js';
 import { loadManifest } from './manifest-load.js';
 import { type ReadPage, type ReadPageBytes, type ReadPageOptions, readPage, readPageBytes } from './pages.js';
@@ -16,15 +19,24 @@ import { type Pin, PinJournal } from './pins.js';
 import { Placement } from './placement.js';
 import { type VerifyOptions, type VerifyReport, verifyStore } from './verify.js';
 
-/** The default store directory, relative to the working directory. */
-export const DEFAULT_STORE_DIR = '.sluice';
-
+export { DEFAULT_STORE_DIR } from './location.js';
 export type { Pin } from './pins.js';
 
 /** Options of {@link Store.open}. */
 export interface StoreOptions {
   /** Filesystem calls to use; tests inject faults here. @default realIO */
   io?: StoreIO;
+  /**
+   * For an `s3://` location: the local directory of this host's
+   * temporaries and caches. @default `$SLUICE_STORE_LOCAL`, else a per-user
+   * cache directory keyed by endpoint, bucket and prefix (store/location.ts)
+   */
+  localDir?: string;
+  /**
+   * For an `s3://` location: S3Client configuration applied over the
+   * standard chain (credentials, region, endpoint from the AWS variables).
+   */
+  s3ClientConfig?: Record<string, unknown>;
 }
 
 export { MAX_BACKGROUND_WRITEBACKS } from './placement.js';
@@ -43,10 +55,15 @@ export function placementOf(store: Store): Placement {
 /**
  * Resolves the store directory the way the CLI does: an explicit value, else
  * `$SLUICE_STORE`, else `./.sluice`. An empty value counts as unset (it would
- * otherwise resolve to the working directory itself).
+ * otherwise resolve to the working directory itself). An `s3://` value has
+ * no directory of its own: for it this throws EUNSUPPORTED (use
+ * {@link resolveStoreLocation}), and a malformed one EBADOPTION; it is
+ * never taken for a relative path.
  */
 export function resolveStoreDir(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
-  return resolve(explicit || env.SLUICE_STORE || DEFAULT_STORE_DIR);
+  const location = resolveStoreLocation(explicit, env);
+  if (location.kind === 'directory') return location.dir;
+  throw new UnsupportedPlatformError(`${location.url} is an S3 store, not a directory`, { store: location.url });
 }
 
 /** A content-addressed artifact store rooted at one directory. */
@@ -55,18 +72,27 @@ export class Store {
   readonly layout: StoreLayout;
   /** Filesystem calls (replaceable for fault injection). */
   readonly io: StoreIO;
+  /** Where the store is: its directory, or its bucket and prefix with the local directory. */
+  readonly location: StoreLocation;
   private readonly pins: PinJournal;
   private closed = false;
 
-  private constructor(root: string, io: StoreIO) {
-    this.layout = new StoreLayout(root);
+  private constructor(location: StoreLocation, io: StoreIO) {
+    this.location = location;
+    this.layout = new StoreLayout(location.kind === 'directory' ? location.dir : location.localDir);
     this.io = io;
     this.pins = new PinJournal(this.layout.pins, io);
   }
 
-  /** Opens (creating when needed) the store at `dir`. Opening never reads blobs, so corrupt content cannot prevent it. */
-  static async open(dir: string, options: StoreOptions = {}): Promise<Store> {
-    const store = new Store(resolve(dir), options.io ?? realIO);
+  /**
+   * Opens (creating when needed) the store at `location`: a directory, or
+   * `s3://bucket/prefix` (EBADOPTION when malformed; EMISSINGDEP without
+   * the AWS SDK; ENOTFOUND when the bucket does not exist). Opening never
+   * reads blobs, so corrupt content cannot prevent it.
+   */
+  static async open(location: string | StoreLocation, options: StoreOptions = {}): Promise<Store> {
+    const where = typeof location === 'string' ? parseStoreLocation(location, process.env, options.localDir) : location;
+    const store = new Store(where, options.io ?? realIO);
     const l = store.layout;
     const dirs = [l.blobs, l.index, l.tmp, l.pins, l.sessions];
     for (const d of dirs) {
@@ -77,13 +103,26 @@ export class Store {
         throw toSluiceError(err, 'EDISK');
       }
     }
+    if (where.kind === 's3') {
+      const { S3Blobs } = await import('./s3/blobs.js');
+      const connect = { ...(options.s3ClientConfig ? { clientConfig: options.s3ClientConfig } : {}) };
+      attachBlobBackend(store, await S3Blobs.open(where, l, store.io, connect));
+    }
     placements.set(store, new Placement(store, () => store.assertOpen(), dirs));
     return store;
   }
 
-  /** The store's root directory. */
+  /** The store's root directory (for an S3 store, its local directory). */
   get root(): string {
     return this.layout.root;
+  }
+
+  /**
+   * What opens this store again, as `--store` takes it: the directory, or
+   * the `s3://` URL (a worker thread opens the store by it for the read tool).
+   */
+  get locator(): string {
+    return describeLocation(this.location);
   }
 
   /**
@@ -94,6 +133,7 @@ export class Store {
   async close(): Promise<void> {
     this.closed = true;
     placementOf(this).close();
+    blobBackendOf(this)?.close();
     await this.pins.close();
   }
 
@@ -144,11 +184,14 @@ export class Store {
    * quarantine/ so the next publish of their content restores them.
    */
   verify(options: VerifyOptions = {}): Promise<VerifyReport> {
+    if (blobBackendOf(this)) return Promise.reject(notYetOnS3(this, 'verify'));
     return verifyStore(this, options);
   }
 
   /** True when a blob with `digest` is present (content is not checked). */
   async hasBlob(digest: string): Promise<boolean> {
+    const backend = blobBackendOf(this);
+    if (backend) return backend.hasBlob(digest);
     try {
       await fsp.access(this.layout.blobPath(digest));
       return true;
@@ -173,4 +216,11 @@ export class Store {
   private assertOpen(): void {
     if (this.closed) throw new ClosedError('the store is closed');
   }
+}
+
+/** EUNSUPPORTED for what an S3 store cannot do yet (docs/store.md, "S3"). */
+export function notYetOnS3(store: Store, what: string): UnsupportedPlatformError {
+  return new UnsupportedPlatformError(`${what} is not supported on the S3 store ${store.locator} yet`, {
+    store: store.locator,
+  });
 }

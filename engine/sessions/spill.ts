@@ -10,6 +10,7 @@
  * sees it unreferenced and unpinned.
  */
 import { createHash } from 'node:crypto';
+import { blobBackendOf } from '../../store/backend.js';
 import { READ_STORE_FILE, type StoreFile } from '../../store/file.js';
 import type { Pin, Store } from '../../store/store.js';
 import { openTombstoned } from '../../store/tombstone.js';
@@ -109,6 +110,8 @@ export async function readBlobWhole(store: Store, digest: string, maxBytes = MAX
 }
 
 async function openBlobOrTombstone(store: Store, digest: string): Promise<StoreFile> {
+  const backend = blobBackendOf(store);
+  if (backend) return backend.openBlob(digest);
   try {
     // Not through a symbolic link planted in the store (see store/integrity.ts).
     return await store.io.open(store.layout.blobPath(digest), READ_STORE_FILE);
