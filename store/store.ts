@@ -7,11 +7,17 @@
  */
 import { promises as fsp } from 'node:fs';
 import { ClosedError, toSluiceError, UnsupportedPlatformError } from '../engine/protocol/errors.js';
-import { attachBlobBackend, blobBackendOf } from './backend.js';
+import { attachBlobBackend, type BlobBackend, blobBackendOf } from './backend.js';
 import { type BlobInfo, BlobWriter } from './blob-writer.js';
 import { makeDirs, realIO, type StoreIO } from './io.js';
 import { StoreLayout } from './layout.js';
-import { describeLocation, parseStoreLocation, resolveStoreLocation, type StoreLocation } from './location.js';
+import {
+  describeLocation,
+  parseStoreLocation,
+  resolveStoreLocation,
+  type S3Location,
+  type StoreLocation,
+} from './location.js';
 import type { Manifest } from './manifest.js';
 import { loadManifest } from './manifest-load.js';
 import { type ReadPage, type ReadPageBytes, type ReadPageOptions, readPage, readPageBytes } from './pages.js';
@@ -94,20 +100,19 @@ export class Store {
     const where = typeof location === 'string' ? parseStoreLocation(location, process.env, options.localDir) : location;
     const store = new Store(where, options.io ?? realIO);
     const l = store.layout;
+    // The bucket first: a wrong location creates nothing locally.
+    const backend = where.kind === 's3' ? await openS3Backend(where, store, options) : undefined;
     const dirs = [l.blobs, l.index, l.tmp, l.pins, l.sessions];
     for (const d of dirs) {
       try {
         await makeDirs(d);
       } catch (err) {
+        backend?.close();
         // Not a directory, not writable, disk full: a typed EDISK naming the OS code, like every store write.
         throw toSluiceError(err, 'EDISK');
       }
     }
-    if (where.kind === 's3') {
-      const { S3Blobs } = await import('./s3/blobs.js');
-      const connect = { ...(options.s3ClientConfig ? { clientConfig: options.s3ClientConfig } : {}) };
-      attachBlobBackend(store, await S3Blobs.open(where, l, store.io, connect));
-    }
+    if (backend) attachBlobBackend(store, backend);
     placements.set(store, new Placement(store, () => store.assertOpen(), dirs));
     return store;
   }
@@ -216,6 +221,13 @@ export class Store {
   private assertOpen(): void {
     if (this.closed) throw new ClosedError('the store is closed');
   }
+}
+
+/** Connects the S3 backend of `store` (the SDK is loaded only here). */
+async function openS3Backend(where: S3Location, store: Store, options: StoreOptions): Promise<BlobBackend> {
+  const { S3Blobs } = await import('./s3/blobs.js');
+  const connect = options.s3ClientConfig ? { clientConfig: options.s3ClientConfig } : {};
+  return S3Blobs.open(where, store.layout, store.io, connect);
 }
 
 /** EUNSUPPORTED for what an S3 store cannot do yet (docs/store.md, "S3"). */

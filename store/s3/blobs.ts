@@ -60,8 +60,7 @@ export class S3Blobs implements BlobBackend {
     const objects = S3Objects.connect(sdk, location.bucket, options);
     const blobs = new S3Blobs(objects, location, layout, io);
     try {
-      // Any key will do: a missing key is fine, a missing bucket or a refusal is not.
-      await objects.head(`${blobs.base}blobs/sha256/`);
+      await objects.checkBucket();
     } catch (err) {
       objects.destroy();
       throw err;

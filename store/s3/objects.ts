@@ -50,6 +50,8 @@ export interface RequestCounts {
   heads: number;
   lists: number;
   deletes: number;
+  /** Bytes received by GETs (what reads cost in transfer). */
+  getBytes: number;
 }
 
 /** Options of {@link S3Objects.connect}. */
@@ -100,10 +102,13 @@ export function s3Error(err: unknown, op: string, bucket: string, key: string): 
   return new DiskError(`S3 ${op} of ${where} failed: ${name}${status ? ` (HTTP ${status})` : ''}: ${message}`, details);
 }
 
+const ignore = (): void => {};
+const SILENT = { debug: ignore, info: ignore, warn: ignore, error: ignore, trace: ignore };
+
 /** The objects of one bucket, through one client. */
 export class S3Objects {
   /** Requests made through this instance. */
-  readonly requests: RequestCounts = { puts: 0, gets: 0, heads: 0, lists: 0, deletes: 0 };
+  readonly requests: RequestCounts = { puts: 0, gets: 0, heads: 0, lists: 0, deletes: 0, getBytes: 0 };
 
   private constructor(
     private readonly sdk: S3Sdk,
@@ -120,6 +125,9 @@ export class S3Objects {
     const config: Record<string, unknown> = {
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
+      // Failures reach the caller as typed errors; without a logger of its own the SDK prints some
+      // (a create-once PUT of a stream answered 412) on the console.
+      logger: SILENT,
     };
     if (endpoint) {
       config.endpoint = endpoint;
@@ -194,11 +202,26 @@ export class S3Objects {
       queueSize: PART_QUEUE,
       leavePartsOnError: false,
     });
+    let etag: string | undefined;
     try {
-      const out = await upload.done();
-      return out.ETag ?? '';
+      etag = (await upload.done()).ETag;
     } catch (err) {
       throw s3Error(err, 'multipart upload', this.bucket, key);
+    }
+    // Ceph's CompleteMultipartUpload answer carries no ETag the SDK reads: ask.
+    return etag || ((await this.head(key))?.etag ?? '');
+  }
+
+  /** Checks that the bucket exists and answers: ENOTFOUND when it does not exist, EDISK when refused or unreachable. */
+  async checkBucket(): Promise<void> {
+    this.requests.heads++;
+    try {
+      await this.client.send(new this.sdk.client.HeadBucketCommand({ Bucket: this.bucket }));
+    } catch (err) {
+      // HEAD has no body, so a missing bucket is a bare 404: name it.
+      if (statusOf(err) === 404)
+        throw s3Error({ name: 'NoSuchBucket', $metadata: { httpStatusCode: 404 } }, 'HEAD', this.bucket, '');
+      throw s3Error(err, 'HEAD', this.bucket, '');
     }
   }
 
@@ -236,7 +259,9 @@ export class S3Objects {
           ...(etag ? { IfMatch: etag.replace(/^"|"$/g, '') } : {}),
         }),
       );
-      return await readBody(out.Body as Readable | undefined, end - start);
+      const body = await readBody(out.Body as Readable | undefined, end - start);
+      this.requests.getBytes += body.length;
+      return body;
     } catch (err) {
       if (statusOf(err) === 416) return Buffer.alloc(0);
       throw s3Error(err, 'GET', this.bucket, key);
