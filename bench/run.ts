@@ -23,6 +23,7 @@ const ALL = [
   'channel',
   'mcp',
   'scale',
+  's3',
   'overhead',
 ];
 

@@ -198,7 +198,7 @@ export class BlobWriter {
         return { digest, bytes, lines, deduplicated: true };
       }
       const fh = this.file ?? (await this.open());
-      await this.store.io.fsync(fh);
+      if (this.placement.placesLocally) await this.store.io.fsync(fh);
       crashPoint('capture-written');
       const placed = await this.placement.placeBlob(this.filePath as string, digest);
       crashPoint('blob-renamed');

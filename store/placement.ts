@@ -60,9 +60,18 @@ export class Placement {
    * hold all of libuv's 4 threads in fdatasync while every write waited.
    */
   beginWriteback(): boolean {
-    if (this.writebacks >= MAX_BACKGROUND_WRITEBACKS) return false;
+    if (this.writebacks >= MAX_BACKGROUND_WRITEBACKS || !this.placesLocally) return false;
     this.writebacks++;
     return true;
+  }
+
+  /**
+   * False for an S3 store: its temporaries are uploaded, never renamed into
+   * place, so they need no fsync (the object is durable when the PUT
+   * returns) and get no background writeback.
+   */
+  get placesLocally(): boolean {
+    return blobBackendOf(this.store) === undefined;
   }
 
   /** Frees a slot taken with {@link beginWriteback}. */

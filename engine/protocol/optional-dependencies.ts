@@ -55,13 +55,6 @@ export const OPTIONAL_DEPENDENCIES = {
     entry: '@aws-sdk/client-s3',
     feature: 'S3 stores (--store s3://bucket/prefix, $SLUICE_STORE, the store option)',
   },
-  /** Multipart upload of large blobs to an S3 store (store/s3/objects.ts). */
-  s3Upload: {
-    name: '@aws-sdk/lib-storage',
-    range: '^3.1175.0',
-    entry: '@aws-sdk/lib-storage',
-    feature: 'S3 stores (--store s3://bucket/prefix, $SLUICE_STORE, the store option)',
-  },
 } as const satisfies Record<string, OptionalDependency>;
 
 /** The command that installs `dep` beside sluice. */

@@ -5,7 +5,7 @@
  *
  * - create-once put (`If-None-Match: *`): a 412 means the object is already
  *   there, which for content-addressed keys is success;
- * - multipart upload from a local file for large blobs (lib-storage);
+ * - multipart upload from a local file for large blobs, parts streamed from file ranges;
  * - ranged GET, HEAD, ListObjectsV2 (paged), DeleteObject.
  *
  * The client comes from the SDK's standard chain (credentials, region,
@@ -27,6 +27,8 @@ export const MULTIPART_THRESHOLD = 64 * 1024 * 1024;
 const PART_BYTES = 16 * 1024 * 1024;
 /** Parts in flight per upload. */
 const PART_QUEUE = 4;
+/** Tries of one part before the upload fails. */
+const PART_ATTEMPTS = 3;
 
 /** What HEAD (or a listing) says about one object. */
 export interface ObjectHead {
@@ -192,24 +194,78 @@ export class S3Objects {
         throw s3Error(err, 'PUT', this.bucket, key);
       }
     }
-    const parts = Math.ceil(size / PART_BYTES);
-    // CreateMultipartUpload, the parts, CompleteMultipartUpload.
-    this.requests.puts += parts + 2;
-    const upload = new this.sdk.storage.Upload({
-      client: this.client,
-      params: { Bucket: this.bucket, Key: key, Body: createReadStream(path, { highWaterMark: 1024 * 1024 }) },
-      partSize: PART_BYTES,
-      queueSize: PART_QUEUE,
-      leavePartsOnError: false,
-    });
-    let etag: string | undefined;
+    return this.uploadParts(key, path, size);
+  }
+
+  /**
+   * A multipart upload read straight from the file: each part a ranged read
+   * stream of known length, {@link PART_QUEUE} at a time, so memory is a few
+   * stream buffers whatever the size (lib-storage's Upload would hold each
+   * part in memory). A streamed part is not retried by the SDK, so each is
+   * tried up to {@link PART_ATTEMPTS} times here; any other failure aborts
+   * the upload, leaving no parts behind.
+   */
+  private async uploadParts(key: string, path: string, size: number): Promise<string> {
+    const {
+      CreateMultipartUploadCommand,
+      UploadPartCommand,
+      CompleteMultipartUploadCommand,
+      AbortMultipartUploadCommand,
+    } = this.sdk.client;
+    const Bucket = this.bucket;
+    this.requests.puts++;
+    let uploadId: string | undefined;
     try {
-      etag = (await upload.done()).ETag;
+      uploadId = (await this.client.send(new CreateMultipartUploadCommand({ Bucket, Key: key }))).UploadId;
+      const count = Math.ceil(size / PART_BYTES);
+      const etags: string[] = new Array(count);
+      let next = 0;
+      const worker = async (): Promise<void> => {
+        while (next < count) {
+          const i = next++;
+          const start = i * PART_BYTES;
+          const length = Math.min(PART_BYTES, size - start);
+          for (let attempt = 1; ; attempt++) {
+            this.requests.puts++;
+            try {
+              const out = await this.client.send(
+                new UploadPartCommand({
+                  Bucket,
+                  Key: key,
+                  UploadId: uploadId,
+                  PartNumber: i + 1,
+                  ContentLength: length,
+                  Body: createReadStream(path, { start, end: start + length - 1, highWaterMark: 1024 * 1024 }),
+                }),
+              );
+              etags[i] = out.ETag ?? '';
+              break;
+            } catch (err) {
+              if (attempt >= PART_ATTEMPTS || statusOf(err) === 403 || statusOf(err) === 404) throw err;
+            }
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(PART_QUEUE, count) }, worker));
+      this.requests.puts++;
+      const done = await this.client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket,
+          Key: key,
+          UploadId: uploadId,
+          MultipartUpload: { Parts: etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) },
+        }),
+      );
+      // Ceph's completion answer may carry no ETag the SDK reads: ask.
+      return done.ETag || ((await this.head(key))?.etag ?? '');
     } catch (err) {
+      if (uploadId !== undefined) {
+        await this.client
+          .send(new AbortMultipartUploadCommand({ Bucket, Key: key, UploadId: uploadId }))
+          .catch(() => {});
+      }
       throw s3Error(err, 'multipart upload', this.bucket, key);
     }
-    // Ceph's CompleteMultipartUpload answer carries no ETag the SDK reads: ask.
-    return etag || ((await this.head(key))?.etag ?? '');
   }
 
   /** Checks that the bucket exists and answers: ENOTFOUND when it does not exist, EDISK when refused or unreachable. */
