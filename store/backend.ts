@@ -5,7 +5,8 @@
  * always were); an S3 store holds one, and the few places that open,
  * place, refresh or look for a blob or an index ask it first:
  *
- * - store/placement.ts: placeBlob, refreshBlob, placeIndex;
+ * - store/placement.ts: placeBlob, placeIndex (and refreshBlob, which
+ *   checks an S3 blob through the integrity read path);
  * - store/integrity.ts: the blob open every read and audit goes through;
  * - store/index-file.ts: the index open;
  * - store/store.ts: hasBlob;
@@ -22,12 +23,11 @@ export interface BlobBackend {
   readonly url: string;
   /**
    * Publishes the finished temporary file `tmpPath` as blob `digest` and
-   * removes it. Returns a handle whose identity (stat) is the placed
+   * removes it; the caller found no intact copy there, so one that is there
+   * (corrupt, or being created by another host) is replaced. Returns a handle whose identity (stat) is the placed
    * object's, for the integrity cache, or undefined when it cannot tell.
    */
   placeBlob(tmpPath: string, digest: string): Promise<StoreFile | undefined>;
-  /** True when blob `digest` is stored with `bytes` bytes (so a publish deduplicates). */
-  refreshBlob(digest: string, bytes: number): Promise<boolean>;
   /** Publishes the index file `tmpPath` of blob `digest`; the caller then keeps the file as the local copy. */
   placeIndex(tmpPath: string, digest: string): Promise<void>;
   /** Opens blob `digest` for reading; ENOTFOUND when absent. */

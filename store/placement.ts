@@ -120,8 +120,8 @@ export class Placement {
    */
   async refreshBlob(digest: string, bytes: number): Promise<boolean> {
     this.assertOpen();
-    const backend = blobBackendOf(this.store);
-    if (backend) return backend.refreshBlob(digest, bytes);
+    // An S3 object is immutable once created: the same intact-content check, and nothing to refresh.
+    if (blobBackendOf(this.store)) return refreshIntact(this.store, digest, bytes, async () => true);
     const target = this.layout.blobPath(digest);
     const existing = await statOrUndefined(target);
     if (!existing?.isFile() || existing.size !== bytes) return false;

@@ -7,7 +7,9 @@
  *
  * Requests per operation (docs/store.md, "S3"): publishing a new blob is 1
  * HEAD + 1 PUT (+ 1 PUT for its index when it is large; a multipart upload
- * is 2 + ceil(size / 16 MiB) PUTs); deduplicating is 1 HEAD; opening a blob
+ * is 2 + ceil(size / 16 MiB) PUTs); deduplicating is 1 HEAD, plus hashing
+ * the object once per store (its GETs) unless this store verified or
+ * published it; opening a blob
  * is 1 HEAD, then one GET per block read (store/s3/remote-file.ts); a
  * large blob's index is fetched once per host (1 HEAD + 1 GET per 4 MiB) and
  * kept in the local directory.
@@ -81,14 +83,13 @@ export class S3Blobs implements BlobBackend {
   async placeBlob(tmpPath: string, digest: string): Promise<StoreFile | undefined> {
     const size = (await this.io.stat(tmpPath)).size;
     const key = this.blobKey(digest);
-    const etag = await this.objects.uploadFile(key, tmpPath, size);
+    // The publisher checked that no intact copy is there: a create-once PUT that finds one is either
+    // another host's good copy of the same bytes or a corrupt object. Overwriting heals the latter
+    // and rewrites the former with equal bytes.
+    const etag =
+      (await this.objects.uploadFile(key, tmpPath, size)) ?? (await this.objects.uploadFile(key, tmpPath, size, true));
     await this.io.unlink(tmpPath);
     return etag ? new RemoteFile(this.objects, key, { size, etag, lastModified: undefined }) : undefined;
-  }
-
-  async refreshBlob(digest: string, bytes: number): Promise<boolean> {
-    const head = await this.objects.head(this.blobKey(digest));
-    return head !== undefined && head.size === bytes;
   }
 
   async placeIndex(tmpPath: string, digest: string): Promise<void> {

@@ -173,9 +173,10 @@ export class S3Objects {
    * PUT found the object there. A multipart upload is not conditional
    * (CompleteMultipartUpload with If-None-Match is not in Ceph Pacific):
    * two hosts uploading one digest at once write the same bytes, so the
-   * later completion replaces the object with an equal one.
+   * later completion replaces the object with an equal one. With
+   * `overwrite`, the PUT is unconditional (healing a corrupt object).
    */
-  async uploadFile(key: string, path: string, size: number): Promise<string | undefined> {
+  async uploadFile(key: string, path: string, size: number, overwrite = false): Promise<string | undefined> {
     if (size <= MULTIPART_THRESHOLD) {
       this.requests.puts++;
       try {
@@ -185,7 +186,7 @@ export class S3Objects {
             Key: key,
             Body: createReadStream(path),
             ContentLength: size,
-            IfNoneMatch: '*',
+            ...(overwrite ? {} : { IfNoneMatch: '*' }),
           }),
         );
         return out.ETag ?? '';
