@@ -15,7 +15,13 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+} from '@aws-sdk/client-s3';
 import { expect, onTestFinished } from 'vitest';
 import { Store, type StoreOptions } from '../../store/store.js';
 import { clientConfig, type S3Service, s3Service } from '../support/s3.js';
@@ -31,6 +37,12 @@ export interface StoreBackend {
   corruptBlob(store: Store, digest: string, position: number): Promise<void>;
   /** The stored bytes of (small) blob `digest`, read behind the store's back. */
   storedBytes(store: Store, digest: string): Promise<Buffer>;
+  /** Replaces the stored bytes of (small) blob `digest` with `change(bytes)`, behind the store's back. */
+  rewriteBlob(store: Store, digest: string, change: (bytes: Buffer) => Buffer): Promise<void>;
+  /** Deletes blob `digest` behind the store's back. */
+  removeBlob(store: Store, digest: string): Promise<void>;
+  /** A new store instance on the same location (nothing remembered as verified). */
+  reopen(store: Store): Promise<Store>;
 }
 
 const directory: StoreBackend = {
@@ -38,6 +50,13 @@ const directory: StoreBackend = {
   openStore: (options) => tempStore(options),
   corruptBlob: (store, digest, position) => flipBit(store.layout.blobPath(digest), position),
   storedBytes: (store, digest) => fsp.readFile(store.layout.blobPath(digest)),
+  rewriteBlob: async (store, digest, change) => {
+    const path = store.layout.blobPath(digest);
+    // In place (same inode), as a disk or a stray writer would damage it.
+    await fsp.writeFile(path, change(await fsp.readFile(path)));
+  },
+  removeBlob: (store, digest) => fsp.unlink(store.layout.blobPath(digest)),
+  reopen: (store) => Store.open(store.root),
 };
 
 /** The S3Client settings of `s3`, for Store.open's `s3ClientConfig`. */
@@ -89,6 +108,24 @@ export function s3Backend(s3: S3Service): StoreBackend {
       await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: blobKey(store, digest), Body: body }));
     },
     storedBytes,
+    async rewriteBlob(store, digest, change) {
+      const body = change(await storedBytes(store, digest));
+      await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: blobKey(store, digest), Body: body }));
+    },
+    async removeBlob(store, digest) {
+      await s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: blobKey(store, digest) }));
+    },
+    async reopen(store) {
+      const other = await Store.open(store.locator, {
+        localDir: join(await tempDir('sluice-s3-local-'), 'local'),
+        s3ClientConfig: s3StoreConfig(s3),
+      });
+      onTestFinished(async () => {
+        await other.close().catch(() => {});
+        expect(await fsp.readdir(other.layout.tmp)).toEqual([]);
+      });
+      return other;
+    },
   };
 }
 
