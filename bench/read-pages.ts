@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { MAX_PAGE_LINES } from '../store/pages.js';
 import { Store } from '../store/store.js';
-import { envInt, median, report, tempDir, withPeakRss } from './util.js';
+import { envInt, generatedChunks, median, report, tempDir, withPeakRss } from './util.js';
 
 const BYTES = envInt('SLUICE_BENCH_READ_BYTES', 1024 ** 3);
 const RUNS = envInt('SLUICE_BENCH_READ_RUNS', 9);
@@ -43,21 +43,8 @@ function line(i: number): string {
 /** Streams generated lines into the store until at least `bytes` bytes; returns the blob. */
 async function build(store: Store, bytes: number): Promise<{ digest: string; bytes: number; lines: number }> {
   const w = store.writer();
-  let written = 0;
-  let i = 0;
-  while (written < bytes) {
-    const parts: string[] = [];
-    let size = 0;
-    while (size < CHUNK && written + size < bytes) {
-      const l = line(i++);
-      parts.push(l);
-      size += Buffer.byteLength(l);
-    }
-    const buf = Buffer.from(parts.join(''), 'utf8');
-    written += buf.length;
-    // One chunk in flight at a time: memory stays at a chunk, whatever the size.
-    await w.write(buf);
-  }
+  // One chunk in flight at a time: memory stays at a chunk, whatever the size.
+  for (const buf of generatedChunks(line, bytes, CHUNK)) await w.write(buf);
   return w.commit();
 }
 

@@ -54,3 +54,25 @@ export function mibps(bytes: number, ms: number): number {
 export function report(result: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
+
+/**
+ * Generated content, a chunk at a time: yields the lines `line(0), line(1), ...`
+ * as UTF-8 buffers of about `chunk` bytes until `bytes` bytes, so a benchmark
+ * never holds more than one chunk of what it generates.
+ */
+export function* generatedChunks(line: (i: number) => string, bytes: number, chunk = 1024 * 1024): Generator<Buffer> {
+  let written = 0;
+  let i = 0;
+  while (written < bytes) {
+    const parts: string[] = [];
+    let size = 0;
+    while (size < chunk && written + size < bytes) {
+      const l = line(i++);
+      parts.push(l);
+      size += Buffer.byteLength(l);
+    }
+    const buf = Buffer.from(parts.join(''), 'utf8');
+    written += buf.length;
+    yield buf;
+  }
+}

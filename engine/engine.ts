@@ -144,7 +144,7 @@ export class Engine {
         pool = undefined;
       }
       pool ??= new WorkerPool(wanted);
-      store = await runtime.Store.open(runtime.resolveStoreDir(init.store), io ? { io } : {});
+      store = await runtime.Store.open(runtime.resolveStoreLocation(init.store), io ? { io } : {});
       const engine = new Engine(runtime, store, pool, options, init);
       // Built-ins are registered from their generated descriptions: no worker round trip, so the
       // first call waits only for the worker to be up, never for a describe task.

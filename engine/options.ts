@@ -24,7 +24,10 @@ import { MIN_WINDOW_BYTES } from './protocol/messages.js';
 
 /** Options of {@link Engine.open}. */
 export interface EngineOptions {
-  /** Store directory. @default `$SLUICE_STORE`, else `./.sluice` */
+  /**
+   * Store directory, or `s3://bucket/prefix` for an S3 store (docs/store.md, "S3"; a malformed
+   * S3 URL is EBADOPTION). @default `$SLUICE_STORE`, else `./.sluice`
+   */
   store?: string;
   /** Model-view limits: per-stream `maxLines` (2000) and `maxBytes` (51200), and the aggregate `maxModelBytes` (256 KiB). */
   toolOutput?: Partial<ToolOutputOptions>;

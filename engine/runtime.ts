@@ -6,7 +6,8 @@
  * core while this thread loads these; engine.ts imports nothing else
  * statically but the pool (docs/architecture.md, "Opening an engine").
  */
-export { resolveStoreDir, Store } from '../store/store.js';
+export { resolveStoreLocation } from '../store/location.js';
+export { Store } from '../store/store.js';
 export { BUILTIN_TOOLS } from './builtins/descriptions.js';
 export { Call } from './call/call.js';
 export { assertJsonArgs } from './call/json-args.js';
@@ -14,11 +15,11 @@ export { READ_TOOL, readArgs, readCallOptions, readResultOf } from './engine-rea
 export { SEARCH_TOOL, searchArgs, searchCallOptions, searchResultOf } from './engine-search.js';
 export { EventHub } from './events/hub.js';
 export { EngineMetrics } from './metrics.js';
-export { OPTIONAL_DEPENDENCIES, requireOptional } from './optional-dependencies.js';
 export { resolveOptions } from './options.js';
 export { reapOrphans } from './processes/orphans.js';
 export { ProcessGuard } from './processes/process-guard.js';
 export { ClosedError, toSluiceError } from './protocol/errors.js';
+export { OPTIONAL_DEPENDENCIES, requireOptional } from './protocol/optional-dependencies.js';
 export { Registry } from './registry.js';
 export { EngineSessionLog } from './session-log.js';
 export { assertSessionId } from './sessions/session-id.js';

@@ -12,6 +12,7 @@
  */
 import { join } from 'node:path';
 import { BadUriError, IntegrityError, NotFoundError, toSluiceError } from '../engine/protocol/errors.js';
+import { blobBackendOf } from './backend.js';
 import { READ_STORE_FILE, type StoreFile } from './file.js';
 import { decodeRecordHeader, RECORD_HEADER_BYTES } from './pack-format.js';
 import { type PackLocation, packNames, readPack } from './pack-index.js';
@@ -156,6 +157,8 @@ async function openFileAt(store: Store, digest: string): Promise<BlobHandle | un
 /** The blob file of `digest` at its address or among the tombstones (not packs): a deduplicating publisher's check. */
 export async function openBlobFile(store: Store, digest: string): Promise<BlobHandle> {
   assertDigest(digest);
+  const backend = blobBackendOf(store);
+  if (backend) return fileHandle(await backend.openBlob(digest));
   const h = (await openFileAt(store, digest)) ?? (await tombstonedFile(store, digest));
   if (!h) throw notFound(store, digest);
   return h;
@@ -191,6 +194,9 @@ async function tombstonedFile(store: Store, digest: string): Promise<BlobHandle 
  */
 export async function openBlob(store: Store, digest: string): Promise<BlobHandle> {
   assertDigest(digest);
+  // An S3 store's blobs are objects (store/backend.ts); it packs nothing.
+  const backend = blobBackendOf(store);
+  if (backend) return fileHandle(await backend.openBlob(digest));
   const index = packIndexOf(store);
   const known = index.known(digest);
   if (known) {

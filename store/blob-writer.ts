@@ -219,14 +219,15 @@ export class BlobWriter {
         return { digest, bytes, lines, deduplicated: true };
       }
       const fh = this.file ?? (await this.open());
-      await this.store.io.fsync(fh);
+      if (this.placement.placesLocally) await this.store.io.fsync(fh);
       crashPoint('capture-written');
-      await this.placement.placeBlob(this.filePath as string, digest);
+      const placed = await this.placement.placeBlob(this.filePath as string, digest);
       crashPoint('blob-renamed');
       this.filePath = undefined;
       // Hashed while written: the placed file is known good, so a later dedup or read need not hash it.
-      // Its identity is taken from the still-open descriptor, after the rename (which changes its ctime).
-      await rememberWritten(this.store, digest, fh, lines);
+      // Its identity is taken from the still-open descriptor, after the rename (which changes its ctime),
+      // or, in an S3 store, from the uploaded object.
+      await rememberWritten(this.store, digest, placed ?? fh, lines);
       await fh.close();
       this.file = undefined;
       await this.placeIndex(digest, bytes, lines);

@@ -39,7 +39,8 @@ export class StoreFile {
   private inFlight = 0;
   private idle: (() => void) | undefined;
 
-  private constructor(fd: number) {
+  /** @internal a subclass (store/s3/remote-file.ts) may stand for a file with no descriptor (-1). */
+  protected constructor(fd: number) {
     this.descriptor = fd;
   }
 

@@ -6,6 +6,7 @@
  * one is swallowed, because a read can always fall back to scanning.
  */
 import { createHash, type Hash } from 'node:crypto';
+import { blobBackendOf } from './backend.js';
 import type { BlobHandle } from './blob-handle.js';
 import { READ_STORE_FILE, type StoreFile } from './file.js';
 import { writeAll } from './io.js';
@@ -74,6 +75,8 @@ export function wantsIndex(bytes: number): boolean {
 }
 
 async function openIndex(store: Store, digest: string): Promise<StoreFile | undefined> {
+  const backend = blobBackendOf(store);
+  if (backend) return backend.openIndex(digest);
   try {
     return await store.io.open(store.layout.indexPath(digest), READ_STORE_FILE);
   } catch {

@@ -13,6 +13,8 @@ export { realIO } from './io.js';
 export { StoreLayout } from './layout.js';
 export { INDEX_EVERY_BYTES, INDEX_EVERY_LINES, INDEX_MIN_BLOB_BYTES } from './line-index.js';
 export { countNewlines, lineCount, linesOfString } from './lines.js';
+export type { DirectoryLocation, S3Location, StoreLocation } from './location.js';
+export { parseStoreLocation, resolveStoreLocation } from './location.js';
 export type { Manifest, ManifestStream } from './manifest.js';
 export { decodeManifest, encodeManifest, MANIFEST_KIND, MAX_MANIFEST_BYTES, manifestSchema } from './manifest.js';
 export { loadManifest, tryLoadManifest } from './manifest-load.js';

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { constants, type Stats, stat } from 'node:fs';
 import { dirname } from 'node:path';
 import { toSluiceError } from '../engine/protocol/errors.js';
+import { blobBackendOf } from './backend.js';
 import { DirSync } from './dir-sync.js';
 import type { StoreFile } from './file.js';
 import { packedIntact, refreshIntact, rememberPacked, remembersPacked } from './integrity.js';
@@ -133,9 +134,18 @@ export class Placement {
    * hold all of libuv's 4 threads in fdatasync while every write waited.
    */
   beginWriteback(): boolean {
-    if (this.writebacks >= MAX_BACKGROUND_WRITEBACKS) return false;
+    if (this.writebacks >= MAX_BACKGROUND_WRITEBACKS || !this.placesLocally) return false;
     this.writebacks++;
     return true;
+  }
+
+  /**
+   * False for an S3 store: its temporaries are uploaded, never renamed into
+   * place, so they need no fsync (the object is durable when the PUT
+   * returns) and get no background writeback.
+   */
+  get placesLocally(): boolean {
+    return blobBackendOf(this.store) === undefined;
   }
 
   /** Frees a slot taken with {@link beginWriteback}. */
@@ -161,13 +171,18 @@ export class Placement {
    * Moves a fully written and fsynced temporary file to its content address
    * (rename, then fsync of the directory). The caller has checked with
    * {@link refreshBlob} that no good copy is there; a same-named blob of the
-   * wrong size is corrupt and is replaced.
+   * wrong size is corrupt and is replaced. In an S3 store the file is
+   * uploaded instead (store/backend.ts); the handle returned then stands for
+   * the placed object.
    */
-  async placeBlob(tmpPath: string, digest: string): Promise<void> {
+  async placeBlob(tmpPath: string, digest: string): Promise<StoreFile | undefined> {
+    const backend = blobBackendOf(this.store);
+    if (backend) return backend.placeBlob(tmpPath, digest);
     const dir = dirname(this.layout.blobPath(digest));
     await this.ensureDir(dir);
     await this.io.rename(tmpPath, this.layout.blobPath(digest));
     await this.dirSync.sync(dir);
+    return undefined;
   }
 
   /**
@@ -179,6 +194,8 @@ export class Placement {
    */
   async refreshBlob(digest: string, bytes: number): Promise<boolean> {
     this.assertOpen();
+    // An S3 object is immutable once created: the same intact-content check, and nothing to refresh.
+    if (blobBackendOf(this.store)) return refreshIntact(this.store, digest, bytes, async () => true);
     const target = this.layout.blobPath(digest);
     const existing = await statOrUndefined(target);
     if (!existing?.isFile() || existing.size !== bytes) return false;
@@ -200,6 +217,8 @@ export class Placement {
    * cache that is validated on use and rebuilt when missing.
    */
   async placeIndex(tmpPath: string, digest: string): Promise<void> {
+    // An S3 store uploads it first; the file then stays here as this host's copy.
+    await blobBackendOf(this.store)?.placeIndex(tmpPath, digest);
     const target = this.layout.indexPath(digest);
     await this.ensureDir(dirname(target));
     await this.io.rename(tmpPath, target);

@@ -1,16 +1,25 @@
 /**
- * The directory store: content-addressed blobs, their line indexes, pins that
- * protect published objects until their references are durable, and the tmp/
- * area where every write starts.
+ * The store: content-addressed blobs, their line indexes, pins that protect
+ * published objects until their references are durable, and the tmp/ area
+ * where every write starts. Blobs and indexes live in its directory, or, for
+ * an S3 store, in a bucket (store/backend.ts, store/s3/), with the directory
+ * (local to this host) keeping everything else.
  */
 import { promises as fsp } from 'node:fs';
-import { resolve } from 'node:path';
-import { BadOptionError, ClosedError, toSluiceError } from '../engine/protocol/errors.js';
+import { BadOptionError, ClosedError, toSluiceError, UnsupportedPlatformError } from '../engine/protocol/errors.js';
+import { attachBlobBackend, type BlobBackend, blobBackendOf } from './backend.js';
 import { openPacked } from './blob-handle.js';
 import { type BlobInfo, BlobWriter } from './blob-writer.js';
 import { makeDirs, realIO, type StoreIO } from './io.js';
 import { StoreLayout } from './layout.js';
 import { INDEX_MIN_BLOB_BYTES } from './line-index.js';
+import {
+  describeLocation,
+  parseStoreLocation,
+  resolveStoreLocation,
+  type S3Location,
+  type StoreLocation,
+} from './location.js';
 import type { Manifest } from './manifest.js';
 import { loadManifest } from './manifest-load.js';
 import type { PackIndex } from './pack-index.js';
@@ -19,9 +28,7 @@ import { type Pin, PinJournal } from './pins.js';
 import { DEFAULT_PACK_MAX_BLOB_BYTES, Placement } from './placement.js';
 import { type VerifyOptions, type VerifyReport, verifyStore } from './verify.js';
 
-/** The default store directory, relative to the working directory. */
-export const DEFAULT_STORE_DIR = '.sluice';
-
+export { DEFAULT_STORE_DIR } from './location.js';
 export type { Pin } from './pins.js';
 
 /** Options of {@link Store.open}. */
@@ -32,9 +39,21 @@ export interface StoreOptions {
    * Blobs of at most this many bytes are appended to a pack (no file per
    * blob, one fdatasync per batch of publishes); 0 gives every blob a file
    * of its own. At most 1 MiB - 1 (a packed blob never needs a line index).
+   * An S3 store packs nothing (one object per blob).
    * @default `$SLUICE_PACK_MAX_BLOB_BYTES`, else 65536
    */
   packMaxBlobBytes?: number;
+  /**
+   * For an `s3://` location: the local directory of this host's
+   * temporaries and caches. @default `$SLUICE_STORE_LOCAL`, else a per-user
+   * cache directory keyed by endpoint, bucket and prefix (store/location.ts)
+   */
+  localDir?: string;
+  /**
+   * For an `s3://` location: S3Client configuration applied over the
+   * standard chain (credentials, region, endpoint from the AWS variables).
+   */
+  s3ClientConfig?: Record<string, unknown>;
 }
 
 /** Where {@link StoreOptions.packMaxBlobBytes} comes from when it is not given. */
@@ -71,10 +90,15 @@ export function packIndexOf(store: Store): PackIndex {
 /**
  * Resolves the store directory the way the CLI does: an explicit value, else
  * `$SLUICE_STORE`, else `./.sluice`. An empty value counts as unset (it would
- * otherwise resolve to the working directory itself).
+ * otherwise resolve to the working directory itself). An `s3://` value has
+ * no directory of its own: for it this throws EUNSUPPORTED (use
+ * {@link resolveStoreLocation}), and a malformed one EBADOPTION; it is
+ * never taken for a relative path.
  */
 export function resolveStoreDir(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
-  return resolve(explicit || env.SLUICE_STORE || DEFAULT_STORE_DIR);
+  const location = resolveStoreLocation(explicit, env);
+  if (location.kind === 'directory') return location.dir;
+  throw new UnsupportedPlatformError(`${location.url} is an S3 store, not a directory`, { store: location.url });
 }
 
 /** A content-addressed artifact store rooted at one directory. */
@@ -83,41 +107,63 @@ export class Store {
   readonly layout: StoreLayout;
   /** Filesystem calls (replaceable for fault injection). */
   readonly io: StoreIO;
+  /** Where the store is: its directory, or its bucket and prefix with the local directory. */
+  readonly location: StoreLocation;
   private readonly pins: PinJournal;
   private closed = false;
 
-  private constructor(root: string, io: StoreIO) {
-    this.layout = new StoreLayout(root);
+  private constructor(location: StoreLocation, io: StoreIO) {
+    this.location = location;
+    this.layout = new StoreLayout(location.kind === 'directory' ? location.dir : location.localDir);
     this.io = io;
     this.pins = new PinJournal(this.layout.pins, io);
   }
 
-  /** Opens (creating when needed) the store at `dir`. Opening never reads blobs, so corrupt content cannot prevent it. */
-  static async open(dir: string, options: StoreOptions = {}): Promise<Store> {
-    const packMax = options.packMaxBlobBytes ?? defaultPackMax();
+  /**
+   * Opens (creating when needed) the store at `location`: a directory, or
+   * `s3://bucket/prefix` (EBADOPTION when malformed; EMISSINGDEP without
+   * the AWS SDK; ENOTFOUND when the bucket does not exist). Opening never
+   * reads blobs, so corrupt content cannot prevent it.
+   */
+  static async open(location: string | StoreLocation, options: StoreOptions = {}): Promise<Store> {
+    const where = typeof location === 'string' ? parseStoreLocation(location, process.env, options.localDir) : location;
+    // An S3 store keeps one object per blob (docs/store.md, "S3 stores"): packs are a detail of the directory store.
+    const packMax = where.kind === 's3' ? 0 : (options.packMaxBlobBytes ?? defaultPackMax());
     if (!Number.isInteger(packMax) || packMax < 0 || packMax >= INDEX_MIN_BLOB_BYTES) {
       throw new BadOptionError(
         `packMaxBlobBytes must be an integer from 0 to ${INDEX_MIN_BLOB_BYTES - 1}, got ${JSON.stringify(options.packMaxBlobBytes)}`,
       );
     }
-    const store = new Store(resolve(dir), options.io ?? realIO);
+    const store = new Store(where, options.io ?? realIO);
     const l = store.layout;
+    // The bucket first: a wrong location creates nothing locally.
+    const backend = where.kind === 's3' ? await openS3Backend(where, store, options) : undefined;
     const dirs = [l.blobs, l.index, l.packs, l.tmp, l.pins, l.sessions];
     for (const d of dirs) {
       try {
         await makeDirs(d);
       } catch (err) {
+        backend?.close();
         // Not a directory, not writable, disk full: a typed EDISK naming the OS code, like every store write.
         throw toSluiceError(err, 'EDISK');
       }
     }
+    if (backend) attachBlobBackend(store, backend);
     placements.set(store, new Placement(store, () => store.assertOpen(), dirs, packMax));
     return store;
   }
 
-  /** The store's root directory. */
+  /** The store's root directory (for an S3 store, its local directory). */
   get root(): string {
     return this.layout.root;
+  }
+
+  /**
+   * What opens this store again, as `--store` takes it: the directory, or
+   * the `s3://` URL (a worker thread opens the store by it for the read tool).
+   */
+  get locator(): string {
+    return describeLocation(this.location);
   }
 
   /**
@@ -128,6 +174,7 @@ export class Store {
   async close(): Promise<void> {
     this.closed = true;
     await placementOf(this).close();
+    blobBackendOf(this)?.close();
     await this.pins.close();
   }
 
@@ -178,6 +225,7 @@ export class Store {
    * quarantine/ so the next publish of their content restores them.
    */
   verify(options: VerifyOptions = {}): Promise<VerifyReport> {
+    if (blobBackendOf(this)) return Promise.reject(notYetOnS3(this, 'verify'));
     return verifyStore(this, options);
   }
 
@@ -187,6 +235,8 @@ export class Store {
    * collection has since removed does not count).
    */
   async hasBlob(digest: string): Promise<boolean> {
+    const backend = blobBackendOf(this);
+    if (backend) return backend.hasBlob(digest);
     try {
       await fsp.access(this.layout.blobPath(digest));
       return true;
@@ -223,4 +273,18 @@ export class Store {
   private assertOpen(): void {
     if (this.closed) throw new ClosedError('the store is closed');
   }
+}
+
+/** Connects the S3 backend of `store` (the SDK is loaded only here). */
+async function openS3Backend(where: S3Location, store: Store, options: StoreOptions): Promise<BlobBackend> {
+  const { S3Blobs } = await import('./s3/blobs.js');
+  const connect = options.s3ClientConfig ? { clientConfig: options.s3ClientConfig } : {};
+  return S3Blobs.open(where, store.layout, store.io, connect);
+}
+
+/** EUNSUPPORTED for what an S3 store cannot do yet (docs/store.md, "S3"). */
+export function notYetOnS3(store: Store, what: string): UnsupportedPlatformError {
+  return new UnsupportedPlatformError(`${what} is not supported on the S3 store ${store.locator} yet`, {
+    store: store.locator,
+  });
 }

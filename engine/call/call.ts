@@ -176,7 +176,7 @@ export class Call {
       args: this.args,
       window: this.deps.settings.window,
       cwd: this.deps.settings.cwd,
-      storeDir: this.deps.store.root,
+      storeDir: this.deps.store.locator,
       displayBytes: this.deps.settings.liveDisplayBytes,
       ...askOnlyField(this.deps.approve),
     };

@@ -5,7 +5,8 @@
  */
 import { promises as fsp } from 'node:fs';
 import type { parseArgs } from 'node:util';
-import { resolveStoreDir, Store } from '../../store/store.js';
+import { describeLocation, resolveStoreLocation } from '../../store/location.js';
+import { Store } from '../../store/store.js';
 import { sanitizeForTerminal } from '../presentation/sanitize.js';
 import {
   BadArgumentsError,
@@ -159,12 +160,32 @@ export function parseCount(option: string, value: string | undefined): number | 
  * directory that does not exist is {@link NotFoundError}.
  */
 export async function openExistingStore(explicit: string | undefined, env: NodeJS.ProcessEnv): Promise<Store> {
-  const dir = resolveStoreDir(explicit, env);
-  const st = await fsp.stat(dir).catch(() => undefined);
-  if (!st?.isDirectory()) {
-    throw new NotFoundError(`no sluice store at ${dir} (choose one with --store DIR or $SLUICE_STORE)`, { dir });
-  }
-  return Store.open(dir);
+  return Store.open(await existingStore(explicit, env));
+}
+
+/**
+ * The store chosen by `--store`, else `$SLUICE_STORE`, else `./.sluice`, as
+ * Store.open takes it, when it exists: an `s3://` location (malformed:
+ * EBADOPTION) always does here, its bucket is checked when it opens; a
+ * directory that does not exist is {@link NotFoundError}.
+ */
+export async function existingStore(explicit: string | undefined, env: NodeJS.ProcessEnv): Promise<string> {
+  const found = await chosenStore(explicit, env);
+  if (found.exists) return found.locator;
+  const dir = found.locator;
+  throw new NotFoundError(`no sluice store at ${dir} (choose one with --store DIR or $SLUICE_STORE)`, { dir });
+}
+
+/** The chosen store's locator (a directory or an `s3://` URL) and whether it exists (an S3 one counts as existing). */
+export async function chosenStore(
+  explicit: string | undefined,
+  env: NodeJS.ProcessEnv,
+): Promise<{ locator: string; exists: boolean }> {
+  const location = resolveStoreLocation(explicit, env);
+  const locator = describeLocation(location);
+  if (location.kind === 's3') return { locator, exists: true };
+  const st = await fsp.stat(location.dir).catch(() => undefined);
+  return { locator, exists: st?.isDirectory() === true };
 }
 
 /**

@@ -1,21 +1,13 @@
-/**
- * `sluice grep <pattern> <artifact-uri> [--regex] [--ignore-case] [--context N] [--limit N] [--offset N] [--json] [--store DIR]`:
- * searches a stored artifact through `Engine.search`, the same code path as a
- * model's `grep` call (the built-in tool in a worker, approved as an artifact
- * read). Prints `grep -n`-style lines with zero-based line numbers, each one
- * a `sluice read --offset`.
- */
-import { promises as fsp } from 'node:fs';
 import { MAX_SEARCH_CONTEXT, MAX_SEARCH_LIMIT } from '../../store/search.js';
-import { resolveStoreDir } from '../../store/store.js';
 import { parseArtifactUri } from '../../store/uri.js';
 import { Engine } from '../engine.js';
 import type { SearchResult } from '../engine-search.js';
-import { BadArgumentsError, NotFoundError } from '../protocol/errors.js';
+import { BadArgumentsError } from '../protocol/errors.js';
 import {
   type Command,
   EXIT_FAILURE,
   EXIT_OK,
+  existingStore,
   forTerminal,
   HELP_OPTION,
   parseCommandLine,
@@ -88,11 +80,7 @@ export const command: Command = {
     const context = parseCount('context', values.context);
     const limit = parseCount('limit', values.limit);
     const offset = parseCount('offset', values.offset);
-    const dir = resolveStoreDir(values.store, ctx.env);
-    const st = await fsp.stat(dir).catch(() => undefined);
-    if (!st?.isDirectory()) {
-      throw new NotFoundError(`no sluice store at ${dir} (choose one with --store DIR or $SLUICE_STORE)`, { dir });
-    }
+    const dir = await existingStore(values.store, ctx.env);
     const engine = await Engine.open({ store: dir, builtins: true, concurrency: 1, minThreads: 1 });
     let result: SearchResult;
     try {

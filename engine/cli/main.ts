@@ -155,6 +155,10 @@ export async function main(argv: readonly string[], ctx: CliContext): Promise<nu
 }
 
 const ctx: CliContext = { stdout: process.stdout, stderr: process.stderr, env: process.env };
+// The AWS SDK (an S3 store) warns on stderr, once per process, that its releases from 2027 want
+// Node.js 22: nothing about this command, and stderr is where its errors go. The CLI owns its
+// process environment; library users decide for themselves.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 // A reader that closes the pipe early (`sluice read ... | head`) is not an error.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   if (err.code === 'EPIPE') process.exit(process.exitCode ?? EXIT_OK);

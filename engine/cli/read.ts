@@ -12,13 +12,13 @@ import { promises as fsp } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MAX_PAGE_LINES } from '../../store/pages.js';
-import { resolveStoreDir } from '../../store/store.js';
 import { isArtifactUri, parseArtifactUri } from '../../store/uri.js';
 import { Engine } from '../engine.js';
 import type { ReadBytesResult, ReadPageInfo, ReadResult } from '../engine-read.js';
 import { BadArgumentsError, NotFoundError } from '../protocol/errors.js';
 import {
   type Command,
+  chosenStore,
   EXIT_OK,
   forTerminal,
   HELP_OPTION,
@@ -63,11 +63,6 @@ const OPTIONS = {
   ...HELP_OPTION,
 } as const;
 
-async function isDirectory(dir: string): Promise<boolean> {
-  const st = await fsp.stat(dir).catch(() => undefined);
-  return st?.isDirectory() === true;
-}
-
 /**
  * The store to open the engine on. Reading never creates a store: an artifact
  * read without one is ENOTFOUND (after the URI is checked, so a malformed URI
@@ -79,8 +74,8 @@ async function storeFor(
   explicit: string | undefined,
   env: NodeJS.ProcessEnv,
 ): Promise<{ dir: string; dispose(): Promise<void> }> {
-  const dir = resolveStoreDir(explicit, env);
-  if (await isDirectory(dir)) return { dir, dispose: async () => {} };
+  const { locator: dir, exists } = await chosenStore(explicit, env);
+  if (exists) return { dir, dispose: async () => {} };
   if (isArtifactUri(filePath.trimStart())) {
     parseArtifactUri(filePath);
     throw new NotFoundError(`no sluice store at ${dir} (choose one with --store DIR or $SLUICE_STORE)`, { dir });

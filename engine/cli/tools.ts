@@ -7,12 +7,12 @@
 import { promises as fsp } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { resolveStoreDir } from '../../store/store.js';
 import { Engine } from '../engine.js';
 import { BadArgumentsError } from '../protocol/errors.js';
 import type { ToolInfo } from '../registry.js';
 import {
   type Command,
+  chosenStore,
   EXIT_OK,
   forTerminal,
   HELP_OPTION,
@@ -83,9 +83,8 @@ export function renderTools(tools: readonly ToolInfo[]): string {
 
 /** The store to open: the chosen one when it exists, else a throwaway one (listing tools writes nothing). */
 async function storeFor(explicit: string | undefined, env: NodeJS.ProcessEnv) {
-  const dir = resolveStoreDir(explicit, env);
-  const st = await fsp.stat(dir).catch(() => undefined);
-  if (st?.isDirectory()) return { dir, dispose: async () => {} };
+  const { locator: dir, exists } = await chosenStore(explicit, env);
+  if (exists) return { dir, dispose: async () => {} };
   const scratch = await fsp.mkdtemp(join(tmpdir(), 'sluice-tools-'));
   return { dir: scratch, dispose: () => fsp.rm(scratch, { recursive: true, force: true }) };
 }

@@ -149,7 +149,7 @@ export interface CallTask {
   window: number;
   /** Working directory for the tool. */
   cwd: string;
-  /** The store's root directory: tools read artifacts by possession of their URI. */
+  /** What opens the store (Store.locator: its directory, or `s3://bucket/prefix`): tools read artifacts by possession of their URI. */
   storeDir: string;
   /** Bound on the final display, UTF-8 bytes (the engine's liveDisplayBytes): past it the worker cuts it. */
   displayBytes: number;

@@ -13,7 +13,7 @@
 import type { Registry } from 'prom-client';
 import type { Engine } from '../engine.js';
 import { DURATION_BUCKETS } from '../metrics.js';
-import { importOptional, OPTIONAL_DEPENDENCIES } from '../optional-dependencies.js';
+import { importOptional, OPTIONAL_DEPENDENCIES } from '../protocol/optional-dependencies.js';
 import { type StoreSize, StoreSizeCache } from './store-size.js';
 
 /** Least time between two walks of the store for its blob gauges (tests set it to 0). @internal */

@@ -4,8 +4,9 @@
  * under the collector's lock, the reaping of process groups whose engine
  * died (engine/processes/orphans.ts).
  */
+import { blobBackendOf } from '../../store/backend.js';
 import { collectStore, type GcOptions, type GcReport as StoreGcReport } from '../../store/gc/collect.js';
-import type { Store } from '../../store/store.js';
+import { notYetOnS3, type Store } from '../../store/store.js';
 import { reapOrphans } from '../processes/orphans.js';
 import { scanSessions } from './roots.js';
 
@@ -28,6 +29,8 @@ export interface GcReport extends Omit<StoreGcReport, 'durationMs'> {
  * @throws BadOptionError (EBADOPTION) for a bad option; TimeoutError (ETIMEOUT) when another collection holds the lock; DiskError (EDISK).
  */
 export async function collectGarbage(store: Store, options: GcOptions = {}): Promise<GcReport> {
+  // Across hosts, GC needs leases and a shared lock (docs/store.md, "S3"): refused until it has them.
+  if (blobBackendOf(store)) throw notYetOnS3(store, 'garbage collection');
   let orphanGroupsKilled = 0;
   const { durationMs, ...report } = await collectStore(
     store,

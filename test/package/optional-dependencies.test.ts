@@ -1,17 +1,17 @@
 /**
- * Optional dependencies (engine/optional-dependencies.ts) agree with
+ * Optional dependencies (engine/protocol/optional-dependencies.ts) agree with
  * package.json, resolve when installed, and fail typed with the install
  * command when not; the platform check refuses what sluice cannot run on.
  */
 import { describe, expect, it } from 'vitest';
+import { assertSupportedPlatform, platformProblem } from '../../engine/platform.js';
+import { SluiceError } from '../../engine/protocol/errors.js';
 import {
   installCommand,
   OPTIONAL_DEPENDENCIES,
   type OptionalDependency,
   requireOptional,
-} from '../../engine/optional-dependencies.js';
-import { assertSupportedPlatform, platformProblem } from '../../engine/platform.js';
-import { SluiceError } from '../../engine/protocol/errors.js';
+} from '../../engine/protocol/optional-dependencies.js';
 import { PACKAGE } from './pack.js';
 
 describe('optional dependencies', () => {

@@ -14,6 +14,7 @@ import { WATCHDOG_NAME } from '../../engine/processes/process-guard.js';
 import { StoreFile } from '../../store/file.js';
 import { realIO, type StoreIO } from '../../store/io.js';
 import { parsePinJournal } from '../../store/pins.js';
+import { RemoteFile } from '../../store/s3/remote-file.js';
 import { Store, type StoreOptions } from '../../store/store.js';
 
 /** SHA-256 hex of `data`. */
@@ -77,19 +78,26 @@ export async function flipBit(path: string, position: number, bit = 0): Promise<
  * test can tell O(page) reads from O(offset) scans without timing anything.
  */
 export async function countBytesRead<T>(fn: () => Promise<T>): Promise<{ result: T; bytesRead: number }> {
-  const proto = StoreFile.prototype as unknown as { read: (...args: unknown[]) => Promise<{ bytesRead: number }> };
-  const original = proto.read;
+  type Reader = { read: (...args: unknown[]) => Promise<{ bytesRead: number }> };
+  // A remote blob (an S3 store's) is read through its own override: count both.
+  const protos = [StoreFile.prototype, RemoteFile.prototype] as unknown as Reader[];
+  const originals = protos.map((p) => p.read);
   let bytesRead = 0;
-  proto.read = async function (this: unknown, ...args: unknown[]) {
-    const r = await original.apply(this, args);
-    bytesRead += r.bytesRead;
-    return r;
-  };
+  protos.forEach((proto, i) => {
+    const original = originals[i] as Reader['read'];
+    proto.read = async function (this: unknown, ...args: unknown[]) {
+      const r = await original.apply(this, args);
+      bytesRead += r.bytesRead;
+      return r;
+    };
+  });
   try {
     const result = await fn();
     return { result, bytesRead };
   } finally {
-    proto.read = original;
+    protos.forEach((proto, i) => {
+      proto.read = originals[i] as Reader['read'];
+    });
   }
 }
 

@@ -1,6 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { Store } from '../../store/store.js';
+import { STORE_BACKENDS } from './backends.js';
 import { countBytesRead, filesUnder, flipBit, sha256, tempDir, tmpEntries } from './helpers.js';
 
 // These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
@@ -11,15 +12,22 @@ const SMALL = 'alpha\nbeta\ngamma\n';
 /** Over 1 MiB: corrupting it must also leave no half-built index behind. */
 const LARGE = Buffer.from('a line of the large blob\n'.repeat(60_000));
 
-type Damage = [label: string, damage: (path: string, size: number) => Promise<void>];
+/** `bytes` with bit `bit` of byte `at` flipped (a copy). */
+function flipped(bytes: Buffer, at: number, bit: number): Buffer {
+  const out = Buffer.from(bytes);
+  out[at] = (out[at] ?? 0) ^ (1 << bit);
+  return out;
+}
+
+type Damage = [label: string, damage: (bytes: Buffer) => Buffer];
 const damages: Damage[] = [
-  ['truncated by one byte', (p, size) => fsp.truncate(p, size - 1)],
-  ['truncated to nothing', (p) => fsp.truncate(p, 0)],
-  ['extended with trailing garbage', (p) => fsp.appendFile(p, 'garbage')],
-  ['extended with one newline', (p) => fsp.appendFile(p, '\n')],
-  ['one bit flipped in the first byte', (p) => flipBit(p, 0, 0)],
-  ['one bit flipped in the middle', (p, size) => flipBit(p, Math.floor(size / 2), 3)],
-  ['one bit flipped in the last byte', (p, size) => flipBit(p, size - 1, 7)],
+  ['truncated by one byte', (b) => b.subarray(0, b.length - 1)],
+  ['truncated to nothing', () => Buffer.alloc(0)],
+  ['extended with trailing garbage', (b) => Buffer.concat([b, Buffer.from('garbage')])],
+  ['extended with one newline', (b) => Buffer.concat([b, Buffer.from('\n')])],
+  ['one bit flipped in the first byte', (b) => flipped(b, 0, 0)],
+  ['one bit flipped in the middle', (b) => flipped(b, Math.floor(b.length / 2), 3)],
+  ['one bit flipped in the last byte', (b) => flipped(b, b.length - 1, 7)],
 ];
 
 async function freshStore(): Promise<{ dir: string; store: Store }> {
@@ -27,17 +35,17 @@ async function freshStore(): Promise<{ dir: string; store: Store }> {
   return { dir, store: await Store.open(dir) };
 }
 
-describe('integrity on read', () => {
+describe.each(STORE_BACKENDS)('integrity on read ($name)', ({ openStore, rewriteBlob, removeBlob, reopen }) => {
   for (const [name, content] of [
     ['small', SMALL],
     ['large', LARGE],
   ] as const) {
     it.each(damages)(`a ${name} blob %s fails with EINTEGRITY, never a short or altered page`, async (_l, damage) => {
-      const { dir, store } = await freshStore();
-      const { digest, bytes } = await store.publishBytes(content);
-      await damage(store.layout.blobPath(digest), bytes);
+      const store = await openStore();
+      const { digest } = await store.publishBytes(content);
+      await rewriteBlob(store, digest, damage);
       // A fresh store instance: nothing is remembered as verified; opening it does not read blobs.
-      const reader = await Store.open(dir);
+      const reader = await reopen(store);
       for (const opts of [{}, { offset: 0, limit: 1 }, { offset: 1_000_000 }]) {
         await expect(reader.readPage(`artifact://${digest}`, opts)).rejects.toMatchObject({
           code: 'EINTEGRITY',
@@ -49,12 +57,12 @@ describe('integrity on read', () => {
   }
 
   it('fails with ENOTFOUND for an absent blob, and the store still opens and reads other blobs', async () => {
-    const { dir, store } = await freshStore();
+    const store = await openStore();
     const kept = await store.publishBytes('kept\n');
     const gone = await store.publishBytes('gone\n');
-    await fsp.unlink(store.layout.blobPath(gone.digest));
-    await flipBit(store.layout.blobPath(kept.digest), 0);
-    const reopened = await Store.open(dir);
+    await removeBlob(store, gone.digest);
+    await rewriteBlob(store, kept.digest, (b) => flipped(b, 0, 0));
+    const reopened = await reopen(store);
     await expect(reopened.readPage(`artifact://${gone.digest}`)).rejects.toMatchObject({
       code: 'ENOTFOUND',
       details: { digest: gone.digest },
@@ -63,7 +71,9 @@ describe('integrity on read', () => {
     const other = await reopened.publishBytes('other\n');
     expect((await reopened.readPage(`artifact://${other.digest}`)).content).toBe('other\n');
   });
+});
 
+describe('integrity on read of the directory store', () => {
   it('treats a directory in place of a blob as corrupt (EINTEGRITY)', async () => {
     const { store } = await freshStore();
     const digest = sha256('dir');

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_PAGE_BYTES } from '../../store/pages.js';
 import type { Store } from '../../store/store.js';
-import { countBytesRead, tempStore } from './helpers.js';
+import { STORE_BACKENDS } from './backends.js';
+import { countBytesRead } from './helpers.js';
 
 const MiB = 1024 * 1024;
 
@@ -9,13 +10,13 @@ async function put(store: Store, content: string | Buffer): Promise<string> {
   return `artifact://${(await store.publishBytes(content)).digest}`;
 }
 
-describe('the 2 MiB page bound', () => {
+describe.each(STORE_BACKENDS)('the 2 MiB page bound ($name)', ({ openStore }) => {
   it('is exactly 2 MiB of UTF-8 content', () => {
     expect(MAX_PAGE_BYTES).toBe(2 * MiB);
   });
 
   it('returns a page of exactly 2 MiB and rejects one byte more with ERESOURCELIMIT, never truncating', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const big = `${'x'.repeat(MiB - 1)}\n`;
     const uri = await put(store, `${big}${big}z\n`);
     const exact = await store.readPage(uri, { offset: 0, limit: 2 });
@@ -31,7 +32,7 @@ describe('the 2 MiB page bound', () => {
   });
 
   it('counts bytes, not characters: 2 MiB of 2-byte characters fits, 2 more bytes do not', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const line = `${'é'.repeat(MiB / 2 - 1)}\n`; // MiB - 1 bytes
     const uri = await put(store, `${line}${line}é\n`);
     expect(Buffer.byteLength((await store.readPage(uri, { limit: 2 })).content)).toBe(2 * MiB - 2);
@@ -39,7 +40,7 @@ describe('the 2 MiB page bound', () => {
   });
 
   it('whole lines that would each fit a page fail with ERESOURCELIMIT saying how many fit', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const big = `${'x'.repeat(MiB - 1)}\n`;
     const uri = await put(store, `${big}${big}z\n`);
     await expect(store.readPage(uri, { offset: 0, limit: 3 })).rejects.toMatchObject({
@@ -54,7 +55,7 @@ describe('the 2 MiB page bound', () => {
   });
 
   it('a single line over 2 MiB comes back in part, with or without a final newline, never silently cut', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const huge = 'h'.repeat(3 * MiB);
     const uri = await put(store, `before\n${huge}\nafter\n${huge}`);
     expect(await store.readPage(uri, { offset: 1, limit: 1 })).toMatchObject({
@@ -81,7 +82,7 @@ describe('the 2 MiB page bound', () => {
   });
 
   it('stops reading once the bound is passed instead of loading the oversized line', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const uri = await put(store, `${'w'.repeat(40 * MiB)}\n`);
     await store.readPage(uri, { offset: 1 }); // the verification read, hashing all 40 MiB
     const { result, bytesRead } = await countBytesRead(() => store.readPage(uri));

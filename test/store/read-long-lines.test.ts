@@ -12,7 +12,8 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { MAX_PAGE_BYTES } from '../../store/pages.js';
 import type { Store } from '../../store/store.js';
-import { countBytesRead, sha256, tempStore } from './helpers.js';
+import { STORE_BACKENDS } from './backends.js';
+import { countBytesRead, sha256 } from './helpers.js';
 
 const MiB = 1024 * 1024;
 const FFFD = '\uFFFD';
@@ -44,9 +45,9 @@ function mixedLine(bytes: number, pad: number): string {
   return 'p'.repeat(pad) + body + 'q'.repeat(bytes - pad - Buffer.byteLength(body));
 }
 
-describe('lines longer than a page', () => {
+describe.each(STORE_BACKENDS)('lines longer than a page ($name)', ({ openStore }) => {
   it('a 3 MB line with multi-byte characters at every cut is rebuilt exactly by following continuations', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     // Ten paddings put every byte of a 10-byte cycle of 1- to 4-byte characters at the 2 MiB cut.
     for (let pad = 0; pad < 10; pad++) {
       const line = mixedLine(3_000_000, pad);
@@ -69,7 +70,7 @@ describe('lines longer than a page', () => {
   });
 
   it('a 100 MB line is read back exactly in pages, and a read deep inside it costs one page', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const w = store.writer();
     const unit = Buffer.from(mixedLine(1_000_000, 3));
     const whole = createHash('sha256');
@@ -113,7 +114,7 @@ describe('lines longer than a page', () => {
   });
 
   it('a byteOffset outside its line is EBADARGS, short lines, long lines and the last line alike', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const long = 'L'.repeat(3 * MiB);
     const { digest } = await store.publishBytes(`short\n${long}\nend`);
     const uri = `artifact://${digest}`;
@@ -138,9 +139,9 @@ describe('lines longer than a page', () => {
   });
 });
 
-describe('pages around a long line', () => {
+describe.each(STORE_BACKENDS)('pages around a long line ($name)', ({ openStore }) => {
   it('whole lines before a line longer than a page come back with as much of it as fits', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const long = 'L'.repeat(3 * MiB);
     const { digest } = await store.publishBytes(`a\nbb\n${long}\nz\n`);
     const uri = `artifact://${digest}`;
@@ -157,7 +158,7 @@ describe('pages around a long line', () => {
   });
 
   it('a byteOffset inside a character is EBADARGS naming where the character starts', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const { digest } = await store.publishBytes(`${'x'.repeat(10)}€€\n`);
     const uri = `artifact://${digest}`;
     await expect(store.readPage(uri, { byteOffset: 11 })).rejects.toMatchObject({
@@ -171,9 +172,9 @@ describe('pages around a long line', () => {
   });
 });
 
-describe('pages of bytes that are not UTF-8', () => {
+describe.each(STORE_BACKENDS)('pages of bytes that are not UTF-8 ($name)', ({ openStore }) => {
   it('say lossy, show U+FFFD in their text, and give the exact bytes raw', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const stored = Buffer.from([0x61, 0xff, 0x0a, 0x62, 0xe2, 0x82, 0x0a, 0x63, 0x0a]);
     const { digest } = await store.publishBytes(stored);
     const uri = `artifact://${digest}`;
@@ -188,7 +189,7 @@ describe('pages of bytes that are not UTF-8', () => {
   });
 
   it('a line whose text outgrows the bound (each invalid byte shows as 3) is cut on its text and rebuilt raw', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     // 1.5 MB of 0xff: 1.5 MB stored, 4.5 MB of U+FFFD as text.
     const bad = Buffer.alloc(1_500_000, 0xff);
     const stored = Buffer.concat([bad, Buffer.from('\nok\n')]);

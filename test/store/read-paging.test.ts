@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { linesOfString } from '../../store/lines.js';
 import { MAX_PAGE_LINES, type ReadPage } from '../../store/pages.js';
 import type { Store } from '../../store/store.js';
-import { sha256, tempStore } from './helpers.js';
+import { STORE_BACKENDS } from './backends.js';
+import { sha256 } from './helpers.js';
 
 async function put(store: Store, content: string): Promise<string> {
   const { digest } = await store.publishBytes(content);
@@ -22,9 +23,9 @@ async function readAll(store: Store, uri: string, limit: number): Promise<ReadPa
   return pages;
 }
 
-describe('paged reads', () => {
+describe.each(STORE_BACKENDS)('paged reads ($name)', ({ openStore }) => {
   it('returns exact pages with continuation metadata at every boundary', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const uri = await put(store, 'l0\nl1\nl2\nl3\nl4\n');
     const digest = uri.slice('artifact://'.length);
     expect(await store.readPage(uri, { offset: 0, limit: 2 })).toEqual({
@@ -58,7 +59,7 @@ describe('paged reads', () => {
   });
 
   it('reads the last line the same with and without a trailing newline', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const withNl = await put(store, 'a\nb\n');
     const without = await put(store, 'a\nb');
     expect(await store.readPage(withNl, { offset: 1 })).toMatchObject({ content: 'b\n', lines: 1, totalLines: 2 });
@@ -68,7 +69,7 @@ describe('paged reads', () => {
   });
 
   it('keeps CRLF line endings as stored and splits only at \\n (a lone \\r is content)', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const crlf = await put(store, 'one\r\ntwo\r\nthree');
     expect(await store.readPage(crlf, { offset: 0, limit: 1 })).toMatchObject({ content: 'one\r\n', totalLines: 3 });
     expect(await store.readPage(crlf, { offset: 1, limit: 1 })).toMatchObject({ content: 'two\r\n' });
@@ -78,7 +79,7 @@ describe('paged reads', () => {
   });
 
   it('reads an empty blob as 0 lines: an empty page with no next page', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const uri = await put(store, '');
     expect(uri).toBe(`artifact://${sha256('')}`);
     expect(await store.readPage(uri)).toMatchObject({
@@ -97,7 +98,7 @@ describe('paged reads', () => {
   });
 
   it('counts blank lines: "\\n" is one empty line, "\\n\\n\\n" three', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     expect(await store.readPage(await put(store, '\n'))).toMatchObject({ content: '\n', lines: 1, totalLines: 1 });
     const three = await put(store, '\n\n\n');
     expect(await store.readPage(three, { offset: 1, limit: 1 })).toMatchObject({
@@ -108,7 +109,7 @@ describe('paged reads', () => {
   });
 
   it('gives an empty page with nextOffset null at or past the end', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const uri = await put(store, 'x\ny\n');
     for (const offset of [2, 3, 1_000_000, Number.MAX_SAFE_INTEGER]) {
       expect(await store.readPage(uri, { offset })).toMatchObject({
@@ -122,7 +123,7 @@ describe('paged reads', () => {
   });
 
   it(`defaults to offset 0 and ${MAX_PAGE_LINES} lines, and accepts a limit of exactly ${MAX_PAGE_LINES}`, async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const lines = Array.from({ length: 2500 }, (_, i) => `line ${i}\n`);
     const uri = await put(store, lines.join(''));
     const first = await store.readPage(uri);
@@ -153,7 +154,7 @@ describe('paged reads', () => {
     ['limit', '10', '"10"'],
     ['limit', null, 'null'],
   ] as const)('rejects %s %s with EBADARGS quoting the value', async (name, value, quoted) => {
-    const store = await tempStore();
+    const store = await openStore();
     const uri = await put(store, 'a\n');
     const err = await store.readPage(uri, { [name]: value as unknown as number }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'EBADARGS' });
@@ -161,7 +162,7 @@ describe('paged reads', () => {
   });
 
   it('rejects a malformed URI with EBADURI before touching the store', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     for (const uri of [
       'artifact://abc',
       `artifact://${sha256('x')}/a/b`,
@@ -173,7 +174,7 @@ describe('paged reads', () => {
   });
 
   it('reassembles any content exactly from its pages, whatever the limit (fast-check)', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const unit = fc.constantFrom('a', 'b', '\n', '\r', '\r\n', 'é', '€', '😀', ' ', '\n\n');
     await fc.assert(
       fc.asyncProperty(fc.string({ unit, maxLength: 60 }), fc.integer({ min: 1, max: 7 }), async (content, limit) => {

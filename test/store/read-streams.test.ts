@@ -1,8 +1,8 @@
-import { promises as fsp } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { encodeManifest, type ManifestStream } from '../../store/manifest.js';
 import type { Store } from '../../store/store.js';
-import { flipBit, sha256, tempStore } from './helpers.js';
+import { STORE_BACKENDS } from './backends.js';
+import { sha256 } from './helpers.js';
 
 // These tests damage, remove or count blob files: every blob gets a file of its own here (packs are
 // attacked in test/store/packs.test.ts).
@@ -19,9 +19,9 @@ async function manifestOf(store: Store, streams: ManifestStream[]): Promise<{ di
   return { digest, json };
 }
 
-describe('stream reads through a manifest', () => {
+describe.each(STORE_BACKENDS)('stream reads through a manifest ($name)', ({ openStore, corruptBlob, storedBytes }) => {
   it('reads each named stream, and the bare manifest URI as the manifest JSON itself', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const out = await stream(store, 'stdout', 'out 1\nout 2\nout 3\n');
     const err = await stream(store, 'stderr', 'warn\r\n');
     const { digest, json } = await manifestOf(store, [out, err]);
@@ -54,7 +54,7 @@ describe('stream reads through a manifest', () => {
   });
 
   it('reads custom stream names and a declared empty stream', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const results = await stream(store, 'results', '{"ok":true}\n');
     const diagnostics = await stream(store, 'diagnostics', '');
     const { digest } = await manifestOf(store, [results, diagnostics]);
@@ -69,7 +69,7 @@ describe('stream reads through a manifest', () => {
   });
 
   it('loads a manifest by digest, in declaration order', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const b = await stream(store, 'b', 'B\n');
     const a = await stream(store, 'a', 'A\n');
     const { digest } = await manifestOf(store, [b, a]);
@@ -79,7 +79,7 @@ describe('stream reads through a manifest', () => {
   });
 
   it('rejects a stream the manifest does not declare with EUNKNOWNSTREAM naming the declared ones', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const { digest } = await manifestOf(store, [await stream(store, 'stdout', 'x\n')]);
     await expect(store.readPage(`artifact://${digest}/stdin`)).rejects.toMatchObject({
       code: 'EUNKNOWNSTREAM',
@@ -111,7 +111,7 @@ describe('stream reads through a manifest', () => {
     ],
     ['a blob larger than any manifest', `{"kind":"sluice.manifest/1","streams":[]}${' '.repeat(17 * 1024)}`],
   ])('rejects a stream suffix on %s with ENOTMANIFEST', async (_label, content) => {
-    const store = await tempStore();
+    const store = await openStore();
     const { digest } = await store.publishBytes(content);
     await expect(store.readPage(`artifact://${digest}/stdout`)).rejects.toMatchObject({
       code: 'ENOTMANIFEST',
@@ -121,7 +121,7 @@ describe('stream reads through a manifest', () => {
   });
 
   it('fails with ENOTFOUND when the manifest or the stream blob it names is absent', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const ghost: ManifestStream = { name: 'stdout', digest: sha256('never stored'), bytes: 13, lines: 1 };
     const { digest } = await manifestOf(store, [ghost]);
     await expect(store.readPage(`artifact://${digest}/stdout`)).rejects.toMatchObject({
@@ -133,17 +133,17 @@ describe('stream reads through a manifest', () => {
   });
 
   it('fails with EINTEGRITY when the manifest or the stream blob is corrupt', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const out = await stream(store, 'stdout', 'payload\n');
     const { digest } = await manifestOf(store, [out]);
-    await flipBit(store.layout.blobPath(out.digest), 2);
+    await corruptBlob(store, out.digest, 2);
     await expect(store.readPage(`artifact://${digest}/stdout`)).rejects.toMatchObject({ code: 'EINTEGRITY' });
-    await flipBit(store.layout.blobPath(digest), 10);
+    await corruptBlob(store, digest, 10);
     await expect(store.readPage(`artifact://${digest}/stdout`)).rejects.toMatchObject({ code: 'EINTEGRITY' });
   });
 
   it('fails with EINTEGRITY when the manifest records a size its stream blob does not have', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const out = await stream(store, 'stdout', 'payload\n');
     const { digest } = await manifestOf(store, [{ ...out, bytes: out.bytes + 1 }]);
     await expect(store.readPage(`artifact://${digest}/stdout`)).rejects.toMatchObject({
@@ -152,7 +152,7 @@ describe('stream reads through a manifest', () => {
     });
     // The manifest itself is intact and still reads as stored.
     expect((await store.readPage(`artifact://${digest}`)).content).toBe(
-      await fsp.readFile(store.layout.blobPath(digest), 'utf8'),
+      (await storedBytes(store, digest)).toString('utf8'),
     );
   });
 });

@@ -1,7 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { Store } from '../../store/store.js';
-import { tempStore } from './helpers.js';
+import { STORE_BACKENDS } from './backends.js';
 
 async function put(store: Store, content: string): Promise<string> {
   return `artifact://${(await store.publishBytes(content)).digest}`;
@@ -22,9 +22,9 @@ async function indexEntries(path: string): Promise<{ line: number; byte: number 
   return out;
 }
 
-describe('UTF-8 across page, read and index boundaries', () => {
+describe.each(STORE_BACKENDS)('UTF-8 across page, read and index boundaries ($name)', ({ openStore }) => {
   it('returns 4-byte emoji and other multi-byte characters intact at page boundaries', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const content = '😀\n€😀\né\n😀😀😀\n𝄞end';
     const uri = await put(store, content);
     const lines = linesOf(content);
@@ -38,7 +38,7 @@ describe('UTF-8 across page, read and index boundaries', () => {
   });
 
   it('keeps a 4-byte emoji whole when it straddles a 64 KiB read inside a page', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     // Bytes 65535..65538 hold the emoji: the page reader's first read ends in its middle.
     for (const pad of [65533, 65534, 65535, 65536]) {
       const content = `${'a'.repeat(pad)}😀tail\n€\n`;
@@ -49,7 +49,7 @@ describe('UTF-8 across page, read and index boundaries', () => {
   });
 
   it('skips to a deep page across read boundaries that split multi-byte characters', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const lines = Array.from({ length: 9000 }, (_, i) => `${i}:${'é'.repeat(i % 13)}😀${'€'.repeat(i % 5)}\n`);
     const uri = await put(store, lines.join(''));
     for (const offset of [1, 1234, 4096, 8999]) {
@@ -58,7 +58,7 @@ describe('UTF-8 across page, read and index boundaries', () => {
   });
 
   it('pages correctly at every index entry of a large multi-byte blob', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     // Long lines (up to ~70 KB) of 2- and 4-byte characters: entries are placed by the 64 KiB rule,
     // each right after a line that ends in an emoji.
     const lines = Array.from({ length: 80 }, (_, i) => `${'é'.repeat(9000 + ((i * 7919) % 26000))}😀\n`);

@@ -11,7 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { encodeManifest } from '../../store/manifest.js';
 import { searchArtifact } from '../../store/search.js';
 import { formatSearchPage, parseSearchText } from '../../store/search-text.js';
-import { tempDir, tempStore, tmpEntries } from './helpers.js';
+import { STORE_BACKENDS } from './backends.js';
+import { tempDir, tmpEntries } from './helpers.js';
 
 /** `grep -n` of `file`, its line numbers made zero-based. */
 function grepN(file: string, args: string[]): string[] {
@@ -25,9 +26,9 @@ function grepN(file: string, args: string[]): string[] {
 
 const body = (text: string): string[] => text.split('\n').filter((l) => l !== '' && !l.startsWith('['));
 
-describe('search inside an artifact', () => {
+describe.each(STORE_BACKENDS)('search inside an artifact ($name)', ({ openStore }) => {
   it('property: literal and regex searches, with context, give grep -n lines, zero-based', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const dir = await tempDir();
     const file = join(dir, 'blob');
     const lineArb = fc.array(fc.constantFrom('a', 'b', 'ab', 'x', ' ', 'é', 'err', 'or'), { maxLength: 8 });
@@ -70,7 +71,7 @@ describe('search inside an artifact', () => {
   });
 
   it('ignores case like grep -i, and parses its own text form back into lines', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const content = 'Error one\nfine\nERROR two\nerror three\n';
     const blob = await store.publishBytes(content);
     const uri = `artifact://${blob.digest}`;
@@ -84,7 +85,7 @@ describe('search inside an artifact', () => {
   });
 
   it('pages with limit and offset: each page continues exactly after the last match of the one before', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const content = Array.from({ length: 5000 }, (_, i) => (i % 7 === 0 ? `hit ${i}\n` : `miss ${i}\n`)).join('');
     const blob = await store.publishBytes(content);
     const uri = `artifact://${blob.digest}`;
@@ -103,7 +104,7 @@ describe('search inside an artifact', () => {
   });
 
   it('searches a stream of a manifest, and cuts a long shown line with its size', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const long = `${'y'.repeat(5000)} needle ${'z'.repeat(100)}`;
     const out = await store.publishBytes(`a\n${long}\nb\n`);
     const err = await store.publishBytes('needle in stderr\n');
@@ -122,7 +123,7 @@ describe('search inside an artifact', () => {
   });
 
   it('finds a match at the start of a line longer than the search window and counts the lines after it', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const w = store.writer();
     await w.write(Buffer.from('before\nneedle'));
     const chunk = Buffer.alloc(1024 * 1024, 0x78);
@@ -139,7 +140,7 @@ describe('search inside an artifact', () => {
   });
 
   it('rejects bad options with EBADARGS and bad URIs as a read does, leaving nothing behind', async () => {
-    const store = await tempStore();
+    const store = await openStore();
     const blob = await store.publishBytes('x\n');
     const uri = `artifact://${blob.digest}`;
     const bad: Array<[string, object, string]> = [

@@ -7,7 +7,10 @@
  * {@link MissingDependencyError} giving the install command, and nothing
  * else is affected.
  *
- * To add one (the S3 store's AWS SDK, say): add it to `peerDependencies`
+ * It lives in the protocol so that store/ (the S3 store's AWS SDK) and
+ * workers/ may load optional packages too without importing engine/.
+ *
+ * To add one: add it to `peerDependencies`
  * (the supported range) and `peerDependenciesMeta` (`optional: true`) and to
  * `devDependencies` (the tested version), add an entry to
  * {@link OPTIONAL_DEPENDENCIES}, and call {@link requireOptional} (or
@@ -15,7 +18,7 @@
  * test/package/optional-dependencies.test.ts checks the table against
  * package.json.
  */
-import { MissingDependencyError } from './protocol/errors.js';
+import { MissingDependencyError } from './errors.js';
 
 /** A package a feature loads only when used. */
 export interface OptionalDependency {
@@ -44,6 +47,13 @@ export const OPTIONAL_DEPENDENCIES = {
     range: '^15.1.3',
     entry: 'prom-client',
     feature: 'Prometheus metrics (GET /v1/metrics of sluice serve)',
+  },
+  /** The S3 client of an S3 store (`--store s3://bucket/prefix`), loaded when such a store opens (store/s3/sdk.ts). */
+  s3: {
+    name: '@aws-sdk/client-s3',
+    range: '^3.1175.0',
+    entry: '@aws-sdk/client-s3',
+    feature: 'S3 stores (--store s3://bucket/prefix, $SLUICE_STORE, the store option)',
   },
 } as const satisfies Record<string, OptionalDependency>;
 

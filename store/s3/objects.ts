@@ -1,0 +1,373 @@
+/**
+ * The S3 object layer of an S3 store: the handful of requests the store
+ * makes, each mapped to sluice's typed errors, and counted (operators price
+ * a call by its requests: docs/store.md, "S3").
+ *
+ * - create-once put (`If-None-Match: *`): a 412 means the object is already
+ *   there, which for content-addressed keys is success;
+ * - multipart upload from a local file for large blobs, parts streamed from file ranges;
+ * - ranged GET, HEAD, ListObjectsV2 (paged), DeleteObject.
+ *
+ * The client comes from the SDK's standard chain (credentials, region,
+ * `AWS_ENDPOINT_URL_S3`), with path-style addressing when the endpoint is
+ * overridden (services other than AWS rarely resolve `bucket.host`) and
+ * checksums only when an operation requires them: Ceph Pacific refuses the
+ * SDK's default aws-chunked bodies with checksum trailers (411
+ * MissingContentLength; test/support/s3.ts has the measurements).
+ */
+import { createReadStream } from 'node:fs';
+import type { Readable } from 'node:stream';
+import type { ListObjectsV2CommandOutput, S3Client } from '@aws-sdk/client-s3';
+import { DiskError, NotFoundError, type SluiceError } from '../../engine/protocol/errors.js';
+import type { S3Sdk } from './sdk.js';
+
+/** Above this size a file is uploaded in parts (parallel, resumable per part) instead of one PUT. */
+export const MULTIPART_THRESHOLD = 64 * 1024 * 1024;
+/** Part size of a multipart upload (S3's minimum is 5 MiB; 10,000 parts of 16 MiB is 156 GiB). */
+const PART_BYTES = 16 * 1024 * 1024;
+/** Parts in flight per upload. */
+const PART_QUEUE = 4;
+/** Tries of one part before the upload fails. */
+const PART_ATTEMPTS = 3;
+
+/** What HEAD (or a listing) says about one object. */
+export interface ObjectHead {
+  readonly size: number;
+  /** The ETag as the service sends it (quoted). Identifies this version of the object. */
+  readonly etag: string;
+  readonly lastModified: Date | undefined;
+}
+
+/** One entry of a listing. */
+export interface ListedObject {
+  readonly key: string;
+  readonly size: number;
+  readonly lastModified: Date | undefined;
+}
+
+/** Requests made so far, by kind (each SDK command is one request, each multipart part one PUT). */
+export interface RequestCounts {
+  puts: number;
+  gets: number;
+  heads: number;
+  lists: number;
+  deletes: number;
+  /** Bytes received by GETs (what reads cost in transfer). */
+  getBytes: number;
+}
+
+/** Options of {@link S3Objects.connect}. */
+export interface S3ConnectOptions {
+  /** Extra S3Client configuration, applied last (tests, or an SDK user's own credentials). */
+  readonly clientConfig?: Record<string, unknown>;
+  /** Environment read for the endpoint override. @default process.env */
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+interface SdkErrorShape {
+  name?: string;
+  Code?: string;
+  code?: string;
+  message?: string;
+  $metadata?: { httpStatusCode?: number };
+}
+
+function statusOf(err: unknown): number | undefined {
+  return (err as SdkErrorShape | null)?.$metadata?.httpStatusCode;
+}
+
+function nameOf(err: unknown): string {
+  const e = err as SdkErrorShape | null;
+  return e?.name ?? e?.Code ?? e?.code ?? 'Error';
+}
+
+/** True when `err` says the key (or the bucket) does not exist. */
+export function isNotFound(err: unknown): boolean {
+  const name = nameOf(err);
+  return name === 'NoSuchKey' || name === 'NotFound' || name === 'NoSuchBucket' || statusOf(err) === 404;
+}
+
+/**
+ * Maps an SDK failure to a sluice error: a missing key or bucket is
+ * ENOTFOUND; anything else (denied, throttled, unreachable, 5xx) is EDISK,
+ * the store's "could not do I/O", with the service's code and status in
+ * `details`, as a filesystem failure carries its errno.
+ */
+export function s3Error(err: unknown, op: string, bucket: string, key: string): SluiceError {
+  const name = nameOf(err);
+  const status = statusOf(err);
+  const details = { bucket, key, s3: name, ...(status !== undefined ? { status } : {}) };
+  const where = `s3://${bucket}/${key}`;
+  if (name === 'NoSuchBucket') return new NotFoundError(`S3 bucket ${bucket} does not exist (${op} ${where})`, details);
+  if (isNotFound(err)) return new NotFoundError(`${where} does not exist (${op})`, details);
+  const message = (err as SdkErrorShape | null)?.message ?? String(err);
+  return new DiskError(`S3 ${op} of ${where} failed: ${name}${status ? ` (HTTP ${status})` : ''}: ${message}`, details);
+}
+
+const ignore = (): void => {};
+const SILENT = { debug: ignore, info: ignore, warn: ignore, error: ignore, trace: ignore };
+
+/** The objects of one bucket, through one client. */
+export class S3Objects {
+  /** Requests made through this instance. */
+  readonly requests: RequestCounts = { puts: 0, gets: 0, heads: 0, lists: 0, deletes: 0, getBytes: 0 };
+
+  private constructor(
+    private readonly sdk: S3Sdk,
+    /** The SDK client (shared by every request of this store). */
+    readonly client: S3Client,
+    /** The bucket. */
+    readonly bucket: string,
+  ) {}
+
+  /** A client for `bucket` from the standard chain (see the module comment). */
+  static connect(sdk: S3Sdk, bucket: string, options: S3ConnectOptions = {}): S3Objects {
+    const env = options.env ?? process.env;
+    const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL;
+    const config: Record<string, unknown> = {
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      // Failures reach the caller as typed errors; without a logger of its own the SDK prints some
+      // (a create-once PUT of a stream answered 412) on the console.
+      logger: SILENT,
+    };
+    if (endpoint) {
+      config.endpoint = endpoint;
+      config.forcePathStyle = true;
+      // Services other than AWS ignore the region but the signer needs one.
+      if (!env.AWS_REGION && !env.AWS_DEFAULT_REGION) config.region = 'us-east-1';
+    }
+    Object.assign(config, options.clientConfig);
+    if (config.endpoint !== undefined && options.clientConfig?.forcePathStyle === undefined)
+      config.forcePathStyle = true;
+    return new S3Objects(sdk, new sdk.client.S3Client(config), bucket);
+  }
+
+  /** Closes the client's connections. */
+  destroy(): void {
+    this.client.destroy();
+  }
+
+  /**
+   * Creates `key` with `body` unless it exists (`If-None-Match: *`).
+   * Returns the new object's ETag, or undefined when it was already there
+   * (412): for a content-addressed key that is the same content.
+   */
+  async putIfAbsent(key: string, body: Uint8Array): Promise<string | undefined> {
+    this.requests.puts++;
+    try {
+      const out = await this.client.send(
+        new this.sdk.client.PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, IfNoneMatch: '*' }),
+      );
+      return out.ETag ?? '';
+    } catch (err) {
+      if (statusOf(err) === 412 || nameOf(err) === 'PreconditionFailed') return undefined;
+      throw s3Error(err, 'PUT', this.bucket, key);
+    }
+  }
+
+  /**
+   * Uploads the local file at `path` (`size` bytes) as `key`, streaming it
+   * from disk: one create-once PUT up to {@link MULTIPART_THRESHOLD}, a
+   * multipart upload above. Returns the ETag, or undefined when a create-once
+   * PUT found the object there. A multipart upload is not conditional
+   * (CompleteMultipartUpload with If-None-Match is not in Ceph Pacific):
+   * two hosts uploading one digest at once write the same bytes, so the
+   * later completion replaces the object with an equal one. With
+   * `overwrite`, the PUT is unconditional (healing a corrupt object).
+   */
+  async uploadFile(key: string, path: string, size: number, overwrite = false): Promise<string | undefined> {
+    if (size <= MULTIPART_THRESHOLD) {
+      this.requests.puts++;
+      try {
+        const out = await this.client.send(
+          new this.sdk.client.PutObjectCommand({
+            Bucket: this.bucket,
+            Key: key,
+            Body: createReadStream(path),
+            ContentLength: size,
+            ...(overwrite ? {} : { IfNoneMatch: '*' }),
+          }),
+        );
+        return out.ETag ?? '';
+      } catch (err) {
+        if (statusOf(err) === 412 || nameOf(err) === 'PreconditionFailed') return undefined;
+        throw s3Error(err, 'PUT', this.bucket, key);
+      }
+    }
+    return this.uploadParts(key, path, size);
+  }
+
+  /**
+   * A multipart upload read straight from the file: each part a ranged read
+   * stream of known length, {@link PART_QUEUE} at a time, so memory is a few
+   * stream buffers whatever the size (lib-storage's Upload would hold each
+   * part in memory). A streamed part is not retried by the SDK, so each is
+   * tried up to {@link PART_ATTEMPTS} times here; any other failure aborts
+   * the upload, leaving no parts behind.
+   */
+  private async uploadParts(key: string, path: string, size: number): Promise<string> {
+    const {
+      CreateMultipartUploadCommand,
+      UploadPartCommand,
+      CompleteMultipartUploadCommand,
+      AbortMultipartUploadCommand,
+    } = this.sdk.client;
+    const Bucket = this.bucket;
+    this.requests.puts++;
+    let uploadId: string | undefined;
+    try {
+      uploadId = (await this.client.send(new CreateMultipartUploadCommand({ Bucket, Key: key }))).UploadId;
+      const count = Math.ceil(size / PART_BYTES);
+      const etags: string[] = new Array(count);
+      let next = 0;
+      const worker = async (): Promise<void> => {
+        while (next < count) {
+          const i = next++;
+          const start = i * PART_BYTES;
+          const length = Math.min(PART_BYTES, size - start);
+          for (let attempt = 1; ; attempt++) {
+            this.requests.puts++;
+            try {
+              const out = await this.client.send(
+                new UploadPartCommand({
+                  Bucket,
+                  Key: key,
+                  UploadId: uploadId,
+                  PartNumber: i + 1,
+                  ContentLength: length,
+                  Body: createReadStream(path, { start, end: start + length - 1, highWaterMark: 1024 * 1024 }),
+                }),
+              );
+              etags[i] = out.ETag ?? '';
+              break;
+            } catch (err) {
+              if (attempt >= PART_ATTEMPTS || statusOf(err) === 403 || statusOf(err) === 404) throw err;
+            }
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(PART_QUEUE, count) }, worker));
+      this.requests.puts++;
+      const done = await this.client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket,
+          Key: key,
+          UploadId: uploadId,
+          MultipartUpload: { Parts: etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) },
+        }),
+      );
+      // Ceph's completion answer may carry no ETag the SDK reads: ask.
+      return done.ETag || ((await this.head(key))?.etag ?? '');
+    } catch (err) {
+      if (uploadId !== undefined) {
+        await this.client
+          .send(new AbortMultipartUploadCommand({ Bucket, Key: key, UploadId: uploadId }))
+          .catch(() => {});
+      }
+      throw s3Error(err, 'multipart upload', this.bucket, key);
+    }
+  }
+
+  /** Checks that the bucket exists and answers: ENOTFOUND when it does not exist, EDISK when refused or unreachable. */
+  async checkBucket(): Promise<void> {
+    this.requests.heads++;
+    try {
+      await this.client.send(new this.sdk.client.HeadBucketCommand({ Bucket: this.bucket }));
+    } catch (err) {
+      // HEAD has no body, so a missing bucket is a bare 404: name it.
+      if (statusOf(err) === 404)
+        throw s3Error({ name: 'NoSuchBucket', $metadata: { httpStatusCode: 404 } }, 'HEAD', this.bucket, '');
+      throw s3Error(err, 'HEAD', this.bucket, '');
+    }
+  }
+
+  /** HEAD of `key`, or undefined when it does not exist. */
+  async head(key: string): Promise<ObjectHead | undefined> {
+    this.requests.heads++;
+    try {
+      const out = await this.client.send(new this.sdk.client.HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return { size: out.ContentLength ?? 0, etag: out.ETag ?? '', lastModified: out.LastModified };
+    } catch (err) {
+      if (isNotFound(err) && nameOf(err) !== 'NoSuchBucket') return undefined;
+      throw s3Error(err, 'HEAD', this.bucket, key);
+    }
+  }
+
+  /**
+   * Bytes `[start, end)` of `key` (one ranged GET), read into one buffer of
+   * at most `end - start` bytes: callers bound the range. `etag`, when
+   * given, makes the GET conditional (`If-Match`), so a read never mixes
+   * two versions of one key: an object replaced since it was opened fails
+   * the read with EDISK (`details.s3` PreconditionFailed), and opening it
+   * again verifies the new version. Fewer bytes come back only at the end
+   * of the object.
+   */
+  async getRange(key: string, start: number, end: number, etag?: string): Promise<Buffer> {
+    if (end <= start) return Buffer.alloc(0);
+    this.requests.gets++;
+    try {
+      const out = await this.client.send(
+        new this.sdk.client.GetObjectCommand({
+          Bucket: this.bucket,
+          Key: key,
+          Range: `bytes=${start}-${end - 1}`,
+          // Ceph wants the ETag without its quotes (measured: ../shared/reference/ceph-s3/README.md).
+          ...(etag ? { IfMatch: etag.replace(/^"|"$/g, '') } : {}),
+        }),
+      );
+      const body = await readBody(out.Body as Readable | undefined, end - start);
+      this.requests.getBytes += body.length;
+      return body;
+    } catch (err) {
+      if (statusOf(err) === 416) return Buffer.alloc(0);
+      throw s3Error(err, 'GET', this.bucket, key);
+    }
+  }
+
+  /** Every object under `prefix`, in key order, one ListObjectsV2 request per 1000. */
+  async *list(prefix: string): AsyncIterable<ListedObject> {
+    let token: string | undefined;
+    do {
+      this.requests.lists++;
+      let page: ListObjectsV2CommandOutput;
+      try {
+        page = await this.client.send(
+          new this.sdk.client.ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }),
+        );
+      } catch (err) {
+        throw s3Error(err, 'LIST', this.bucket, prefix);
+      }
+      for (const o of page.Contents ?? []) {
+        if (o.Key !== undefined) yield { key: o.Key, size: o.Size ?? 0, lastModified: o.LastModified };
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  /** Deletes `key`; deleting a key that is not there succeeds (as S3 itself answers). */
+  async delete(key: string): Promise<void> {
+    this.requests.deletes++;
+    try {
+      await this.client.send(new this.sdk.client.DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
+    } catch (err) {
+      if (isNotFound(err) && nameOf(err) !== 'NoSuchBucket') return;
+      throw s3Error(err, 'DELETE', this.bucket, key);
+    }
+  }
+}
+
+/** Reads a response body of at most `limit` bytes into one buffer, without growing copies. */
+async function readBody(body: Readable | undefined, limit: number): Promise<Buffer> {
+  if (!body) return Buffer.alloc(0);
+  const out = Buffer.allocUnsafe(limit);
+  let got = 0;
+  for await (const chunk of body as AsyncIterable<Uint8Array>) {
+    const n = Math.min(chunk.length, limit - got);
+    out.set(chunk.subarray(0, n), got);
+    got += n;
+    if (got >= limit) break;
+  }
+  if (got >= limit) body.destroy();
+  return got === limit ? out : out.subarray(0, got);
+}

@@ -1,0 +1,128 @@
+/**
+ * An S3 object opened for reading as a {@link StoreFile}: the read paths of
+ * the store (integrity hashing, the line index search, page collection,
+ * manifests) take a random-access handle, `read(buffer, offset, length,
+ * position)`, `stat()`, `close()`, and this one answers each read with a
+ * ranged GET, so a page costs O(page) bytes from the service whatever the
+ * object's size.
+ *
+ * Reads go through one block buffer: a random read fetches at least
+ * {@link RANDOM_BLOCK} bytes (a line search probes close to where it last
+ * read), a read that continues where the previous one ended fetches
+ * {@link SEQUENTIAL_BLOCK} (the hashing pass of a first read: 1 GiB is 256
+ * GETs, not 1024). Memory per open handle is one block. Every GET carries
+ * `If-Match` with the ETag seen at open, so the bytes of one handle all
+ * come from one version of the object.
+ */
+import { createHash } from 'node:crypto';
+import type { BigIntStats, Stats } from 'node:fs';
+import { StoreFile } from '../file.js';
+import type { ObjectHead, S3Objects } from './objects.js';
+
+/** Smallest GET of a read that does not continue the previous one. */
+export const RANDOM_BLOCK = 256 * 1024;
+/** GET size of reads that continue the previous one (sequential scans). */
+export const SEQUENTIAL_BLOCK = 4 * 1024 * 1024;
+
+/** A device number no local filesystem reports, so remote identities never equal a local file's. */
+const REMOTE_DEV = 0x5333n;
+
+/** See the module comment. Read-only: the writing methods fail with EBADF like a closed file's. */
+export class RemoteFile extends StoreFile {
+  private block: { start: number; data: Buffer } | undefined;
+  private lastEnd = -1;
+  private cursor = 0;
+  private queue: Promise<unknown> = Promise.resolve();
+  private open = true;
+
+  /** `head` is what HEAD said of `key` when it was opened (its size and ETag are the file's identity). */
+  constructor(
+    private readonly objects: S3Objects,
+    /** The object's key. */
+    readonly key: string,
+    /** What HEAD said at open. */
+    readonly head: ObjectHead,
+  ) {
+    super(-1);
+  }
+
+  /** Size in bytes of the object as opened. */
+  get size(): number {
+    return this.head.size;
+  }
+
+  override read<T extends NodeJS.ArrayBufferView>(
+    buffer: T,
+    offset: number,
+    length: number,
+    position: number | null,
+  ): Promise<{ bytesRead: number; buffer: T }> {
+    // One GET at a time per handle: the two reads a sequential reader keeps in flight share a block.
+    const run = this.queue.then(() => this.readNow(buffer, offset, length, position ?? this.cursor));
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
+  private async readNow<T extends NodeJS.ArrayBufferView>(
+    buffer: T,
+    offset: number,
+    length: number,
+    position: number,
+  ): Promise<{ bytesRead: number; buffer: T }> {
+    if (!this.open) throw Object.assign(new Error('file is closed'), { code: 'EBADF', syscall: 'read' });
+    const size = this.head.size;
+    if (length <= 0 || position >= size) return { bytesRead: 0, buffer };
+    const want = Math.min(length, size - position);
+    let b = this.block;
+    if (!b || position < b.start || position >= b.start + b.data.length) {
+      const span = Math.max(want, position === this.lastEnd ? SEQUENTIAL_BLOCK : RANDOM_BLOCK);
+      const data = await this.objects.getRange(this.key, position, Math.min(size, position + span), this.head.etag);
+      b = { start: position, data };
+      this.block = b;
+    }
+    const from = position - b.start;
+    const n = Math.min(want, b.data.length - from);
+    new Uint8Array(buffer.buffer, buffer.byteOffset + offset, n).set(b.data.subarray(from, from + n));
+    this.lastEnd = position + n;
+    this.cursor = position + n;
+    return { bytesRead: n, buffer };
+  }
+
+  /**
+   * A stat(2)-shaped answer: a regular file of the object's size, whose
+   * device and inode stand for the ETag, so the integrity cache's file
+   * identity (store/integrity.ts) changes exactly when the object does.
+   * Times are zero: a PUT answers with no Last-Modified, and the identity
+   * the publisher remembers must equal the one a later open sees.
+   */
+  override stat(): Promise<Stats>;
+  override stat(options: { bigint: true }): Promise<BigIntStats>;
+  override stat(options?: { bigint?: boolean }): Promise<Stats | BigIntStats> {
+    const ino = etagInode(this.head.etag);
+    const size = this.head.size;
+    const isFile = () => true;
+    if (options?.bigint) {
+      return Promise.resolve({
+        dev: REMOTE_DEV,
+        ino,
+        size: BigInt(size),
+        mtimeNs: 0n,
+        ctimeNs: 0n,
+        isFile,
+      } as unknown as BigIntStats);
+    }
+    return Promise.resolve({ dev: Number(REMOTE_DEV), ino: Number(ino), size, mtimeMs: 0, isFile } as unknown as Stats);
+  }
+
+  /** Drops the block; later reads fail with EBADF. */
+  override async close(): Promise<void> {
+    this.open = false;
+    await this.queue;
+    this.block = undefined;
+  }
+}
+
+/** 48 bits of the ETag's hash: an inode-like number that is safe as a JavaScript number too. */
+function etagInode(etag: string): bigint {
+  return BigInt(`0x${createHash('sha256').update(etag).digest('hex').slice(0, 12)}`);
+}
