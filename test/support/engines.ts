@@ -20,6 +20,7 @@ import {
   type TerminalResult,
 } from '../../engine/index.js';
 import { openBlob } from '../../store/blob-handle.js';
+import { blobBytes } from '../sessions/helpers.js';
 import { heldPins } from '../store/helpers.js';
 
 const run = promisify(execFile);
@@ -76,21 +77,8 @@ export function blobPath(engine: Engine, digest: string): string {
 }
 
 /** Bytes of a small published blob, wherever the store keeps it (a file or a pack: store/blob-handle.ts). */
-export async function readBlob(engine: Engine, digest: string): Promise<Buffer> {
-  const h = await openBlob(engine.store, digest);
-  try {
-    const { size } = await h.identity();
-    const buf = Buffer.alloc(size);
-    let off = 0;
-    while (off < size) {
-      const { bytesRead } = await h.read(buf, off, size - off, off);
-      if (bytesRead === 0) break;
-      off += bytesRead;
-    }
-    return buf.subarray(0, off);
-  } finally {
-    await h.close();
-  }
+export function readBlob(engine: Engine, digest: string): Promise<Buffer> {
+  return blobBytes(engine.store, digest);
 }
 
 /** Size of a published blob as stored (a file's size, or its packed record's length). */
