@@ -212,7 +212,8 @@ export async function openVerifiedBlob(store: Store, digest: string): Promise<Ve
     for await (const other of otherCopies(store, digest, bad)) {
       try {
         const v = await verifyOpened(store, digest, other);
-        if (other.packed) packIndexOf(store).add(other.packed.path, { digest, ...other.packed });
+        // Found by scanning: readable, but not known durable.
+        if (other.packed) packIndexOf(store).add(other.packed.path, { digest, ...other.packed }, false);
         return v;
       } catch {
         // Damaged too, or gone: the next one.
@@ -394,13 +395,21 @@ export async function rememberWritten(store: Store, digest: string, fh: StoreFil
  * intact (hashed unless already verified). Opening the pack by its name is
  * the check a collection's tombstoning defeats (store/gc/repack.ts), as a
  * refresh of a blob file's mtime is for files; a packed copy needs no
- * refresh, its age being its pack's.
+ * refresh, its age being its pack's. Only a committed copy counts
+ * (`PackLocation.committed`, store/pack-index.ts): one another process has written and
+ * not yet synced would make this publish return before its bytes are
+ * durable.
  */
 export async function packedIntact(store: Store, digest: string, bytes: number): Promise<boolean> {
   let blob: VerifiedBlob;
   try {
     const h = await openPacked(store, digest);
     if (!h) return false;
+    // A record its owner may not have synced yet (found by scanning its pack) is no copy to lean on.
+    if (h.packed?.committed !== true) {
+      await h.close();
+      return false;
+    }
     blob = await verifyOpened(store, digest, h);
   } catch {
     return false;

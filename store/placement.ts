@@ -77,7 +77,7 @@ export class Placement {
       store.io,
       this.layout.packs,
       (dir) => this.dirSync.sync(dir),
-      (path, entry) => this.packs.add(path, entry),
+      (path, entry) => this.packs.add(path, entry, true),
     );
   }
 

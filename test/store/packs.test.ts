@@ -8,7 +8,7 @@ import { encodeManifest } from '../../store/manifest.js';
 import { PACK_MAGIC } from '../../store/pack-format.js';
 import { Store } from '../../store/store.js';
 import { FaultyIO } from '../support/faulty-io.js';
-import { filesUnder, sha256, tempDir, tmpEntries } from './helpers.js';
+import { filesUnder, fsError, ioWith, sha256, tempDir, tmpEntries } from './helpers.js';
 
 const PACKED = { packMaxBlobBytes: 64 * 1024 };
 
@@ -115,6 +115,44 @@ describe('small blobs in packs', () => {
     expect((await reopened.publishBytes('own copy\n')).deduplicated).toBe(true);
     expect(io2.log.some((r) => r.role === 'pack' && r.op === 'open')).toBe(true);
     await reopened.close();
+  });
+
+  it('never deduplicates onto a record another store has written and not yet synced', async () => {
+    const dir = join(await tempDir(), 'store');
+    // B's batch is written, then its fdatasync waits for the test and fails.
+    let written!: () => void;
+    const inSync = new Promise<void>((r) => {
+      written = r;
+    });
+    let failSync!: () => void;
+    const syncGate = new Promise<void>((r) => {
+      failSync = r;
+    });
+    const writer = await Store.open(dir, {
+      ...PACKED,
+      io: ioWith({
+        datasync: async () => {
+          written();
+          await syncGate;
+          throw fsError('EIO', 'fdatasync');
+        },
+      }),
+    });
+    const reader = await packStore(dir);
+    const pending = writer.publishBytes('not yet durable\n');
+    const failed = expect(pending).rejects.toMatchObject({ code: 'EDISK' });
+    await inSync;
+    // The reader's first dedup check reads the packs, and finds the record in B's pack.
+    const mine = await reader.publishBytes('not yet durable\n');
+    expect(mine).toMatchObject({ digest: sha256('not yet durable\n'), deduplicated: false });
+    failSync();
+    await failed;
+    expect(await text(reader, mine.digest)).toBe('not yet durable\n');
+    // Its own copy is committed: the next publish deduplicates onto it.
+    expect((await reader.publishBytes('not yet durable\n')).deduplicated).toBe(true);
+    await writer.close();
+    await reader.close();
+    expect(await tmpEntries(reader)).toEqual([]);
   });
 
   it('keeps large blobs as files', async () => {
