@@ -224,6 +224,13 @@ export class PackIndex {
     return this.where.get(digest);
   }
 
+  /** Packed blobs memory knows of (each digest once) and their bytes: the store walk's counts. */
+  totals(): { blobs: number; bytes: number } {
+    let bytes = 0;
+    for (const loc of this.where.values()) bytes += loc.length;
+    return { blobs: this.where.size, bytes };
+  }
+
   /** True once the packs present at first use have been read. */
   get isLoaded(): boolean {
     return this.loaded;
