@@ -311,6 +311,25 @@ describe('GC of packs', () => {
     await gcStore.close();
   });
 
+  it('a publish deduplicated onto an old packed copy starts a new grace period, as one onto a file does', async () => {
+    const store = await packStore();
+    const again = await store.publishBytes('published again\n');
+    await store.publishBytes('old\n');
+    await store.close();
+    const [pack] = await packPaths(store);
+    const hoursAgo = new Date(Date.now() - 2 * 3600_000);
+    await fsp.utimes(pack as string, hoursAgo, hoursAgo);
+    const publisher = await packStore(store.root);
+    expect((await publisher.publishBytes('published again\n')).deduplicated).toBe(true);
+    const gcStore = await packStore(store.root);
+    const report = await collectStore(gcStore, { roots: roots([]) }, { graceMs: 3600_000 });
+    expect(report).toMatchObject({ removed: 0, packsRemoved: 0 });
+    expect(await text(gcStore, again.digest)).toBe('published again\n');
+    await publisher.close();
+    await gcStore.close();
+    expect(await tmpEntries(gcStore)).toEqual([]);
+  });
+
   it('a store that remembers a packed blob where a collection removed it finds it gone, or at its new place', async () => {
     const first = await packStore();
     const live = await first.publishBytes('moved\n');
