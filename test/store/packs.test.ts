@@ -330,6 +330,36 @@ describe('GC of packs', () => {
     expect(await tmpEntries(gcStore)).toEqual([]);
   });
 
+  it('a dedup onto a packed copy while a collection runs keeps it young, as a refreshed file is', async () => {
+    const store = await packStore();
+    const again = await store.publishBytes('deduplicated mid-collection\n');
+    await store.publishBytes('old\n');
+    await store.close();
+    const [pack] = await packPaths(store);
+    const hoursAgo = new Date(Date.now() - 2 * 3600_000);
+    await fsp.utimes(pack as string, hoursAgo, hoursAgo);
+    const publisher = await packStore(store.root);
+    const gcStore = await packStore(store.root);
+    let deduplicated: boolean | undefined;
+    await collectStore(
+      gcStore,
+      { roots: roots([]) },
+      {
+        graceMs: 3600_000,
+        onStep: async (s) => {
+          // After the listing saw the pack as old, before the collection moves it aside.
+          if (s !== 'repacked' || deduplicated !== undefined) return;
+          deduplicated = (await publisher.publishBytes('deduplicated mid-collection\n')).deduplicated;
+        },
+      },
+    );
+    expect(deduplicated).toBe(true);
+    expect(await text(gcStore, again.digest)).toBe('deduplicated mid-collection\n');
+    expect(await fsp.readdir(gcStore.layout.trash)).toEqual([]);
+    await publisher.close();
+    await gcStore.close();
+  });
+
   it('a store that remembers a packed blob where a collection removed it finds it gone, or at its new place', async () => {
     const first = await packStore();
     const live = await first.publishBytes('moved\n');
