@@ -32,6 +32,18 @@ function roots(digests: Iterable<string>): RootSource {
   return async () => ({ digests: set, appended: async () => new Set<string>(), close: async () => {} });
 }
 
+/** A closed store whose one (sealed) pack holds `content` and another blob, last modified two hours ago. */
+async function inOldPack(content: string): Promise<{ store: Store; again: { digest: string } }> {
+  const store = await packStore();
+  const again = await store.publishBytes(content);
+  await store.publishBytes('old\n');
+  await store.close();
+  const [pack] = await packPaths(store);
+  const hoursAgo = new Date(Date.now() - 2 * 3600_000);
+  await fsp.utimes(pack as string, hoursAgo, hoursAgo);
+  return { store, again };
+}
+
 async function text(store: Store, digest: string): Promise<string> {
   return (await store.readPage(`artifact://${digest}`)).content;
 }
@@ -312,13 +324,7 @@ describe('GC of packs', () => {
   });
 
   it('a publish deduplicated onto an old packed copy starts a new grace period, as one onto a file does', async () => {
-    const store = await packStore();
-    const again = await store.publishBytes('published again\n');
-    await store.publishBytes('old\n');
-    await store.close();
-    const [pack] = await packPaths(store);
-    const hoursAgo = new Date(Date.now() - 2 * 3600_000);
-    await fsp.utimes(pack as string, hoursAgo, hoursAgo);
+    const { store, again } = await inOldPack('published again\n');
     const publisher = await packStore(store.root);
     expect((await publisher.publishBytes('published again\n')).deduplicated).toBe(true);
     const gcStore = await packStore(store.root);
@@ -331,13 +337,7 @@ describe('GC of packs', () => {
   });
 
   it('a dedup onto a packed copy while a collection runs keeps it young, as a refreshed file is', async () => {
-    const store = await packStore();
-    const again = await store.publishBytes('deduplicated mid-collection\n');
-    await store.publishBytes('old\n');
-    await store.close();
-    const [pack] = await packPaths(store);
-    const hoursAgo = new Date(Date.now() - 2 * 3600_000);
-    await fsp.utimes(pack as string, hoursAgo, hoursAgo);
+    const { store, again } = await inOldPack('deduplicated mid-collection\n');
     const publisher = await packStore(store.root);
     const gcStore = await packStore(store.root);
     let deduplicated: boolean | undefined;
