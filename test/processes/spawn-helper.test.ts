@@ -10,7 +10,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { promises as fsp, readFileSync } from 'node:fs';
+import { promises as fsp, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../../engine/engine.js';
@@ -178,6 +178,30 @@ console.log(JSON.stringify({ first, out, viaHelper: p.viaHelper }));
     expect(['EMFILE', 'ran']).toContain(out.first);
     expect(out).toMatchObject({ out: 'second\n', viaHelper: false });
     expect(r.status).toBe(0);
+  });
+
+  it('ends silently when its thread is gone before it is up: nothing on the engine stderr', async () => {
+    // The process that asks for a helper exits at once: the helper finds its channel closed.
+    const script = `
+import { spawnPiped } from ${JSON.stringify(new URL('../../dist/workers/spawner.js', import.meta.url).href)};
+spawnPiped('true', [], '/').catch(() => {});
+console.log(process.pid);
+process.exit(0);
+`;
+    // The helper inherits stderr: spawnSync returns once it, too, has closed it.
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 20_000,
+      env: { ...process.env, SLUICE_SPAWN_HELPER: 'wait' },
+    });
+    expect(r.status).toBe(0);
+    expect(r.stderr).toBe('');
+    const owner = r.stdout.trim();
+    const helpers = () =>
+      readdirSync('/proc')
+        .filter((n) => /^[0-9]+$/.test(n))
+        .filter((n) => cmdline(Number(n)) === `sluice-spawner ${owner}`);
+    expect(await eventually(() => helpers().length === 0)).toBe(true);
   });
 
   it("is not used with SLUICE_SPAWN_HELPER=0: bash is the engine process's child", async () => {
