@@ -212,7 +212,8 @@ export async function openVerifiedBlob(store: Store, digest: string): Promise<Ve
     for await (const other of otherCopies(store, digest, bad)) {
       try {
         const v = await verifyOpened(store, digest, other);
-        if (other.packed) packIndexOf(store).add(other.packed.path, { digest, ...other.packed });
+        // Found by scanning: readable, but not known durable.
+        if (other.packed) packIndexOf(store).add(other.packed.path, { digest, ...other.packed }, false);
         return v;
       } catch {
         // Damaged too, or gone: the next one.
@@ -393,20 +394,38 @@ export async function rememberWritten(store: Store, digest: string, fh: StoreFil
  * true when this store knows one that is still in its pack, `bytes` long and
  * intact (hashed unless already verified). Opening the pack by its name is
  * the check a collection's tombstoning defeats (store/gc/repack.ts), as a
- * refresh of a blob file's mtime is for files; a packed copy needs no
- * refresh, its age being its pack's.
+ * refresh of a blob file's mtime is for files. A packed copy's age is its
+ * pack's, so `refresh` (the publisher's) touches the pack: the blob starts
+ * a new grace period, as a deduplicated blob file does. Only a committed copy counts
+ * (`PackLocation.committed`, store/pack-index.ts): one another process has written and
+ * not yet synced would make this publish return before its bytes are
+ * durable.
  */
-export async function packedIntact(store: Store, digest: string, bytes: number): Promise<boolean> {
+export async function packedIntact(
+  store: Store,
+  digest: string,
+  bytes: number,
+  refresh: (packPath: string) => Promise<boolean> = async () => true,
+): Promise<boolean> {
   let blob: VerifiedBlob;
+  let path: string;
   try {
     const h = await openPacked(store, digest);
     if (!h) return false;
+    // A record its owner may not have synced yet (found by scanning its pack) is no copy to lean on.
+    if (h.packed?.committed !== true) {
+      await h.close();
+      return false;
+    }
+    path = h.packed.path;
     blob = await verifyOpened(store, digest, h);
   } catch {
     return false;
   }
   try {
-    return blob.bytes === bytes;
+    return blob.bytes === bytes && (await refresh(path));
+  } catch {
+    return false;
   } finally {
     await blob.close();
   }

@@ -32,6 +32,14 @@ export interface PackLocation {
   offset: number;
   /** Content length. */
   length: number;
+  /**
+   * Known durable: appended by this store's committed batch or a collection's
+   * synced copy, or listed in the pack's index (which its owner writes only
+   * after the batch's fdatasync). A record found only by scanning may be one
+   * its owner has written and not yet synced (or whose sync failed): it is
+   * read, never deduplicated onto (store/integrity.ts, packedIntact).
+   */
+  committed?: boolean;
 }
 
 /** Pack file names: the owner's pid, a random part, `.pack`. */
@@ -81,7 +89,9 @@ export async function readPack(
   path: string,
   known: KnownPack = { indexRead: 0, covered: 0, sealed: false },
   useIndex = true,
-): Promise<{ entries: PackEntry[]; known: KnownPack; size: number; mtimeMs: number; end: number } | undefined> {
+): Promise<
+  { entries: PackEntry[]; indexed: number; known: KnownPack; size: number; mtimeMs: number; end: number } | undefined
+> {
   let fh: StoreFile;
   try {
     fh = await store.io.open(path, READ_STORE_FILE);
@@ -94,6 +104,8 @@ export async function readPack(
     const st = await fh.stat();
     if (!st.isFile()) return undefined;
     const entries: PackEntry[] = [];
+    /** The first `indexed` entries came from the index: their owner had synced them. */
+    let indexed = 0;
     const next = { ...known };
     if (next.covered < st.size && !next.sealed) {
       // The index first: it covers most of the pack without reading the content. Only a run of entries
@@ -113,16 +125,17 @@ export async function readPack(
         const last = run[run.length - 1];
         if (last && (await headerMatches(fh, last))) {
           entries.push(...run);
+          indexed = run.length;
           next.covered = at;
         }
       }
       const scan = await scanPack(readerOf(fh), st.size, next.covered);
-      if (scan.badMagic) return { entries: [], known: next, size: st.size, mtimeMs: st.mtimeMs, end: 0 };
+      if (scan.badMagic) return { entries: [], indexed: 0, known: next, size: st.size, mtimeMs: st.mtimeMs, end: 0 };
       entries.push(...scan.entries);
       next.covered = scan.end;
       next.sealed = scan.sealed;
     }
-    return { entries, known: next, size: st.size, mtimeMs: st.mtimeMs, end: next.covered };
+    return { entries, indexed, known: next, size: st.size, mtimeMs: st.mtimeMs, end: next.covered };
   } catch (err) {
     throw toSluiceError(err, 'EDISK');
   } finally {
@@ -211,14 +224,21 @@ export class PackIndex {
     return this.where.get(digest);
   }
 
+  /** Packed blobs memory knows of (each digest once) and their bytes: the store walk's counts. */
+  totals(): { blobs: number; bytes: number } {
+    let bytes = 0;
+    for (const loc of this.where.values()) bytes += loc.length;
+    return { blobs: this.where.size, bytes };
+  }
+
   /** True once the packs present at first use have been read. */
   get isLoaded(): boolean {
     return this.loaded;
   }
 
-  /** Records a blob this store just appended. */
-  add(path: string, entry: PackEntry): void {
-    this.where.set(entry.digest, { path, offset: entry.offset, length: entry.length });
+  /** Records where blob `entry` is; `committed` when it is known durable (see {@link PackLocation.committed}). */
+  add(path: string, entry: PackEntry, committed: boolean): void {
+    this.where.set(entry.digest, { path, offset: entry.offset, length: entry.length, committed });
   }
 
   /**
@@ -279,7 +299,7 @@ export class PackIndex {
       if (!r) continue;
       this.packs.set(path, r.known);
       // Entries already in memory keep their place (a copy this store appended is as good).
-      for (const e of r.entries) if (!this.where.has(e.digest)) this.add(path, e);
+      for (const [i, e] of r.entries.entries()) if (!this.where.has(e.digest)) this.add(path, e, i < r.indexed);
     }
     for (const path of [...this.packs.keys()]) if (!present.has(path)) this.forgetPack(path);
     this.loaded = true;

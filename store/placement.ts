@@ -77,7 +77,7 @@ export class Placement {
       store.io,
       this.layout.packs,
       (dir) => this.dirSync.sync(dir),
-      (path, entry) => this.packs.add(path, entry),
+      (path, entry) => this.packs.add(path, entry, true),
     );
   }
 
@@ -117,6 +117,8 @@ export class Placement {
     // removed by no collection while unsealed and its owner lives (a collection in this process
     // seals it first, which changes the active pack), a committed record never changes, and the
     // copy was hashed as it was written. The same trust as the verified-file cache (integrity.ts).
+    // Nor its age: the seal that ends the pack's life as the active one is written later, and that
+    // write is the pack's new mtime.
     const own = this.ownCopies.get(digest);
     const loc = own && this.packs.known(digest);
     if (own && loc && own.path === loc.path && own.path === this.packWriter.activePath) {
@@ -124,7 +126,15 @@ export class Placement {
     }
     if (!this.packs.isLoaded) await this.packs.refresh().catch(() => {});
     if (!this.packs.known(digest)) return false;
-    return packedIntact(this.store, digest, bytes);
+    // The pack's mtime is its blobs' age: touched, so a deduplicated blob starts a new grace period (as
+    // refreshBlob does for a file). Gone since (a collection moved it): the publisher appends its own copy.
+    const now = new Date();
+    return packedIntact(this.store, digest, bytes, (path) =>
+      this.io.utimes(path, now, now).then(
+        () => true,
+        () => false,
+      ),
+    );
   }
 
   /**

@@ -108,7 +108,15 @@ process.on('disconnect', () => {
   killAll();
   process.exit(0);
 });
+// A send on a channel that has closed fails later, as an 'error' on process: the channel's end,
+// like 'disconnect' (unhandled, it would print a stack trace on the engine's stderr).
+process.on('error', () => {
+  killAll();
+  process.exit(0);
+});
 process.on('message', (m: SpawnRequest) => {
   if (m?.t === 'spawn') start(m);
 });
+// Its thread (or the engine) may have ended before this process was up: nothing to serve.
+if (!process.connected) process.exit(0);
 send({ t: 'ready' });

@@ -97,23 +97,31 @@ class Helper {
     );
     this.channel.unref();
     this.channel.channel?.unref();
-    this.channel.on('error', () => {});
-    this.channel.on('message', (m: HelperMessage, handle?: Socket) => this.onMessage(m, handle));
-    this.channel.on('disconnect', () => {
-      this.dead = true;
-      const everReady = this.ready;
-      this.ready = false;
-      const waiting = [...this.waiting.values()];
-      this.waiting.clear();
-      onDead(everReady);
-      // A helper that never said it was ready never read a request (it says so before it reads
-      // any): those are started directly. Otherwise a request may have started its process, so
-      // it is never started again (that could run a command twice).
-      for (const w of waiting) {
-        if (everReady) this.lost(w);
-        else spawnDirect(w.file, w.args, w.cwd).then(w.resolve, w.reject);
-      }
+    // sh could not be started (EMFILE, EAGAIN, ...): with no pid there may be no channel, and so no
+    // 'disconnect' ever. The helper is gone before it was ever up.
+    this.channel.on('error', () => {
+      if (this.channel.pid === undefined) this.gone(onDead);
     });
+    this.channel.on('message', (m: HelperMessage, handle?: Socket) => this.onMessage(m, handle));
+    this.channel.on('disconnect', () => this.gone(onDead));
+  }
+
+  /** The helper ended (or never started): what it had not finished is settled (see the constructor). */
+  private gone(onDead: (everReady: boolean) => void): void {
+    if (this.dead) return;
+    this.dead = true;
+    const everReady = this.ready;
+    this.ready = false;
+    const waiting = [...this.waiting.values()];
+    this.waiting.clear();
+    onDead(everReady);
+    // A helper that never said it was ready never read a request (it says so before it reads
+    // any): those are started directly. Otherwise a request may have started its process, so
+    // it is never started again (that could run a command twice).
+    for (const w of waiting) {
+      if (everReady) this.lost(w);
+      else spawnDirect(w.file, w.args, w.cwd).then(w.resolve, w.reject);
+    }
   }
 
   /** Asks the helper to start `file args` in `cwd`. */
@@ -121,6 +129,8 @@ class Helper {
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
       this.waiting.set(id, { file, args, cwd, resolve, reject });
+      // sh did not start: there is no channel to send on; its 'error', on its way, starts this directly.
+      if (this.channel.pid === undefined) return;
       try {
         this.channel.send({ t: 'spawn', id, file, args, cwd });
       } catch (err) {
@@ -132,7 +142,7 @@ class Helper {
 
   /** Ends the helper (it kills what it still runs). */
   close(): void {
-    if (!this.dead) this.channel.disconnect();
+    if (!this.dead && this.channel.connected) this.channel.disconnect();
   }
 
   private onMessage(m: HelperMessage, handle?: Socket): void {

@@ -5,8 +5,7 @@
  */
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { listPacks } from '../../store/pack-index.js';
-import type { Store } from '../../store/store.js';
+import { packIndexOf, type Store } from '../../store/store.js';
 
 /** Blobs and their bytes, and when they were counted (ms since the epoch). */
 export interface StoreSize {
@@ -18,31 +17,32 @@ export interface StoreSize {
 const SHARD = /^[0-9a-f]{2}$/;
 const BLOB_REST = /^[0-9a-f]{62}$/;
 
-/** Counts the blobs of `store` and their bytes: the blob files, then the packed blobs (each digest once). */
+/**
+ * Counts the blobs of `store` and their bytes: the blob files, then the
+ * packed blobs (each digest once). Memory stays what the store already
+ * holds: the packed blobs are counted from the store's own map of them
+ * (store/pack-index.ts, refreshed here, one place per digest), and a blob
+ * file is checked against that map, so no set of every digest is built.
+ */
 export async function walkStore(store: Store): Promise<StoreSize> {
+  const packed = packIndexOf(store);
+  await packed.refresh().catch(() => {});
+  const totals = packed.totals();
+  let blobs = totals.blobs;
+  let bytes = totals.bytes;
   const blobsDir = store.layout.blobs;
-  let blobs = 0;
-  let bytes = 0;
-  const seen = new Set<string>();
   const shards = await fsp.readdir(blobsDir).catch(() => [] as string[]);
   for (const shard of shards) {
     if (!SHARD.test(shard)) continue;
     const names = await fsp.readdir(join(blobsDir, shard)).catch(() => [] as string[]);
     for (const name of names) {
       if (!BLOB_REST.test(name)) continue;
+      // Packed as well (a threshold changed, a file published before packs): counted once, as packed.
+      if (packed.known(shard + name)) continue;
       const st = await fsp.lstat(join(blobsDir, shard, name)).catch(() => undefined);
       if (!st?.isFile()) continue;
       blobs++;
       bytes += st.size;
-      seen.add(shard + name);
-    }
-  }
-  for (const pack of await listPacks(store).catch(() => [])) {
-    for (const e of pack.entries) {
-      if (seen.has(e.digest)) continue;
-      seen.add(e.digest);
-      blobs++;
-      bytes += e.length;
     }
   }
   return { blobs, bytes, at: Date.now() };

@@ -115,7 +115,7 @@ export class RepackTarget {
     await this.store.io.fsyncDir(this.store.layout.packs);
     this.dirty = false;
     const index = packIndexOf(this.store);
-    for (const e of this.entries) index.add(this.path, e);
+    for (const e of this.entries) index.add(this.path, e, true);
   }
 
   /** Seals the pack (nothing more goes in: the next collection may rewrite it) and writes its index; best effort. */

@@ -14,7 +14,7 @@
  *
  * and puts back every tombstone that one of them names, or that a kept
  * manifest among the tombstones names, transitively, or that is inside the
- * grace period. Only then are the others unlinked, with their index files.
+ * grace period (a packed blob by its moved pack's mtime). Only then are the others unlinked, with their index files.
  *
  * Why this loses nothing, whatever the timestamps say (docs/operations.md):
  * a publisher adds a digest to its pin before it refreshes or places the
@@ -105,6 +105,8 @@ export async function sweep(
   /** Moved packs (trash path), and the blobs in them no other moved pack or the target holds. */
   const movedPacks: string[] = [];
   const movedPacked = new Map<string, MovedPacked>();
+  /** Each moved pack's blobs, for the grace re-check by the pack's own mtime. */
+  const movedEntries: Array<{ trashPath: string; entries: readonly { digest: string }[] }> = [];
   try {
     // Packs: the marked blobs first go to a new pack, durably (store/gc/repack.ts, step 1).
     const marked = opts.packs?.marked ?? new Set<string>();
@@ -134,6 +136,7 @@ export async function sweep(
       if (!(await tombstonePack(store, p.path, trash))) continue;
       const trashPath = join(trash, p.name);
       movedPacks.push(trashPath);
+      movedEntries.push({ trashPath, entries: p.entries });
       for (const e of p.entries) {
         if (!target.holds(e.digest) && !movedPacked.has(e.digest)) {
           movedPacked.set(e.digest, { trashPath, offset: e.offset, length: e.length });
@@ -174,6 +177,13 @@ export async function sweep(
       for (const d of moved) {
         const st = await store.io.stat(join(trash, d));
         if (now - st.mtimeMs < opts.graceMs) keep.add(d);
+      }
+      // A moved pack touched since the listing (a publisher deduplicated onto one of its blobs before
+      // the move) is young again, with every blob in it.
+      for (const m of movedEntries) {
+        const st = await store.io.stat(m.trashPath);
+        if (now - st.mtimeMs < opts.graceMs)
+          for (const e of m.entries) if (movedPacked.has(e.digest)) keep.add(e.digest);
       }
     }
     // Kept tombstones go back, and so does whatever a kept manifest among them references.

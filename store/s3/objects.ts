@@ -316,10 +316,20 @@ export class S3Objects {
           ...(etag ? { IfMatch: etag.replace(/^"|"$/g, '') } : {}),
         }),
       );
+      // HTTP lets a server (or a proxy) ignore Range and send the whole object: its first bytes are
+      // then not the range's. From 0 they are; from anywhere else the read fails.
+      if (start > 0 && !out.ContentRange?.startsWith(`bytes ${start}-`)) {
+        (out.Body as Readable | undefined)?.destroy();
+        throw new DiskError(
+          `S3 GET of s3://${this.bucket}/${key} asked for bytes ${start}-${end - 1} and got ${out.ContentRange ? `bytes ${out.ContentRange}` : 'the whole object'}`,
+          { bucket: this.bucket, key, s3: 'RangeIgnored', range: `${start}-${end - 1}` },
+        );
+      }
       const body = await readBody(out.Body as Readable | undefined, end - start);
       this.requests.getBytes += body.length;
       return body;
     } catch (err) {
+      if (err instanceof DiskError) throw err;
       if (statusOf(err) === 416) return Buffer.alloc(0);
       throw s3Error(err, 'GET', this.bucket, key);
     }

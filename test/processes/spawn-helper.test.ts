@@ -8,8 +8,9 @@
  * threads and by host processes), so every spawn goes through the helper;
  * by default the first ones start directly while it comes up.
  */
+import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { promises as fsp, readFileSync } from 'node:fs';
+import { promises as fsp, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../../engine/engine.js';
@@ -142,6 +143,65 @@ describe('the spawn helper', () => {
     await host.exited;
     expect(await waitNoProcess(sleeper.marker)).toEqual([]);
     expect(await eventually(() => !running(helper))).toBe(true);
+  });
+
+  it('a helper that could not start (EMFILE) is not waited on: later spawns start directly', () => {
+    // A thread's first spawn with every descriptor taken: sh itself cannot start, so no channel and
+    // no 'disconnect' ever comes. Once descriptors are free again, spawns must work.
+    const script = `
+import { closeSync, openSync } from 'node:fs';
+import { spawnPiped } from ${JSON.stringify(new URL('../../dist/workers/spawner.js', import.meta.url).href)};
+const held = [];
+try { for (;;) held.push(openSync('/dev/null', 'r')); } catch {}
+const first = await spawnPiped('true', [], '/').then((p) => p.exited.then(() => 'ran'), (e) => e.code ?? e.name);
+for (const fd of held) closeSync(fd);
+const p = await spawnPiped('/bin/sh', ['-c', 'echo second'], '/');
+let out = '';
+p.stdout.on('data', (c) => { out += c; });
+const closed = new Promise((r) => p.stdout.once('close', r));
+p.stderr.resume();
+await p.exited;
+await closed;
+console.log(JSON.stringify({ first, out, viaHelper: p.viaHelper }));
+`;
+    const r = spawnSync(
+      '/bin/sh',
+      ['-c', 'ulimit -n 64 && exec "$0" --input-type=module -e "$1"', process.execPath, script],
+      {
+        encoding: 'utf8',
+        timeout: 20_000,
+        env: { ...process.env, SLUICE_SPAWN_HELPER: 'wait' },
+      },
+    );
+    const out = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}');
+    // The first spawn fails as a spawn (or runs, if descriptors freed in time), never with a TypeError.
+    expect(['EMFILE', 'ran']).toContain(out.first);
+    expect(out).toMatchObject({ out: 'second\n', viaHelper: false });
+    expect(r.status).toBe(0);
+  });
+
+  it('ends silently when its thread is gone before it is up: nothing on the engine stderr', async () => {
+    // The process that asks for a helper exits at once: the helper finds its channel closed.
+    const script = `
+import { spawnPiped } from ${JSON.stringify(new URL('../../dist/workers/spawner.js', import.meta.url).href)};
+spawnPiped('true', [], '/').catch(() => {});
+console.log(process.pid);
+process.exit(0);
+`;
+    // The helper inherits stderr: spawnSync returns once it, too, has closed it.
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 20_000,
+      env: { ...process.env, SLUICE_SPAWN_HELPER: 'wait' },
+    });
+    expect(r.status).toBe(0);
+    expect(r.stderr).toBe('');
+    const owner = r.stdout.trim();
+    const helpers = () =>
+      readdirSync('/proc')
+        .filter((n) => /^[0-9]+$/.test(n))
+        .filter((n) => cmdline(Number(n)) === `sluice-spawner ${owner}`);
+    expect(await eventually(() => helpers().length === 0)).toBe(true);
   });
 
   it("is not used with SLUICE_SPAWN_HELPER=0: bash is the engine process's child", async () => {

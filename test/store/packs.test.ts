@@ -8,7 +8,7 @@ import { encodeManifest } from '../../store/manifest.js';
 import { PACK_MAGIC } from '../../store/pack-format.js';
 import { Store } from '../../store/store.js';
 import { FaultyIO } from '../support/faulty-io.js';
-import { filesUnder, sha256, tempDir, tmpEntries } from './helpers.js';
+import { filesUnder, fsError, ioWith, sha256, tempDir, tmpEntries } from './helpers.js';
 
 const PACKED = { packMaxBlobBytes: 64 * 1024 };
 
@@ -30,6 +30,18 @@ async function packPaths(store: Store): Promise<string[]> {
 function roots(digests: Iterable<string>): RootSource {
   const set = new Set(digests);
   return async () => ({ digests: set, appended: async () => new Set<string>(), close: async () => {} });
+}
+
+/** A closed store whose one (sealed) pack holds `content` and another blob, last modified two hours ago. */
+async function inOldPack(content: string): Promise<{ store: Store; again: { digest: string } }> {
+  const store = await packStore();
+  const again = await store.publishBytes(content);
+  await store.publishBytes('old\n');
+  await store.close();
+  const [pack] = await packPaths(store);
+  const hoursAgo = new Date(Date.now() - 2 * 3600_000);
+  await fsp.utimes(pack as string, hoursAgo, hoursAgo);
+  return { store, again };
 }
 
 async function text(store: Store, digest: string): Promise<string> {
@@ -115,6 +127,44 @@ describe('small blobs in packs', () => {
     expect((await reopened.publishBytes('own copy\n')).deduplicated).toBe(true);
     expect(io2.log.some((r) => r.role === 'pack' && r.op === 'open')).toBe(true);
     await reopened.close();
+  });
+
+  it('never deduplicates onto a record another store has written and not yet synced', async () => {
+    const dir = join(await tempDir(), 'store');
+    // B's batch is written, then its fdatasync waits for the test and fails.
+    let written!: () => void;
+    const inSync = new Promise<void>((r) => {
+      written = r;
+    });
+    let failSync!: () => void;
+    const syncGate = new Promise<void>((r) => {
+      failSync = r;
+    });
+    const writer = await Store.open(dir, {
+      ...PACKED,
+      io: ioWith({
+        datasync: async () => {
+          written();
+          await syncGate;
+          throw fsError('EIO', 'fdatasync');
+        },
+      }),
+    });
+    const reader = await packStore(dir);
+    const pending = writer.publishBytes('not yet durable\n');
+    const failed = expect(pending).rejects.toMatchObject({ code: 'EDISK' });
+    await inSync;
+    // The reader's first dedup check reads the packs, and finds the record in B's pack.
+    const mine = await reader.publishBytes('not yet durable\n');
+    expect(mine).toMatchObject({ digest: sha256('not yet durable\n'), deduplicated: false });
+    failSync();
+    await failed;
+    expect(await text(reader, mine.digest)).toBe('not yet durable\n');
+    // Its own copy is committed: the next publish deduplicates onto it.
+    expect((await reader.publishBytes('not yet durable\n')).deduplicated).toBe(true);
+    await writer.close();
+    await reader.close();
+    expect(await tmpEntries(reader)).toEqual([]);
   });
 
   it('keeps large blobs as files', async () => {
@@ -270,6 +320,43 @@ describe('GC of packs', () => {
     await expect(gcStore.readPage(`artifact://${dead.digest}`)).rejects.toMatchObject({ code: 'ENOTFOUND' });
     expect(await gcStore.verify()).toMatchObject({ missing: [], corrupt: [] });
     expect(await fsp.readdir(gcStore.layout.trash)).toEqual([]);
+    await gcStore.close();
+  });
+
+  it('a publish deduplicated onto an old packed copy starts a new grace period, as one onto a file does', async () => {
+    const { store, again } = await inOldPack('published again\n');
+    const publisher = await packStore(store.root);
+    expect((await publisher.publishBytes('published again\n')).deduplicated).toBe(true);
+    const gcStore = await packStore(store.root);
+    const report = await collectStore(gcStore, { roots: roots([]) }, { graceMs: 3600_000 });
+    expect(report).toMatchObject({ removed: 0, packsRemoved: 0 });
+    expect(await text(gcStore, again.digest)).toBe('published again\n');
+    await publisher.close();
+    await gcStore.close();
+    expect(await tmpEntries(gcStore)).toEqual([]);
+  });
+
+  it('a dedup onto a packed copy while a collection runs keeps it young, as a refreshed file is', async () => {
+    const { store, again } = await inOldPack('deduplicated mid-collection\n');
+    const publisher = await packStore(store.root);
+    const gcStore = await packStore(store.root);
+    let deduplicated: boolean | undefined;
+    await collectStore(
+      gcStore,
+      { roots: roots([]) },
+      {
+        graceMs: 3600_000,
+        onStep: async (s) => {
+          // After the listing saw the pack as old, before the collection moves it aside.
+          if (s !== 'repacked' || deduplicated !== undefined) return;
+          deduplicated = (await publisher.publishBytes('deduplicated mid-collection\n')).deduplicated;
+        },
+      },
+    );
+    expect(deduplicated).toBe(true);
+    expect(await text(gcStore, again.digest)).toBe('deduplicated mid-collection\n');
+    expect(await fsp.readdir(gcStore.layout.trash)).toEqual([]);
+    await publisher.close();
     await gcStore.close();
   });
 
