@@ -13,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { searchArtifact } from '../store/search.js';
 import { Store } from '../store/store.js';
-import { envInt, median, report, tempDir, withPeakRss } from './util.js';
+import { envInt, generatedChunks, median, report, tempDir, withPeakRss } from './util.js';
 
 const BYTES = envInt('SLUICE_BENCH_SEARCH_BYTES', 1024 ** 3);
 const RUNS = envInt('SLUICE_BENCH_SEARCH_RUNS', 3);
@@ -30,20 +30,7 @@ function line(i: number): string {
 
 async function build(store: Store): Promise<{ digest: string; bytes: number; lines: number }> {
   const w = store.writer();
-  let written = 0;
-  let i = 0;
-  while (written < BYTES) {
-    const parts: string[] = [];
-    let size = 0;
-    while (size < CHUNK) {
-      const l = line(i++);
-      parts.push(l);
-      size += l.length + 3;
-    }
-    const buf = Buffer.from(parts.join(''), 'utf8');
-    written += buf.length;
-    await w.write(buf);
-  }
+  for (const buf of generatedChunks(line, BYTES, CHUNK)) await w.write(buf);
   return w.commit();
 }
 

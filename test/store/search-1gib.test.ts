@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
+import { generatedChunks } from '../../bench/util.js';
 import { searchArtifact } from '../../store/search.js';
 import { Store } from '../../store/store.js';
 import { tempDir, tmpEntries } from './helpers.js';
@@ -40,20 +41,8 @@ describe('search on a 1 GiB artifact', () => {
     const dir = await tempDir('sluice-search-1g-');
     const store = await Store.open(join(dir, 'store'));
     const w = store.writer();
-    let written = 0;
-    let i = 0;
-    while (written < GIB) {
-      const parts: string[] = [];
-      let size = 0;
-      while (size < CHUNK) {
-        const l = line(i++);
-        parts.push(l);
-        size += l.length + 3;
-      }
-      const buf = Buffer.from(parts.join(''), 'utf8');
-      written += buf.length;
-      await w.write(buf);
-    }
+    // Generated a chunk at a time, never whole (the same generator as bench/search.ts).
+    for (const buf of generatedChunks(line, GIB, CHUNK)) await w.write(buf);
     const blob = await w.commit();
     expect(blob.bytes).toBeGreaterThanOrEqual(GIB);
     const expected = await grepLines(store.layout.blobPath(blob.digest), 'NEEDLE');
