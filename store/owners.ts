@@ -1,8 +1,16 @@
 /**
  * Who owns a file in tmp/ or pins/, and whether that owner still lives.
  *
- * Owned files are named `<pid>-<random>.<kind>` by the process that creates
- * them. The owner is alive when `process.kill(pid, 0)` finds the process
+ * Owned files are named `<pid>-<token>.<kind>` by the process that creates
+ * them, the token from {@link ownedName}: `t<start>b<boot>r<random>`, the
+ * creator's start in clock ticks since boot (/proc/self/stat) and the first
+ * 8 hex digits of the boot's id. Where a name carries them and /proc can be
+ * read, the owner is alive exactly when a process with that pid runs, is not
+ * a zombie, and has that start in that boot: no wall clock is consulted, so
+ * a clock stepped back (or forward) cannot make a live owner look dead.
+ *
+ * Names without the token (written by an older sluice, or where /proc
+ * could not be read): the owner is alive when `process.kill(pid, 0)` finds the process
  * (EPERM counts as alive: it exists, under another user) and it is not a
  * zombie. Pid reuse: on Linux the start time of the process now holding the
  * pid is read from /proc/<pid>/stat (plus the boot time from /proc/stat);
@@ -12,6 +20,7 @@
  * a running process with the pid counts as the owner (conservative: the file
  * is kept). The whole store must be used from one pid namespace.
  */
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 
 /** Clock ticks per second of /proc times (USER_HZ, 100 on every mainstream Linux). */
@@ -25,6 +34,57 @@ const OWNED = /^([1-9][0-9]{0,9})-[0-9a-zA-Z]+\.[a-z]+$/;
 export function ownerPid(name: string): number | undefined {
   const m = OWNED.exec(name);
   return m ? Number(m[1]) : undefined;
+}
+
+const TOKEN = /^[1-9][0-9]{0,9}-t([0-9]{1,20})b([0-9a-f]{8})r/;
+
+let bootIdCache: string | null | undefined;
+
+/** The first 8 hex digits of this boot's id, or null without /proc. */
+function bootId(): string | null {
+  if (bootIdCache === undefined) {
+    try {
+      const id = readFileSync('/proc/sys/kernel/random/boot_id', 'latin1').replace(/[^0-9a-f]/g, '');
+      bootIdCache = id.length >= 8 ? id.slice(0, 8) : null;
+    } catch {
+      bootIdCache = null;
+    }
+  }
+  return bootIdCache;
+}
+
+let selfToken: string | undefined;
+
+/**
+ * A fresh name stem for a file this process owns: `<pid>-<token>` (see the
+ * module comment), with `randomHex` random hex digits; append the suffix.
+ */
+export function ownedName(randomHex = 12): string {
+  if (selfToken === undefined) {
+    const ticks = startTicks(process.pid);
+    const boot = bootId();
+    selfToken = ticks !== undefined && boot !== null ? `t${ticks}b${boot}r` : '';
+  }
+  return `${process.pid}-${selfToken}${randomBytes(Math.ceil(randomHex / 2))
+    .toString('hex')
+    .slice(0, randomHex)}`;
+}
+
+/** The start (clock ticks since boot) and boot id an owned name carries, if any. */
+export function ownerToken(name: string): { ticks: string; boot: string } | undefined {
+  const m = TOKEN.exec(name);
+  return m ? { ticks: m[1] as string, boot: m[2] as string } : undefined;
+}
+
+/** Field 22 of /proc/<pid>/stat: the process's start in clock ticks since boot, as text (it can pass 2^53). */
+function startTicks(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const ticks = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    return ticks && /^[0-9]+$/.test(ticks) ? ticks : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 let bootTimeMs: number | null | undefined;
@@ -42,7 +102,9 @@ function bootTime(): number | null {
 }
 
 /** What /proc says about a process: its start (ms since the epoch), its process group, and whether it is a zombie. */
-export function procInfo(pid: number): { startMs: number; zombie: boolean; pgrp: number } | undefined {
+export function procInfo(
+  pid: number,
+): { startMs: number; startTicks: string; zombie: boolean; pgrp: number } | undefined {
   const boot = bootTime();
   if (boot === null) return undefined;
   let stat: string;
@@ -58,6 +120,7 @@ export function procInfo(pid: number): { startMs: number; zombie: boolean; pgrp:
   if (!Number.isFinite(ticks)) return undefined;
   return {
     startMs: boot + (ticks * 1000) / CLOCK_TICKS,
+    startTicks: rest[19] as string,
     zombie: state === 'Z' || state === 'X',
     pgrp: Number(rest[2]),
   };
@@ -69,9 +132,10 @@ export class OwnerCheck {
 
   /**
    * True when the owner of a file named for `pid`, last modified at
-   * `fileMtimeMs`, may still be alive. This process is always alive.
+   * `fileMtimeMs`, may still be alive. This process is always alive. With
+   * the file's `name`, a token in it decides without any timestamp.
    */
-  alive(pid: number, fileMtimeMs: number): boolean {
+  alive(pid: number, fileMtimeMs: number, name?: string): boolean {
     if (pid === process.pid) return true;
     let p = this.procs.get(pid);
     if (!p) {
@@ -85,6 +149,12 @@ export class OwnerCheck {
       this.procs.set(pid, p);
     }
     if (!p.exists || p.info?.zombie) return false;
+    const token = name === undefined ? undefined : ownerToken(name);
+    const boot = bootId();
+    if (token && p.info && boot !== null) {
+      // The same pid in another boot, or started at another tick, is another process.
+      return token.boot === boot && token.ticks === p.info.startTicks;
+    }
     // A process that started after the file was last written did not write it: the pid was reused.
     if (p.info && p.info.startMs > fileMtimeMs + START_SLACK_MS) return false;
     return true;

@@ -16,12 +16,12 @@
  *
  * All of it goes through the store's {@link StoreIO}.
  */
-import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { toSluiceError } from '../engine/protocol/errors.js';
 import { crashPoint } from './crash-point.js';
 import type { StoreFile } from './file.js';
 import { type StoreIO, writeAll } from './io.js';
+import { ownedName } from './owners.js';
 import { encodeIndexEntry, encodeRecordHeader, PACK_INDEX_MAGIC, PACK_MAGIC, type PackEntry } from './pack-format.js';
 import { packIndexPath } from './pack-index.js';
 
@@ -73,7 +73,7 @@ export class PackWriter {
   private readonly io: StoreIO;
   private readonly dir: string;
   private readonly syncDir: (dir: string) => Promise<void>;
-  private readonly prefix = `${process.pid}-${randomBytes(6).toString('hex')}`;
+  private readonly prefix = ownedName();
   private counter = 0;
   private pack: OpenPack | undefined;
   private pending: Pending[] = [];

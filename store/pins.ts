@@ -21,11 +21,11 @@
  * owner dead (GC then reclaims the file). Writes go through the store's
  * {@link StoreIO} so faults are testable.
  */
-import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { ClosedError, toSluiceError } from '../engine/protocol/errors.js';
 import type { StoreFile } from './file.js';
 import { type StoreIO, writeAll } from './io.js';
+import { ownedName } from './owners.js';
 
 /** A GC root held by this process until released. */
 export interface Pin {
@@ -200,7 +200,7 @@ export class PinJournal {
 
   private async open(): Promise<StoreFile> {
     if (this.fh) return this.fh;
-    this.path ??= `${this.dir}/${process.pid}-${randomBytes(8).toString('hex')}.pin`;
+    this.path ??= `${this.dir}/${ownedName(16)}.pin`;
     this.fh = await this.io.open(this.path, APPEND_FLAGS, 0o600);
     return this.fh;
   }

@@ -5,7 +5,6 @@
  * `sluice/store` never see it (it is not exported there): a store's public
  * face is open, write, read, pin, verify and close.
  */
-import { randomBytes } from 'node:crypto';
 import { constants, type Stats, stat } from 'node:fs';
 import { dirname } from 'node:path';
 import { toSluiceError } from '../engine/protocol/errors.js';
@@ -15,6 +14,7 @@ import type { StoreFile } from './file.js';
 import { packedIntact, refreshIntact, rememberPacked, remembersPacked } from './integrity.js';
 import type { StoreIO } from './io.js';
 import type { StoreLayout } from './layout.js';
+import { ownedName } from './owners.js';
 import { PackIndex } from './pack-index.js';
 import { PackWriter } from './pack-writer.js';
 import type { Store } from './store.js';
@@ -45,7 +45,7 @@ export class Placement {
    * Temporary names are `<pid>-<12 hex of this store><counter>.<kind>`: unique
    * without a random draw per file (the owner pattern GC reads is unchanged).
    */
-  private readonly tmpPrefix = `${process.pid}-${randomBytes(6).toString('hex')}`;
+  private readonly tmpPrefix = ownedName();
   private tmpCounter = 0;
   private writebacks = 0;
   private readonly dirSync: DirSync;

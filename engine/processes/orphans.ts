@@ -82,7 +82,7 @@ export async function reapOrphans(store: Store): Promise<ReapReport> {
     } catch {
       continue;
     }
-    if (!read || owners.alive(pid, read.mtimeMs)) continue;
+    if (!read || owners.alive(pid, read.mtimeMs, name)) continue;
     for (const g of trackedGroups(read.text)) {
       if (!groupStillThere(g, read.mtimeMs + START_SLACK_MS)) continue;
       killProcessGroup(g);

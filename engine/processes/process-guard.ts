@@ -20,10 +20,10 @@
  * appending the journal) runs in its own process.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
+import { ownedName } from '../../store/owners.js';
 import { isToolProcessGroup } from './process-group.js';
 
 /** The name the watchdog runs under (its `$0`): what `ps` and tests see. */
@@ -67,7 +67,7 @@ export class ProcessGuard {
   /** `journalDir`: the store's `procs/` directory (omitted: no journal, the watchdog alone). */
   constructor(journalDir?: string) {
     this.journalDir = journalDir;
-    this.journalPath = journalDir && join(journalDir, `${process.pid}-${randomBytes(6).toString('hex')}.pgids`);
+    this.journalPath = journalDir && join(journalDir, `${ownedName()}.pgids`);
   }
 
   /** Number of groups tracked now. */

@@ -252,7 +252,7 @@ async function reclaimTemporaries(
     if (pid === undefined) continue;
     const path = join(store.layout.tmp, name);
     const st = await store.io.stat(path).catch(() => undefined);
-    if (!st?.isFile() || owners.alive(pid, st.mtimeMs)) continue;
+    if (!st?.isFile() || owners.alive(pid, st.mtimeMs, name)) continue;
     if (!dryRun) {
       try {
         await store.io.unlink(path);

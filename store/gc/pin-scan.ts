@@ -39,7 +39,7 @@ export async function scanPins(store: Store, owners: OwnerCheck): Promise<PinSca
       throw toSluiceError(err, 'EDISK');
     }
     const pid = ownerPid(name);
-    if (pid !== undefined && !owners.alive(pid, mtimeMs)) {
+    if (pid !== undefined && !owners.alive(pid, mtimeMs, name)) {
       scan.dead.push(path);
       continue;
     }

@@ -23,13 +23,13 @@
  * exist twice are harmless: content is named by its hash.
  */
 
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { join } from 'node:path';
 import { openPackedAt } from '../blob-handle.js';
 import type { StoreFile } from '../file.js';
 import { writeAll } from '../io.js';
-import type { OwnerCheck } from '../owners.js';
+import { type OwnerCheck, ownedName } from '../owners.js';
 import { encodeIndexEntry, encodeRecordHeader, PACK_INDEX_MAGIC, PACK_MAGIC, type PackEntry } from '../pack-format.js';
 import { type ListedPack, PACK_NAME, packIndexPath } from '../pack-index.js';
 import { packIndexOf, type Store } from '../store.js';
@@ -41,7 +41,7 @@ export function mayRepack(pack: ListedPack, owners: OwnerCheck): boolean {
   if (!m) return false;
   if (pack.sealed) return true;
   const pid = Number(m[1]);
-  return !owners.alive(pid, pack.mtimeMs);
+  return !owners.alive(pid, pack.mtimeMs, pack.name);
 }
 
 /** Reads the content of packed entry `e` of the pack at `path` and checks its hash; undefined when it does not match. */
@@ -74,7 +74,7 @@ export class RepackTarget {
 
   constructor(store: Store) {
     this.store = store;
-    this.path = join(store.layout.packs, `${process.pid}-${randomBytes(6).toString('hex')}gc.pack`);
+    this.path = join(store.layout.packs, `${ownedName()}gc.pack`);
   }
 
   /** Digests copied so far. */

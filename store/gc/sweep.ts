@@ -28,13 +28,12 @@
  *
  * Trash left by a collection that died is restored by the next one.
  */
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { toSluiceError } from '../../engine/protocol/errors.js';
 import { crashPoint } from '../crash-point.js';
 import { INDEX_MIN_BLOB_BYTES } from '../line-index.js';
 import { readdirOrEmpty } from '../owned-files.js';
-import { OwnerCheck, ownerPid } from '../owners.js';
+import { OwnerCheck, ownedName, ownerPid } from '../owners.js';
 import { type ListedPack, listPacks, PACK_NAME } from '../pack-index.js';
 import type { Store } from '../store.js';
 import { type ListedBlob, manifestStreams, packedManifestStreams, placedSince } from './blobs.js';
@@ -98,7 +97,7 @@ export async function sweep(
   };
   const packs = opts.packs?.packs ?? [];
   if (candidates.length === 0 && packs.length === 0) return result;
-  const trash = join(store.layout.trash, `${process.pid}-${randomBytes(6).toString('hex')}`);
+  const trash = join(store.layout.trash, ownedName());
   await store.io.mkdir(trash);
   const moved = new Set<string>();
   const target = new RepackTarget(store);
@@ -278,7 +277,7 @@ export async function recoverTrash(store: Store): Promise<number> {
     const st = await store.io.stat(dir).catch(() => undefined);
     if (!st?.isDirectory()) continue;
     const pid = ownerPid(`${name}.trash`);
-    if (pid === undefined || (pid !== process.pid && owners.alive(pid, st.mtimeMs))) continue;
+    if (pid === undefined || (pid !== process.pid && owners.alive(pid, st.mtimeMs, name))) continue;
     for (const entry of await readdirOrEmpty(store.io, dir)) {
       if (PACK_NAME.test(entry)) {
         // A pack moved aside by a collection that died: back into packs/ (its name is unique).

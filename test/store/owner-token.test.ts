@@ -1,0 +1,104 @@
+/**
+ * Whether the owner of a file in the store still lives is decided from the
+ * file's name (the owner's start in clock ticks since boot, and the boot's
+ * id), not from timestamps: a clock stepped back, which makes a live owner's
+ * files look older than the owner, no longer makes a collection take the
+ * owner for dead and rewrite the pack it is still appending to.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { promises as fsp, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { collectStore } from '../../store/gc/collect.js';
+import { OwnerCheck, ownedName, ownerPid, ownerToken } from '../../store/owners.js';
+import { Store } from '../../store/store.js';
+import { tempDir } from './helpers.js';
+
+const DIST_STORE = fileURLToPath(new URL('../../dist/store/store.js', import.meta.url));
+const children: ChildProcess[] = [];
+
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
+/** Field 22 of /proc/<pid>/stat (start, clock ticks since boot). */
+function ticksOf(pid: number): string {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] as string;
+}
+
+const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'latin1')
+  .replace(/[^0-9a-f]/g, '')
+  .slice(0, 8);
+
+/** A process that lives until killed. */
+function sleeper(): ChildProcess {
+  const c = spawn('sleep', ['1000'], { stdio: 'ignore' });
+  children.push(c);
+  return c;
+}
+
+describe('owners are told apart by their start, not by timestamps', () => {
+  it('names carry this process start and boot; the pid is still parsed from them', () => {
+    const name = `${ownedName()}.pin`;
+    expect(ownerPid(name)).toBe(process.pid);
+    expect(ownerToken(name)).toEqual({ ticks: ticksOf(process.pid), boot });
+  });
+
+  it('a live owner is alive however old its file looks; another start or boot with its pid is not', () => {
+    const c = sleeper();
+    const pid = c.pid as number;
+    const owners = new OwnerCheck();
+    // mtime 0 (1970): by the timestamp rule this owner started long after its file, so it would be dead.
+    expect(owners.alive(pid, 0, `${pid}-t${ticksOf(pid)}b${boot}r0123.pin`)).toBe(true);
+    expect(owners.alive(pid, 0, `${pid}-t${Number(ticksOf(pid)) + 1}b${boot}r0123.pin`)).toBe(false);
+    expect(owners.alive(pid, Date.now(), `${pid}-t${ticksOf(pid)}b00000000r0123.pin`)).toBe(false);
+    // A name without the token (an older sluice) keeps the timestamp rule.
+    expect(owners.alive(pid, 0, `${pid}-0123abcd.pin`)).toBe(false);
+    expect(owners.alive(pid, Date.now(), `${pid}-0123abcd.pin`)).toBe(true);
+  });
+
+  it("a collection leaves a live store's pack alone when the clock made it look older than its owner", async () => {
+    const root = join(await tempDir('sluice-owner-token-'), 'store');
+    // Another process owns a pack: it publishes one small blob, then waits.
+    const child = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { Store } from ${JSON.stringify(DIST_STORE)};
+         const s = await Store.open(${JSON.stringify(root)});
+         const b = await s.publishBytes('owned by a live store\\n');
+         process.stdout.write(b.digest + '\\n');
+         setInterval(() => {}, 1 << 30);`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    children.push(child);
+    const digest = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      child.stdout?.on('data', (b: Buffer) => {
+        out += b.toString();
+        if (out.includes('\n')) resolve(out.trim());
+      });
+      child.once('exit', (code) => reject(new Error(`the owner exited (${code})`)));
+    });
+    const packs = (await fsp.readdir(join(root, 'packs'))).filter((n) => n.endsWith('.pack'));
+    expect(packs.map(ownerPid)).toEqual([child.pid]);
+    // The clock stepped back: the pack now looks written in 2001, long before its owner started.
+    const past = new Date('2001-01-01T00:00:00Z');
+    await fsp.utimes(join(root, 'packs', packs[0] as string), past, past);
+    const collector = await Store.open(root);
+    const report = await collectStore(
+      collector,
+      { roots: async () => ({ digests: new Set(), appended: async () => new Set(), close: async () => {} }) },
+      { graceMs: 0 },
+    );
+    // Unreferenced, but its pack belongs to a live store still appending to it: not rewritten.
+    expect(report.packsRemoved).toBe(0);
+    expect((await fsp.readdir(join(root, 'packs'))).filter((n) => n.endsWith('.pack'))).toEqual(packs);
+    expect((await collector.readPage(`artifact://${digest}`)).content).toBe('owned by a live store\n');
+    await collector.close();
+  });
+});
