@@ -240,19 +240,36 @@ export class BlobWriter {
   }
 
   /**
-   * Publishes a small blob: deduplicated against a packed copy or a blob
-   * file this store can confirm intact, else appended to the store's pack.
-   * Pinned first, as a file blob is, so a concurrent GC that sees the copy
-   * also sees the pin.
+   * Publishes a small blob: deduplicated against a packed copy this store
+   * can confirm intact, else appended to the store's pack.
+   *
+   * Pinned before the copy is ours to reference, as a file blob is, so a
+   * concurrent GC that sees the copy also sees the pin; but a copy in this
+   * store's own unsealed pack (one it appended before, or the one it appends
+   * now) is pinned in memory only ({@link Pin.holdInOwnPack}): no collection
+   * rewrites that pack while this process lives, and the holds reach the
+   * journal before the pack is sealed. So the common small publish writes
+   * nothing to the pin journal. A blob file of the same content is not
+   * looked for: a second, packed copy is harmless, a stat per publish is not.
    */
   private async commitPacked(digest: string, bytes: number, lines: number, pin: Pin | undefined): Promise<BlobInfo> {
     const held = this.small as Uint8Array[];
     this.small = undefined;
-    await pin?.add([digest]);
-    if ((await this.placement.refreshPacked(digest, bytes)) || (await this.placement.refreshBlob(digest, bytes))) {
+    const inMemory = pin?.holdInOwnPack;
+    if (this.placement.ownActiveCopy(digest, bytes)) {
+      if (inMemory) inMemory([digest]);
+      else await pin?.add([digest]);
       crashPoint('capture-written');
       return { digest, bytes, lines, deduplicated: true };
     }
+    if (await this.placement.knowsPacked(digest)) {
+      await pin?.add([digest]);
+      if (await this.placement.refreshPacked(digest, bytes)) {
+        crashPoint('capture-written');
+        return { digest, bytes, lines, deduplicated: true };
+      }
+    } else if (inMemory) inMemory([digest]);
+    else await pin?.add([digest]);
     crashPoint('capture-written');
     const content = held.length === 1 ? (held[0] as Uint8Array) : Buffer.concat(held);
     await this.placement.appendPacked(digest, content, lines);

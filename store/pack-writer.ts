@@ -83,6 +83,12 @@ export class PackWriter {
   private closed = false;
   /** Called for every committed blob (the store's pack index). */
   private readonly committed: (path: string, entry: PackEntry) => void;
+  /**
+   * Awaited before a seal record is written: the store writes its in-memory
+   * pins to the journal (store/pins.ts), since a sealed pack may be rewritten
+   * by any collection. When it rejects, the pack is left unsealed.
+   */
+  private readonly beforeSeal: () => Promise<void>;
   readonly stats: PackStats = { blobs: 0, batches: 0, packs: 0 };
 
   constructor(
@@ -90,11 +96,13 @@ export class PackWriter {
     dir: string,
     syncDir: (dir: string) => Promise<void>,
     committed: (path: string, entry: PackEntry) => void,
+    beforeSeal: () => Promise<void> = async () => {},
   ) {
     this.io = io;
     this.dir = dir;
     this.syncDir = syncDir;
     this.committed = committed;
+    this.beforeSeal = beforeSeal;
   }
 
   /** The pack being appended to now, if any (a collection leaves it alone). */
@@ -214,12 +222,24 @@ export class PackWriter {
     return this.pack;
   }
 
-  /** Stops appending to the current pack; with `seal`, first writes a seal record (best effort, no sync). */
+  /**
+   * Stops appending to the current pack; with `seal`, first writes a seal
+   * record (best effort, no sync). The pack stops being the active one
+   * before the in-memory pins are written out, so no hold taken after that
+   * can be for it ({@link Placement.ownActiveCopy} asks for the active pack).
+   */
   private async retire(seal: boolean): Promise<void> {
     const pack = this.pack;
     if (!pack) return;
     this.pack = undefined;
-    if (seal && pack.size > 0) await writeAll(this.io, pack.fh, encodeRecordHeader(undefined, 0), null).catch(() => {});
+    if (seal && pack.size > 0) {
+      const pinned = await this.beforeSeal().then(
+        () => true,
+        () => false,
+      );
+      // Unsealed, the pack is rewritten by no collection while this process lives; its pins then die with it.
+      if (pinned) await writeAll(this.io, pack.fh, encodeRecordHeader(undefined, 0), null).catch(() => {});
+    }
     await pack.fh.close().catch(() => {});
     await pack.index?.close().catch(() => {});
   }

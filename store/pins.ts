@@ -33,6 +33,14 @@ export interface Pin {
   readonly digests: readonly string[];
   /** Protects more digests (before they are placed in the store). */
   add(digests: readonly string[]): Promise<void>;
+  /**
+   * Protects digests whose copy is (or is about to be appended) in this
+   * store's own unsealed pack, in memory only: no collection rewrites that
+   * pack while it is unsealed and its owner lives, and the store writes
+   * these holds to its journal before it seals the pack
+   * ({@link PinJournal.flushInMemory}). Absent where the store has no packs.
+   */
+  holdInOwnPack?(digests: readonly string[]): void;
   /** Releases the pin (idempotent). */
   release(): Promise<void>;
 }
@@ -88,6 +96,8 @@ export class PinJournal {
   private pins = 0;
   private ops: JournalOp[] = [];
   private flushing: Promise<void> | undefined;
+  /** Pins holding digests in memory only ({@link Pin.holdInOwnPack}), each with its journal write-out. */
+  private readonly inMemory = new Map<object, () => Promise<void>>();
 
   constructor(dir: string, io: StoreIO) {
     this.dir = dir;
@@ -108,23 +118,68 @@ export class PinJournal {
     // Adds still being written: a release waits for them, so it drops what they added (an add and a
     // release in one journal batch would otherwise drop before the add is counted, pinning it for good).
     let adding: Promise<unknown> = Promise.resolve();
+    const add = (more: readonly string[]) => {
+      const added = this.hold(more, own);
+      adding = Promise.all([adding, added.catch(() => {})]);
+      return added;
+    };
+    /** Held in memory only, not yet in the journal. */
+    const lazy: string[] = [];
+    const key = {};
+    const writeOut = async () => {
+      const ds = lazy.splice(0);
+      this.inMemory.delete(key);
+      try {
+        await add(ds);
+      } catch (err) {
+        // Still held in memory: the next seal tries again (and does not seal until it succeeds).
+        if (!released) {
+          lazy.push(...ds);
+          this.inMemory.set(key, writeOut);
+        }
+        throw err;
+      }
+    };
     return {
       get digests() {
-        return own;
+        return [...own, ...lazy];
       },
       add: (more) => {
         if (released) return Promise.reject(new Error('pin already released'));
-        const added = this.hold(more, own);
-        adding = Promise.all([adding, added.catch(() => {})]);
-        return added;
+        return add(more);
+      },
+      holdInOwnPack: (more) => {
+        if (released) throw new Error('pin already released');
+        if (this.closed) throw new ClosedError('the store is closed');
+        if (more.length === 0) return;
+        lazy.push(...more);
+        this.inMemory.set(key, writeOut);
       },
       release: async () => {
         if (released) return;
         released = true;
+        // What was only in memory is dropped with no journal line: no reader ever saw it.
+        lazy.length = 0;
+        this.inMemory.delete(key);
         await adding;
         await this.release(own);
       },
     };
+  }
+
+  /**
+   * Writes every in-memory hold ({@link Pin.holdInOwnPack}) to the journal;
+   * resolves once they are there. The pack writer awaits this before it
+   * seals a pack, so a collection that sees the seal (and may then rewrite
+   * the pack) reads these holds in the pins it lists after it. Rejects when
+   * a write fails; the holds stay in memory and the pack is not sealed.
+   */
+  async flushInMemory(): Promise<void> {
+    const outs = [...this.inMemory.values()];
+    if (outs.length === 0) return;
+    const results = await Promise.allSettled(outs.map((w) => w()));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   private hold(digests: readonly string[], own: string[]): Promise<void> {
@@ -151,6 +206,10 @@ export class PinJournal {
    * at once this is one write per batch instead of two per call.
    */
   private async flush(): Promise<void> {
+    // Never finish synchronously: a batch with nothing to write (the drops of pins held only in
+    // memory) would otherwise clear `flushing` before enqueue's `??=` stores this call's promise,
+    // leaving a settled promise there that no later op would ever get past.
+    await null;
     while (this.ops.length > 0) {
       const batch = this.ops;
       this.ops = [];

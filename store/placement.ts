@@ -78,6 +78,7 @@ export class Placement {
       this.layout.packs,
       (dir) => this.dirSync.sync(dir),
       (path, entry) => this.packs.add(path, entry, true),
+      () => store.flushInMemoryPins(),
     );
   }
 
@@ -95,13 +96,40 @@ export class Placement {
    */
   async appendPacked(digest: string, content: Uint8Array, lines: number): Promise<void> {
     this.assertOpen();
-    const { entry, fileId } = await this.packWriter.append(digest, content);
+    const { entry, fileId, path } = await this.packWriter.append(digest, content);
     // Hashed while written: a later dedup or read of this copy need not hash it again.
     const key = `pack:${fileId}:${entry.offset}:${entry.length}`;
     rememberPacked(this.store, digest, key, lines);
     this.ownCopies.delete(digest);
-    this.ownCopies.set(digest, { path: this.packWriter.activePath, key });
+    this.ownCopies.set(digest, { path, key });
     if (this.ownCopies.size > MAX_OWN_COPIES) this.ownCopies.delete(this.ownCopies.keys().next().value as string);
+  }
+
+  /**
+   * True, with no I/O, when this store itself appended `digest` (`bytes`
+   * long) to the pack it still appends to, and the batch is committed. Such
+   * a copy needs no check: that pack is removed by no collection while
+   * unsealed and its owner lives (a collection in this process seals it
+   * first, which changes the active pack), a committed record never changes,
+   * and the copy was hashed as it was written (the same trust as the
+   * verified-file cache, integrity.ts). Nor its age: the seal that ends the
+   * pack's life as the active one is written later, and that write is the
+   * pack's new mtime. Synchronous, so a caller may take an in-memory pin
+   * ({@link Pin.holdInOwnPack}) before any seal can intervene.
+   */
+  ownActiveCopy(digest: string, bytes: number): boolean {
+    const own = this.ownCopies.get(digest);
+    if (!own || own.path === undefined || own.path !== this.packWriter.activePath) return false;
+    const loc = this.packs.known(digest);
+    return (
+      loc !== undefined && loc.path === own.path && loc.length === bytes && remembersPacked(this.store, digest, own.key)
+    );
+  }
+
+  /** True when the packs this store knows of hold a copy of `digest` (loaded on first use; not checked). */
+  async knowsPacked(digest: string): Promise<boolean> {
+    if (!this.packs.isLoaded) await this.packs.refresh().catch(() => {});
+    return this.packs.known(digest) !== undefined;
   }
 
   /**
@@ -113,17 +141,7 @@ export class Placement {
    */
   async refreshPacked(digest: string, bytes: number): Promise<boolean> {
     this.assertOpen();
-    // A copy this store appended to the pack it still appends to needs no I/O: that pack is
-    // removed by no collection while unsealed and its owner lives (a collection in this process
-    // seals it first, which changes the active pack), a committed record never changes, and the
-    // copy was hashed as it was written. The same trust as the verified-file cache (integrity.ts).
-    // Nor its age: the seal that ends the pack's life as the active one is written later, and that
-    // write is the pack's new mtime.
-    const own = this.ownCopies.get(digest);
-    const loc = own && this.packs.known(digest);
-    if (own && loc && own.path === loc.path && own.path === this.packWriter.activePath) {
-      if (loc.length === bytes && remembersPacked(this.store, digest, own.key)) return true;
-    }
+    if (this.ownActiveCopy(digest, bytes)) return true;
     if (!this.packs.isLoaded) await this.packs.refresh().catch(() => {});
     if (!this.packs.known(digest)) return false;
     // The pack's mtime is its blobs' age: touched, so a deduplicated blob starts a new grace period (as

@@ -269,6 +269,11 @@ export class Store {
     return this.pins.pin(digests);
   }
 
+  /** @internal Writes the pins held in memory to the journal (the pack writer, before a seal; store/pins.ts). */
+  flushInMemoryPins(): Promise<void> {
+    return this.pins.flushInMemory();
+  }
+
   /** @throws ClosedError (ECLOSED) once the store is closed. */
   private assertOpen(): void {
     if (this.closed) throw new ClosedError('the store is closed');
