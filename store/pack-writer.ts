@@ -27,6 +27,14 @@ import { packIndexPath } from './pack-index.js';
 
 /** A pack is sealed and a new one begun once it holds this many bytes. */
 export const PACK_ROTATE_BYTES = 64 * 1024 * 1024;
+/**
+ * The index is written once this many committed entries wait for it, and
+ * when the pack is retired: it is a cache (a reader scans the pack past
+ * what it covers), so a write per batch would cost a system call per
+ * publish at low concurrency for nothing a reader needs; a reader's scan of
+ * the rest reads at most this many record headers more.
+ */
+const INDEX_EVERY = 64;
 /** At most this many blobs in one batch (IOV_MAX is 1024; two buffers per blob). */
 const MAX_BATCH_BLOBS = 256;
 
@@ -54,6 +62,8 @@ interface OpenPack {
   size: number;
   /** The index file (a cache), or undefined when it could not be created. */
   index: StoreFile | undefined;
+  /** Committed entries not yet written to the index (see {@link INDEX_EVERY}). */
+  unindexed: PackEntry[];
   /** packs/ has been fsynced since this pack was created. */
   named: boolean;
 }
@@ -171,10 +181,11 @@ export class PackWriter {
         this.stats.batches++;
         this.stats.blobs += batch.length;
         for (const e of entries) this.committed(pack.path, e);
-        await this.writeIndex(pack, entries);
         for (let i = 0; i < batch.length; i++) {
           (batch[i] as Pending).resolve({ path: pack.path, entry: entries[i] as PackEntry, fileId: pack.fileId });
         }
+        pack.unindexed.push(...entries);
+        if (pack.unindexed.length >= INDEX_EVERY) await this.writeIndex(pack);
         if (pack.size >= PACK_ROTATE_BYTES) await this.retire(true);
       } catch (err) {
         // Durability unknown for this batch: nothing is appended after it (see the module comment).
@@ -186,9 +197,10 @@ export class PackWriter {
     this.flushing = undefined;
   }
 
-  /** Index entries of a committed batch: a cache, so a failure only stops indexing this pack. */
-  private async writeIndex(pack: OpenPack, entries: PackEntry[]): Promise<void> {
-    if (!pack.index) return;
+  /** Writes the committed entries the index lacks: a cache, so a failure only stops indexing this pack. */
+  private async writeIndex(pack: OpenPack): Promise<void> {
+    const entries = pack.unindexed.splice(0);
+    if (!pack.index || entries.length === 0) return;
     try {
       await writeAll(this.io, pack.index, Buffer.concat(entries.map(encodeIndexEntry)), null);
     } catch {
@@ -218,7 +230,7 @@ export class PackWriter {
       index = undefined;
     }
     this.stats.packs++;
-    this.pack = { path, fileId, fh, size: 0, index, named: false };
+    this.pack = { path, fileId, fh, size: 0, index, unindexed: [], named: false };
     return this.pack;
   }
 
@@ -241,6 +253,7 @@ export class PackWriter {
       if (pinned) await writeAll(this.io, pack.fh, encodeRecordHeader(undefined, 0), null).catch(() => {});
     }
     await pack.fh.close().catch(() => {});
+    await this.writeIndex(pack);
     await pack.index?.close().catch(() => {});
   }
 
