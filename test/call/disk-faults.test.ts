@@ -8,6 +8,7 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { realIO, type StoreIO } from '../../store/io.js';
+import { MANIFEST_KIND } from '../../store/manifest.js';
 import {
   closeEngines,
   engineWith,
@@ -36,6 +37,19 @@ function failNth(op: 'write' | 'fsync' | 'open' | 'rename', n: number, errno: st
     ...realIO,
     [op]: (...args: unknown[]) => (++calls === n ? Promise.reject(fsError(errno, op)) : real(...args)),
   } as StoreIO;
+}
+
+/** realIO whose writes fail with `errno` when the bytes written contain `marker` (latin1). */
+function failWriteOf(marker: string, errno: string): StoreIO {
+  const has = (b: NodeJS.ArrayBufferView) =>
+    Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1').includes(marker);
+  return {
+    ...realIO,
+    write: (fh, buf, off, len, position) =>
+      has(buf) ? Promise.reject(fsError(errno, 'write')) : realIO.write(fh, buf, off, len, position),
+    writev: (fh, bufs, position) =>
+      bufs.some(has) ? Promise.reject(fsError(errno, 'writev')) : realIO.writev(fh, bufs, position),
+  };
 }
 
 /**
@@ -119,8 +133,8 @@ describe('injected disk faults', () => {
   });
 
   it('ENOSPC while publishing the manifest of named streams fails with EDISK and output null', async () => {
-    // Four opens: stdout capture, stderr capture, the publication pin, then the manifest's blob.
-    const { engine } = await engineWith([], { io: failNth('open', 4, 'ENOSPC') });
+    // The write carrying the manifest, whether to its own file or to the pack: the streams are stored by then.
+    const { engine } = await engineWith([], { io: failWriteOf(MANIFEST_KIND, 'ENOSPC') });
     const r = await engine.run('bash', { command: 'echo out; echo err >&2' });
     expect(r).toMatchObject({ status: 'failed', complete: false, output: null, error: { code: 'EDISK' } });
     await expectStoreClean(engine);
