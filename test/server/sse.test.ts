@@ -148,9 +148,9 @@ describe('server-sent events', () => {
     const id = await s.start('cooperative', { sleep: '1000.424242', onAbort: 'return' }, { session: 'cx' });
     const res = await events(s, id);
     const reading = readEvents(res);
-    // Wait until the tool said it is ready (its sleep child is running).
-    for (let i = 0; i < 100 && s.engine.running(id)?.liveDisplay !== 'ready'; i++)
-      await new Promise((r) => setTimeout(r, 20));
+    // Wait until the tool said it is ready (its sleep child is running), however long a loaded
+    // machine takes: a cancel before that would race the tool's start, not test the cancel.
+    while (s.engine.running(id)?.liveDisplay !== 'ready') await new Promise((r) => setTimeout(r, 20));
     const cancel = await s.api(`/v1/calls/${id}/cancel`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
