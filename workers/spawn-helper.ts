@@ -26,9 +26,15 @@
  * Signals aimed at the engine's terminal (SIGINT, SIGHUP, SIGQUIT) are left
  * to the engine, which cancels its calls and so ends this channel.
  *
- * This file imports only Node: it is a process entry of its own.
+ * Every process it starts carries this helper's mark in its environment
+ * (`SLUICE_SPAWN_MARK`, workers/spawn-mark.ts): a helper killed between
+ * starting a process and reporting it leaves a process only the mark finds.
+ *
+ * This file imports only Node (and spawn-mark.ts, which does too): it is a
+ * process entry of its own.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { SPAWN_MARK_VAR } from './spawn-mark.js';
 
 /** A request from the worker. */
 interface SpawnRequest {
@@ -38,6 +44,16 @@ interface SpawnRequest {
   args: string[];
   cwd: string;
 }
+
+/**
+ * What every process started here inherits: this helper's mark (argv[3]),
+ * so its thread can find them if this process dies before reporting them
+ * (workers/spawn-mark.ts).
+ */
+const childEnv: NodeJS.ProcessEnv = { ...process.env };
+if (process.argv[3]) childEnv[SPAWN_MARK_VAR] = process.argv[3];
+/** `SLUICE_SPAWN_HELPER_STALL=1` (tests only): start processes and never report them. */
+const STALL = process.env.SLUICE_SPAWN_HELPER_STALL === '1';
 
 /** Groups started and not yet exited: killed when the channel closes. */
 const live = new Set<number>();
@@ -71,7 +87,12 @@ function send(message: object, handle?: unknown): void {
 function start(req: SpawnRequest): void {
   let child: ChildProcess;
   try {
-    child = spawn(req.file, req.args, { cwd: req.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(req.file, req.args, {
+      cwd: req.cwd,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: childEnv,
+    });
   } catch (err) {
     // E2BIG and a few others are thrown, not emitted.
     const e = err as NodeJS.ErrnoException;
@@ -86,6 +107,8 @@ function start(req: SpawnRequest): void {
   }
   const pid = child.pid;
   live.add(pid);
+  // Tests: stop here, as a helper killed between starting a process and reporting it would.
+  if (STALL) return;
   // A socket Node creates starts reading at once; stopping it before the event loop next polls
   // means no byte the tool writes is ever read here: all of them reach the worker.
   for (const s of [child.stdout, child.stderr] as PipeSocket[]) s._handle?.readStop?.();

@@ -16,9 +16,11 @@
  * default they start directly meanwhile).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { ToolFailedError } from '../engine/protocol/errors.js';
+import { killMarked } from './spawn-mark.js';
 
 /** How a process ended: its exit code, or the signal that ended it. */
 export interface ProcessExit {
@@ -81,6 +83,8 @@ class Helper {
   directWhileStarting = 0;
   private nextId = 1;
   private readonly waiting = new Map<number, Waiting>();
+  /** Put in the environment of every process this helper starts (workers/spawn-mark.ts). */
+  private readonly mark = `${process.pid}-${randomBytes(8).toString('hex')}`;
   private readonly channel: ChildProcess;
 
   constructor(onDead: (everReady: boolean) => void) {
@@ -90,7 +94,7 @@ class Helper {
     // inherited by the helper; sh exits at once.
     this.channel = spawn(
       '/bin/sh',
-      ['-c', '"$0" "$1" "$2" </dev/null &', process.execPath, entry, String(process.pid)],
+      ['-c', '"$0" "$1" "$2" "$3" </dev/null &', process.execPath, entry, String(process.pid), this.mark],
       {
         stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
       },
@@ -118,10 +122,17 @@ class Helper {
     // A helper that never said it was ready never read a request (it says so before it reads
     // any): those are started directly. Otherwise a request may have started its process, so
     // it is never started again (that could run a command twice).
-    for (const w of waiting) {
-      if (everReady) this.lost(w);
-      else spawnDirect(w.file, w.args, w.cwd).then(w.resolve, w.reject);
+    if (everReady && waiting.length > 0) {
+      // A request the helper had not reported (or a process that left its group) is known to no
+      // one: its processes are found by the helper's mark. The calls fail once that is done.
+      void killMarked(this.mark)
+        .catch(() => 0)
+        .then(() => {
+          for (const w of waiting) this.lost(w);
+        });
+      return;
     }
+    for (const w of waiting) spawnDirect(w.file, w.args, w.cwd).then(w.resolve, w.reject);
   }
 
   /** Asks the helper to start `file args` in `cwd`. */

@@ -122,8 +122,7 @@ describe('the spawn helper', () => {
     const sleeper = uniqueSleep();
     const handle = engine.call('bash', { command: `echo up; ${sleeper.command}` });
     // The output reached the call, so its worker holds the pipes and knows the group: the helper
-    // dies mid-call. (Killed between starting a process and reporting it, the helper leaves that
-    // process untracked: a documented limit, docs/operations.md.)
+    // dies mid-call. (Killed before it reported the process: the next test.)
     await waitForDisplay(handle, 'up');
     expect(await waitProcess(sleeper.marker)).not.toEqual([]);
     process.kill(helper, 'SIGKILL');
@@ -133,6 +132,30 @@ describe('the spawn helper', () => {
     const next = await parentOfBash(engine);
     expect(next).not.toBe(helper);
     expect(cmdline(next)).toBe(`sluice-spawner ${process.pid}`);
+  });
+
+  it('dying between starting a process and reporting it: the process is found by its mark and killed', async () => {
+    // The helper starts processes and never reports them, as one killed at that moment would.
+    process.env.SLUICE_SPAWN_HELPER_STALL = '1';
+    try {
+      const { engine } = await openEngine();
+      const sleeper = uniqueSleep();
+      const handle = engine.call('bash', { command: sleeper.command });
+      const [sleep] = await waitProcess(sleeper.marker);
+      const helper = parentPid(groupOf(sleep as number));
+      expect(cmdline(helper)).toBe(`sluice-spawner ${process.pid}`);
+      const mark = readFileSync(`/proc/${sleep}/environ`, 'latin1')
+        .split('\0')
+        .find((e) => e.startsWith('SLUICE_SPAWN_MARK='));
+      expect(mark).toMatch(new RegExp(`^SLUICE_SPAWN_MARK=${process.pid}-[0-9a-f]{16}$`));
+      process.kill(helper, 'SIGKILL');
+      const r = await handle.result;
+      expect(r).toMatchObject({ status: 'failed', error: { code: 'ETOOLFAILED' } });
+      expect(await waitNoProcess(sleeper.marker)).toEqual([]);
+      expect(running(helper)).toBe(false);
+    } finally {
+      delete process.env.SLUICE_SPAWN_HELPER_STALL;
+    }
   });
 
   it('ends when its engine closes', async () => {

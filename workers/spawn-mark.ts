@@ -1,0 +1,64 @@
+/**
+ * Finding the processes a spawn helper started after it has died.
+ *
+ * Every process a helper starts gets `SLUICE_SPAWN_MARK=<mark>` in its
+ * environment, one mark per helper; its descendants inherit it. A helper
+ * killed between starting a process and reporting the pid leaves a process
+ * nothing else knows of, so when a helper dies with requests unfinished, its
+ * thread scans /proc for the mark and kills every group it finds. The mark
+ * is read from /proc/<pid>/environ: the environment the process started
+ * with, which a process cannot change after the fact (one that scrubs its
+ * environment and execs again escapes it, as it escapes any group kill by
+ * leaving the group).
+ *
+ * This file imports only Node: the helper process and the worker threads
+ * both use it.
+ */
+import { promises as fsp } from 'node:fs';
+
+/** The environment variable carrying a helper's mark. */
+export const SPAWN_MARK_VAR = 'SLUICE_SPAWN_MARK';
+
+/** /proc entries read at once while scanning. */
+const SCAN_BATCH = 64;
+
+/** Pids of the processes whose environment holds `SLUICE_SPAWN_MARK=<mark>` (Linux; none elsewhere). */
+export async function markedPids(mark: string): Promise<number[]> {
+  const entry = Buffer.from(`${SPAWN_MARK_VAR}=${mark}\0`);
+  const inside = Buffer.concat([Buffer.from([0]), entry]);
+  let names: string[];
+  try {
+    names = (await fsp.readdir('/proc')).filter((n) => /^\d+$/.test(n));
+  } catch {
+    return [];
+  }
+  const found: number[] = [];
+  for (let i = 0; i < names.length; i += SCAN_BATCH) {
+    await Promise.all(
+      names.slice(i, i + SCAN_BATCH).map(async (name) => {
+        try {
+          const env = await fsp.readFile(`/proc/${name}/environ`);
+          if (env.subarray(0, entry.length).equals(entry) || env.includes(inside)) found.push(Number(name));
+        } catch {
+          // Gone, or not ours to read (another user's process carries no mark of ours).
+        }
+      }),
+    );
+  }
+  return found;
+}
+
+/** SIGKILLs every process carrying `mark`, and the group of each that leads one. */
+export async function killMarked(mark: string): Promise<number> {
+  const pids = await markedPids(mark);
+  for (const pid of pids) {
+    for (const target of [-pid, pid]) {
+      try {
+        process.kill(target, 'SIGKILL');
+      } catch {
+        // Not a group leader, or already gone.
+      }
+    }
+  }
+  return pids.length;
+}
