@@ -1,16 +1,24 @@
 /**
- * The store-wide GC lock: `gc/lock`, created with O_EXCL, holding the owner's
- * pid. One collection at a time; publishers never take it (pins and
- * tombstoning keep them safe, see collect.ts). A lock whose owner is dead (see
- * owners.ts) is broken: renamed aside, checked to be the very file judged
- * stale (same inode), and removed.
+ * The store-wide GC lock: `gc/lock`, holding the owner's token
+ * (`<pid>-t<start ticks>b<boot id>r<random>`, store/owners.ts). One
+ * collection at a time; publishers never take it (pins and tombstoning keep
+ * them safe, see collect.ts). The lock is written whole in tmp/ and linked
+ * into place (link fails when the name exists), so it is never seen empty
+ * or half-written, and its holder is judged by the token alone: alive
+ * exactly when that pid runs with that start tick in this boot, whatever
+ * the clocks say. A lock whose owner is dead is broken: renamed aside,
+ * checked to be the very file judged stale (same inode), and removed.
+ *
+ * Locks written by older versions hold a bare pid; theirs is the old rule
+ * (the pid lives and did not start after the lock was written), and one
+ * with no valid pid is taken as abandoned after {@link UNWRITTEN_STALE_MS}.
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { join } from 'node:path';
 import { TimeoutError, toSluiceError } from '../../engine/protocol/errors.js';
 import type { StoreIO } from '../io.js';
-import { OwnerCheck } from '../owners.js';
+import { OwnerCheck, ownedName, ownerToken } from '../owners.js';
 import type { Store } from '../store.js';
 
 /** A held GC lock. */
@@ -37,15 +45,10 @@ export async function acquireGcLock(store: Store, timeoutMs: number): Promise<Gc
   await io.mkdir(store.layout.gc).catch((err) => {
     throw toSluiceError(err, 'EDISK');
   });
+  const token = ownedName();
   for (;;) {
     try {
-      const fh = await io.open(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600);
-      try {
-        const line = Buffer.from(`${process.pid}\n`);
-        for (let off = 0; off < line.length; ) off += await io.write(fh, line, off, line.length - off, off);
-      } finally {
-        await fh.close();
-      }
+      await linkWhole(store, path, `${token}\n`);
       const { ino } = await io.stat(path);
       let released = false;
       return {
@@ -75,17 +78,43 @@ export async function acquireGcLock(store: Store, timeoutMs: number): Promise<Gc
   }
 }
 
+/**
+ * Creates `path` holding `text`, or fails with EEXIST: written and closed in
+ * tmp/ under an owned name first (reclaimed by GC if this process dies
+ * there), then hard-linked into place, so no reader ever sees it partial.
+ */
+async function linkWhole(store: Store, path: string, text: string): Promise<void> {
+  const io = store.io;
+  const tmp = join(store.layout.tmp, `${ownedName()}.lock`);
+  const fh = await io.open(tmp, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600);
+  try {
+    try {
+      const line = Buffer.from(text);
+      for (let off = 0; off < line.length; ) off += await io.write(fh, line, off, line.length - off, off);
+    } finally {
+      await fh.close();
+    }
+    await io.link(tmp, path);
+  } finally {
+    await io.unlink(tmp).catch(() => {});
+  }
+}
+
 async function readHolder(
   io: StoreIO,
   path: string,
-): Promise<{ pid: number; mtimeMs: number; ino: number } | undefined> {
+): Promise<{ pid: number; token: string | undefined; mtimeMs: number; ino: number } | undefined> {
   try {
     // Without blocking: a FIFO in the lock's place is no holder (and is never broken: it is not stale).
     const fh = await io.open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
     try {
       const st = await fh.stat();
       if (!st.isFile()) return undefined;
-      return { pid: Number((await fh.readFile()).toString('utf8').trim()), mtimeMs: st.mtimeMs, ino: st.ino };
+      const text = (await fh.readFile()).toString('utf8').trim();
+      // A token (`<pid>-t…`), or a bare pid from an older version.
+      const token = ownerToken(text) ? text : undefined;
+      const pid = Number(token ? text.slice(0, text.indexOf('-')) : text);
+      return { pid, token, mtimeMs: st.mtimeMs, ino: st.ino };
     } finally {
       await fh.close();
     }
@@ -94,12 +123,16 @@ async function readHolder(
   }
 }
 
-/** A lock without a valid pid is being written, unless it has been so for longer than this. */
+/**
+ * An older version's lock without a valid pid was being written, unless it
+ * has been so for longer than this (a lock of this version is never
+ * partial, so this rule only ends such a lock left by a crash).
+ */
 const UNWRITTEN_STALE_MS = 10_000;
 
-function isStale(holder: { pid: number; mtimeMs: number }): boolean {
+function isStale(holder: { pid: number; token: string | undefined; mtimeMs: number }): boolean {
   if (!Number.isInteger(holder.pid) || holder.pid <= 0) return Date.now() - holder.mtimeMs > UNWRITTEN_STALE_MS;
-  return !new OwnerCheck().alive(holder.pid, holder.mtimeMs);
+  return !new OwnerCheck().alive(holder.pid, holder.mtimeMs, holder.token);
 }
 
 async function breakLock(io: StoreIO, path: string, staleIno: number): Promise<void> {

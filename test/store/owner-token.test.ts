@@ -101,4 +101,56 @@ describe('owners are told apart by their start, not by timestamps', () => {
     expect((await collector.readPage(`artifact://${digest}`)).content).toBe('owned by a live store\n');
     await collector.close();
   });
+
+  it("the GC lock names its holder by token: a live collector's lock is kept however old it looks, a dead one's broken", async () => {
+    const root = join(await tempDir(), 'store');
+    const store = await Store.open(root);
+    const lock = join(store.layout.gc, 'lock');
+    const noRoots = {
+      roots: async () => ({
+        digests: new Set<string>(),
+        appended: async () => new Set<string>(),
+        close: async () => {},
+      }),
+    };
+    await fsp.mkdir(store.layout.gc, { recursive: true });
+    // A live collector (the sleeper stands for it) whose lock looks written in 2001, before it started.
+    const c = sleeper();
+    const pid = c.pid as number;
+    await fsp.writeFile(lock, `${pid}-t${ticksOf(pid)}b${boot}r0123456789ab\n`);
+    const past = new Date('2001-01-01T00:00:00Z');
+    await fsp.utimes(lock, past, past);
+    await expect(collectStore(store, noRoots, { graceMs: 0, lockTimeoutMs: 100 })).rejects.toMatchObject({
+      code: 'ETIMEOUT',
+      details: { pid },
+    });
+    // The same pid started at another tick is another process: that lock is broken and the collection runs.
+    await fsp.writeFile(lock, `${pid}-t${Number(ticksOf(pid)) + 1}b${boot}r0123456789ab\n`);
+    const report = await collectStore(store, noRoots, { graceMs: 0, lockTimeoutMs: 100 });
+    expect(report.dryRun).toBe(false);
+    expect((await fsp.readdir(store.layout.gc)).filter((n) => n.startsWith('lock'))).toEqual([]);
+    expect(await fsp.readdir(store.layout.tmp)).toEqual([]);
+    await store.close();
+  });
+
+  it('a collection writes its lock whole before it is visible, holding its own token', async () => {
+    const root = join(await tempDir(), 'store');
+    const store = await Store.open(root);
+    const seen: string[] = [];
+    await collectStore(
+      store,
+      {
+        roots: async () => {
+          seen.push(await fsp.readFile(join(store.layout.gc, 'lock'), 'utf8'));
+          return { digests: new Set(), appended: async () => new Set(), close: async () => {} };
+        },
+      },
+      { graceMs: 0 },
+    );
+    expect(seen).toHaveLength(1);
+    expect(ownerPid(`${(seen[0] as string).trim()}.lock`)).toBe(process.pid);
+    expect(ownerToken((seen[0] as string).trim())).toEqual({ ticks: ticksOf(process.pid), boot });
+    expect(await fsp.readdir(store.layout.tmp)).toEqual([]);
+    await store.close();
+  });
 });

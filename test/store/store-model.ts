@@ -172,11 +172,10 @@ export async function crashAndRestart(m: Model, r: Real): Promise<Real> {
   m.deadTmp += await handOver(r.store.layout.tmp);
   m.deadPins += await handOver(r.store.layout.pins);
   m.deadTrash += await handOver(r.store.layout.trash);
-  // A collection that died holding the GC lock left it with its pid: the dead pid, so the next one breaks it.
+  // A collection that died holding the GC lock left it with its token: the dead pid's, so the next one breaks it.
   const lock = join(r.store.layout.gc, 'lock');
-  if ((await fsp.readFile(lock, 'utf8').catch(() => '')).trim() === String(process.pid)) {
-    await fsp.writeFile(lock, `${dead}\n`);
-  }
+  const holder = (await fsp.readFile(lock, 'utf8').catch(() => '')).trim();
+  if (holder.startsWith(mine)) await fsp.writeFile(lock, `${dead}-${holder.slice(mine.length)}\n`);
   m.pins.clear();
   return openReal(r.dir);
 }
