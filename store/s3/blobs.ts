@@ -32,7 +32,8 @@ const COPY_CHUNK = 4 * 1024 * 1024;
 /** See the module comment. */
 export class S3Blobs implements BlobBackend {
   readonly url: string;
-  private readonly base: string;
+  /** What every key of this store starts with: `''`, or the prefix and `/`. */
+  readonly keyBase: string;
   private copies = 0;
 
   private constructor(
@@ -43,7 +44,7 @@ export class S3Blobs implements BlobBackend {
     private readonly io: StoreIO,
   ) {
     this.url = location.url;
-    this.base = location.prefix === '' ? '' : `${location.prefix}/`;
+    this.keyBase = location.prefix === '' ? '' : `${location.prefix}/`;
   }
 
   /**
@@ -72,12 +73,12 @@ export class S3Blobs implements BlobBackend {
 
   /** Key of blob `digest`. */
   blobKey(digest: string): string {
-    return `${this.base}blobs/sha256/${digest.slice(0, 2)}/${digest.slice(2)}`;
+    return `${this.keyBase}blobs/sha256/${digest.slice(0, 2)}/${digest.slice(2)}`;
   }
 
   /** Key of the line index of blob `digest`. */
   indexKey(digest: string): string {
-    return `${this.base}index/sha256/${digest.slice(0, 2)}/${digest.slice(2)}.idx`;
+    return `${this.keyBase}index/sha256/${digest.slice(0, 2)}/${digest.slice(2)}.idx`;
   }
 
   async placeBlob(tmpPath: string, digest: string): Promise<StoreFile | undefined> {
