@@ -35,6 +35,13 @@ export const MAX_TRAILER_BYTES = 64;
  */
 export const PARTIAL_BATCH_LINE = Buffer.from('!partial batch: its trailer is missing\n');
 
+/**
+ * The line the mirror gets where batch numbers skip (a batch deleted behind
+ * sluice's back: numbers are dense otherwise): counted as one corrupt line,
+ * so the loss shows.
+ */
+export const MISSING_BATCHES_LINE = Buffer.from('!missing batches: numbers skip here\n');
+
 /** What the session records of an S3 store need: its object layer and key prefix. */
 export interface S3Records {
   readonly objects: S3Objects;

@@ -27,7 +27,15 @@ import type { ListedObject } from '../../store/s3/objects.js';
 import type { Store } from '../../store/store.js';
 import { DiskError, NotFoundError, toSluiceError } from '../protocol/errors.js';
 import { loadHasher } from './frame.js';
-import { batchKey, MAX_TRAILER_BYTES, normalizeBatch, type S3Records, seqOfKey, sessionPrefix } from './s3-batch.js';
+import {
+  batchKey,
+  MAX_TRAILER_BYTES,
+  MISSING_BATCHES_LINE,
+  normalizeBatch,
+  type S3Records,
+  seqOfKey,
+  sessionPrefix,
+} from './s3-batch.js';
 import { sessionDir } from './session-id.js';
 
 /** Bytes per GET when copying a batch object into the mirror. */
@@ -164,6 +172,11 @@ async function appendBatch(
   o: ListedObject,
   seq: number,
 ): Promise<void> {
+  // Numbers are dense (s3-log-writer.ts): a gap is batches deleted behind sluice's back, and shows as a corrupt line.
+  if (m.last && seq !== m.last.seq + 1) {
+    await writeAt(fh, MISSING_BATCHES_LINE, m.end);
+    m.end += MISSING_BATCHES_LINE.length;
+  }
   let tail = Buffer.alloc(0);
   for (let at = 0; at < o.size; at += COPY_CHUNK) {
     let chunk: Buffer;

@@ -4,7 +4,7 @@
  * corrupt batches written straight into the bucket are skipped and counted
  * like torn log lines, with the batches after them still read.
  */
-import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import type { TerminalResult } from '../../engine/index.js';
 import { frameLine, loadHasher } from '../../engine/sessions/frame.js';
@@ -97,6 +97,18 @@ describe.runIf(s3)('S3 session batches', () => {
       } satisfies Partial<TerminalResult>);
     }
     expect(await b.sessions()).toMatchObject([{ id: 't', calls: 3, interrupted: 1, corruptLines: 3 }]);
+    await expectNoLeaks(dir);
+  });
+
+  it('counts a batch deleted behind its back as one corrupt line and reads the rest', async () => {
+    const { a, b, prefix, dir } = await twoHosts(s3!);
+    const calls = [];
+    for (const w of ['one', 'two', 'six']) calls.push(await a.run('bash', { command: `echo ${w}` }, { session: 'h' }));
+    // Batch 2 is the second call's start: without it that call is known by its completion only.
+    await s3!.client.send(new DeleteObjectCommand({ Bucket: s3!.bucket, Key: `${prefix}/sessions/h/000000000002` }));
+    const replay = await b.replay('h');
+    expect(replay.corruptLines).toBe(1);
+    expect(replay.calls.map((c) => [c.callId, c.result.status])).toEqual(calls.map((c) => [c.callId, 'success']));
     await expectNoLeaks(dir);
   });
 });
