@@ -34,6 +34,12 @@ export interface BlobBackend {
   openBlob(digest: string): Promise<StoreFile>;
   /** Opens the index of blob `digest` (a local copy, fetched once), or undefined when there is none. */
   openIndex(digest: string): Promise<StoreFile | undefined>;
+  /**
+   * Removes a local copy of blob `digest` that {@link openBlob} may have
+   * served (an S3 store's read cache) after it failed its integrity check;
+   * true when there was one, so the caller opens the blob again.
+   */
+  dropCached?(digest: string): Promise<boolean>;
   /** True when blob `digest` exists (content not checked). */
   hasBlob(digest: string): Promise<boolean>;
   /** Releases connections. */

@@ -12,7 +12,9 @@
  * published it; opening a blob
  * is 1 HEAD, then one GET per block read (store/s3/remote-file.ts); a
  * large blob's index is fetched once per host (1 HEAD + 1 GET per 4 MiB) and
- * kept in the local directory.
+ * kept in the local directory. Blobs read whole are copied to a bounded
+ * local read cache (store/s3/read-cache.ts), from which later opens on the
+ * host read with no GET.
  */
 import { constants } from 'node:fs';
 import { dirname } from 'node:path';
@@ -23,6 +25,7 @@ import { makeDirs, type StoreIO, writeAll } from '../io.js';
 import type { StoreLayout } from '../layout.js';
 import type { S3Location } from '../location.js';
 import { type S3ConnectOptions, S3Objects } from './objects.js';
+import { ReadCache, s3CacheBytes } from './read-cache.js';
 import { RemoteFile } from './remote-file.js';
 import { loadS3Sdk } from './sdk.js';
 
@@ -36,15 +39,20 @@ export class S3Blobs implements BlobBackend {
   readonly keyBase: string;
   private copies = 0;
 
+  /** The local read cache, undefined when its bound is 0. */
+  readonly cache: ReadCache | undefined;
+
   private constructor(
     /** The object layer (its `requests` count what this store cost). */
     readonly objects: S3Objects,
     location: S3Location,
     private readonly layout: StoreLayout,
     private readonly io: StoreIO,
+    cacheBytes: number,
   ) {
     this.url = location.url;
     this.keyBase = location.prefix === '' ? '' : `${location.prefix}/`;
+    this.cache = cacheBytes > 0 ? new ReadCache(layout.cache, layout.tmp, io, cacheBytes) : undefined;
   }
 
   /**
@@ -56,12 +64,13 @@ export class S3Blobs implements BlobBackend {
     location: S3Location,
     layout: StoreLayout,
     io: StoreIO,
-    options: S3ConnectOptions = {},
+    options: S3ConnectOptions & { cacheBytes?: number } = {},
   ): Promise<S3Blobs> {
     if (location.kind !== 's3') throw new BadOptionError(`not an S3 location: ${JSON.stringify(location)}`);
+    const cacheBytes = s3CacheBytes(options.cacheBytes, options.env);
     const sdk = await loadS3Sdk();
     const objects = S3Objects.connect(sdk, location.bucket, options);
-    const blobs = new S3Blobs(objects, location, layout, io);
+    const blobs = new S3Blobs(objects, location, layout, io, cacheBytes);
     try {
       await objects.checkBucket();
     } catch (err) {
@@ -102,7 +111,13 @@ export class S3Blobs implements BlobBackend {
     const key = this.blobKey(digest);
     const head = await this.objects.head(key);
     if (!head) throw new NotFoundError(`artifact ${digest} is not in the store at ${this.url}`, { digest });
-    return new RemoteFile(this.objects, key, head);
+    // A local copy of this very object (store/s3/read-cache.ts), else the object, copied as it is read whole.
+    const cached = await this.cache?.open(digest, head);
+    return cached ?? new RemoteFile(this.objects, key, head, this.cache?.tee(digest, head));
+  }
+
+  async dropCached(digest: string): Promise<boolean> {
+    return (await this.cache?.drop(digest)) ?? false;
   }
 
   async openIndex(digest: string): Promise<StoreFile | undefined> {
