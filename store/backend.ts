@@ -40,6 +40,11 @@ export interface BlobBackend {
    * true when there was one, so the caller opens the blob again.
    */
   dropCached?(digest: string): Promise<boolean>;
+  /**
+   * How many blobs the backend holds and their bytes, by a listing (an S3
+   * store: one ListObjectsV2 per 1000 blobs), for the store's gauges.
+   */
+  totals?(): Promise<{ blobs: number; bytes: number }>;
   /** True when blob `digest` exists (content not checked). */
   hasBlob(digest: string): Promise<boolean>;
   /** Releases connections. */

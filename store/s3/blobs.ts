@@ -29,6 +29,9 @@ import { ReadCache, s3CacheBytes } from './read-cache.js';
 import { RemoteFile } from './remote-file.js';
 import { loadS3Sdk } from './sdk.js';
 
+/** A blob key after `blobs/sha256/`: `<2 hex>/<62 hex>`. */
+const BLOB_KEY_REST = /^[0-9a-f]{2}\/[0-9a-f]{62}$/;
+
 /** Bytes per GET when copying an index object to the local directory. */
 const COPY_CHUNK = 4 * 1024 * 1024;
 
@@ -157,6 +160,19 @@ export class S3Blobs implements BlobBackend {
       await this.io.unlink(tmp).catch(() => {});
       throw toSluiceError(err, 'EDISK');
     }
+  }
+
+  /** Blobs under `<prefix>/blobs/sha256/` and their bytes: one ListObjectsV2 per 1000 (indexes are not counted). */
+  async totals(): Promise<{ blobs: number; bytes: number }> {
+    const prefix = `${this.keyBase}blobs/sha256/`;
+    let blobs = 0;
+    let bytes = 0;
+    for await (const o of this.objects.list(prefix)) {
+      if (!BLOB_KEY_REST.test(o.key.slice(prefix.length))) continue;
+      blobs++;
+      bytes += o.size;
+    }
+    return { blobs, bytes };
   }
 
   async hasBlob(digest: string): Promise<boolean> {
