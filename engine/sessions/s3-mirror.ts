@@ -122,7 +122,7 @@ export async function syncMirror(store: Store, s3: S3Records, id: string): Promi
   return run;
 }
 
-/** Forgets (and removes) this store instance's mirror of `id`: after a delete. */
+/** Forgets this store instance's mirror of `id` (after a delete, which removes the files). */
 export function dropMirror(store: Store, id: string): void {
   mirrors.get(store)?.delete(id);
 }
@@ -203,9 +203,11 @@ async function appendBatch(
   seq: number,
 ): Promise<void> {
   // Numbers are dense (s3-log-writer.ts): a gap is batches deleted behind sluice's back, and shows as a corrupt line.
+  // Nothing counts as mirrored (m.end) until the whole batch is written: a failure leaves no trace.
+  let start = m.end;
   if (m.last && seq !== m.last.seq + 1) {
-    await writeAt(fh, MISSING_BATCHES_LINE, m.end);
-    m.end += MISSING_BATCHES_LINE.length;
+    await writeAt(fh, MISSING_BATCHES_LINE, start);
+    start += MISSING_BATCHES_LINE.length;
   }
   let tail = Buffer.alloc(0);
   for (let at = 0; at < o.size; at += COPY_CHUNK) {
@@ -219,13 +221,13 @@ async function appendBatch(
     if (chunk.length !== Math.min(COPY_CHUNK, o.size - at)) {
       throw new DiskError(`S3 GET of ${o.key} returned ${chunk.length} bytes at ${at} of ${o.size}`, { key: o.key });
     }
-    await writeAt(fh, chunk, m.end + at);
+    await writeAt(fh, chunk, start + at);
     tail = Buffer.concat([tail, chunk]);
     if (tail.length > MAX_TRAILER_BYTES) tail = tail.subarray(tail.length - MAX_TRAILER_BYTES);
   }
   const { keep, extra } = normalizeBatch(h, o.size, tail);
-  if (extra.length > 0) await writeAt(fh, extra, m.end + keep);
-  m.end += keep + extra.length;
+  if (extra.length > 0) await writeAt(fh, extra, start + keep);
+  m.end = start + keep + extra.length;
   m.last = { seq, etag: o.etag };
   if (o.lastModified) m.modifiedAt = o.lastModified;
 }
