@@ -23,9 +23,11 @@ export interface BlobBackend {
   readonly url: string;
   /**
    * Publishes the finished temporary file `tmpPath` as blob `digest` and
-   * removes it; the caller found no intact copy there, so one that is there
+   * removes it from tmp/; the caller found no intact copy there, so one that is there
    * (corrupt, or being created by another host) is replaced. Returns a handle whose identity (stat) is the placed
-   * object's, for the integrity cache, or undefined when it cannot tell.
+   * object's, for the integrity cache, or undefined when it cannot tell or
+   * when the file itself became the local copy reads open (an S3 store's
+   * read cache): the caller's descriptor of it then has that identity.
    */
   placeBlob(tmpPath: string, digest: string): Promise<StoreFile | undefined>;
   /** Publishes the index file `tmpPath` of blob `digest`; the caller then keeps the file as the local copy. */
@@ -34,6 +36,17 @@ export interface BlobBackend {
   openBlob(digest: string): Promise<StoreFile>;
   /** Opens the index of blob `digest` (a local copy, fetched once), or undefined when there is none. */
   openIndex(digest: string): Promise<StoreFile | undefined>;
+  /**
+   * Removes a local copy of blob `digest` that {@link openBlob} may have
+   * served (an S3 store's read cache) after it failed its integrity check;
+   * true when there was one, so the caller opens the blob again.
+   */
+  dropCached?(digest: string): Promise<boolean>;
+  /**
+   * How many blobs the backend holds and their bytes, by a listing (an S3
+   * store: one ListObjectsV2 per 1000 blobs), for the store's gauges.
+   */
+  totals?(): Promise<{ blobs: number; bytes: number }>;
   /** True when blob `digest` exists (content not checked). */
   hasBlob(digest: string): Promise<boolean>;
   /** Releases connections. */

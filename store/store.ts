@@ -54,6 +54,12 @@ export interface StoreOptions {
    * standard chain (credentials, region, endpoint from the AWS variables).
    */
   s3ClientConfig?: Record<string, unknown>;
+  /**
+   * For an `s3://` location: the bound in bytes of the local read cache of
+   * blobs (store/s3/read-cache.ts); 0 turns it off.
+   * @default `$SLUICE_S3_CACHE_BYTES`, else 1 GiB
+   */
+  s3CacheBytes?: number;
 }
 
 /** Where {@link StoreOptions.packMaxBlobBytes} comes from when it is not given. */
@@ -283,7 +289,10 @@ export class Store {
 /** Connects the S3 backend of `store` (the SDK is loaded only here). */
 async function openS3Backend(where: S3Location, store: Store, options: StoreOptions): Promise<BlobBackend> {
   const { S3Blobs } = await import('./s3/blobs.js');
-  const connect = options.s3ClientConfig ? { clientConfig: options.s3ClientConfig } : {};
+  const connect = {
+    ...(options.s3ClientConfig ? { clientConfig: options.s3ClientConfig } : {}),
+    ...(options.s3CacheBytes !== undefined ? { cacheBytes: options.s3CacheBytes } : {}),
+  };
   return S3Blobs.open(where, store.layout, store.io, connect);
 }
 

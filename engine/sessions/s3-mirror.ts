@@ -1,0 +1,381 @@
+/**
+ * The local mirror of an S3 session (docs/store.md, "Session records on
+ * S3"): a file in the store's local directory that holds the session's
+ * batch objects, in key order, as one event log, so the readers of local
+ * logs (log-reader.ts) read S3 sessions unchanged.
+ *
+ * Before every read the mirror is brought up to date: one LIST of the keys
+ * from the last mirrored one on, which also proves that the last mirrored
+ * batch is still the object it was (same key, same ETag), then one GET per
+ * new batch (per 4 MiB of it), appended in key order. A session that
+ * changed under the mirror (deleted, or deleted and recorded again) is
+ * mirrored again from its first batch into a new file; readers that hold
+ * the old file keep reading what they opened.
+ *
+ * Each store instance writes only mirror files of its own, named with
+ * {@link ownedName} (`sessions/<id>/<pid>-<token>.mirror`), and knows how
+ * far each is complete from its own memory: several processes sharing the
+ * local directory never write one file, so a crash mid-append or a stale
+ * copy in another process can never change what this one reads.
+ *
+ * After each sync that added batches, the owner syncs the mirror to disk
+ * and then records how far it is complete (its length, the last batch's
+ * number, ETag and time) in `<pid>-<token>.mstate`, replaced by rename. A
+ * store instance starting a session's mirror adopts the mirror of an owner
+ * that died (a CLI command before it): renaming it to a name of its own is
+ * the exclusive claim, its state says which prefix of the file is the
+ * mirror, and the next listing proves that prefix still the session's
+ * (else the mirror starts over). So a new process reads a session it read
+ * before for one LIST, not one GET per batch. Other dead owners' files are
+ * removed.
+ */
+import { constants, promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import type { XXHashAPI } from 'xxhash-wasm';
+import { OwnerCheck, ownedName, ownerPid } from '../../store/owners.js';
+import type { ListedObject } from '../../store/s3/objects.js';
+import type { Store } from '../../store/store.js';
+import { DiskError, NotFoundError, toSluiceError } from '../protocol/errors.js';
+import { loadHasher } from './frame.js';
+import {
+  batchKey,
+  MAX_TRAILER_BYTES,
+  MISSING_BATCHES_LINE,
+  normalizeBatch,
+  type S3Records,
+  seqOfKey,
+  sessionPrefix,
+} from './s3-batch.js';
+import { sessionDir } from './session-id.js';
+
+/** Bytes per GET when copying a batch object into the mirror. */
+const COPY_CHUNK = 4 * 1024 * 1024;
+/** Suffix of mirror files. */
+const MIRROR_SUFFIX = '.mirror';
+/** Suffix of a mirror's state (how far it is complete), beside it. */
+const STATE_SUFFIX = '.mstate';
+/** Suffix of a state being written. */
+const STATE_TMP_SUFFIX = '.mtemp';
+/** Tries of a sync that found a batch gone between its listing and its GET (a delete in progress). */
+const SYNC_ATTEMPTS = 3;
+
+/** One session's mirror in one store instance. */
+interface Mirror {
+  /** `sessions/<id>/<pid>-<token>`: the file is this with `.mirror`, its state with `.mstate`. */
+  stem: string;
+  path: string;
+  /** Inode of the file once created (0 before): another file at the path means it was removed. */
+  ino: bigint;
+  /** Bytes of the file that are the mirrored batches (it may hold more: a cut-off copy). */
+  end: number;
+  /** The last batch mirrored. */
+  last: { seq: number; etag: string } | undefined;
+  modifiedAt: Date;
+  /** Syncs of this mirror run one at a time. */
+  queue: Promise<unknown>;
+}
+
+/** A mirror as of one sync: the file and how much of it is the log. */
+export interface MirrorView {
+  readonly path: string;
+  readonly end: number;
+  /** LastModified of the last batch. */
+  readonly modifiedAt: Date;
+}
+
+const mirrors = new WeakMap<Store, Map<string, Mirror>>();
+
+class Vanished extends Error {}
+
+/**
+ * Brings the mirror of session `id` up to date with the bucket and returns
+ * it, or undefined when the session has no batch (it does not exist, or
+ * was deleted).
+ *
+ * @throws DiskError (EDISK) when a listing or a batch cannot be read.
+ */
+export async function syncMirror(store: Store, s3: S3Records, id: string): Promise<MirrorView | undefined> {
+  let byId = mirrors.get(store);
+  if (!byId) {
+    byId = new Map();
+    mirrors.set(store, byId);
+  }
+  let m = byId.get(id);
+  if (!m) {
+    const stem = newStem(store, id);
+    m = {
+      stem,
+      path: `${stem}${MIRROR_SUFFIX}`,
+      ino: 0n,
+      end: 0,
+      last: undefined,
+      modifiedAt: new Date(0),
+      queue: Promise.resolve(),
+    };
+    byId.set(id, m);
+    const mirror = m;
+    m.queue = adoptDeadMirror(store, id, mirror).catch(() => {});
+  }
+  const mirror = m;
+  const run = mirror.queue.then(() => syncWithRetries(store, s3, id, mirror));
+  mirror.queue = run.catch(() => {});
+  return run;
+}
+
+/** Forgets this store instance's mirror of `id` (after a delete, which removes the files). */
+export function dropMirror(store: Store, id: string): void {
+  mirrors.get(store)?.delete(id);
+}
+
+async function syncWithRetries(store: Store, s3: S3Records, id: string, m: Mirror): Promise<MirrorView | undefined> {
+  const h = await loadHasher();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await syncOnce(store, s3, id, m, h);
+    } catch (err) {
+      if (!(err instanceof Vanished)) {
+        const e = toSluiceError(err, 'EDISK');
+        // A reader takes ENOTFOUND for "no such session": a bucket gone is a failure to read it.
+        throw e.code === 'ENOTFOUND' ? new DiskError(e.message, e.details) : e;
+      }
+      if (attempt >= SYNC_ATTEMPTS) {
+        throw new DiskError(`a batch of session ${JSON.stringify(id)} disappeared while it was read: ${err.message}`, {
+          session: id,
+        });
+      }
+      // Deleted under the sync: the next one starts from the session's first batch.
+      await restart(store, id, m);
+    }
+  }
+}
+
+async function syncOnce(
+  store: Store,
+  s3: S3Records,
+  id: string,
+  m: Mirror,
+  h: XXHashAPI,
+): Promise<MirrorView | undefined> {
+  if (m.ino !== 0n && !(await stillOurs(m))) await restart(store, id, m);
+  const prefix = sessionPrefix(s3, id);
+  const last = m.last;
+  // From the key before the last mirrored one, so the listing starts with that one and proves it unchanged.
+  const startAfter = last && last.seq > 0 ? batchKey(s3, id, last.seq - 1) : undefined;
+  // Until the listing shows the last mirrored batch unchanged, nothing new can be trusted to follow it.
+  let seen = last === undefined;
+  let stale = false;
+  let fh: fsp.FileHandle | undefined;
+  try {
+    for await (const o of s3.objects.list(prefix, startAfter)) {
+      const seq = seqOfKey(prefix, o.key);
+      if (seq === undefined) continue;
+      if (!seen) {
+        seen = true;
+        if (last && seq === last.seq && o.etag === last.etag) continue;
+        stale = true;
+        break;
+      }
+      fh ??= await openForWrite(store, id, m);
+      await appendBatch(s3, h, fh, m, o, seq);
+    }
+    // What the state will say is complete must be on disk before it says so.
+    if (fh) await fh.datasync();
+  } finally {
+    await fh?.close();
+  }
+  if (fh) await writeState(m);
+  if (!seen || stale) {
+    // The last mirrored batch is gone or another object: the session changed under the mirror.
+    await restart(store, id, m);
+    return syncOnce(store, s3, id, m, h);
+  }
+  if (!m.last) return undefined;
+  return { path: m.path, end: m.end, modifiedAt: m.modifiedAt };
+}
+
+/** Copies batch object `o` (number `seq`) to the end of the mirror. */
+async function appendBatch(
+  s3: S3Records,
+  h: XXHashAPI,
+  fh: fsp.FileHandle,
+  m: Mirror,
+  o: ListedObject,
+  seq: number,
+): Promise<void> {
+  // Numbers are dense (s3-log-writer.ts): a gap is batches deleted behind sluice's back, and shows as a corrupt line.
+  // Nothing counts as mirrored (m.end) until the whole batch is written: a failure leaves no trace.
+  let start = m.end;
+  if (m.last && seq !== m.last.seq + 1) {
+    await writeAt(fh, MISSING_BATCHES_LINE, start);
+    start += MISSING_BATCHES_LINE.length;
+  }
+  let tail = Buffer.alloc(0);
+  for (let at = 0; at < o.size; at += COPY_CHUNK) {
+    let chunk: Buffer;
+    try {
+      chunk = await s3.objects.getRange(o.key, at, Math.min(o.size, at + COPY_CHUNK), o.etag);
+    } catch (err) {
+      if ((err as { code?: unknown }).code === 'ENOTFOUND') throw new Vanished(o.key);
+      throw err;
+    }
+    if (chunk.length !== Math.min(COPY_CHUNK, o.size - at)) {
+      throw new DiskError(`S3 GET of ${o.key} returned ${chunk.length} bytes at ${at} of ${o.size}`, { key: o.key });
+    }
+    await writeAt(fh, chunk, start + at);
+    tail = Buffer.concat([tail, chunk]);
+    if (tail.length > MAX_TRAILER_BYTES) tail = tail.subarray(tail.length - MAX_TRAILER_BYTES);
+  }
+  const { keep, extra } = normalizeBatch(h, o.size, tail);
+  if (extra.length > 0) await writeAt(fh, extra, start + keep);
+  m.end = start + keep + extra.length;
+  m.last = { seq, etag: o.etag };
+  if (o.lastModified) m.modifiedAt = o.lastModified;
+}
+
+async function writeAt(fh: fsp.FileHandle, buf: Buffer, position: number): Promise<void> {
+  for (let done = 0; done < buf.length; ) {
+    const { bytesWritten } = await fh.write(buf, done, buf.length - done, position + done);
+    done += bytesWritten;
+  }
+}
+
+/** Opens the mirror file for writing, creating it (and the session's local directory) the first time. */
+async function openForWrite(store: Store, id: string, m: Mirror): Promise<fsp.FileHandle> {
+  if (m.ino !== 0n) return fsp.open(m.path, constants.O_WRONLY | constants.O_NONBLOCK);
+  await fsp.mkdir(sessionDir(store.layout, id), { recursive: true, mode: 0o700 });
+  const fh = await fsp.open(
+    m.path,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NONBLOCK,
+    0o600,
+  );
+  m.ino = (await fh.stat({ bigint: true })).ino;
+  return fh;
+}
+
+/** True when the mirror's file is still the one this instance wrote (a local delete removes it). */
+async function stillOurs(m: Mirror): Promise<boolean> {
+  try {
+    const st = await fsp.stat(m.path, { bigint: true });
+    return st.ino === m.ino && st.size >= BigInt(m.end);
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ENOENT') return false;
+    throw err;
+  }
+}
+
+/** Starts the mirror again from nothing, in a new file (readers of the old one keep it open). */
+async function restart(store: Store, id: string, m: Mirror): Promise<void> {
+  const old = m.ino !== 0n ? m.stem : undefined;
+  m.stem = newStem(store, id);
+  m.path = `${m.stem}${MIRROR_SUFFIX}`;
+  m.ino = 0n;
+  m.end = 0;
+  m.last = undefined;
+  m.modifiedAt = new Date(0);
+  if (old) {
+    await fsp.unlink(`${old}${STATE_SUFFIX}`).catch(() => {});
+    await fsp.unlink(`${old}${MIRROR_SUFFIX}`).catch(() => {});
+  }
+}
+
+function newStem(store: Store, id: string): string {
+  return join(sessionDir(store.layout, id), ownedName());
+}
+
+/** What a mirror's state file holds. */
+interface MirrorState {
+  end: number;
+  seq: number;
+  etag: string;
+  modifiedAt: number;
+}
+
+/** Records how far the mirror is complete (tmp file, then rename: a reader sees the old state or the new). */
+async function writeState(m: Mirror): Promise<void> {
+  if (!m.last) return;
+  const state: MirrorState = { end: m.end, seq: m.last.seq, etag: m.last.etag, modifiedAt: m.modifiedAt.getTime() };
+  const tmp = `${m.stem}${STATE_TMP_SUFFIX}`;
+  try {
+    await fsp.writeFile(tmp, JSON.stringify(state), { mode: 0o600 });
+    await fsp.rename(tmp, `${m.stem}${STATE_SUFFIX}`);
+  } catch {
+    // Only a later process's shortcut is lost.
+    await fsp.unlink(tmp).catch(() => {});
+  }
+}
+
+function parseState(text: string): MirrorState | undefined {
+  try {
+    const v = JSON.parse(text) as Partial<MirrorState>;
+    const ok =
+      Number.isSafeInteger(v.end) &&
+      (v.end as number) > 0 &&
+      Number.isSafeInteger(v.seq) &&
+      (v.seq as number) >= 0 &&
+      typeof v.etag === 'string' &&
+      Number.isFinite(v.modifiedAt);
+    return ok ? (v as MirrorState) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Adopts into `m` the mirror of session `id` of an owner that died, if one
+ * has a valid state, and removes the other files of dead owners (best
+ * effort: they are caches).
+ */
+async function adoptDeadMirror(store: Store, id: string, m: Mirror): Promise<void> {
+  const dir = sessionDir(store.layout, id);
+  let names: string[];
+  try {
+    names = await fsp.readdir(dir);
+  } catch {
+    return;
+  }
+  const owners = new OwnerCheck();
+  const dead = new Set<string>();
+  for (const name of names) {
+    const pid = ownerPid(name);
+    if (pid === undefined || !/\.(mirror|mstate|mtemp)$/.test(name)) continue;
+    const st = await fsp.stat(join(dir, name)).catch(() => undefined);
+    if (st && !owners.alive(pid, st.mtimeMs, name)) dead.add(name.slice(0, name.lastIndexOf('.')));
+  }
+  let adopted = false;
+  for (const stem of [...dead].sort()) {
+    const theirs = join(dir, stem);
+    if (!adopted && names.includes(`${stem}${MIRROR_SUFFIX}`) && names.includes(`${stem}${STATE_SUFFIX}`)) {
+      adopted = await adopt(theirs, m);
+    }
+    for (const suffix of [MIRROR_SUFFIX, STATE_SUFFIX, STATE_TMP_SUFFIX])
+      await fsp.unlink(`${theirs}${suffix}`).catch(() => {});
+  }
+}
+
+/** Claims the dead owner's mirror at `theirs` (renaming it is the claim); false when its state does not fit it. */
+async function adopt(theirs: string, m: Mirror): Promise<boolean> {
+  try {
+    await fsp.rename(`${theirs}${MIRROR_SUFFIX}`, m.path);
+  } catch {
+    // Another process claimed it first, or it is gone.
+    return false;
+  }
+  const state = parseState(await fsp.readFile(`${theirs}${STATE_SUFFIX}`, 'utf8').catch(() => ''));
+  const st = await fsp.stat(m.path, { bigint: true }).catch(() => undefined);
+  if (!state || !st?.isFile() || st.size < BigInt(state.end)) {
+    await fsp.unlink(m.path).catch(() => {});
+    return false;
+  }
+  m.ino = st.ino;
+  m.end = state.end;
+  m.last = { seq: state.seq, etag: state.etag };
+  m.modifiedAt = new Date(state.modifiedAt);
+  // Ours now: its state is rewritten under our name with the next sync that adds a batch.
+  await writeState(m);
+  return true;
+}
+
+/** A session with no batch, as the readers report it. */
+export function noSuchSession(id: string): NotFoundError {
+  return new NotFoundError(`no session ${JSON.stringify(id)} in the store`, { session: id });
+}
