@@ -34,6 +34,12 @@ export interface BlobBackend {
   openBlob(digest: string): Promise<StoreFile>;
   /** Opens the index of blob `digest` (a local copy, fetched once), or undefined when there is none. */
   openIndex(digest: string): Promise<StoreFile | undefined>;
+  /**
+   * Called by a publisher after `digest` is pinned and before it
+   * deduplicates onto or places the blob: waits while a collection on
+   * another host may still delete it (store/s3/tombstones.ts).
+   */
+  settle(digest: string): Promise<void>;
   /** True when blob `digest` exists (content not checked). */
   hasBlob(digest: string): Promise<boolean>;
   /** Releases connections. */

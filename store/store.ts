@@ -26,6 +26,8 @@ import type { PackIndex } from './pack-index.js';
 import { type ReadPage, type ReadPageBytes, type ReadPageOptions, readPage, readPageBytes } from './pages.js';
 import { type Pin, PinJournal } from './pins.js';
 import { DEFAULT_PACK_MAX_BLOB_BYTES, Placement } from './placement.js';
+import type { S3Blobs } from './s3/blobs.js';
+import { type LeaseOptions, type LeaseTiming, leaseTiming } from './s3/lease.js';
 import { type VerifyOptions, type VerifyReport, verifyStore } from './verify.js';
 
 export { DEFAULT_STORE_DIR } from './location.js';
@@ -54,6 +56,13 @@ export interface StoreOptions {
    * standard chain (credentials, region, endpoint from the AWS variables).
    */
   s3ClientConfig?: Record<string, unknown>;
+  /**
+   * For an `s3://` location: how long its pins (a lease object) protect
+   * their digests after the lease's last write, and how often it is
+   * rewritten (store/s3/lease.ts). @default `$SLUICE_S3_LEASE_TTL_MS` and
+   * `$SLUICE_S3_LEASE_RENEW_MS`, else 120000 and a quarter of the TTL
+   */
+  lease?: LeaseOptions;
 }
 
 /** Where {@link StoreOptions.packMaxBlobBytes} comes from when it is not given. */
@@ -109,7 +118,8 @@ export class Store {
   readonly io: StoreIO;
   /** Where the store is: its directory, or its bucket and prefix with the local directory. */
   readonly location: StoreLocation;
-  private readonly pins: PinJournal;
+  /** The local pin journal, or for an S3 store its lease (store/s3/lease.ts). */
+  private pins: Pick<PinJournal, 'pin' | 'close'>;
   private closed = false;
 
   private constructor(location: StoreLocation, io: StoreIO) {
@@ -134,6 +144,8 @@ export class Store {
         `packMaxBlobBytes must be an integer from 0 to ${INDEX_MIN_BLOB_BYTES - 1}, got ${JSON.stringify(options.packMaxBlobBytes)}`,
       );
     }
+    // Checked before anything is opened or created.
+    const timing = where.kind === 's3' ? leaseTiming(options.lease) : undefined;
     const store = new Store(where, options.io ?? realIO);
     const l = store.layout;
     // The bucket first: a wrong location creates nothing locally.
@@ -148,7 +160,10 @@ export class Store {
         throw toSluiceError(err, 'EDISK');
       }
     }
-    if (backend) attachBlobBackend(store, backend);
+    if (backend) {
+      attachBlobBackend(store, backend);
+      store.pins = backend.leaseJournal(timing as LeaseTiming);
+    }
     placements.set(store, new Placement(store, () => store.assertOpen(), dirs, packMax));
     return store;
   }
@@ -222,10 +237,13 @@ export class Store {
   /**
    * Hashes every blob and lists corrupt ones and manifest references that
    * are missing. Removes nothing; with `repair`, moves corrupt blobs to
-   * quarantine/ so the next publish of their content restores them.
+   * quarantine/ (an S3 store deletes the corrupt object) so the next publish
+   * of their content restores them.
    */
   verify(options: VerifyOptions = {}): Promise<VerifyReport> {
-    if (blobBackendOf(this)) return Promise.reject(notYetOnS3(this, 'verify'));
+    const backend = blobBackendOf(this);
+    // An S3 store: every object hashed in ranged GETs; a repair deletes the corrupt version (store/s3/verify.ts).
+    if (backend) return import('./s3/verify.js').then((m) => m.verifyS3Store(this, backend as S3Blobs, options));
     return verifyStore(this, options);
   }
 
@@ -276,15 +294,12 @@ export class Store {
 }
 
 /** Connects the S3 backend of `store` (the SDK is loaded only here). */
-async function openS3Backend(where: S3Location, store: Store, options: StoreOptions): Promise<BlobBackend> {
+async function openS3Backend(
+  where: S3Location,
+  store: Store,
+  options: StoreOptions,
+): Promise<BlobBackend & { leaseJournal(timing: LeaseTiming): Pick<PinJournal, 'pin' | 'close'> }> {
   const { S3Blobs } = await import('./s3/blobs.js');
   const connect = options.s3ClientConfig ? { clientConfig: options.s3ClientConfig } : {};
   return S3Blobs.open(where, store.layout, store.io, connect);
-}
-
-/** EUNSUPPORTED for what an S3 store cannot do yet (docs/store.md, "S3"). */
-export function notYetOnS3(store: Store, what: string): UnsupportedPlatformError {
-  return new UnsupportedPlatformError(`${what} is not supported on the S3 store ${store.locator} yet`, {
-    store: store.locator,
-  });
 }

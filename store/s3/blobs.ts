@@ -22,9 +22,11 @@ import { READ_STORE_FILE, type StoreFile } from '../file.js';
 import { makeDirs, type StoreIO, writeAll } from '../io.js';
 import type { StoreLayout } from '../layout.js';
 import type { S3Location } from '../location.js';
+import { LeaseJournal, type LeaseTiming } from './lease.js';
 import { type S3ConnectOptions, S3Objects } from './objects.js';
 import { RemoteFile } from './remote-file.js';
 import { loadS3Sdk } from './sdk.js';
+import { settle } from './tombstones.js';
 
 /** Bytes per GET when copying an index object to the local directory. */
 const COPY_CHUNK = 4 * 1024 * 1024;
@@ -32,7 +34,8 @@ const COPY_CHUNK = 4 * 1024 * 1024;
 /** See the module comment. */
 export class S3Blobs implements BlobBackend {
   readonly url: string;
-  private readonly base: string;
+  /** The key prefix of every object of the store: `<prefix>/`, or '' at the bucket's root. */
+  readonly base: string;
   private copies = 0;
 
   private constructor(
@@ -141,6 +144,16 @@ export class S3Blobs implements BlobBackend {
       await this.io.unlink(tmp).catch(() => {});
       throw toSluiceError(err, 'EDISK');
     }
+  }
+
+  /** This store's pins: a lease object under `leases/` (store/s3/lease.ts). */
+  leaseJournal(timing: LeaseTiming): LeaseJournal {
+    return new LeaseJournal(this.objects, this.base, timing);
+  }
+
+  /** Waits until no collection may delete blob `digest` (store/s3/tombstones.ts); the caller leased it first. */
+  settle(digest: string): Promise<void> {
+    return settle(this.objects, this.base, digest);
   }
 
   async hasBlob(digest: string): Promise<boolean> {
