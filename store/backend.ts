@@ -40,6 +40,17 @@ export interface BlobBackend {
    * another host may still delete it (store/s3/tombstones.ts).
    */
   settle(digest: string): Promise<void>;
+  /**
+   * Removes a local copy of blob `digest` that {@link openBlob} may have
+   * served (an S3 store's read cache) after it failed its integrity check;
+   * true when there was one, so the caller opens the blob again.
+   */
+  dropCached?(digest: string): Promise<boolean>;
+  /**
+   * How many blobs the backend holds and their bytes, by a listing (an S3
+   * store: one ListObjectsV2 per 1000 blobs), for the store's gauges.
+   */
+  totals?(): Promise<{ blobs: number; bytes: number }>;
   /** True when blob `digest` exists (content not checked). */
   hasBlob(digest: string): Promise<boolean>;
   /** Releases connections. */

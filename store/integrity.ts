@@ -11,6 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import { BadUriError, IntegrityError, NotFoundError, toSluiceError } from '../engine/protocol/errors.js';
+import { blobBackendOf } from './backend.js';
 import { type BlobHandle, fileHandle, openBlob, openBlobFile, openPacked, otherCopies } from './blob-handle.js';
 import { READ_STORE_FILE, type StoreFile } from './file.js';
 import { IndexBuilder, IndexComparer, probeIndexHeader, wantsIndex } from './index-file.js';
@@ -207,7 +208,12 @@ export async function openVerifiedBlob(store: Store, digest: string): Promise<Ve
     return await verifyOpened(store, digest, h);
   } catch (err) {
     const bad = h.packed;
-    if (!(err instanceof IntegrityError) || !bad) throw err;
+    if (!(err instanceof IntegrityError)) throw err;
+    // A damaged local copy of an S3 blob (store/s3/read-cache.ts) is removed, and the object read instead.
+    if (!bad && (await blobBackendOf(store)?.dropCached?.(digest))) {
+      return verifyOpened(store, digest, await openBlob(store, digest));
+    }
+    if (!bad) throw err;
     // A damaged packed copy: another copy (published again since) may be good; it is then the one remembered.
     for await (const other of otherCopies(store, digest, bad)) {
       try {

@@ -13,6 +13,7 @@
  *     <root>/gc/trash/<pid>-<random>/<digest> blobs a collection is about to delete (tombstones)
  *     <root>/quarantine/<digest>.<inode>      corrupt blobs `sluice verify --repair` moved aside (never read)
  *     <root>/procs/<pid>-<random>.pgids      process groups of engine <pid>'s calls (for the orphan reaper)
+ *     <root>/cache/sha256/<2 hex>/<62 hex>.<16 hex>  (S3 store) local copies of blobs read (store/s3/read-cache.ts)
  */
 import { join } from 'node:path';
 
@@ -34,6 +35,8 @@ export class StoreLayout {
   readonly quarantine: string;
   /** Journals of the process groups engines' calls run, written by their watchdogs (engine/processes/process-guard.ts). */
   readonly procs: string;
+  /** An S3 store's read cache of blobs (store/s3/read-cache.ts). */
+  readonly cache: string;
 
   constructor(root: string) {
     this.root = root;
@@ -47,6 +50,7 @@ export class StoreLayout {
     this.trash = join(root, 'gc', 'trash');
     this.quarantine = join(root, 'quarantine');
     this.procs = join(root, 'procs');
+    this.cache = join(root, 'cache', 'sha256');
   }
 
   /** Path of the blob with `digest` (which must already be validated as 64 lowercase hex). */

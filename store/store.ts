@@ -63,6 +63,12 @@ export interface StoreOptions {
    * `$SLUICE_S3_LEASE_RENEW_MS`, else 120000 and a quarter of the TTL
    */
   lease?: LeaseOptions;
+  /**
+   * For an `s3://` location: the bound in bytes of the local read cache of
+   * blobs (store/s3/read-cache.ts); 0 turns it off.
+   * @default `$SLUICE_S3_CACHE_BYTES`, else 1 GiB
+   */
+  s3CacheBytes?: number;
 }
 
 /** Where {@link StoreOptions.packMaxBlobBytes} comes from when it is not given. */
@@ -300,6 +306,9 @@ async function openS3Backend(
   options: StoreOptions,
 ): Promise<BlobBackend & { leaseJournal(timing: LeaseTiming): Pick<PinJournal, 'pin' | 'close'> }> {
   const { S3Blobs } = await import('./s3/blobs.js');
-  const connect = options.s3ClientConfig ? { clientConfig: options.s3ClientConfig } : {};
+  const connect = {
+    ...(options.s3ClientConfig ? { clientConfig: options.s3ClientConfig } : {}),
+    ...(options.s3CacheBytes !== undefined ? { cacheBytes: options.s3CacheBytes } : {}),
+  };
   return S3Blobs.open(where, store.layout, store.io, connect);
 }

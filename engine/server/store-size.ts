@@ -1,10 +1,12 @@
 /**
  * The store's blob count and bytes, by a walk of blobs/ one shard directory
- * at a time, then of the packs' locations (each digest counted once). `GET /v1/metrics` and
+ * at a time, then of the packs' locations (each digest counted once); for
+ * an S3 store, by a paged listing of the bucket's blob prefix. `GET /v1/metrics` and
  * `GET /v1/store` both report it; each walks at most so often.
  */
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
+import { blobBackendOf } from '../../store/backend.js';
 import { packIndexOf, type Store } from '../../store/store.js';
 
 /** Blobs and their bytes, and when they were counted (ms since the epoch). */
@@ -25,6 +27,9 @@ const BLOB_REST = /^[0-9a-f]{62}$/;
  * file is checked against that map, so no set of every digest is built.
  */
 export async function walkStore(store: Store): Promise<StoreSize> {
+  // An S3 store's blobs are objects: a paged listing of the bucket's blob prefix (nothing is local).
+  const backend = blobBackendOf(store);
+  if (backend?.totals) return { ...(await backend.totals()), at: Date.now() };
   const packed = packIndexOf(store);
   await packed.refresh().catch(() => {});
   const totals = packed.totals();
@@ -49,6 +54,13 @@ export async function walkStore(store: Store): Promise<StoreSize> {
 }
 
 /**
+ * Least time between two listings of an S3 store's blobs for its counts:
+ * 5 minutes, so scrapes every 15 s of a bucket of a million blobs cost 1000
+ * LISTs per 5 minutes, not per scrape (tests set it to 0). @internal
+ */
+export const s3Listing = { intervalMs: 5 * 60_000 };
+
+/**
  * One store's last walk, redone when older than `maxAgeMs`; requests at once
  * share one walk, and {@link invalidate} (after a collection) forces the next.
  */
@@ -58,9 +70,14 @@ export class StoreSizeCache {
 
   constructor(private readonly store: Store) {}
 
-  /** The counts, walking again when the last walk is older than `maxAgeMs`. */
+  /**
+   * The counts, walking again when the last walk is older than `maxAgeMs`
+   * (for an S3 store, at least {@link s3Listing}'s interval: its walk is a
+   * listing of the bucket, paid per request).
+   */
   async get(maxAgeMs: number): Promise<StoreSize> {
-    if (this.size && Date.now() - this.size.at < maxAgeMs) return this.size;
+    const age = blobBackendOf(this.store) ? Math.max(maxAgeMs, s3Listing.intervalMs) : maxAgeMs;
+    if (this.size && Date.now() - this.size.at < age) return this.size;
     this.walking ??= walkStore(this.store).finally(() => {
       this.walking = undefined;
     });

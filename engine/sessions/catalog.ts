@@ -9,6 +9,8 @@ import { NotFoundError, toSluiceError } from '../protocol/errors.js';
 import { type EventLogContents, scanEventLog } from './log-reader.js';
 import type { SessionRecorder } from './recorder.js';
 import { parseOutputRef } from './records.js';
+import { s3RecordsOf } from './s3-batch.js';
+import { deleteS3Session, listS3SessionIds } from './s3-sessions.js';
 import { assertSessionId, eventLogPath, isSessionId, sessionDir } from './session-id.js';
 import { referenceView, SessionFold, type SessionState } from './state.js';
 
@@ -41,8 +43,12 @@ export interface SessionSummary {
  * log), sorted. A session directory that cannot be read (EACCES, EIO) is an
  * error (EDISK naming the OS code), never "no such session": the collector
  * builds its roots from this list, and a log it skipped could hold some.
+ * On an S3 store, the sessions with batch objects in the bucket.
  */
 export async function listSessionIds(store: Store): Promise<string[]> {
+  // On S3 the bucket says which sessions exist (every host's), not the local directory.
+  const s3 = s3RecordsOf(store);
+  if (s3) return listS3SessionIds(s3);
   let names: string[];
   try {
     names = await fsp.readdir(store.layout.sessions);
@@ -168,13 +174,15 @@ export async function revertSession(
 }
 
 /**
- * Deletes session `id` (its directory). Its artifacts are no longer roots
+ * Deletes session `id` (its directory; on S3, its batch objects). Its artifacts are no longer roots
  * and will be collected by a GC after the grace period unless referenced elsewhere.
  *
  * @throws NotFoundError (ENOTFOUND) when there is no such session.
  */
 export async function deleteSession(store: Store, id: string): Promise<void> {
   assertSessionId(id);
+  const s3 = s3RecordsOf(store);
+  if (s3) return deleteS3Session(store, s3, id);
   const dir = sessionDir(store.layout, id);
   const st = await fsp.stat(dir).catch(() => undefined);
   if (!st?.isDirectory()) throw new NotFoundError(`no session ${JSON.stringify(id)} in the store`, { session: id });

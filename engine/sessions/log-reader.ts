@@ -9,6 +9,8 @@ import type { Store } from '../../store/store.js';
 import { IntegrityError, NotFoundError, toSluiceError } from '../protocol/errors.js';
 import { loadHasher, unframeLine } from './frame.js';
 import { parseRecord, type SessionRecord } from './records.js';
+import { s3RecordsOf } from './s3-batch.js';
+import { type MirrorView, noSuchSession, syncMirror } from './s3-mirror.js';
 import { assertSessionId, eventLogPath } from './session-id.js';
 
 /** A line longer than this is corrupt (records are far smaller: large fields are spilled). */
@@ -81,10 +83,20 @@ export interface OpenEventLog {
   recordAt(place: LinePlace): Promise<SessionRecord | undefined>;
   /** Closes the log (idempotent). */
   close(): Promise<void>;
+  /**
+   * Brings the log up to date with records written since it was opened,
+   * by any host (an S3 session's mirror, s3-mirror.ts): true when the log
+   * read so far is still a prefix of the session, false when the session
+   * changed under it (deleted, or deleted and recorded again: open it
+   * again). Undefined for a local file, which grows by itself.
+   */
+  refresh?(): Promise<boolean>;
   /** @internal */
   readonly fh: fsp.FileHandle;
   /** @internal */
   readonly h: XXHashAPI;
+  /** @internal How many bytes of `fh` are the log, and its time, when the file's own size and mtime are not (a mirror). */
+  extent?(): { size: number; modifiedAt: Date };
 }
 
 /**
@@ -95,7 +107,39 @@ export interface OpenEventLog {
  */
 export async function openEventLog(store: Store, id: string): Promise<OpenEventLog> {
   const h = await loadHasher();
-  const fh = await openLog(store, id);
+  const s3 = s3RecordsOf(store);
+  if (s3) {
+    assertSessionId(id);
+    const view = await syncMirror(store, s3, id);
+    if (!view) throw noSuchSession(id);
+    let extent = { size: view.end, modifiedAt: view.modifiedAt };
+    const fh = await openMirror(view, id);
+    return {
+      ...wrapLog(fh, h),
+      extent: () => extent,
+      async refresh() {
+        const now = await syncMirror(store, s3, id);
+        if (!now || now.path !== view.path) return false;
+        extent = { size: now.end, modifiedAt: now.modifiedAt };
+        return true;
+      },
+    };
+  }
+  return wrapLog(await openLog(store, id), h);
+}
+
+/** Opens the mirror file of `view` (ENOTFOUND when a local delete removed it since the sync). */
+async function openMirror(view: MirrorView, id: string): Promise<fsp.FileHandle> {
+  try {
+    return await fsp.open(view.path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ENOENT') throw noSuchSession(id);
+    throw toSluiceError(err, 'EDISK');
+  }
+}
+
+/** The reading side of an open log file. */
+function wrapLog(fh: fsp.FileHandle, h: XXHashAPI): OpenEventLog {
   let closed: Promise<void> | undefined;
   return {
     fh,
@@ -148,9 +192,9 @@ export async function scanOpenLog(
     end: from,
   };
   try {
-    const st = await log.fh.stat();
+    const st = log.extent ? log.extent() : await log.fh.stat().then((s) => ({ size: s.size, modifiedAt: s.mtime }));
     out.bytes = st.size;
-    out.modifiedAt = st.mtime;
+    out.modifiedAt = st.modifiedAt;
     for await (const lines of lineBatches(log.fh, from, st.size)) {
       for (const { line, offset, length, ended } of lines) {
         if (ended) out.end = offset + length + 1;

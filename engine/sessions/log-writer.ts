@@ -24,12 +24,24 @@ import { eventLogPath } from './session-id.js';
 export interface LogWriterStats {
   /** Lines appended. */
   appends: number;
-  /** fsyncs performed. */
+  /** fsyncs performed (on an S3 store: batch objects PUT, one per group commit). */
   syncs: number;
 }
 
+/** What the recorder appends through: a local log ({@link EventLogWriter}) or an S3 session (s3-log-writer.ts). */
+export interface SessionLogWriter {
+  /** Counters (appends, and fsyncs or PUTs). */
+  readonly stats: LogWriterStats;
+  /** True while lines are waiting or being written. */
+  readonly busy: boolean;
+  /** Appends `line` (ending with `\n`); with `durable`, resolves once it is on stable storage. */
+  append(line: string, durable: boolean): Promise<void>;
+  /** Waits for pending appends and closes. */
+  close(): Promise<void>;
+}
+
 /** An open session event log. Create with {@link EventLogWriter.open}. */
-export class EventLogWriter {
+export class EventLogWriter implements SessionLogWriter {
   /** Counters (appends, fsyncs). */
   readonly stats: LogWriterStats = { appends: 0, syncs: 0 };
   private readonly handle: StoreFile;

@@ -11,8 +11,10 @@ import { ClosedError } from '../protocol/errors.js';
 import type { ToolInfo } from '../registry.js';
 import type { TerminalResult } from '../result.js';
 import { frameLine, loadHasher } from './frame.js';
-import { EventLogWriter, type LogWriterStats } from './log-writer.js';
+import { EventLogWriter, type LogWriterStats, type SessionLogWriter } from './log-writer.js';
 import { CALL_STARTED, encodeCompleted, type RevertRecord, SESSION_REVERT, type StartedRecord } from './records.js';
+import { s3RecordsOf } from './s3-batch.js';
+import { S3LogWriter } from './s3-log-writer.js';
 import { assertSessionId } from './session-id.js';
 import { DEFAULT_INLINE_FIELD_BYTES, spillOversized } from './spill.js';
 
@@ -36,11 +38,14 @@ const COMPLETED_SPILLABLE = ['display', 'model', 'metadata', 'attachments', 'mes
 const PAGE_SPILLABLE = ['display', 'metadata', 'attachments', 'messages', 'error'] as const;
 
 interface OpenLog {
-  writer: Promise<EventLogWriter>;
+  writer: Promise<SessionLogWriter>;
   users: number;
 }
 
-/** Records calls into `sessions/<id>/events.log` of a store. */
+/**
+ * Records calls into `sessions/<id>/events.log` of a store, or, for an S3
+ * store, into its session's batch objects in the bucket (s3-log-writer.ts).
+ */
 export class SessionRecorder implements CallRecorder {
   private readonly store: Store;
   private readonly inlineFieldBytes: number;
@@ -136,7 +141,8 @@ export class SessionRecorder implements CallRecorder {
       // Most recently used last.
       this.logs.delete(session);
     } else {
-      open = { writer: EventLogWriter.open(this.store, session), users: 0 };
+      const s3 = s3RecordsOf(this.store);
+      open = { writer: s3 ? S3LogWriter.open(s3, session) : EventLogWriter.open(this.store, session), users: 0 };
       // A failed open is not cached: the next record tries again.
       open.writer.catch(() => {
         if (this.logs.get(session) === open) this.logs.delete(session);

@@ -8,6 +8,13 @@
  *
  * Reading fails (and so does the collection) rather than under-reporting
  * roots when a log cannot be read.
+ *
+ * On an S3 store the logs are the sessions' mirrors (s3-mirror.ts): the
+ * scan lists the bucket's sessions and brings each mirror up to date; the
+ * re-check brings the held ones up to date again (records any host wrote
+ * since), reads anew a session that changed under its mirror, and reads
+ * whole the sessions created since. A batch that cannot be listed or read
+ * fails the scan or the re-check with EDISK.
  */
 import { promises as fsp } from 'node:fs';
 import type { RootScan } from '../../store/gc/roots.js';
@@ -131,6 +138,8 @@ async function appendedSince(store: Store, held: readonly HeldLog[]): Promise<Se
   try {
     const byId = new Map(held.map((h) => [h.id, h]));
     for (const h of held) {
+      // An S3 session's mirror first takes in the batches any host wrote since; one that changed is read anew.
+      if (h.log.refresh && !(await h.log.refresh())) whole.add(h.id);
       // The file the scan read, even if its session was deleted or replaced meanwhile.
       const tail = await scanOpenLog(h.log, take, h.end);
       for (const d of tail.corruptDigests) out.add(d);
@@ -142,6 +151,8 @@ async function appendedSince(store: Store, held: readonly HeldLog[]): Promise<Se
         whole.add(id);
         continue;
       }
+      // Its refresh above compared it with the bucket.
+      if (h.log.refresh) continue;
       const st = await fsp.stat(eventLogPath(store.layout, id), { bigint: true }).catch((err: unknown) => {
         if ((err as { code?: unknown }).code === 'ENOENT') return undefined;
         throw err;

@@ -64,7 +64,7 @@ export async function collectS3Store(
   const step = async (s: GcStep) => {
     await options.onStep?.(s);
   };
-  const { objects, base } = backend;
+  const { objects, keyBase: base } = backend;
   const lock = dryRun
     ? undefined
     : await S3GcLock.acquire(
@@ -139,7 +139,7 @@ export async function collectS3Store(
 async function removeOrphanIndexObjects(backend: S3Blobs, graceMs: number): Promise<number> {
   const { objects } = backend;
   let removed = 0;
-  for await (const o of objects.list(`${backend.base}index/sha256/`)) {
+  for await (const o of objects.list(`${backend.keyBase}index/sha256/`)) {
     const m = INDEX_KEY.exec(o.key);
     if (!m) continue;
     const now = objects.serverDate;

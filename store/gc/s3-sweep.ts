@@ -50,7 +50,7 @@ const BLOB_KEY = /blobs\/sha256\/([0-9a-f]{2})\/([0-9a-f]{62})$/;
 /** Every blob of the S3 store, by digest (other keys under blobs/ are left alone). */
 export async function listS3Blobs(backend: S3Blobs): Promise<Map<string, ListedObjectBlob>> {
   const out = new Map<string, ListedObjectBlob>();
-  const prefix = `${backend.base}blobs/sha256/`;
+  const prefix = `${backend.keyBase}blobs/sha256/`;
   for await (const o of backend.objects.list(prefix)) {
     const m = BLOB_KEY.exec(o.key);
     if (!m || o.key !== backend.blobKey(`${m[1]}${m[2]}`)) continue;
@@ -79,7 +79,7 @@ export async function sweepS3(
 ): Promise<SweepResult> {
   const result = emptySweep();
   if (candidates.length === 0) return result;
-  const { objects, base } = backend;
+  const { objects, keyBase: base } = backend;
   const stone = Buffer.from(`${lock.id}\n`, 'latin1');
   /** Candidates with a tombstone still standing. */
   const stoned = new Set<string>();

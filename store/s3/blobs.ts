@@ -12,7 +12,9 @@
  * published it; opening a blob
  * is 1 HEAD, then one GET per block read (store/s3/remote-file.ts); a
  * large blob's index is fetched once per host (1 HEAD + 1 GET per 4 MiB) and
- * kept in the local directory.
+ * kept in the local directory. Blobs read whole are copied to a bounded
+ * local read cache (store/s3/read-cache.ts), from which later opens on the
+ * host read with no GET.
  */
 import { constants } from 'node:fs';
 import { dirname } from 'node:path';
@@ -24,9 +26,13 @@ import type { StoreLayout } from '../layout.js';
 import type { S3Location } from '../location.js';
 import { LeaseJournal, type LeaseTiming } from './lease.js';
 import { type S3ConnectOptions, S3Objects } from './objects.js';
+import { ReadCache, s3CacheBytes } from './read-cache.js';
 import { RemoteFile } from './remote-file.js';
 import { loadS3Sdk } from './sdk.js';
 import { settle } from './tombstones.js';
+
+/** A blob key after `blobs/sha256/`: `<2 hex>/<62 hex>`. */
+const BLOB_KEY_REST = /^[0-9a-f]{2}\/[0-9a-f]{62}$/;
 
 /** Bytes per GET when copying an index object to the local directory. */
 const COPY_CHUNK = 4 * 1024 * 1024;
@@ -34,9 +40,12 @@ const COPY_CHUNK = 4 * 1024 * 1024;
 /** See the module comment. */
 export class S3Blobs implements BlobBackend {
   readonly url: string;
-  /** The key prefix of every object of the store: `<prefix>/`, or '' at the bucket's root. */
-  readonly base: string;
+  /** What every key of this store starts with: `''`, or the prefix and `/`. */
+  readonly keyBase: string;
   private copies = 0;
+
+  /** The local read cache, undefined when its bound is 0. */
+  readonly cache: ReadCache | undefined;
 
   private constructor(
     /** The object layer (its `requests` count what this store cost). */
@@ -44,9 +53,11 @@ export class S3Blobs implements BlobBackend {
     location: S3Location,
     private readonly layout: StoreLayout,
     private readonly io: StoreIO,
+    cacheBytes: number,
   ) {
     this.url = location.url;
-    this.base = location.prefix === '' ? '' : `${location.prefix}/`;
+    this.keyBase = location.prefix === '' ? '' : `${location.prefix}/`;
+    this.cache = cacheBytes > 0 ? new ReadCache(layout.cache, layout.tmp, io, cacheBytes) : undefined;
   }
 
   /**
@@ -58,12 +69,13 @@ export class S3Blobs implements BlobBackend {
     location: S3Location,
     layout: StoreLayout,
     io: StoreIO,
-    options: S3ConnectOptions = {},
+    options: S3ConnectOptions & { cacheBytes?: number } = {},
   ): Promise<S3Blobs> {
     if (location.kind !== 's3') throw new BadOptionError(`not an S3 location: ${JSON.stringify(location)}`);
+    const cacheBytes = s3CacheBytes(options.cacheBytes, options.env);
     const sdk = await loadS3Sdk();
     const objects = S3Objects.connect(sdk, location.bucket, options);
-    const blobs = new S3Blobs(objects, location, layout, io);
+    const blobs = new S3Blobs(objects, location, layout, io, cacheBytes);
     try {
       await objects.checkBucket();
     } catch (err) {
@@ -75,12 +87,12 @@ export class S3Blobs implements BlobBackend {
 
   /** Key of blob `digest`. */
   blobKey(digest: string): string {
-    return `${this.base}blobs/sha256/${digest.slice(0, 2)}/${digest.slice(2)}`;
+    return `${this.keyBase}blobs/sha256/${digest.slice(0, 2)}/${digest.slice(2)}`;
   }
 
   /** Key of the line index of blob `digest`. */
   indexKey(digest: string): string {
-    return `${this.base}index/sha256/${digest.slice(0, 2)}/${digest.slice(2)}.idx`;
+    return `${this.keyBase}index/sha256/${digest.slice(0, 2)}/${digest.slice(2)}.idx`;
   }
 
   async placeBlob(tmpPath: string, digest: string): Promise<StoreFile | undefined> {
@@ -104,7 +116,13 @@ export class S3Blobs implements BlobBackend {
     const key = this.blobKey(digest);
     const head = await this.objects.head(key);
     if (!head) throw new NotFoundError(`artifact ${digest} is not in the store at ${this.url}`, { digest });
-    return new RemoteFile(this.objects, key, head);
+    // A local copy of this very object (store/s3/read-cache.ts), else the object, copied as it is read whole.
+    const cached = await this.cache?.open(digest, head);
+    return cached ?? new RemoteFile(this.objects, key, head, this.cache?.tee(digest, head));
+  }
+
+  async dropCached(digest: string): Promise<boolean> {
+    return (await this.cache?.drop(digest)) ?? false;
   }
 
   async openIndex(digest: string): Promise<StoreFile | undefined> {
@@ -148,12 +166,25 @@ export class S3Blobs implements BlobBackend {
 
   /** This store's pins: a lease object under `leases/` (store/s3/lease.ts). */
   leaseJournal(timing: LeaseTiming): LeaseJournal {
-    return new LeaseJournal(this.objects, this.base, timing);
+    return new LeaseJournal(this.objects, this.keyBase, timing);
   }
 
   /** Waits until no collection may delete blob `digest` (store/s3/tombstones.ts); the caller leased it first. */
   settle(digest: string): Promise<void> {
-    return settle(this.objects, this.base, digest);
+    return settle(this.objects, this.keyBase, digest);
+  }
+
+  /** Blobs under `<prefix>/blobs/sha256/` and their bytes: one ListObjectsV2 per 1000 (indexes are not counted). */
+  async totals(): Promise<{ blobs: number; bytes: number }> {
+    const prefix = `${this.keyBase}blobs/sha256/`;
+    let blobs = 0;
+    let bytes = 0;
+    for await (const o of this.objects.list(prefix)) {
+      if (!BLOB_KEY_REST.test(o.key.slice(prefix.length))) continue;
+      blobs++;
+      bytes += o.size;
+    }
+    return { blobs, bytes };
   }
 
   async hasBlob(digest: string): Promise<boolean> {

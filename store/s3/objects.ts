@@ -45,9 +45,9 @@ export interface ObjectHead {
 export interface ListedObject {
   readonly key: string;
   readonly size: number;
-  readonly lastModified: Date | undefined;
-  /** The ETag as listed (quoted), or '' when the listing gave none. */
+  /** The ETag as the service lists it (quoted), identifying this version of the object. */
   readonly etag: string;
+  readonly lastModified: Date | undefined;
 }
 
 /** A small object read whole ({@link S3Objects.getSmall}), with the server's clock at the reply. */
@@ -429,26 +429,57 @@ export class S3Objects {
     }
   }
 
-  /** Every object under `prefix`, in key order, one ListObjectsV2 request per 1000. */
-  async *list(prefix: string): AsyncIterable<ListedObject> {
+  /**
+   * Every object under `prefix`, in key order, one ListObjectsV2 request per
+   * 1000; with `startAfter`, only the keys after it.
+   */
+  async *list(prefix: string, startAfter?: string): AsyncIterable<ListedObject> {
     let token: string | undefined;
     do {
-      this.requests.lists++;
-      let page: ListObjectsV2CommandOutput;
-      try {
-        page = await this.client.send(
-          new this.sdk.client.ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }),
-        );
-      } catch (err) {
-        throw s3Error(err, 'LIST', this.bucket, prefix);
-      }
+      const page = await this.listPage(prefix, token, startAfter);
       for (const o of page.Contents ?? []) {
         if (o.Key !== undefined) {
-          yield { key: o.Key, size: o.Size ?? 0, lastModified: o.LastModified, etag: o.ETag ?? '' };
+          yield { key: o.Key, size: o.Size ?? 0, etag: o.ETag ?? '', lastModified: o.LastModified };
         }
       }
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
+  }
+
+  /**
+   * The "directories" right under `prefix` (which ends with `/`): each
+   * distinct next path segment, as the full key prefix ending with `/`, in
+   * key order (ListObjectsV2 with a delimiter, one request per 1000).
+   */
+  async *listPrefixes(prefix: string): AsyncIterable<string> {
+    let token: string | undefined;
+    do {
+      const page = await this.listPage(prefix, token, undefined, '/');
+      for (const p of page.CommonPrefixes ?? []) if (p.Prefix !== undefined) yield p.Prefix;
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  private async listPage(
+    prefix: string,
+    token: string | undefined,
+    startAfter: string | undefined,
+    delimiter?: string,
+  ): Promise<ListObjectsV2CommandOutput> {
+    this.requests.lists++;
+    try {
+      return await this.client.send(
+        new this.sdk.client.ListObjectsV2Command({
+          Bucket: this.bucket,
+          Prefix: prefix,
+          ContinuationToken: token,
+          ...(startAfter !== undefined && token === undefined ? { StartAfter: startAfter } : {}),
+          ...(delimiter !== undefined ? { Delimiter: delimiter } : {}),
+        }),
+      );
+    } catch (err) {
+      throw s3Error(err, 'LIST', this.bucket, prefix);
+    }
   }
 
   /** Deletes `key`; deleting a key that is not there succeeds (as S3 itself answers). */

@@ -18,6 +18,7 @@ import { createHash } from 'node:crypto';
 import type { BigIntStats, Stats } from 'node:fs';
 import { StoreFile } from '../file.js';
 import type { ObjectHead, S3Objects } from './objects.js';
+import type { CacheTee } from './read-cache.js';
 
 /** Smallest GET of a read that does not continue the previous one. */
 export const RANDOM_BLOCK = 256 * 1024;
@@ -42,6 +43,8 @@ export class RemoteFile extends StoreFile {
     readonly key: string,
     /** What HEAD said at open. */
     readonly head: ObjectHead,
+    /** Where the blocks fetched go as well, to make a local copy (store/s3/read-cache.ts). */
+    private readonly tee?: CacheTee,
   ) {
     super(-1);
   }
@@ -79,6 +82,7 @@ export class RemoteFile extends StoreFile {
       const data = await this.objects.getRange(this.key, position, Math.min(size, position + span), this.head.etag);
       b = { start: position, data };
       this.block = b;
+      await this.tee?.take(position, data);
     }
     const from = position - b.start;
     const n = Math.min(want, b.data.length - from);
@@ -114,11 +118,13 @@ export class RemoteFile extends StoreFile {
     return Promise.resolve({ dev: Number(REMOTE_DEV), ino: Number(ino), size, mtimeMs: 0, isFile } as unknown as Stats);
   }
 
-  /** Drops the block; later reads fail with EBADF. */
+  /** Drops the block (and an unfinished cache copy); later reads fail with EBADF. */
   override async close(): Promise<void> {
     this.open = false;
     await this.queue;
     this.block = undefined;
+    // An unfinished copy is given up, its temporary file removed.
+    await this.tee?.abandon();
   }
 }
 

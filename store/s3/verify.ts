@@ -34,9 +34,9 @@ export async function verifyS3Store(
   const report = emptyVerifyReport();
   const present = new Set<string>();
   const referenced = new Set<string>();
-  const prefix = `${backend.base}blobs/`;
+  const prefix = `${backend.keyBase}blobs/`;
   for await (const o of backend.objects.list(prefix)) {
-    const rel = o.key.slice(backend.base.length);
+    const rel = o.key.slice(backend.keyBase.length);
     const m = BLOB_KEY.exec(rel);
     if (!m) {
       report.unexpected.push(rel);

@@ -65,6 +65,19 @@ export function s3StoreConfig(s3: S3Service): Record<string, unknown> {
   return clientConfig({ endpoint, region, bucket: s3.bucket, credentials }) as Record<string, unknown>;
 }
 
+/**
+ * The environment of a `sluice` child process acting as host `host`: the
+ * service's variables and a local directory of its own under `dir`.
+ */
+export function hostEnv(s3: S3Service, dir: string, host: string): Record<string, string | undefined> {
+  return {
+    ...s3.env,
+    SLUICE_STORE_LOCAL: join(dir, host),
+    // The CLI silences the SDK's Node.js version warning itself: stderr must stay empty.
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: undefined,
+  };
+}
+
 /** Deletes every object under `prefix` in `bucket`. */
 export async function deletePrefix(s3: S3Service, bucket: string, prefix: string): Promise<void> {
   let token: string | undefined;

@@ -56,7 +56,7 @@ export async function twoHosts(s3: S3Service, a: StoreOptions = {}, b: StoreOpti
 
 /** Keys under `<store prefix>/<under>` (leases/, gc/tombstones/, gc/lock). */
 export async function keysUnder(s3: S3Service, store: Store, under: string): Promise<string[]> {
-  const base = backendOf(store).base;
+  const base = backendOf(store).keyBase;
   const out: string[] = [];
   let token: string | undefined;
   do {

@@ -179,10 +179,10 @@ describe.runIf(s3)('GC of an S3 store across hosts', () => {
             if (s !== 'recheck') return;
             // B stalls past its lock's TTL (server clock) and A's collection takes the lock over.
             await until(async () => {
-              const held = await readGcLock(backend.objects, backend.base);
+              const held = await readGcLock(backend.objects, backend.keyBase);
               return held?.expired === true;
             }, 'the lock to expire');
-            const taken = await S3GcLock.acquire(backendOf(a).objects, backendOf(a).base, 60_000, 0);
+            const taken = await S3GcLock.acquire(backendOf(a).objects, backendOf(a).keyBase, 60_000, 0);
             await taken.release();
           },
         }),
@@ -236,9 +236,9 @@ describe.runIf(s3)('GC of an S3 store across hosts', () => {
       const wanted = await a.publishBytes('published again\n');
       const backend = backendOf(b);
       // What a collector killed after tombstoning leaves: its lock (1 s TTL) and its tombstones.
-      const dead = await S3GcLock.acquire(backend.objects, backend.base, 1000, 0);
+      const dead = await S3GcLock.acquire(backend.objects, backend.keyBase, 1000, 0);
       for (const d of [recorded.digest, wanted.digest]) {
-        await backend.objects.put(tombstoneKey(backend.base, d), Buffer.from(`${dead.id}\n`));
+        await backend.objects.put(tombstoneKey(backend.keyBase, d), Buffer.from(`${dead.id}\n`));
       }
       // A publisher finding a tombstone waits until the lock expires (server clock), breaks it, and dedups.
       const pin = await a.pin();

@@ -9,7 +9,7 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { s3Service } from '../support/s3.js';
-import { deletePrefix } from './backends.js';
+import { deletePrefix, hostEnv } from './backends.js';
 import { sluice, tempDir } from './helpers.js';
 
 const s3 = await s3Service();
@@ -19,12 +19,7 @@ describe.runIf(s3)('two engine processes on one S3 store', () => {
     const dir = await tempDir();
     const prefix = `procs-${randomBytes(6).toString('hex')}`;
     const store = `s3://${s3!.bucket}/${prefix}`;
-    const env = (host: string) => ({
-      ...s3!.env,
-      SLUICE_STORE_LOCAL: join(dir, host),
-      // The CLI silences the SDK's Node.js version warning itself: stderr must stay empty.
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: undefined,
-    });
+    const env = (host: string) => hostEnv(s3!, dir, host);
     try {
       const a = await sluice(['run', '--store', store, 'bash', '--args', '{"command":"seq 1 300000"}', '--json'], {
         cwd: dir,
