@@ -195,8 +195,9 @@ export class Store {
   async close(): Promise<void> {
     this.closed = true;
     await placementOf(this).close();
-    blobBackendOf(this)?.close();
+    // Pins first: an S3 store's lease is deleted through the backend's client.
     await this.pins.close();
+    blobBackendOf(this)?.close();
   }
 
   /** Starts a streaming blob write. */

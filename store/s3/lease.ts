@@ -84,8 +84,8 @@ export class LeaseJournal {
   private renewWanted = false;
   /** performance.now() when the last stored write was sent. */
   private storedAt = Number.NEGATIVE_INFINITY;
-  /** The stored lease names digests (so an empty one is worth one more write). */
-  private storedDigests = 0;
+  /** The digests the stored lease names (an empty one after a non-empty one is worth one more write). */
+  private stored = new Set<string>();
   private timer: ReturnType<typeof setInterval> | undefined;
   private closed = false;
 
@@ -136,6 +136,12 @@ export class LeaseJournal {
     if (this.closed) return Promise.reject(new DiskError('the store is closed', { s3: 'LeaseClosed' }));
     if (pin.lost) return Promise.reject(leaseLostError(pin.lost));
     if (digests.length === 0) return Promise.resolve();
+    // Already named by the lease as stored, recently enough that it cannot have expired, and no write
+    // in flight that could leave them out: held without a PUT (a dedup of what this host pinned before).
+    if (!this.flushing && this.fresh() && digests.every((d) => this.stored.has(d))) {
+      pin.own.push(...digests);
+      return Promise.resolve();
+    }
     return new Promise((resolve, reject) => {
       this.queue.push({ pin, digests, resolve, reject });
       this.kick();
@@ -155,9 +161,19 @@ export class LeaseJournal {
   private async vouch(pin: LeasePin): Promise<void> {
     if (pin.lost) throw leaseLostError(pin.lost);
     if (pin.own.length === 0) return;
-    if (performance.now() - this.storedAt < this.timing.ttlMs / 2) return;
+    if (this.fresh()) return;
     await this.renew();
     if (pin.lost) throw leaseLostError(pin.lost);
+  }
+
+  /**
+   * The stored lease was sent less than half a TTL ago (this host's
+   * monotonic clock): a collector cannot judge it expired before a whole TTL
+   * after its LastModified (the server's clock), so it is still this
+   * store's, unless the two clocks' rates differ by a factor of two.
+   */
+  private fresh(): boolean {
+    return performance.now() - this.storedAt < this.timing.ttlMs / 2;
   }
 
   /** Writes the lease now (a renewal), whatever the timer says. */
@@ -184,19 +200,19 @@ export class LeaseJournal {
     if (this.closed) return;
     const holds = [...this.pins].some((p) => p.own.length > 0 && !p.lost);
     // Holding nothing: one write that says so (lazy releases end here), then no renewals.
-    if (holds || this.storedDigests > 0) {
+    if (holds || this.stored.size > 0) {
       this.renewWanted = true;
       this.kick();
     }
   }
 
-  private body(extra: readonly QueuedAdd[]): { text: string; count: number } {
+  private body(extra: readonly QueuedAdd[]): { text: string; digests: Set<string> } {
     const all = new Set<string>();
     for (const p of this.pins) if (!p.lost && !p.released) for (const d of p.own) all.add(d);
     for (const q of extra) if (!q.pin.lost) for (const d of q.digests) all.add(d);
     this.seq++;
     const header = `${LEASE_MAGIC}\nowner ${this.key}\nseq ${this.seq}\nttl ${this.timing.ttlMs}\nnonce ${writeNonce()}\n\n`;
-    return { text: header + [...all].map((d) => `${d}\n`).join(''), count: all.size };
+    return { text: header + [...all].map((d) => `${d}\n`).join(''), digests: all };
   }
 
   private async flush(): Promise<void> {
@@ -210,7 +226,7 @@ export class LeaseJournal {
       // At most two tries: the second under a new key, after the first found the lease reclaimed.
       for (let attempt = 0; attempt < 2; attempt++) {
         this.key ??= `${this.base}leases/${ownedName(16)}`;
-        const { text, count } = this.body(batch);
+        const { text, digests } = this.body(batch);
         const started = performance.now();
         const bytes = Buffer.from(text, 'latin1');
         const etag =
@@ -220,7 +236,7 @@ export class LeaseJournal {
         if (etag !== undefined) {
           this.etag = etag;
           this.storedAt = started;
-          this.storedDigests = count;
+          this.stored = digests;
           break;
         }
         this.fence();
@@ -245,7 +261,7 @@ export class LeaseJournal {
     for (const p of this.pins) if (p.own.length > 0) p.lost = key;
     this.key = undefined;
     this.etag = undefined;
-    this.storedDigests = 0;
+    this.stored = new Set();
     this.storedAt = Number.NEGATIVE_INFINITY;
   }
 

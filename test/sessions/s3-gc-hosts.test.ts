@@ -146,7 +146,12 @@ describe.runIf(s3)('GC and verify across two engine hosts on one S3 store', () =
     const check = await openB(store, dir);
     try {
       // A call of the session that A completed before: it must survive everything.
-      const env = { ...process.env, ...hostEnv(s3!, dir, 'a'), ...LEASE_ENV };
+      const env = {
+        ...process.env,
+        ...hostEnv(s3!, dir, 'a'),
+        ...LEASE_ENV,
+        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+      };
       const saved = process.env.SLUICE_STORE_LOCAL;
       process.env.SLUICE_STORE_LOCAL = join(dir, 'a');
       const before = await Engine.open({ store, cwd: dir }).then(async (e) => {

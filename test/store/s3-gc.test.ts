@@ -74,6 +74,10 @@ describe.runIf(s3)('GC of an S3 store across hosts', () => {
       expect(graced).toMatchObject({ removed: 0, young: 5 });
       expect(await b.hasBlob(young.digest)).toBe(true);
       await pin.release();
+      // Closed holding nothing: its lease goes (deleted before the store's client is).
+      expect(await keysUnder(s3!, a, 'leases/')).toHaveLength(1);
+      await a.close();
+      expect(await keysUnder(s3!, a, 'leases/')).toEqual([]);
       await expectNoCollectorLeft(b);
     } finally {
       await b.close();
