@@ -26,7 +26,7 @@
  * hosts") rests on the order of these writes, not on clocks, except for the
  * one residual assumption stated there.
  */
-import { BadOptionError, DiskError, toSluiceError } from '../../engine/protocol/errors.js';
+import { BadOptionError, ClosedError, DiskError, toSluiceError } from '../../engine/protocol/errors.js';
 import { ownedName } from '../owners.js';
 import type { Pin } from '../pins.js';
 import { writeNonce } from './expiry.js';
@@ -133,7 +133,7 @@ export class LeaseJournal {
   }
 
   private hold(pin: LeasePin, digests: readonly string[]): Promise<void> {
-    if (this.closed) return Promise.reject(new DiskError('the store is closed', { s3: 'LeaseClosed' }));
+    if (this.closed) return Promise.reject(new ClosedError('the store is closed'));
     if (pin.lost) return Promise.reject(leaseLostError(pin.lost));
     if (digests.length === 0) return Promise.resolve();
     // Already named by the lease as stored, recently enough that it cannot have expired, and no write
