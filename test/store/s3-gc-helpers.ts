@@ -4,8 +4,10 @@
  * is what that scan's re-check returns), and the bucket's GC objects
  * (leases, lock, tombstones) read behind the stores' backs.
  */
+import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { expect, onTestFinished } from 'vitest';
 import { blobBackendOf } from '../../store/backend.js';
 import type { CollectHooks } from '../../store/gc/collect.js';
 import type { RootScan } from '../../store/gc/roots.js';
@@ -50,6 +52,11 @@ export async function twoHosts(s3: S3Service, a: StoreOptions = {}, b: StoreOpti
     localDir: join(await tempDir(), 'host-b'),
     s3ClientConfig: s3StoreConfig(s3),
     ...b,
+  });
+  // Whatever the test did, host B's temporaries are gone at its end.
+  onTestFinished(async () => {
+    await second.close().catch(() => {});
+    expect(await fsp.readdir(second.layout.tmp)).toEqual([]);
   });
   return [first, second];
 }

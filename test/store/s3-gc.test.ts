@@ -7,15 +7,19 @@
  * blob missing; one collector at a time; a dead collector's tombstones and
  * a dead host's lease are reclaimed without losing what they named.
  */
+
+import { promises as fsp } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { GcStep } from '../../store/gc/collect.js';
 import { collectS3Store } from '../../store/gc/s3-collect.js';
 import { encodeManifest } from '../../store/manifest.js';
 import { readGcLock, S3GcLock } from '../../store/s3/gc-lock.js';
 import { tombstoneKey } from '../../store/s3/tombstones.js';
-import type { Store } from '../../store/store.js';
+import { Store } from '../../store/store.js';
 import { s3Service } from '../support/s3.js';
 import { s3Backend } from './backends.js';
+import { tempDir } from './helpers.js';
 import { backendOf, keysUnder, SetRoots, twoHosts, until } from './s3-gc-helpers.js';
 
 const s3 = await s3Service();
@@ -82,6 +86,16 @@ describe.runIf(s3)('GC of an S3 store across hosts', () => {
     } finally {
       await b.close();
     }
+  });
+
+  it('lease timing that cannot work is EBADOPTION before anything is opened or created', async () => {
+    const dir = await tempDir();
+    for (const lease of [{ ttlMs: 1000, renewMs: 500 }, { ttlMs: 0 }, { ttlMs: 1.5 }]) {
+      await expect(
+        Store.open(`s3://${s3!.bucket}/never`, { localDir: join(dir, 'local'), lease }),
+      ).rejects.toMatchObject({ code: 'EBADOPTION' });
+    }
+    expect(await fsp.readdir(dir)).toEqual([]);
   });
 
   it('a dry run reports what it would remove and changes nothing', async () => {
