@@ -23,9 +23,11 @@ export interface BlobBackend {
   readonly url: string;
   /**
    * Publishes the finished temporary file `tmpPath` as blob `digest` and
-   * removes it; the caller found no intact copy there, so one that is there
+   * removes it from tmp/; the caller found no intact copy there, so one that is there
    * (corrupt, or being created by another host) is replaced. Returns a handle whose identity (stat) is the placed
-   * object's, for the integrity cache, or undefined when it cannot tell.
+   * object's, for the integrity cache, or undefined when it cannot tell or
+   * when the file itself became the local copy reads open (an S3 store's
+   * read cache): the caller's descriptor of it then has that identity.
    */
   placeBlob(tmpPath: string, digest: string): Promise<StoreFile | undefined>;
   /** Publishes the index file `tmpPath` of blob `digest`; the caller then keeps the file as the local copy. */

@@ -16,8 +16,18 @@
  * {@link ownedName} (`sessions/<id>/<pid>-<token>.mirror`), and knows how
  * far each is complete from its own memory: several processes sharing the
  * local directory never write one file, so a crash mid-append or a stale
- * copy in another process can never change what this one reads. Files of
- * owners that died are removed when a session's mirror is started.
+ * copy in another process can never change what this one reads.
+ *
+ * After each sync that added batches, the owner syncs the mirror to disk
+ * and then records how far it is complete (its length, the last batch's
+ * number, ETag and time) in `<pid>-<token>.mstate`, replaced by rename. A
+ * store instance starting a session's mirror adopts the mirror of an owner
+ * that died (a CLI command before it): renaming it to a name of its own is
+ * the exclusive claim, its state says which prefix of the file is the
+ * mirror, and the next listing proves that prefix still the session's
+ * (else the mirror starts over). So a new process reads a session it read
+ * before for one LIST, not one GET per batch. Other dead owners' files are
+ * removed.
  */
 import { constants, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
@@ -42,11 +52,17 @@ import { sessionDir } from './session-id.js';
 const COPY_CHUNK = 4 * 1024 * 1024;
 /** Suffix of mirror files. */
 const MIRROR_SUFFIX = '.mirror';
+/** Suffix of a mirror's state (how far it is complete), beside it. */
+const STATE_SUFFIX = '.mstate';
+/** Suffix of a state being written. */
+const STATE_TMP_SUFFIX = '.mtemp';
 /** Tries of a sync that found a batch gone between its listing and its GET (a delete in progress). */
 const SYNC_ATTEMPTS = 3;
 
 /** One session's mirror in one store instance. */
 interface Mirror {
+  /** `sessions/<id>/<pid>-<token>`: the file is this with `.mirror`, its state with `.mstate`. */
+  stem: string;
   path: string;
   /** Inode of the file once created (0 before): another file at the path means it was removed. */
   ino: bigint;
@@ -86,12 +102,19 @@ export async function syncMirror(store: Store, s3: S3Records, id: string): Promi
   }
   let m = byId.get(id);
   if (!m) {
-    m = { path: '', ino: 0n, end: 0, last: undefined, modifiedAt: new Date(0), queue: Promise.resolve() };
+    const stem = newStem(store, id);
+    m = {
+      stem,
+      path: `${stem}${MIRROR_SUFFIX}`,
+      ino: 0n,
+      end: 0,
+      last: undefined,
+      modifiedAt: new Date(0),
+      queue: Promise.resolve(),
+    };
     byId.set(id, m);
     const mirror = m;
-    m.queue = removeDeadMirrors(store, id).then(() => {
-      mirror.path = newMirrorPath(store, id);
-    });
+    m.queue = adoptDeadMirror(store, id, mirror).catch(() => {});
   }
   const mirror = m;
   const run = mirror.queue.then(() => syncWithRetries(store, s3, id, mirror));
@@ -99,7 +122,7 @@ export async function syncMirror(store: Store, s3: S3Records, id: string): Promi
   return run;
 }
 
-/** Forgets (and removes) this store instance's mirror of `id`: after a delete. */
+/** Forgets this store instance's mirror of `id` (after a delete, which removes the files). */
 export function dropMirror(store: Store, id: string): void {
   mirrors.get(store)?.delete(id);
 }
@@ -110,7 +133,11 @@ async function syncWithRetries(store: Store, s3: S3Records, id: string, m: Mirro
     try {
       return await syncOnce(store, s3, id, m, h);
     } catch (err) {
-      if (!(err instanceof Vanished)) throw toSluiceError(err, 'EDISK');
+      if (!(err instanceof Vanished)) {
+        const e = toSluiceError(err, 'EDISK');
+        // A reader takes ENOTFOUND for "no such session": a bucket gone is a failure to read it.
+        throw e.code === 'ENOTFOUND' ? new DiskError(e.message, e.details) : e;
+      }
       if (attempt >= SYNC_ATTEMPTS) {
         throw new DiskError(`a batch of session ${JSON.stringify(id)} disappeared while it was read: ${err.message}`, {
           session: id,
@@ -151,9 +178,12 @@ async function syncOnce(
       fh ??= await openForWrite(store, id, m);
       await appendBatch(s3, h, fh, m, o, seq);
     }
+    // What the state will say is complete must be on disk before it says so.
+    if (fh) await fh.datasync();
   } finally {
     await fh?.close();
   }
+  if (fh) await writeState(m);
   if (!seen || stale) {
     // The last mirrored batch is gone or another object: the session changed under the mirror.
     await restart(store, id, m);
@@ -173,9 +203,11 @@ async function appendBatch(
   seq: number,
 ): Promise<void> {
   // Numbers are dense (s3-log-writer.ts): a gap is batches deleted behind sluice's back, and shows as a corrupt line.
+  // Nothing counts as mirrored (m.end) until the whole batch is written: a failure leaves no trace.
+  let start = m.end;
   if (m.last && seq !== m.last.seq + 1) {
-    await writeAt(fh, MISSING_BATCHES_LINE, m.end);
-    m.end += MISSING_BATCHES_LINE.length;
+    await writeAt(fh, MISSING_BATCHES_LINE, start);
+    start += MISSING_BATCHES_LINE.length;
   }
   let tail = Buffer.alloc(0);
   for (let at = 0; at < o.size; at += COPY_CHUNK) {
@@ -189,13 +221,13 @@ async function appendBatch(
     if (chunk.length !== Math.min(COPY_CHUNK, o.size - at)) {
       throw new DiskError(`S3 GET of ${o.key} returned ${chunk.length} bytes at ${at} of ${o.size}`, { key: o.key });
     }
-    await writeAt(fh, chunk, m.end + at);
+    await writeAt(fh, chunk, start + at);
     tail = Buffer.concat([tail, chunk]);
     if (tail.length > MAX_TRAILER_BYTES) tail = tail.subarray(tail.length - MAX_TRAILER_BYTES);
   }
   const { keep, extra } = normalizeBatch(h, o.size, tail);
-  if (extra.length > 0) await writeAt(fh, extra, m.end + keep);
-  m.end += keep + extra.length;
+  if (extra.length > 0) await writeAt(fh, extra, start + keep);
+  m.end = start + keep + extra.length;
   m.last = { seq, etag: o.etag };
   if (o.lastModified) m.modifiedAt = o.lastModified;
 }
@@ -233,21 +265,67 @@ async function stillOurs(m: Mirror): Promise<boolean> {
 
 /** Starts the mirror again from nothing, in a new file (readers of the old one keep it open). */
 async function restart(store: Store, id: string, m: Mirror): Promise<void> {
-  const old = m.ino !== 0n ? m.path : undefined;
-  m.path = newMirrorPath(store, id);
+  const old = m.ino !== 0n ? m.stem : undefined;
+  m.stem = newStem(store, id);
+  m.path = `${m.stem}${MIRROR_SUFFIX}`;
   m.ino = 0n;
   m.end = 0;
   m.last = undefined;
   m.modifiedAt = new Date(0);
-  if (old) await fsp.unlink(old).catch(() => {});
+  if (old) {
+    await fsp.unlink(`${old}${STATE_SUFFIX}`).catch(() => {});
+    await fsp.unlink(`${old}${MIRROR_SUFFIX}`).catch(() => {});
+  }
 }
 
-function newMirrorPath(store: Store, id: string): string {
-  return join(sessionDir(store.layout, id), `${ownedName()}${MIRROR_SUFFIX}`);
+function newStem(store: Store, id: string): string {
+  return join(sessionDir(store.layout, id), ownedName());
 }
 
-/** Removes the mirror files of session `id` whose owners died (best effort: they are caches). */
-async function removeDeadMirrors(store: Store, id: string): Promise<void> {
+/** What a mirror's state file holds. */
+interface MirrorState {
+  end: number;
+  seq: number;
+  etag: string;
+  modifiedAt: number;
+}
+
+/** Records how far the mirror is complete (tmp file, then rename: a reader sees the old state or the new). */
+async function writeState(m: Mirror): Promise<void> {
+  if (!m.last) return;
+  const state: MirrorState = { end: m.end, seq: m.last.seq, etag: m.last.etag, modifiedAt: m.modifiedAt.getTime() };
+  const tmp = `${m.stem}${STATE_TMP_SUFFIX}`;
+  try {
+    await fsp.writeFile(tmp, JSON.stringify(state), { mode: 0o600 });
+    await fsp.rename(tmp, `${m.stem}${STATE_SUFFIX}`);
+  } catch {
+    // Only a later process's shortcut is lost.
+    await fsp.unlink(tmp).catch(() => {});
+  }
+}
+
+function parseState(text: string): MirrorState | undefined {
+  try {
+    const v = JSON.parse(text) as Partial<MirrorState>;
+    const ok =
+      Number.isSafeInteger(v.end) &&
+      (v.end as number) > 0 &&
+      Number.isSafeInteger(v.seq) &&
+      (v.seq as number) >= 0 &&
+      typeof v.etag === 'string' &&
+      Number.isFinite(v.modifiedAt);
+    return ok ? (v as MirrorState) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Adopts into `m` the mirror of session `id` of an owner that died, if one
+ * has a valid state, and removes the other files of dead owners (best
+ * effort: they are caches).
+ */
+async function adoptDeadMirror(store: Store, id: string, m: Mirror): Promise<void> {
   const dir = sessionDir(store.layout, id);
   let names: string[];
   try {
@@ -256,13 +334,45 @@ async function removeDeadMirrors(store: Store, id: string): Promise<void> {
     return;
   }
   const owners = new OwnerCheck();
+  const dead = new Set<string>();
   for (const name of names) {
-    if (!name.endsWith(MIRROR_SUFFIX)) continue;
     const pid = ownerPid(name);
-    if (pid === undefined) continue;
+    if (pid === undefined || !/\.(mirror|mstate|mtemp)$/.test(name)) continue;
     const st = await fsp.stat(join(dir, name)).catch(() => undefined);
-    if (st && !owners.alive(pid, st.mtimeMs, name)) await fsp.unlink(join(dir, name)).catch(() => {});
+    if (st && !owners.alive(pid, st.mtimeMs, name)) dead.add(name.slice(0, name.lastIndexOf('.')));
   }
+  let adopted = false;
+  for (const stem of [...dead].sort()) {
+    const theirs = join(dir, stem);
+    if (!adopted && names.includes(`${stem}${MIRROR_SUFFIX}`) && names.includes(`${stem}${STATE_SUFFIX}`)) {
+      adopted = await adopt(theirs, m);
+    }
+    for (const suffix of [MIRROR_SUFFIX, STATE_SUFFIX, STATE_TMP_SUFFIX])
+      await fsp.unlink(`${theirs}${suffix}`).catch(() => {});
+  }
+}
+
+/** Claims the dead owner's mirror at `theirs` (renaming it is the claim); false when its state does not fit it. */
+async function adopt(theirs: string, m: Mirror): Promise<boolean> {
+  try {
+    await fsp.rename(`${theirs}${MIRROR_SUFFIX}`, m.path);
+  } catch {
+    // Another process claimed it first, or it is gone.
+    return false;
+  }
+  const state = parseState(await fsp.readFile(`${theirs}${STATE_SUFFIX}`, 'utf8').catch(() => ''));
+  const st = await fsp.stat(m.path, { bigint: true }).catch(() => undefined);
+  if (!state || !st?.isFile() || st.size < BigInt(state.end)) {
+    await fsp.unlink(m.path).catch(() => {});
+    return false;
+  }
+  m.ino = st.ino;
+  m.end = state.end;
+  m.last = { seq: state.seq, etag: state.etag };
+  m.modifiedAt = new Date(state.modifiedAt);
+  // Ours now: its state is rewritten under our name with the next sync that adds a batch.
+  await writeState(m);
+  return true;
 }
 
 /** A session with no batch, as the readers report it. */

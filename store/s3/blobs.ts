@@ -103,8 +103,12 @@ export class S3Blobs implements BlobBackend {
     // and rewrites the former with equal bytes.
     const etag =
       (await this.objects.uploadFile(key, tmpPath, size)) ?? (await this.objects.uploadFile(key, tmpPath, size, true));
+    const head = { size, etag: etag ?? '', lastModified: undefined };
+    // Kept as the read cache's copy of the new object: the caller's descriptor of it is then the identity
+    // it remembers as verified, the very file later opens on this host read.
+    if (await this.cache?.keepPublished(tmpPath, digest, head)) return undefined;
     await this.io.unlink(tmpPath);
-    return etag ? new RemoteFile(this.objects, key, { size, etag, lastModified: undefined }) : undefined;
+    return etag ? new RemoteFile(this.objects, key, head) : undefined;
   }
 
   async placeIndex(tmpPath: string, digest: string): Promise<void> {

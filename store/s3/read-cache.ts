@@ -6,7 +6,8 @@
  *
  *     <local>/cache/sha256/<2 hex>/<62 hex>.<16 hex of the object's ETag>
  *
- * A copy is made while a store reads the whole object front to back (its
+ * A publisher keeps the file it uploaded as the copy of the new object. A
+ * copy is also made while a store reads the whole object front to back (its
  * verifying first read, store/integrity.ts): each block the handle fetches
  * is also written to a temporary file and hashed, and the file is renamed
  * into the cache only when it holds exactly the object and hashes to its
@@ -99,6 +100,22 @@ export class ReadCache {
   /** A writer of a copy of the object `head` describes, or undefined when it would not fit. */
   tee(digest: string, head: ObjectHead): CacheTee | undefined {
     return head.size <= this.maxBytes ? new CacheTee(this, digest, head) : undefined;
+  }
+
+  /**
+   * Takes the file `tmp` a publisher just uploaded as the object `head`
+   * describes (hashed while it was written, so it is blob `digest`) as the
+   * copy of that object: renamed, not copied. False (and `tmp` left where it
+   * is) when it does not fit or cannot be placed.
+   */
+  async keepPublished(tmp: string, digest: string, head: ObjectHead): Promise<boolean> {
+    if (head.size > this.maxBytes || head.etag === '') return false;
+    try {
+      await this.admit(tmp, digest, head);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** Removes every copy of `digest`; true when there was one (its reader should read the object instead). */

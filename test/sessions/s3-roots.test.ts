@@ -67,8 +67,10 @@ describe.runIf(s3)('GC roots of S3 sessions, across hosts', () => {
       await expect(scanSessions(b.store)).rejects.toMatchObject({ code: 'EDISK', details: { status: 403 } });
       await expect(b.replay('s')).rejects.toMatchObject({ code: 'EDISK' });
 
-      // Readable again; the scan succeeds, then a batch recorded after it cannot be read by the re-check.
+      // Readable again: the failed reads left no trace in B's mirror. The scan succeeds, then a batch
+      // recorded after it cannot be read by the re-check.
       await denyGet(bucket(), [`${prefix}/nothing`]);
+      expect(await b.replay('s')).toMatchObject({ corruptLines: 0, calls: [{ interrupted: false }] });
       const scan = await scanSessions(b.store);
       try {
         await a.run('bash', { command: 'echo two' }, { session: 's' });

@@ -8,9 +8,12 @@ import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { deletePrefix, hostEnv } from '../store/backends.js';
+import { readEventLog } from '../../engine/sessions/log-reader.js';
+import { Store } from '../../store/store.js';
+import { deletePrefix, hostEnv, s3StoreConfig } from '../store/backends.js';
 import { sluice, tempDir } from '../store/helpers.js';
 import { s3Service } from '../support/s3.js';
+import { costOf } from './s3-hosts.js';
 
 const s3 = await s3Service();
 
@@ -49,8 +52,57 @@ describe.runIf(s3)('session records across two processes on one S3 store', () =>
       expect(await fsp.readdir(join(dir, 'a', 'tmp'))).toEqual([]);
       expect(await fsp.readdir(join(dir, 'b', 'tmp'))).toEqual([]);
       expect(await fsp.readdir(join(dir, 'a', 'sessions'))).toEqual([]);
-      expect(await fsp.readdir(join(dir, 'b', 'sessions', 'job-1'))).toEqual([expect.stringMatching(/\.mirror$/)]);
+      // One mirror and its state: the replay process adopted what the sessions process left.
+      expect(
+        (await fsp.readdir(join(dir, 'b', 'sessions', 'job-1')))
+          .map((n) => n.replace(/^[0-9]+-[0-9a-zA-Z]+/, 'X'))
+          .sort(),
+      ).toEqual(['X.mirror', 'X.mstate']);
     } finally {
+      await deletePrefix(s3!, s3!.bucket, `${prefix}/`);
+    }
+  });
+
+  it('a process adopts the mirror a finished process left: a session read before costs one LIST, then a GET per new batch', async () => {
+    const dir = await tempDir();
+    const prefix = `rec-procs-${randomBytes(6).toString('hex')}`;
+    const store = `s3://${s3!.bucket}/${prefix}`;
+    const runOnA = async (text: string) => {
+      const r = await sluice(
+        ['run', '--store', store, '--session', 's', 'bash', '--args', JSON.stringify({ command: `echo ${text}` })],
+        { cwd: dir, env: hostEnv(s3!, dir, 'a') },
+      );
+      expect(r.code).toBe(0);
+    };
+    let b: Store | undefined;
+    try {
+      await runOnA('one');
+      await runOnA('two');
+      const first = await sluice(['replay', 's', '--store', store, '--json'], {
+        cwd: dir,
+        env: hostEnv(s3!, dir, 'b'),
+      });
+      expect(first.code).toBe(0);
+      b = await Store.open(store, { localDir: join(dir, 'b'), s3ClientConfig: s3StoreConfig(s3!) });
+      let records = 0;
+      const adopted = await costOf(b, async () => {
+        records = (await readEventLog(b as Store, 's')).records.length;
+      });
+      expect(records).toBe(4);
+      expect(adopted).toEqual({ puts: 0, gets: 0, heads: 0, lists: 1, deletes: 0 });
+      // The dead process's mirror is this one's now: one mirror and its state, named for this process.
+      const names = (await fsp.readdir(join(dir, 'b', 'sessions', 's'))).sort();
+      expect(names.map((n) => n.replace(/^[0-9]+-[0-9a-zA-Z]+/, 'X'))).toEqual(['X.mirror', 'X.mstate']);
+      for (const n of names) expect(n.startsWith(`${process.pid}-`)).toBe(true);
+      await runOnA('six');
+      const grown = await costOf(b, async () => {
+        records = (await readEventLog(b as Store, 's')).records.length;
+      });
+      expect(records).toBe(6);
+      expect(grown).toEqual({ puts: 0, gets: 2, heads: 0, lists: 1, deletes: 0 });
+      expect(await fsp.readdir(join(dir, 'b', 'tmp'))).toEqual([]);
+    } finally {
+      await b?.close();
       await deletePrefix(s3!, s3!.bucket, `${prefix}/`);
     }
   });
