@@ -223,13 +223,14 @@ async function callsTarget(bucket: string, dir: string): Promise<Record<string, 
   await deletePrefix(c, bucket, 'bench-calls/');
   c.destroy();
   // docs/store.md: a new output is a stream blob and a manifest (1 HEAD + 1 PUT each), the empty stderr a dedup (1 HEAD).
+  // Each of the three pinned publishes adds 1 lease PUT and 1 tombstone HEAD (docs/store.md, "Pins, the collector and verify on S3").
   const pass =
-    perCall.puts <= 2 &&
-    perCall.heads <= 3 &&
+    perCall.puts <= 5 &&
+    perCall.heads <= 6 &&
     perCall.gets === 0 &&
     perCall.lists === 0 &&
-    recorded.perCall.puts <= 4 &&
-    recorded.perCall.heads <= 3 &&
+    recorded.perCall.puts <= 7 &&
+    recorded.perCall.heads <= 6 &&
     recorded.perCall.gets === 0 &&
     recorded.perCall.lists === 0;
   return {
@@ -241,7 +242,7 @@ async function callsTarget(bucket: string, dir: string): Promise<Record<string, 
     s3RecordedCallsPerSecond: Math.round(recorded.perSecond),
     requestsPerRecordedCall: recorded.perCall,
     target:
-      '<= 2 PUTs, <= 3 HEADs, 0 GETs, 0 LISTs per call; recorded in a session <= 4 PUTs, <= 3 HEADs, 0 GETs, 0 LISTs',
+      '<= 5 PUTs, <= 6 HEADs, 0 GETs, 0 LISTs per call; recorded in a session <= 7 PUTs, <= 6 HEADs, 0 GETs, 0 LISTs',
     pass,
   };
 }

@@ -37,6 +37,12 @@ export interface BlobBackend {
   /** Opens the index of blob `digest` (a local copy, fetched once), or undefined when there is none. */
   openIndex(digest: string): Promise<StoreFile | undefined>;
   /**
+   * Called by a publisher after `digest` is pinned and before it
+   * deduplicates onto or places the blob: waits while a collection on
+   * another host may still delete it (store/s3/tombstones.ts).
+   */
+  settle(digest: string): Promise<void>;
+  /**
    * Removes a local copy of blob `digest` that {@link openBlob} may have
    * served (an S3 store's read cache) after it failed its integrity check;
    * true when there was one, so the caller opens the blob again.

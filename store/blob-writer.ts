@@ -208,6 +208,8 @@ export class BlobWriter {
       // Pinned before the blob is ours to reference (refreshed or placed), so a concurrent GC that
       // sees it also sees the pin.
       await pin?.add([digest]);
+      // On S3: pinned (the lease stored) THEN the tombstone check, the publisher's half of the handshake.
+      if (pin) await this.placement.settle(digest);
       if (await this.placement.refreshBlob(digest, bytes)) {
         // Already stored: our copy never needs to reach the disk. It is removed here, not in the
         // best-effort cleanup, so a failing unlink fails the publish instead of leaving it in tmp/.
@@ -216,6 +218,7 @@ export class BlobWriter {
         this.file = undefined;
         if (this.filePath !== undefined) await this.store.io.unlink(this.filePath);
         this.filePath = undefined;
+        await pin?.vouch();
         return { digest, bytes, lines, deduplicated: true };
       }
       const fh = this.file ?? (await this.open());
@@ -231,6 +234,8 @@ export class BlobWriter {
       await fh.close();
       this.file = undefined;
       await this.placeIndex(digest, bytes, lines);
+      // A store fenced while it uploaded (its lease reclaimed) cannot say the blob will stay.
+      await pin?.vouch();
       return { digest, bytes, lines, deduplicated: false };
     } catch (err) {
       throw toSluiceError(err, 'EDISK');

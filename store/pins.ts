@@ -43,6 +43,13 @@ export interface Pin {
   holdInOwnPack?(digests: readonly string[]): void;
   /** Releases the pin (idempotent). */
   release(): Promise<void>;
+  /**
+   * Resolves when what this pin holds is still protected, so a reference to
+   * it may be recorded; rejects (EDISK, `details.s3: 'LeaseLost'`) when an
+   * S3 store's lease was reclaimed while it stalled (store/s3/lease.ts).
+   * Local pins cannot be lost while their process lives: it resolves.
+   */
+  vouch(): Promise<void>;
 }
 
 /** Rewrite the journal once it has this many lines and most of them are dead. */
@@ -164,6 +171,7 @@ export class PinJournal {
         await adding;
         await this.release(own);
       },
+      vouch: () => Promise.resolve(),
     };
   }
 

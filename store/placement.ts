@@ -241,6 +241,15 @@ export class Placement {
   }
 
   /**
+   * A publisher's step after pinning `digest` and before deduplicating or
+   * placing it: on an S3 store, waits while a collection elsewhere may still
+   * delete that blob (store/s3/tombstones.ts). Nothing to do in a directory store.
+   */
+  async settle(digest: string): Promise<void> {
+    await blobBackendOf(this.store)?.settle(digest);
+  }
+
+  /**
    * Moves a finished line-index file beside its blob. No fsync: the index is a
    * cache that is validated on use and rebuilt when missing.
    */

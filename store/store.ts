@@ -26,6 +26,8 @@ import type { PackIndex } from './pack-index.js';
 import { type ReadPage, type ReadPageBytes, type ReadPageOptions, readPage, readPageBytes } from './pages.js';
 import { type Pin, PinJournal } from './pins.js';
 import { DEFAULT_PACK_MAX_BLOB_BYTES, Placement } from './placement.js';
+import type { S3Blobs } from './s3/blobs.js';
+import { type LeaseOptions, type LeaseTiming, leaseTiming } from './s3/lease.js';
 import { type VerifyOptions, type VerifyReport, verifyStore } from './verify.js';
 
 export { DEFAULT_STORE_DIR } from './location.js';
@@ -54,6 +56,13 @@ export interface StoreOptions {
    * standard chain (credentials, region, endpoint from the AWS variables).
    */
   s3ClientConfig?: Record<string, unknown>;
+  /**
+   * For an `s3://` location: how long its pins (a lease object) protect
+   * their digests after the lease's last write, and how often it is
+   * rewritten (store/s3/lease.ts). @default `$SLUICE_S3_LEASE_TTL_MS` and
+   * `$SLUICE_S3_LEASE_RENEW_MS`, else 120000 and a quarter of the TTL
+   */
+  lease?: LeaseOptions;
   /**
    * For an `s3://` location: the bound in bytes of the local read cache of
    * blobs (store/s3/read-cache.ts); 0 turns it off.
@@ -115,7 +124,8 @@ export class Store {
   readonly io: StoreIO;
   /** Where the store is: its directory, or its bucket and prefix with the local directory. */
   readonly location: StoreLocation;
-  private readonly pins: PinJournal;
+  /** The local pin journal, or for an S3 store its lease (store/s3/lease.ts). */
+  private pins: Pick<PinJournal, 'pin' | 'close' | 'flushInMemory'>;
   private closed = false;
 
   private constructor(location: StoreLocation, io: StoreIO) {
@@ -140,6 +150,8 @@ export class Store {
         `packMaxBlobBytes must be an integer from 0 to ${INDEX_MIN_BLOB_BYTES - 1}, got ${JSON.stringify(options.packMaxBlobBytes)}`,
       );
     }
+    // Checked before anything is opened or created.
+    const timing = where.kind === 's3' ? leaseTiming(options.lease) : undefined;
     const store = new Store(where, options.io ?? realIO);
     const l = store.layout;
     // The bucket first: a wrong location creates nothing locally.
@@ -154,7 +166,10 @@ export class Store {
         throw toSluiceError(err, 'EDISK');
       }
     }
-    if (backend) attachBlobBackend(store, backend);
+    if (backend) {
+      attachBlobBackend(store, backend);
+      store.pins = backend.leaseJournal(timing as LeaseTiming);
+    }
     placements.set(store, new Placement(store, () => store.assertOpen(), dirs, packMax));
     return store;
   }
@@ -180,8 +195,9 @@ export class Store {
   async close(): Promise<void> {
     this.closed = true;
     await placementOf(this).close();
-    blobBackendOf(this)?.close();
+    // Pins first: an S3 store's lease is deleted through the backend's client.
     await this.pins.close();
+    blobBackendOf(this)?.close();
   }
 
   /** Starts a streaming blob write. */
@@ -228,10 +244,13 @@ export class Store {
   /**
    * Hashes every blob and lists corrupt ones and manifest references that
    * are missing. Removes nothing; with `repair`, moves corrupt blobs to
-   * quarantine/ so the next publish of their content restores them.
+   * quarantine/ (an S3 store deletes the corrupt object) so the next publish
+   * of their content restores them.
    */
   verify(options: VerifyOptions = {}): Promise<VerifyReport> {
-    if (blobBackendOf(this)) return Promise.reject(notYetOnS3(this, 'verify'));
+    const backend = blobBackendOf(this);
+    // An S3 store: every object hashed in ranged GETs; a repair deletes the corrupt version (store/s3/verify.ts).
+    if (backend) return import('./s3/verify.js').then((m) => m.verifyS3Store(this, backend as S3Blobs, options));
     return verifyStore(this, options);
   }
 
@@ -287,18 +306,15 @@ export class Store {
 }
 
 /** Connects the S3 backend of `store` (the SDK is loaded only here). */
-async function openS3Backend(where: S3Location, store: Store, options: StoreOptions): Promise<BlobBackend> {
+async function openS3Backend(
+  where: S3Location,
+  store: Store,
+  options: StoreOptions,
+): Promise<BlobBackend & { leaseJournal(timing: LeaseTiming): Pick<PinJournal, 'pin' | 'close' | 'flushInMemory'> }> {
   const { S3Blobs } = await import('./s3/blobs.js');
   const connect = {
     ...(options.s3ClientConfig ? { clientConfig: options.s3ClientConfig } : {}),
     ...(options.s3CacheBytes !== undefined ? { cacheBytes: options.s3CacheBytes } : {}),
   };
   return S3Blobs.open(where, store.layout, store.io, connect);
-}
-
-/** EUNSUPPORTED for what an S3 store cannot do yet (docs/store.md, "S3"). */
-export function notYetOnS3(store: Store, what: string): UnsupportedPlatformError {
-  return new UnsupportedPlatformError(`${what} is not supported on the S3 store ${store.locator} yet`, {
-    store: store.locator,
-  });
 }

@@ -47,6 +47,22 @@ export interface VerifyReport {
   tornPacks: string[];
 }
 
+/** A report of nothing verified yet. */
+export function emptyVerifyReport(): VerifyReport {
+  return {
+    scanned: 0,
+    ok: 0,
+    corrupt: [],
+    missing: [],
+    tombstoned: [],
+    unexpected: [],
+    quarantined: [],
+    repairFailed: [],
+    packed: 0,
+    tornPacks: [],
+  };
+}
+
 /** Options of {@link verifyStore}. */
 export interface VerifyOptions {
   /** Move corrupt blobs to quarantine/ (and drop their line indexes). @default false */
@@ -76,18 +92,7 @@ async function listDir(dir: string): Promise<{ name: string; isDir: boolean; isF
  * Memory grows with the number of blobs, never their size.
  */
 export async function verifyStore(store: Store, options: VerifyOptions = {}): Promise<VerifyReport> {
-  const report: VerifyReport = {
-    scanned: 0,
-    ok: 0,
-    corrupt: [],
-    missing: [],
-    tombstoned: [],
-    unexpected: [],
-    quarantined: [],
-    repairFailed: [],
-    packed: 0,
-    tornPacks: [],
-  };
+  const report = emptyVerifyReport();
   const present = new Set<string>();
   const referenced = new Set<string>();
   const blobsRel = join('blobs', 'sha256');

@@ -375,7 +375,19 @@ export class Call {
       ...(showsToolDisplay ? { display: this.textSizes.display } : {}),
     });
     pin = kept.pin;
-    const fullText = kept.refs;
+    let fullText = kept.refs;
+    try {
+      // An S3 store's lease may have been reclaimed while this host stalled (store/s3/lease.ts): then
+      // what it pinned may be gone, and no reference to it is recorded or returned.
+      await pin?.vouch();
+    } catch (err) {
+      error = toSluiceError(err, 'EDISK');
+      toolsOwnError = false;
+      status = 'failed';
+      complete = false;
+      output = null;
+      fullText = {};
+    }
     if (error !== undefined && error === reportedError) {
       error = withCutMarker(error, this.textSizes.error, fullText.error);
       if (toolsOwnError) reportedError = error;

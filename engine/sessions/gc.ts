@@ -5,8 +5,14 @@
  * died (engine/processes/orphans.ts).
  */
 import { blobBackendOf } from '../../store/backend.js';
-import { collectStore, type GcOptions, type GcReport as StoreGcReport } from '../../store/gc/collect.js';
-import { notYetOnS3, type Store } from '../../store/store.js';
+import {
+  type CollectHooks,
+  collectStore,
+  type GcOptions,
+  type GcReport as StoreGcReport,
+} from '../../store/gc/collect.js';
+import type { S3Blobs } from '../../store/s3/blobs.js';
+import type { Store } from '../../store/store.js';
 import { reapOrphans } from '../processes/orphans.js';
 import { scanSessions } from './roots.js';
 
@@ -29,18 +35,18 @@ export interface GcReport extends Omit<StoreGcReport, 'durationMs'> {
  * @throws BadOptionError (EBADOPTION) for a bad option; TimeoutError (ETIMEOUT) when another collection holds the lock; DiskError (EDISK).
  */
 export async function collectGarbage(store: Store, options: GcOptions = {}): Promise<GcReport> {
-  // Across hosts, GC needs leases and a shared lock (docs/store.md, "S3"): refused until it has them.
-  if (blobBackendOf(store)) throw notYetOnS3(store, 'garbage collection');
   let orphanGroupsKilled = 0;
-  const { durationMs, ...report } = await collectStore(
-    store,
-    {
-      roots: scanSessions,
-      whileLocked: async () => {
-        orphanGroupsKilled = (await reapOrphans(store)).killed;
-      },
+  const hooks: CollectHooks = {
+    roots: scanSessions,
+    whileLocked: async () => {
+      orphanGroupsKilled = (await reapOrphans(store)).killed;
     },
-    options,
-  );
+  };
+  const backend = blobBackendOf(store);
+  // An S3 store: leases, the lock object and tombstone markers, across every host on the bucket.
+  const collect = backend
+    ? (await import('../../store/gc/s3-collect.js')).collectS3Store(store, backend as S3Blobs, hooks, options)
+    : collectStore(store, hooks, options);
+  const { durationMs, ...report } = await collect;
   return { ...report, orphanGroupsKilled, durationMs };
 }

@@ -52,6 +52,12 @@ export interface GcOptions {
   dryRun?: boolean;
   /** How long to wait for another collection's lock before failing with ETIMEOUT. @default 30000 */
   lockTimeoutMs?: number;
+  /**
+   * S3 stores: the TTL of the GC lock object (renewed before every batch of
+   * deletes; a lock not renewed for this long, by the server's clock, is
+   * taken over). @default 120000
+   */
+  lockTtlMs?: number;
   /** @internal Awaited at each named step; tests interleave publishers there. */
   onStep?: (step: GcStep) => Promise<void> | void;
 }
@@ -114,10 +120,7 @@ const INDEX_NAME = /^([0-9a-f]{62})\.idx$/;
  */
 export async function collectStore(store: Store, hooks: CollectHooks, options: GcOptions = {}): Promise<GcReport> {
   const started = Date.now();
-  const graceMs = options.graceMs ?? DEFAULT_GC_GRACE_MS;
-  if (!Number.isFinite(graceMs) || graceMs < 0) {
-    throw new BadOptionError(`graceMs must be a non-negative number, got ${JSON.stringify(options.graceMs)}`);
-  }
+  const graceMs = graceOf(options);
   const dryRun = options.dryRun === true;
   const step = async (s: GcStep) => {
     await options.onStep?.(s);
@@ -125,27 +128,8 @@ export async function collectStore(store: Store, hooks: CollectHooks, options: G
   const lock = dryRun ? undefined : await acquireGcLock(store, options.lockTimeoutMs ?? 30_000);
   let roots: RootScan | undefined;
   try {
-    const report: GcReport = {
-      dryRun,
-      graceMs,
-      scanned: 0,
-      kept: 0,
-      removed: 0,
-      bytesFreed: 0,
-      roots: 0,
-      pinned: 0,
-      young: 0,
-      restored: 0,
-      tmpReclaimed: 0,
-      tmpBytesReclaimed: 0,
-      pinsReclaimed: 0,
-      indexRemoved: 0,
-      trashRecovered: dryRun ? 0 : await recoverTrash(store),
-      packs: 0,
-      packsRemoved: 0,
-      packedCopied: 0,
-      durationMs: 0,
-    };
+    const report = emptyReport(dryRun, graceMs);
+    report.trashRecovered = dryRun ? 0 : await recoverTrash(store);
     if (!dryRun) await hooks.whileLocked?.();
     // This store's own pack is sealed first, so that what it holds can be rewritten like any other's.
     if (!dryRun) await placementOf(store).packWriter.seal();
@@ -174,30 +158,17 @@ export async function collectStore(store: Store, hooks: CollectHooks, options: G
     await step('roots');
 
     const now = Date.now();
-    const marked = new Set<string>();
-    const visit: string[] = [];
-    const mark = (d: string) => {
-      if (marked.has(d)) return;
-      marked.add(d);
-      visit.push(d);
-    };
-    for (const d of roots.digests) mark(d);
-    for (const d of pins.digests) mark(d);
-    for (const [d, b] of all) {
-      if (now - b.mtimeMs < graceMs) {
-        report.young++;
-        mark(d);
-      }
-    }
-    while (visit.length > 0) {
-      const d = visit.pop() as string;
+    const young: string[] = [];
+    for (const [d, b] of all) if (now - b.mtimeMs < graceMs) young.push(d);
+    report.young = young.length;
+    const marked = await markReachable([roots.digests, pins.digests, young], async (d) => {
       const b = all.get(d);
-      if (!b || b.bytes > MAX_MANIFEST_BYTES) continue;
+      if (!b || b.bytes > MAX_MANIFEST_BYTES) return [];
       const at = listed.has(d) ? undefined : packedAt.get(d);
       const streams = at ? await packedManifestStreams(store, d, at.path, at.entry) : await manifestStreams(store, d);
       // A packed manifest that did not read back where it was listed is read wherever it is now.
-      for (const s of streams.length > 0 || !at ? streams : await manifestStreams(store, d)) mark(s);
-    }
+      return streams.length > 0 || !at ? streams : manifestStreams(store, d);
+    });
     await step('marked');
 
     const candidates = [...listed.keys()].filter((d) => !marked.has(d)).sort();
@@ -240,8 +211,63 @@ export async function collectStore(store: Store, hooks: CollectHooks, options: G
   }
 }
 
+/**
+ * The mark: every digest of `seeds`, then whatever the marked manifests
+ * reference (`streamsOf` reads a marked blob's stream digests, none when it
+ * is not a manifest), transitively.
+ */
+export async function markReachable(
+  seeds: Iterable<Iterable<string>>,
+  streamsOf: (digest: string) => Promise<readonly string[]>,
+): Promise<Set<string>> {
+  const marked = new Set<string>();
+  const visit: string[] = [];
+  const mark = (d: string) => {
+    if (marked.has(d)) return;
+    marked.add(d);
+    visit.push(d);
+  };
+  for (const set of seeds) for (const d of set) mark(d);
+  while (visit.length > 0) for (const s of await streamsOf(visit.pop() as string)) mark(s);
+  return marked;
+}
+
+/** The grace period `options` ask for. @throws BadOptionError (EBADOPTION) when it is not a non-negative number. */
+export function graceOf(options: GcOptions): number {
+  const graceMs = options.graceMs ?? DEFAULT_GC_GRACE_MS;
+  if (!Number.isFinite(graceMs) || graceMs < 0) {
+    throw new BadOptionError(`graceMs must be a non-negative number, got ${JSON.stringify(options.graceMs)}`);
+  }
+  return graceMs;
+}
+
+/** A report of nothing found yet. */
+export function emptyReport(dryRun: boolean, graceMs: number): GcReport {
+  return {
+    dryRun,
+    graceMs,
+    scanned: 0,
+    kept: 0,
+    removed: 0,
+    bytesFreed: 0,
+    roots: 0,
+    pinned: 0,
+    young: 0,
+    restored: 0,
+    tmpReclaimed: 0,
+    tmpBytesReclaimed: 0,
+    pinsReclaimed: 0,
+    indexRemoved: 0,
+    trashRecovered: 0,
+    packs: 0,
+    packsRemoved: 0,
+    packedCopied: 0,
+    durationMs: 0,
+  };
+}
+
 /** Removes temporary files whose owner is dead (never others, never a blanket delete). */
-async function reclaimTemporaries(
+export async function reclaimTemporaries(
   store: Store,
   owners: OwnerCheck,
   dryRun: boolean,

@@ -65,6 +65,11 @@ export interface SweepResult {
   packedCopied: number;
 }
 
+/** A sweep that did nothing (yet). */
+export function emptySweep(): SweepResult {
+  return { removed: 0, bytesFreed: 0, restored: 0, indexRemoved: 0, packsRemoved: 0, packedCopied: 0 };
+}
+
 /** The packs a sweep rewrites: each has a blob the mark left unmarked. */
 export interface PackSweep {
   packs: readonly ListedPack[];
@@ -87,14 +92,7 @@ export async function sweep(
   listed: ReadonlyMap<string, ListedBlob>,
   opts: { graceMs: number; roots: RootScan; step: (s: GcStep) => Promise<void>; packs?: PackSweep },
 ): Promise<SweepResult> {
-  const result: SweepResult = {
-    removed: 0,
-    bytesFreed: 0,
-    restored: 0,
-    indexRemoved: 0,
-    packsRemoved: 0,
-    packedCopied: 0,
-  };
+  const result = emptySweep();
   const packs = opts.packs?.packs ?? [];
   if (candidates.length === 0 && packs.length === 0) return result;
   const trash = join(store.layout.trash, ownedName());

@@ -24,10 +24,12 @@ import { READ_STORE_FILE, type StoreFile } from '../file.js';
 import { makeDirs, type StoreIO, writeAll } from '../io.js';
 import type { StoreLayout } from '../layout.js';
 import type { S3Location } from '../location.js';
+import { LeaseJournal, type LeaseTiming } from './lease.js';
 import { type S3ConnectOptions, S3Objects } from './objects.js';
 import { ReadCache, s3CacheBytes } from './read-cache.js';
 import { RemoteFile } from './remote-file.js';
 import { loadS3Sdk } from './sdk.js';
+import { settle } from './tombstones.js';
 
 /** A blob key after `blobs/sha256/`: `<2 hex>/<62 hex>`. */
 const BLOB_KEY_REST = /^[0-9a-f]{2}\/[0-9a-f]{62}$/;
@@ -164,6 +166,16 @@ export class S3Blobs implements BlobBackend {
       await this.io.unlink(tmp).catch(() => {});
       throw toSluiceError(err, 'EDISK');
     }
+  }
+
+  /** This store's pins: a lease object under `leases/` (store/s3/lease.ts). */
+  leaseJournal(timing: LeaseTiming): LeaseJournal {
+    return new LeaseJournal(this.objects, this.keyBase, timing);
+  }
+
+  /** Waits until no collection may delete blob `digest` (store/s3/tombstones.ts); the caller leased it first. */
+  settle(digest: string): Promise<void> {
+    return settle(this.objects, this.keyBase, digest);
   }
 
   /** Blobs under `<prefix>/blobs/sha256/` and their bytes: one ListObjectsV2 per 1000 (indexes are not counted). */

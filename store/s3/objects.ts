@@ -6,7 +6,10 @@
  * - create-once put (`If-None-Match: *`): a 412 means the object is already
  *   there, which for content-addressed keys is success;
  * - multipart upload from a local file for large blobs, parts streamed from file ranges;
- * - ranged GET, HEAD, ListObjectsV2 (paged), DeleteObject.
+ * - ranged GET, HEAD, ListObjectsV2 (paged), DeleteObject;
+ * - compare-and-swap put (`If-Match`) and whole small GETs, for leases and
+ *   the GC lock (store/s3/lease.ts, store/s3/gc-lock.ts), with the server's
+ *   `Date` of the newest reply, the only clock their expiry is judged by.
  *
  * The client comes from the SDK's standard chain (credentials, region,
  * `AWS_ENDPOINT_URL_S3`), with path-style addressing when the endpoint is
@@ -45,6 +48,19 @@ export interface ListedObject {
   /** The ETag as the service lists it (quoted), identifying this version of the object. */
   readonly etag: string;
   readonly lastModified: Date | undefined;
+}
+
+/** A small object read whole ({@link S3Objects.getSmall}), with the server's clock at the reply. */
+export interface SmallObject {
+  readonly body: Buffer;
+  readonly etag: string;
+  readonly lastModified: Date | undefined;
+  /**
+   * The `Date` of the newest reply this client has had (this one's or a
+   * later one's): a time on the server's clock that is not in its future,
+   * which is what judging an expiry by the server's clock needs.
+   */
+  readonly serverDate: Date | undefined;
 }
 
 /** Requests made so far, by kind (each SDK command is one request, each multipart part one PUT). */
@@ -113,6 +129,8 @@ const SILENT = { debug: ignore, info: ignore, warn: ignore, error: ignore, trace
 export class S3Objects {
   /** Requests made through this instance. */
   readonly requests: RequestCounts = { puts: 0, gets: 0, heads: 0, lists: 0, deletes: 0, getBytes: 0 };
+  /** The `Date` header of the newest reply (leases and the GC lock expire by the server's clock, never this host's). */
+  private lastServerDate: Date | undefined;
 
   private constructor(
     private readonly sdk: S3Sdk,
@@ -142,7 +160,67 @@ export class S3Objects {
     Object.assign(config, options.clientConfig);
     if (config.endpoint !== undefined && options.clientConfig?.forcePathStyle === undefined)
       config.forcePathStyle = true;
-    return new S3Objects(sdk, new sdk.client.S3Client(config), bucket);
+    const objects = new S3Objects(sdk, new sdk.client.S3Client(config), bucket);
+    objects.client.middlewareStack.add(
+      (next) => async (args) => {
+        const out = await next(args);
+        const date = (out.response as { headers?: Record<string, string> } | undefined)?.headers?.date;
+        const at = date ? new Date(date) : undefined;
+        if (at && !Number.isNaN(at.getTime()) && !(objects.lastServerDate && at < objects.lastServerDate))
+          objects.lastServerDate = at;
+        return out;
+      },
+      { step: 'deserialize', name: 'sluiceServerDate' },
+    );
+    return objects;
+  }
+
+  /** The server's clock at the newest reply so far (see {@link SmallObject.serverDate}). */
+  get serverDate(): Date | undefined {
+    return this.lastServerDate;
+  }
+
+  /**
+   * Replaces `key` with `body` only if its current version is `etag`
+   * (`If-Match`): the compare-and-swap that renews a lease or the GC lock
+   * and that fences a stalled owner. Returns the new ETag, or undefined when
+   * the object is another version or absent (412; Ceph answers 412 for an
+   * absent key too, and 404 is taken the same way).
+   */
+  putIfMatch(key: string, body: Uint8Array, etag: string): Promise<string | undefined> {
+    // Ceph compares the ETag without its quotes (a quoted one never matches: measured).
+    return this.putBody(key, body, { IfMatch: etag.replace(/^"|"$/g, '') });
+  }
+
+  /** Replaces or creates `key` with `body`, unconditionally. Returns the ETag. */
+  async put(key: string, body: Uint8Array): Promise<string> {
+    return (await this.putBody(key, body, {})) ?? '';
+  }
+
+  /**
+   * All of the small object `key` (at most `limit` bytes; a larger one is
+   * EDISK, never read in part), or undefined when it does not exist.
+   */
+  async getSmall(key: string, limit: number): Promise<SmallObject | undefined> {
+    this.requests.gets++;
+    try {
+      const out = await this.client.send(new this.sdk.client.GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      if ((out.ContentLength ?? 0) > limit) {
+        (out.Body as Readable | undefined)?.destroy();
+        throw new DiskError(`s3://${this.bucket}/${key} is ${out.ContentLength} bytes, more than ${limit}`, {
+          bucket: this.bucket,
+          key,
+          s3: 'TooLarge',
+        });
+      }
+      const body = await readBody(out.Body as Readable | undefined, limit);
+      this.requests.getBytes += body.length;
+      return { body, etag: out.ETag ?? '', lastModified: out.LastModified, serverDate: this.lastServerDate };
+    } catch (err) {
+      if (err instanceof DiskError) throw err;
+      if (isNotFound(err) && nameOf(err) !== 'NoSuchBucket') return undefined;
+      throw s3Error(err, 'GET', this.bucket, key);
+    }
   }
 
   /** Closes the client's connections. */
@@ -155,15 +233,29 @@ export class S3Objects {
    * Returns the new object's ETag, or undefined when it was already there
    * (412): for a content-addressed key that is the same content.
    */
-  async putIfAbsent(key: string, body: Uint8Array): Promise<string | undefined> {
+  putIfAbsent(key: string, body: Uint8Array): Promise<string | undefined> {
+    return this.putBody(key, body, { IfNoneMatch: '*' });
+  }
+
+  /**
+   * One PUT of `body` under `condition`: the new ETag, or undefined when the
+   * condition failed (412; an `If-Match` on an absent key is 412 on Ceph, 404
+   * elsewhere, taken the same way).
+   */
+  private async putBody(
+    key: string,
+    body: Uint8Array,
+    condition: { IfNoneMatch?: string; IfMatch?: string },
+  ): Promise<string | undefined> {
     this.requests.puts++;
     try {
       const out = await this.client.send(
-        new this.sdk.client.PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, IfNoneMatch: '*' }),
+        new this.sdk.client.PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ...condition }),
       );
       return out.ETag ?? '';
     } catch (err) {
       if (statusOf(err) === 412 || nameOf(err) === 'PreconditionFailed') return undefined;
+      if (condition.IfMatch !== undefined && isNotFound(err) && nameOf(err) !== 'NoSuchBucket') return undefined;
       throw s3Error(err, 'PUT', this.bucket, key);
     }
   }

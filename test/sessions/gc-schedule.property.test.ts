@@ -124,6 +124,7 @@ describe('GC and publication interleavings (fast-check scheduler)', () => {
                 await step(`release ${i}`);
                 return raw.release();
               },
+              vouch: () => raw.vouch(),
             };
             try {
               const entries = [];

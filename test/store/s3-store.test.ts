@@ -3,12 +3,11 @@
  * one bucket prefix with separate local directories. What one publishes the
  * other deduplicates against and pages through, each page costing O(page)
  * bytes from the service; the requests of each operation are as
- * docs/store.md states them; what an S3 store cannot do yet it refuses.
+ * docs/store.md states them (GC and verify: test/store/s3-gc.test.ts).
  */
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { collectGarbage } from '../../engine/sessions/gc.js';
 import { blobBackendOf } from '../../store/backend.js';
 import type { S3Blobs } from '../../store/s3/blobs.js';
 import type { RequestCounts } from '../../store/s3/objects.js';
@@ -159,17 +158,5 @@ describe.runIf(s3)('S3 store across hosts', () => {
       }),
     ).rejects.toMatchObject({ code: 'EDISK', details: { status: 403 } });
     expect(await fsp.readdir(dir)).toEqual([]);
-  });
-
-  it('verify and garbage collection refuse an S3 store with EUNSUPPORTED, removing nothing', async () => {
-    const [a, b] = await twoHosts();
-    try {
-      const blob = await a.publishBytes('kept\n');
-      await expect(a.verify()).rejects.toMatchObject({ code: 'EUNSUPPORTED', details: { store: a.locator } });
-      await expect(collectGarbage(b, { graceMs: 0 })).rejects.toMatchObject({ code: 'EUNSUPPORTED' });
-      expect((await b.readPage(`artifact://${blob.digest}`)).content).toBe('kept\n');
-    } finally {
-      await b.close();
-    }
   });
 });

@@ -1,0 +1,152 @@
+/**
+ * Garbage collection of an S3 store, across every host on its bucket
+ * (docs/operations.md, "GC across hosts"). The local protocol
+ * (store/gc/collect.ts) with S3's parts:
+ *
+ * 1. Take the GC lock object (store/s3/gc-lock.ts; not in a dry run). Every
+ *    tombstone standing is a dead or fenced collection's: cleared. The
+ *    owner's own reclaiming runs ({@link CollectHooks.whileLocked}).
+ * 2. List every blob (size, LastModified, ETag), FIRST.
+ * 3. THEN read the leases (store/s3/lease-scan.ts: unexpired ones are
+ *    roots, expired ones are reclaimed), THEN the roots
+ *    ({@link CollectHooks.roots}).
+ * 4. Mark: roots, leased digests, blobs inside the grace period by the
+ *    server's clock, then what marked manifests reference, transitively.
+ * 5. Sweep by tombstone markers, re-check and deletes under a renewed lock
+ *    (store/gc/s3-sweep.ts).
+ * 6. Remove line-index objects whose blob is gone and that are past the
+ *    grace period; reclaim this host's temporaries of dead owners.
+ *
+ * Anything that cannot be read fails the collection (EDISK) before a
+ * delete, and its tombstones are cleared: nothing was moved.
+ */
+import { toSluiceError } from '../../engine/protocol/errors.js';
+import { MAX_MANIFEST_BYTES } from '../manifest.js';
+import { OwnerCheck } from '../owners.js';
+import type { S3Blobs } from '../s3/blobs.js';
+import { youngOnServer } from '../s3/expiry.js';
+import { DEFAULT_GC_LOCK_TTL_MS, S3GcLock } from '../s3/gc-lock.js';
+import { scanLeases } from '../s3/lease-scan.js';
+import { tombstonePrefix } from '../s3/tombstones.js';
+import type { Store } from '../store.js';
+import { manifestStreams } from './blobs.js';
+import {
+  type CollectHooks,
+  emptyReport,
+  type GcOptions,
+  type GcReport,
+  graceOf,
+  markReachable,
+  reclaimTemporaries,
+} from './collect.js';
+import type { RootScan } from './roots.js';
+import { listS3Blobs, sweepS3 } from './s3-sweep.js';
+import type { GcStep } from './sweep.js';
+
+const INDEX_KEY = /index\/sha256\/([0-9a-f]{2})\/([0-9a-f]{62})\.idx$/;
+
+/**
+ * Collects the garbage of the S3 store `store` (its backend `backend`).
+ * Safe against publishers on any host sharing the bucket, even with a grace
+ * period of 0, under the one assumption docs/operations.md states.
+ *
+ * @throws BadOptionError (EBADOPTION); TimeoutError (ETIMEOUT) when another collection holds the lock or took it over; DiskError (EDISK).
+ */
+export async function collectS3Store(
+  store: Store,
+  backend: S3Blobs,
+  hooks: CollectHooks,
+  options: GcOptions = {},
+): Promise<GcReport> {
+  const started = Date.now();
+  const graceMs = graceOf(options);
+  const dryRun = options.dryRun === true;
+  const step = async (s: GcStep) => {
+    await options.onStep?.(s);
+  };
+  const { objects, keyBase: base } = backend;
+  const lock = dryRun
+    ? undefined
+    : await S3GcLock.acquire(
+        objects,
+        base,
+        options.lockTtlMs ?? DEFAULT_GC_LOCK_TTL_MS,
+        options.lockTimeoutMs ?? 30_000,
+      );
+  let roots: RootScan | undefined;
+  try {
+    const report = emptyReport(dryRun, graceMs);
+    if (lock) {
+      // Under the lock, every tombstone is a dead (or fenced) collection's: its blob was never moved.
+      for await (const o of objects.list(tombstonePrefix(base))) {
+        await objects.delete(o.key);
+        report.trashRecovered++;
+      }
+      await hooks.whileLocked?.();
+    }
+    // The order below is the safety argument: blobs first, then leases, then roots.
+    const listed = await listS3Blobs(backend);
+    report.scanned = listed.size;
+    await step('listed');
+    const leases = await scanLeases(objects, base, dryRun ? 'skip' : 'reclaim');
+    report.pinned = leases.digests.size;
+    report.pinsReclaimed = leases.reclaimed;
+    await step('pins');
+    roots = await hooks.roots(store);
+    report.roots = roots.digests.size;
+    await step('roots');
+
+    const serverNow = objects.serverDate;
+    const young = [...listed].filter(([, b]) => youngOnServer(b.lastModified, serverNow, graceMs)).map(([d]) => d);
+    report.young = young.length;
+    const marked = await markReachable([roots.digests, leases.digests, young], async (d) => {
+      const b = listed.get(d);
+      return b && b.bytes <= MAX_MANIFEST_BYTES ? manifestStreams(store, d) : [];
+    });
+    await step('marked');
+
+    const candidates = [...listed.keys()].filter((d) => !marked.has(d)).sort();
+    if (!lock) {
+      report.removed = candidates.length;
+      for (const d of candidates) report.bytesFreed += listed.get(d)?.bytes ?? 0;
+    } else {
+      const swept = await sweepS3(store, backend, lock, candidates, listed, { graceMs, roots, step });
+      report.removed = swept.removed;
+      report.bytesFreed = swept.bytesFreed;
+      report.restored = swept.restored;
+      report.indexRemoved = swept.indexRemoved;
+      report.indexRemoved += await removeOrphanIndexObjects(backend, graceMs);
+    }
+    report.kept = Math.max(0, report.scanned - report.removed);
+    const tmp = await reclaimTemporaries(store, new OwnerCheck(), dryRun);
+    report.tmpReclaimed = tmp.files;
+    report.tmpBytesReclaimed = tmp.bytes;
+    report.durationMs = Date.now() - started;
+    return report;
+  } catch (err) {
+    throw toSluiceError(err, 'EDISK');
+  } finally {
+    await roots?.close();
+    await lock?.release();
+  }
+}
+
+/**
+ * Deletes line-index objects past the grace period (server clock) whose
+ * blob is absent now (a fresh HEAD): an index is placed after its blob, so
+ * it is an orphan, and at worst a cache a later read rebuilds.
+ */
+async function removeOrphanIndexObjects(backend: S3Blobs, graceMs: number): Promise<number> {
+  const { objects } = backend;
+  let removed = 0;
+  for await (const o of objects.list(`${backend.keyBase}index/sha256/`)) {
+    const m = INDEX_KEY.exec(o.key);
+    if (!m) continue;
+    const now = objects.serverDate;
+    if (youngOnServer(o.lastModified, now, graceMs)) continue;
+    if (await backend.hasBlob(`${m[1]}${m[2]}`)) continue;
+    await objects.delete(o.key);
+    removed++;
+  }
+  return removed;
+}

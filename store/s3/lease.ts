@@ -1,0 +1,324 @@
+/**
+ * Pins of an S3 store: a lease object this store renews,
+ *
+ *     <prefix>/leases/<owned name>     header lines, a blank line, one pinned digest per line
+ *
+ * A pin's add resolves only once a lease naming its digests is stored: every
+ * add queued while a PUT is in flight goes out in the next one (group
+ * commit), so a burst of publishes costs one PUT. Releases are lazy: they
+ * change only what the next write says. While something is held the lease is
+ * rewritten every `renewMs`; once nothing is, one more write empties it and
+ * renewals stop.
+ *
+ * Every write but the first is a compare-and-swap on the ETag of the
+ * previous one (`If-Match`), and every body carries a fresh nonce, so each
+ * write is a new ETag. A collector that finds the lease expired (by the
+ * server's clock, store/s3/expiry.ts) reclaims it with a compare-and-swap of
+ * its own; this store's next write then fails (412), and that is how it
+ * learns it was fenced: every pin that held a digest under the lost lease is
+ * lost (its {@link Pin.vouch} and later adds fail with EDISK,
+ * `details.s3: 'LeaseLost'`), and later pins get a lease under a new key.
+ *
+ * {@link Pin.vouch} is what a publisher asks before it records a reference:
+ * it resolves when the lease was stored less than half a TTL ago (by this
+ * host's monotonic clock, from the start of that PUT) or after a renewal
+ * made now. The rest of the argument (docs/operations.md, "GC across
+ * hosts") rests on the order of these writes, not on clocks, except for the
+ * one residual assumption stated there.
+ */
+import { BadOptionError, ClosedError, DiskError, toSluiceError } from '../../engine/protocol/errors.js';
+import { ownedName } from '../owners.js';
+import type { Pin } from '../pins.js';
+import { writeNonce } from './expiry.js';
+import type { S3Objects } from './objects.js';
+
+/** How long a lease protects its digests after its last write: two minutes. */
+export const DEFAULT_LEASE_TTL_MS = 120_000;
+
+/** The first line of a live lease. */
+export const LEASE_MAGIC = 'sluice-lease 1';
+/** The whole body a collector writes over a lease it reclaimed. */
+export const LEASE_RECLAIMED = 'sluice-lease reclaimed\n';
+
+/** Lease timing of one store. */
+export interface LeaseTiming {
+  /** Digests stay protected this long after the lease's last write (server clock). */
+  readonly ttlMs: number;
+  /** The lease is rewritten this often while it holds digests. */
+  readonly renewMs: number;
+}
+
+/** The error of a pin whose lease was reclaimed while this store stalled. */
+export function leaseLostError(key: string): DiskError {
+  return new DiskError(
+    `the S3 lease ${key} expired and was reclaimed: what it pinned may have been collected, so it is not referenced`,
+    { s3: 'LeaseLost', key },
+  );
+}
+
+/** One pin of the journal. */
+interface LeasePin {
+  /** Digests whose add resolved (stored in a lease). */
+  readonly own: string[];
+  released: boolean;
+  /** The lease that held its digests was reclaimed. */
+  lost: string | undefined;
+}
+
+interface QueuedAdd {
+  pin: LeasePin;
+  digests: readonly string[];
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/** The lease of one S3 store (see the module comment). */
+export class LeaseJournal {
+  private key: string | undefined;
+  private etag: string | undefined;
+  private seq = 0;
+  private readonly pins = new Set<LeasePin>();
+  private queue: QueuedAdd[] = [];
+  private waiters: Array<() => void> = [];
+  private flushing: Promise<void> | undefined;
+  private renewWanted = false;
+  /** performance.now() when the last stored write was sent. */
+  private storedAt = Number.NEGATIVE_INFINITY;
+  /** The digests the stored lease names (an empty one after a non-empty one is worth one more write). */
+  private stored = new Set<string>();
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly objects: S3Objects,
+    /** `<prefix>/` or ''. */
+    private readonly base: string,
+    /** TTL and renewal interval. */
+    readonly timing: LeaseTiming,
+  ) {}
+
+  /** The key of the current lease, once written. */
+  get currentKey(): string | undefined {
+    return this.key;
+  }
+
+  /** A new pin holding `digests` (resolves once a lease naming them is stored). */
+  async pin(digests: readonly string[]): Promise<Pin> {
+    const state: LeasePin = { own: [], released: false, lost: undefined };
+    this.pins.add(state);
+    try {
+      await this.hold(state, digests);
+    } catch (err) {
+      this.release(state);
+      throw err;
+    }
+    let adding: Promise<unknown> = Promise.resolve();
+    return {
+      get digests() {
+        return state.own;
+      },
+      add: (more) => {
+        if (state.released) return Promise.reject(new Error('pin already released'));
+        const added = this.hold(state, more);
+        adding = Promise.all([adding, added.catch(() => {})]);
+        return added;
+      },
+      release: async () => {
+        if (state.released) return;
+        await adding;
+        this.release(state);
+      },
+      vouch: () => this.vouch(state),
+    };
+  }
+
+  private hold(pin: LeasePin, digests: readonly string[]): Promise<void> {
+    if (this.closed) return Promise.reject(new ClosedError('the store is closed'));
+    if (pin.lost) return Promise.reject(leaseLostError(pin.lost));
+    if (digests.length === 0) return Promise.resolve();
+    // Already named by the lease as stored, recently enough that it cannot have expired, and no write
+    // in flight that could leave them out: held without a PUT (a dedup of what this host pinned before).
+    if (!this.flushing && this.fresh() && digests.every((d) => this.stored.has(d))) {
+      pin.own.push(...digests);
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => {
+      this.queue.push({ pin, digests, resolve, reject });
+      this.kick();
+    });
+  }
+
+  /** Lazy: the next write leaves the pin's digests out. */
+  private release(pin: LeasePin): void {
+    pin.released = true;
+    this.pins.delete(pin);
+  }
+
+  /**
+   * Resolves when `pin`'s digests are under a lease that is stored and not
+   * older than half a TTL; rejects (LeaseLost) when that lease was reclaimed.
+   */
+  private async vouch(pin: LeasePin): Promise<void> {
+    if (pin.lost) throw leaseLostError(pin.lost);
+    if (pin.own.length === 0) return;
+    if (this.fresh()) return;
+    await this.renew();
+    if (pin.lost) throw leaseLostError(pin.lost);
+  }
+
+  /**
+   * The stored lease was sent less than half a TTL ago (this host's
+   * monotonic clock): a collector cannot judge it expired before a whole TTL
+   * after its LastModified (the server's clock), so it is still this
+   * store's, unless the two clocks' rates differ by a factor of two.
+   */
+  private fresh(): boolean {
+    return performance.now() - this.storedAt < this.timing.ttlMs / 2;
+  }
+
+  /** Writes the lease now (a renewal), whatever the timer says. */
+  renew(): Promise<void> {
+    return new Promise((resolve) => {
+      this.renewWanted = true;
+      this.waiters.push(resolve);
+      this.kick();
+    });
+  }
+
+  private kick(): void {
+    this.flushing ??= this.flush().finally(() => {
+      this.flushing = undefined;
+      if (this.queue.length > 0 || this.renewWanted) this.kick();
+    });
+    if (!this.timer && !this.closed) {
+      this.timer = setInterval(() => this.tick(), this.timing.renewMs);
+      this.timer.unref();
+    }
+  }
+
+  private tick(): void {
+    if (this.closed) return;
+    const holds = [...this.pins].some((p) => p.own.length > 0 && !p.lost);
+    // Holding nothing: one write that says so (lazy releases end here), then no renewals.
+    if (holds || this.stored.size > 0) {
+      this.renewWanted = true;
+      this.kick();
+    }
+  }
+
+  private body(extra: readonly QueuedAdd[]): { text: string; digests: Set<string> } {
+    const all = new Set<string>();
+    for (const p of this.pins) if (!p.lost && !p.released) for (const d of p.own) all.add(d);
+    for (const q of extra) if (!q.pin.lost) for (const d of q.digests) all.add(d);
+    this.seq++;
+    const header = `${LEASE_MAGIC}\nowner ${this.key}\nseq ${this.seq}\nttl ${this.timing.ttlMs}\nnonce ${writeNonce()}\n\n`;
+    return { text: header + [...all].map((d) => `${d}\n`).join(''), digests: all };
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.queue;
+    this.queue = [];
+    const waiters = this.waiters;
+    this.waiters = [];
+    this.renewWanted = false;
+    let failure: unknown;
+    try {
+      // At most two tries: the second under a new key, after the first found the lease reclaimed.
+      for (let attempt = 0; attempt < 2; attempt++) {
+        this.key ??= `${this.base}leases/${ownedName(16)}`;
+        const { text, digests } = this.body(batch);
+        const started = performance.now();
+        const bytes = Buffer.from(text, 'latin1');
+        const etag =
+          this.etag === undefined
+            ? await this.objects.putIfAbsent(this.key, bytes)
+            : await this.objects.putIfMatch(this.key, bytes, this.etag);
+        if (etag !== undefined) {
+          this.etag = etag;
+          this.storedAt = started;
+          this.stored = digests;
+          break;
+        }
+        this.fence();
+      }
+    } catch (err) {
+      failure = toSluiceError(err, 'EDISK');
+    }
+    for (const q of batch) {
+      if (q.pin.lost) q.reject(leaseLostError(q.pin.lost));
+      else if (failure !== undefined || this.etag === undefined) q.reject(failure ?? leaseLostError(String(this.key)));
+      else {
+        q.pin.own.push(...q.digests);
+        q.resolve();
+      }
+    }
+    for (const w of waiters) w();
+  }
+
+  /** The lease was reclaimed: every pin that held digests under it is lost; the next write starts a new lease. */
+  private fence(): void {
+    const key = String(this.key);
+    for (const p of this.pins) if (p.own.length > 0) p.lost = key;
+    this.key = undefined;
+    this.etag = undefined;
+    this.stored = new Set();
+    this.storedAt = Number.NEGATIVE_INFINITY;
+  }
+
+  /** Nothing is held in memory only: an S3 store packs nothing (store/pins.ts, {@link Pin.holdInOwnPack}). */
+  async flushInMemory(): Promise<void> {}
+
+  /**
+   * Stops renewing. With nothing held the lease object is deleted; with pins
+   * still held it is left to expire (a collector reclaims it), as a local pin
+   * file of a closed store is left for GC.
+   */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    while (this.flushing) await this.flushing;
+    const holds = [...this.pins].some((p) => p.own.length > 0 && !p.lost);
+    if (!holds && this.key !== undefined) {
+      const key = this.key;
+      this.key = undefined;
+      await this.objects.delete(key).catch(() => {});
+    }
+  }
+}
+
+/** The lease timing options of an S3 store ({@link leaseTiming}). */
+export interface LeaseOptions {
+  /** @default `$SLUICE_S3_LEASE_TTL_MS`, else {@link DEFAULT_LEASE_TTL_MS} */
+  readonly ttlMs?: number;
+  /** @default `$SLUICE_S3_LEASE_RENEW_MS`, else a quarter of the TTL */
+  readonly renewMs?: number;
+}
+
+function fromEnv(name: string, env: NodeJS.ProcessEnv): number | undefined {
+  const v = env[name];
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n <= 0)
+    throw new BadOptionError(`${name} must be a positive integer, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/**
+ * The lease timing of a store: options, else the environment, else the
+ * defaults. The renewal interval must be under half the TTL, so that a
+ * vouch that finds the lease stored recently (store/s3/lease.ts) has a
+ * renewal to spare.
+ *
+ * @throws BadOptionError (EBADOPTION) for a non-positive value or a renewal interval of half the TTL or more.
+ */
+export function leaseTiming(options: LeaseOptions = {}, env: NodeJS.ProcessEnv = process.env): LeaseTiming {
+  const ttlMs = options.ttlMs ?? fromEnv('SLUICE_S3_LEASE_TTL_MS', env) ?? DEFAULT_LEASE_TTL_MS;
+  const renewMs = options.renewMs ?? fromEnv('SLUICE_S3_LEASE_RENEW_MS', env) ?? Math.max(1, Math.floor(ttlMs / 4));
+  if (!Number.isInteger(ttlMs) || ttlMs <= 0 || !Number.isInteger(renewMs) || renewMs <= 0 || renewMs * 2 >= ttlMs) {
+    throw new BadOptionError(
+      `lease timing must be positive integers with renewMs under half of ttlMs, got ttlMs ${JSON.stringify(ttlMs)} and renewMs ${JSON.stringify(renewMs)}`,
+    );
+  }
+  return { ttlMs, renewMs };
+}

@@ -1,0 +1,95 @@
+/**
+ * Verify of an S3 store: every blob object hashed, streamed in ranged GETs
+ * of one block at a time (store/s3/remote-file.ts), so memory is one block
+ * whatever the object's size; corrupt ones reported; manifest references
+ * that are absent reported as missing.
+ *
+ * `repair` deletes each corrupt object, so that it is missing rather than
+ * wrong (a read is ENOTFOUND instead of EINTEGRITY, and verify of the
+ * sessions lists the records that reference it), and the next publish of
+ * its content, on any host, uploads a good copy. The version deleted is the
+ * one found corrupt: its ETag is checked again just before the delete, and
+ * one a publisher has replaced meanwhile (healed) is left in place. S3 has
+ * no conditional delete, so a heal landing between that HEAD and the
+ * DELETE is deleted with it; the publisher's next publish of that content
+ * heals it again (docs/operations.md, "Verify on S3").
+ */
+import { fileHandle } from '../blob-handle.js';
+import { checkBlob } from '../integrity.js';
+import { MAX_MANIFEST_BYTES } from '../manifest.js';
+import { tryLoadManifest } from '../manifest-load.js';
+import type { Store } from '../store.js';
+import { emptyVerifyReport, type VerifyOptions, type VerifyReport } from '../verify.js';
+import type { S3Blobs } from './blobs.js';
+import type { RemoteFile } from './remote-file.js';
+
+const BLOB_KEY = /^blobs\/sha256\/([0-9a-f]{2})\/([0-9a-f]{62})$/;
+
+/** Hashes every blob of the S3 store `store` (see the module comment). */
+export async function verifyS3Store(
+  store: Store,
+  backend: S3Blobs,
+  options: VerifyOptions = {},
+): Promise<VerifyReport> {
+  const report = emptyVerifyReport();
+  const present = new Set<string>();
+  const referenced = new Set<string>();
+  const prefix = `${backend.keyBase}blobs/`;
+  for await (const o of backend.objects.list(prefix)) {
+    const rel = o.key.slice(backend.keyBase.length);
+    const m = BLOB_KEY.exec(rel);
+    if (!m) {
+      report.unexpected.push(rel);
+      continue;
+    }
+    const digest = `${m[1]}${m[2]}`;
+    let opened: RemoteFile | undefined;
+    const check = await checkBlob(store, digest, async () => {
+      opened = (await backend.openBlob(digest)) as RemoteFile;
+      return fileHandle(opened);
+    });
+    // Deleted while we looked (a collection): never there for this report.
+    if (check.status === 'missing') continue;
+    report.scanned++;
+    if (check.status === 'corrupt') {
+      report.corrupt.push(digest);
+      if (options.repair && opened) {
+        const failed = await removeCorrupt(backend, digest, opened.head.etag);
+        if (failed) {
+          report.repairFailed.push(`${digest}: ${failed}`);
+          present.add(digest);
+        } else report.quarantined.push(digest);
+      } else present.add(digest);
+      continue;
+    }
+    present.add(digest);
+    report.ok++;
+    if (check.bytes <= MAX_MANIFEST_BYTES) {
+      const manifest = await tryLoadManifest(store, digest).catch(() => undefined);
+      for (const s of manifest?.streams ?? []) referenced.add(s.digest);
+    }
+  }
+  report.corrupt.sort();
+  report.quarantined.sort();
+  const absent = [...referenced].filter((d) => !present.has(d));
+  // Nothing is ever moved on S3 (a tombstone marks a blob in place): absent is missing.
+  report.missing = (await Promise.all(absent.map(async (d) => ((await backend.hasBlob(d)) ? undefined : d))))
+    .filter((d): d is string => d !== undefined)
+    .sort();
+  return report;
+}
+
+/** Deletes the corrupt version `etag` of blob `digest` and its index; a reason when it was not. */
+async function removeCorrupt(backend: S3Blobs, digest: string, etag: string): Promise<string | undefined> {
+  try {
+    const now = await backend.objects.head(backend.blobKey(digest));
+    if (!now) return undefined;
+    if (now.etag !== etag) return 'it was replaced by another copy while it was checked; left in place';
+    await backend.objects.delete(backend.blobKey(digest));
+    await backend.objects.delete(backend.indexKey(digest));
+    return undefined;
+  } catch (err) {
+    const e = err as { code?: string; message?: string };
+    return `${e.code ?? 'EDISK'}: ${e.message ?? String(err)}`;
+  }
+}
