@@ -54,6 +54,15 @@ fail() {
     tail -n 15 "$f" >&2
   done
   "$here/s3-down.sh" "$D" >&2 || true
+  # A start that failed on its own (not a missing command, bad usage or a signal) is tried again
+  # from scratch, with new ports: under load a daemon may lose a port picked a moment before to
+  # another cluster starting beside it, or give up waiting for the OSD.
+  local attempt=${SLUICE_S3_UP_ATTEMPT:-1}
+  case $rc in 3 | 64 | 129 | 130 | 143) attempt=3 ;; esac
+  if [ "$attempt" -lt 3 ]; then
+    say "trying again (attempt $((attempt + 1)) of 3)"
+    SLUICE_S3_UP_ATTEMPT=$((attempt + 1)) exec "$0" "$D"
+  fi
   exit "$rc"
 }
 trap fail EXIT
