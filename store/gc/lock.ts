@@ -9,9 +9,11 @@
  * the clocks say. A lock whose owner is dead is broken: renamed aside,
  * checked to be the very file judged stale (same inode), and removed.
  *
- * Locks written by older versions hold a bare pid; theirs is the old rule
- * (the pid lives and did not start after the lock was written), and one
- * with no valid pid is taken as abandoned after {@link UNWRITTEN_STALE_MS}.
+ * Locks written by older versions hold a bare pid, and one written where
+ * /proc could not be read holds `<pid>-<random>` (no token); theirs is the
+ * old rule (the pid lives and did not start after the lock was written),
+ * and one with no valid pid is taken as abandoned after
+ * {@link UNWRITTEN_STALE_MS}.
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
@@ -111,9 +113,11 @@ async function readHolder(
       const st = await fh.stat();
       if (!st.isFile()) return undefined;
       const text = (await fh.readFile()).toString('utf8').trim();
-      // A token (`<pid>-t…`), or a bare pid from an older version.
+      // A token (`<pid>-t…`); an owned name without one (`<pid>-<random>`, where /proc could not be
+      // read), judged by the pid as an older version's bare pid is; or that bare pid.
       const token = ownerToken(text) ? text : undefined;
-      const pid = Number(token ? text.slice(0, text.indexOf('-')) : text);
+      const m = /^([1-9][0-9]{0,9})(?:-[0-9a-zA-Z]+)?$/.exec(text);
+      const pid = m ? Number(m[1]) : Number.NaN;
       return { pid, token, mtimeMs: st.mtimeMs, ino: st.ino };
     } finally {
       await fh.close();

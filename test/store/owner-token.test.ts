@@ -133,6 +133,32 @@ describe('owners are told apart by their start, not by timestamps', () => {
     await store.close();
   });
 
+  it("a lock named without a token (where /proc could not be read) is its live holder's however old it is", async () => {
+    const root = join(await tempDir(), 'store');
+    const store = await Store.open(root);
+    const lock = join(store.layout.gc, 'lock');
+    const noRoots = {
+      roots: async () => ({
+        digests: new Set<string>(),
+        appended: async () => new Set<string>(),
+        close: async () => {},
+      }),
+    };
+    await fsp.mkdir(store.layout.gc, { recursive: true });
+    // ownedName() without /proc: `<pid>-<random>`. The holder (this process) lives; the lock is a minute old.
+    await fsp.writeFile(lock, `${process.pid}-0123456789ab\n`);
+    const minuteAgo = new Date(Date.now() - 60_000);
+    await fsp.utimes(lock, minuteAgo, minuteAgo);
+    await expect(collectStore(store, noRoots, { graceMs: 0, lockTimeoutMs: 100 })).rejects.toMatchObject({
+      code: 'ETIMEOUT',
+      details: { pid: process.pid },
+    });
+    expect(await fsp.readFile(lock, 'utf8')).toBe(`${process.pid}-0123456789ab\n`);
+    await fsp.unlink(lock);
+    expect(await fsp.readdir(store.layout.tmp)).toEqual([]);
+    await store.close();
+  });
+
   it('a collection writes its lock whole before it is visible, holding its own token', async () => {
     const root = join(await tempDir(), 'store');
     const store = await Store.open(root);
