@@ -38,7 +38,9 @@ export interface Pin {
    * store's own unsealed pack, in memory only: no collection rewrites that
    * pack while it is unsealed and its owner lives, and the store writes
    * these holds to its journal before it seals the pack
-   * ({@link PinJournal.flushInMemory}). Absent where the store has no packs.
+   * ({@link PinJournal.flushInMemory}). Only a small blob's publication
+   * uses it (store/blob-writer.ts); it throws once the pin is released or
+   * the store closed.
    */
   holdInOwnPack?(digests: readonly string[]): void;
   /** Releases the pin (idempotent). */
