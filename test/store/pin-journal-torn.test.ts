@@ -7,27 +7,21 @@
  * holds a seal writes out (store/pins.ts) are checked.
  */
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { collectStore } from '../../store/gc/collect.js';
 import { scanPins } from '../../store/gc/pin-scan.js';
 import { OwnerCheck } from '../../store/owners.js';
 import { listPacks } from '../../store/pack-index.js';
 import { placementOf, Store } from '../../store/store.js';
 import { FaultyIO } from '../support/faulty-io.js';
-import { expectNoLeftovers, makeTempDir, removeDir, sha256, tag } from '../support/invariants.js';
+import { expectNoLeftovers, sha256, tag } from '../support/invariants.js';
+import { tempDir } from './helpers.js';
 
-const cleanup: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const c of cleanup.splice(0).reverse()) await c();
-});
-
+/** A store packing small blobs on recording, fault-injecting I/O (its directory goes with the test). */
 async function packedStore(): Promise<{ io: FaultyIO; store: Store }> {
-  const dir = await makeTempDir();
-  cleanup.push(() => removeDir(dir));
-  const root = join(dir, 'store');
+  const root = join(await tempDir(), 'store');
   const io = new FaultyIO(root);
-  const store = await Store.open(root, { io, packMaxBlobBytes: 65536 });
-  return { io, store };
+  return { io, store: await Store.open(root, { io, packMaxBlobBytes: 65536 }) };
 }
 
 /** What another process's collection would read as pinned. */
