@@ -38,7 +38,9 @@ export interface Pin {
    * store's own unsealed pack, in memory only: no collection rewrites that
    * pack while it is unsealed and its owner lives, and the store writes
    * these holds to its journal before it seals the pack
-   * ({@link PinJournal.flushInMemory}). Absent where the store has no packs.
+   * ({@link PinJournal.flushInMemory}). Only a small blob's publication
+   * uses it (store/blob-writer.ts); it throws once the pin is released or
+   * the store closed.
    */
   holdInOwnPack?(digests: readonly string[]): void;
   /** Releases the pin (idempotent). */
@@ -99,6 +101,8 @@ export class PinJournal {
   private lines = 0;
   /** The file may hold lines (a write was attempted since it was last cut), whether or not it is open. */
   private dirty = false;
+  /** The last append failed: the file may end in part of a line (the next append starts a new one). */
+  private torn = false;
   private closed = false;
   private pins = 0;
   private ops: JournalOp[] = [];
@@ -275,8 +279,13 @@ export class PinJournal {
   private async append(text: string): Promise<void> {
     const fh = await this.open();
     this.dirty = true;
+    // After a failed write part of it may have landed, a line without its newline: this write's first
+    // line would be glued onto it and parse as no line at all, a hold no collection could see.
+    const out = this.torn ? `\n${text}` : text;
+    this.torn = true;
     // O_APPEND and no position (write, not pwrite): every write lands at the end, on every platform.
-    await writeAll(this.io, fh, Buffer.from(text, 'latin1'), null);
+    await writeAll(this.io, fh, Buffer.from(out, 'latin1'), null);
+    this.torn = false;
     this.lines += text.length / LINE_CHARS;
   }
 
@@ -296,6 +305,7 @@ export class PinJournal {
     this.fh = undefined;
     this.lines = text.length / LINE_CHARS;
     this.dirty = this.lines > 0;
+    this.torn = false;
   }
 
   /**
@@ -313,6 +323,7 @@ export class PinJournal {
       await this.io.truncate(await this.open(), 0);
       this.lines = 0;
       this.dirty = false;
+      this.torn = false;
     } catch {
       // Cannot cut: the drops still make the journal say that nothing is held.
       if (drops.length > 0) await this.append(drops);
@@ -326,6 +337,7 @@ export class PinJournal {
     this.path = undefined;
     this.lines = 0;
     this.dirty = false;
+    this.torn = false;
     await fh?.close().catch(() => {});
     if (path) await this.io.unlink(path).catch(() => {});
   }

@@ -9,9 +9,11 @@
  * the clocks say. A lock whose owner is dead is broken: renamed aside,
  * checked to be the very file judged stale (same inode), and removed.
  *
- * Locks written by older versions hold a bare pid; theirs is the old rule
- * (the pid lives and did not start after the lock was written), and one
- * with no valid pid is taken as abandoned after {@link UNWRITTEN_STALE_MS}.
+ * Locks written by older versions hold a bare pid, and one written where
+ * /proc could not be read holds `<pid>-<random>` (no token); theirs is the
+ * old rule (the pid lives and did not start after the lock was written),
+ * and one with no valid pid is taken as abandoned after
+ * {@link UNWRITTEN_STALE_MS}.
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
@@ -48,16 +50,20 @@ export async function acquireGcLock(store: Store, timeoutMs: number): Promise<Gc
   const token = ownedName();
   for (;;) {
     try {
-      await linkWhole(store, path, `${token}\n`);
-      const { ino } = await io.stat(path);
+      // Nothing that can fail comes between the link and the return: a failure there would leave a
+      // lock naming this live process, which every later collection waits for until it exits.
+      const ino = await linkWhole(store, path, `${token}\n`);
       let released = false;
       return {
         release: async () => {
           if (released) return;
           released = true;
-          // Only our own lock: never remove one a breaker replaced it with.
-          const st = await io.stat(path).catch(() => undefined);
-          if (st?.ino === ino) await io.unlink(path).catch(() => {});
+          // Only our own lock: never remove one a breaker replaced it with. One that cannot be
+          // stat'ed is removed all the same: kept, it would stop every collection while we live.
+          const st = await io
+            .stat(path)
+            .catch((err: unknown) => ((err as { code?: unknown }).code === 'ENOENT' ? null : undefined));
+          if (st === undefined || st?.ino === ino) await io.unlink(path).catch(() => {});
         },
       };
     } catch (err) {
@@ -82,19 +88,23 @@ export async function acquireGcLock(store: Store, timeoutMs: number): Promise<Gc
  * Creates `path` holding `text`, or fails with EEXIST: written and closed in
  * tmp/ under an owned name first (reclaimed by GC if this process dies
  * there), then hard-linked into place, so no reader ever sees it partial.
+ * Resolves to the lock's inode, taken before the link (a link shares it).
  */
-async function linkWhole(store: Store, path: string, text: string): Promise<void> {
+async function linkWhole(store: Store, path: string, text: string): Promise<number> {
   const io = store.io;
   const tmp = join(store.layout.tmp, `${ownedName()}.lock`);
   const fh = await io.open(tmp, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600);
   try {
+    let ino: number;
     try {
       const line = Buffer.from(text);
       for (let off = 0; off < line.length; ) off += await io.write(fh, line, off, line.length - off, off);
+      ino = (await fh.stat()).ino;
     } finally {
       await fh.close();
     }
     await io.link(tmp, path);
+    return ino;
   } finally {
     await io.unlink(tmp).catch(() => {});
   }
@@ -111,9 +121,11 @@ async function readHolder(
       const st = await fh.stat();
       if (!st.isFile()) return undefined;
       const text = (await fh.readFile()).toString('utf8').trim();
-      // A token (`<pid>-t…`), or a bare pid from an older version.
+      // A token (`<pid>-t…`); an owned name without one (`<pid>-<random>`, where /proc could not be
+      // read), judged by the pid as an older version's bare pid is; or that bare pid.
       const token = ownerToken(text) ? text : undefined;
-      const pid = Number(token ? text.slice(0, text.indexOf('-')) : text);
+      const m = /^([1-9][0-9]{0,9})(?:-[0-9a-zA-Z]+)?$/.exec(text);
+      const pid = m ? Number(m[1]) : Number.NaN;
       return { pid, token, mtimeMs: st.mtimeMs, ino: st.ino };
     } finally {
       await fh.close();

@@ -150,7 +150,11 @@ describe('server-sent events', () => {
     const reading = readEvents(res);
     // Wait until the tool said it is ready (its sleep child is running), however long a loaded
     // machine takes: a cancel before that would race the tool's start, not test the cancel.
-    while (s.engine.running(id)?.liveDisplay !== 'ready') await new Promise((r) => setTimeout(r, 20));
+    // A call that ended instead (the tool failed to start) fails here, rather than spinning until the test's timeout.
+    while (s.engine.running(id) && s.engine.running(id)?.liveDisplay !== 'ready') {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(s.engine.running(id)?.liveDisplay).toBe('ready');
     const cancel = await s.api(`/v1/calls/${id}/cancel`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { collectStore } from '../../store/gc/collect.js';
 import { OwnerCheck, ownedName, ownerPid, ownerToken } from '../../store/owners.js';
 import { Store } from '../../store/store.js';
+import { FaultyIO } from '../support/faulty-io.js';
 import { tempDir } from './helpers.js';
 
 const DIST_STORE = fileURLToPath(new URL('../../dist/store/store.js', import.meta.url));
@@ -126,6 +127,61 @@ describe('owners are told apart by their start, not by timestamps', () => {
     });
     // The same pid started at another tick is another process: that lock is broken and the collection runs.
     await fsp.writeFile(lock, `${pid}-t${Number(ticksOf(pid)) + 1}b${boot}r0123456789ab\n`);
+    const report = await collectStore(store, noRoots, { graceMs: 0, lockTimeoutMs: 100 });
+    expect(report.dryRun).toBe(false);
+    expect((await fsp.readdir(store.layout.gc)).filter((n) => n.startsWith('lock'))).toEqual([]);
+    expect(await fsp.readdir(store.layout.tmp)).toEqual([]);
+    await store.close();
+  });
+
+  it("a lock named without a token (where /proc could not be read) is its live holder's however old it is", async () => {
+    const root = join(await tempDir(), 'store');
+    const store = await Store.open(root);
+    const lock = join(store.layout.gc, 'lock');
+    const noRoots = {
+      roots: async () => ({
+        digests: new Set<string>(),
+        appended: async () => new Set<string>(),
+        close: async () => {},
+      }),
+    };
+    await fsp.mkdir(store.layout.gc, { recursive: true });
+    // ownedName() without /proc: `<pid>-<random>`. The holder (this process) lives; the lock is a minute old.
+    await fsp.writeFile(lock, `${process.pid}-0123456789ab\n`);
+    const minuteAgo = new Date(Date.now() - 60_000);
+    await fsp.utimes(lock, minuteAgo, minuteAgo);
+    await expect(collectStore(store, noRoots, { graceMs: 0, lockTimeoutMs: 100 })).rejects.toMatchObject({
+      code: 'ETIMEOUT',
+      details: { pid: process.pid },
+    });
+    expect(await fsp.readFile(lock, 'utf8')).toBe(`${process.pid}-0123456789ab\n`);
+    await fsp.unlink(lock);
+    expect(await fsp.readdir(store.layout.tmp)).toEqual([]);
+    await store.close();
+  });
+
+  it('a failing stat of its own lock (after the link, or at release) leaves no lock behind for the next collection', async () => {
+    const root = join(await tempDir(), 'store');
+    const io = new FaultyIO(root);
+    const store = await Store.open(root, { io });
+    const noRoots = {
+      roots: async () => ({
+        digests: new Set<string>(),
+        appended: async () => new Set<string>(),
+        close: async () => {},
+      }),
+    };
+    // Any failure between the link and the lock's use (here: a stat of the new lock).
+    const fault = io.inject({ op: 'stat', when: (r) => r.path.endsWith('/gc/lock'), errno: 'EIO' });
+    const first = await collectStore(store, noRoots, { graceMs: 0, lockTimeoutMs: 100 }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    // The collection may fail (EDISK) or not, depending on where the stat was; the lock must go either way.
+    expect(fault.fired).toBe(1);
+    if (first !== undefined) expect(first).toMatchObject({ code: 'EDISK' });
+    io.reset();
+    // This process lives: a lock it left would make every later collection time out.
     const report = await collectStore(store, noRoots, { graceMs: 0, lockTimeoutMs: 100 });
     expect(report.dryRun).toBe(false);
     expect((await fsp.readdir(store.layout.gc)).filter((n) => n.startsWith('lock'))).toEqual([]);
