@@ -52,8 +52,12 @@ interface SpawnRequest {
  */
 const childEnv: NodeJS.ProcessEnv = { ...process.env };
 if (process.argv[3]) childEnv[SPAWN_MARK_VAR] = process.argv[3];
-/** `SLUICE_SPAWN_HELPER_STALL=1` (tests only): start processes and never report them. */
-const STALL = process.env.SLUICE_SPAWN_HELPER_STALL === '1';
+/**
+ * `SLUICE_SPAWN_HELPER_STALL=1` under vitest (tests only): start processes and never report them.
+ * Outside a test run (no `VITEST` in the environment) it does nothing, so a stray variable cannot
+ * stall a user's calls.
+ */
+const STALL = process.env.SLUICE_SPAWN_HELPER_STALL === '1' && process.env.VITEST !== undefined;
 
 /** Groups started and not yet exited: killed when the channel closes. */
 const live = new Set<number>();

@@ -48,9 +48,34 @@ export async function markedPids(mark: string): Promise<number[]> {
   return found;
 }
 
-/** SIGKILLs every process carrying `mark`, and the group of each that leads one. */
+/**
+ * How long a scan may take before its callers go on without it: reading a
+ * process's environ can block while that process is stuck in the kernel
+ * (uninterruptible sleep), and the calls of a dead helper wait for the scan.
+ */
+export const SCAN_TIMEOUT_MS = 10_000;
+
+/**
+ * SIGKILLs every process carrying `mark`, and the group of each that leads
+ * one; resolves with how many it found, or -1 when the scan did not finish
+ * within {@link SCAN_TIMEOUT_MS} (it goes on in the background and kills
+ * what it finds then).
+ */
 export async function killMarked(mark: string): Promise<number> {
-  const pids = await markedPids(mark);
+  const found = markedPids(mark).then(killAll);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<number>((resolve) => {
+    timer = setTimeout(() => resolve(-1), SCAN_TIMEOUT_MS);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([found, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function killAll(pids: number[]): number {
   for (const pid of pids) {
     for (const target of [-pid, pid]) {
       try {
