@@ -23,7 +23,10 @@ import {
 afterEach(stopChildren);
 
 describe('a stalled subscriber', () => {
-  it('a tool flooding its display: the subscriber lags, then gets lagged and the terminal event', async () => {
+  // 128 MiB through a real server: minutes, not seconds, when another suite loads the machine.
+  it('a tool flooding its display: the subscriber lags, then gets lagged and the terminal event', {
+    timeout: 240_000,
+  }, async () => {
     const s = await serve(['--subscriber-queue', '16', '--plugin', fixture('display-flood')]);
     const args = { bytes: BIG / 2, blockSize: 64 * 1024, displayBytes: 32 * 1024 };
     expect((await s.result(await s.start('display-flood', { ...args, bytes: MiB }))).status).toBe('success');
