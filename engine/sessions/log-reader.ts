@@ -147,9 +147,12 @@ async function openSyncedMirror(
     const view = await syncMirror(store, s3, id);
     if (!view) throw noSuchSession(id);
     try {
-      return { view, fh: await fsp.open(view.path, constants.O_RDONLY | constants.O_NONBLOCK) };
+      // Never through a link: the next sync replaces whatever is not the file it wrote.
+      const flags = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW;
+      return { view, fh: await fsp.open(view.path, flags) };
     } catch (err) {
-      if ((err as { code?: unknown }).code !== 'ENOENT' || attempt >= MIRROR_OPEN_ATTEMPTS) {
+      const code = (err as { code?: unknown }).code;
+      if ((code !== 'ENOENT' && code !== 'ELOOP') || attempt >= MIRROR_OPEN_ATTEMPTS) {
         throw toSluiceError(err, 'EDISK');
       }
     }

@@ -239,13 +239,34 @@ async function writeAt(fh: fsp.FileHandle, buf: Buffer, position: number): Promi
   }
 }
 
-/** Opens the mirror file for writing, creating it (and the session's local directory) the first time. */
+/**
+ * Opens the mirror file for writing, creating it (and the session's local
+ * directory) the first time. Later opens never follow a link and check that
+ * the file is still the one this instance wrote: anything else at the path
+ * (a symlink, a FIFO, another file) is never written, the mirror starts over.
+ */
 async function openForWrite(store: Store, id: string, m: Mirror): Promise<fsp.FileHandle> {
-  if (m.ino !== 0n) return fsp.open(m.path, constants.O_WRONLY | constants.O_NONBLOCK);
+  if (m.ino !== 0n) {
+    let fh: fsp.FileHandle;
+    try {
+      fh = await fsp.open(m.path, constants.O_WRONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (code === 'ENOENT' || code === 'ELOOP' || code === 'ENXIO') throw new Vanished(m.path);
+      throw err;
+    }
+    const st = await fh.stat({ bigint: true }).catch(async (err: unknown) => {
+      await fh.close();
+      throw err;
+    });
+    if (st.isFile() && st.ino === m.ino) return fh;
+    await fh.close();
+    throw new Vanished(m.path);
+  }
   await fsp.mkdir(sessionDir(store.layout, id), { recursive: true, mode: 0o700 });
   const fh = await fsp.open(
     m.path,
-    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NONBLOCK,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NONBLOCK | constants.O_NOFOLLOW,
     0o600,
   );
   m.ino = (await fh.stat({ bigint: true })).ino;
@@ -255,8 +276,9 @@ async function openForWrite(store: Store, id: string, m: Mirror): Promise<fsp.Fi
 /** True when the mirror's file is still the one this instance wrote (a local delete removes it). */
 async function stillOurs(m: Mirror): Promise<boolean> {
   try {
-    const st = await fsp.stat(m.path, { bigint: true });
-    return st.ino === m.ino && st.size >= BigInt(m.end);
+    // lstat: a link at the path is not our file, even when it names it.
+    const st = await fsp.lstat(m.path, { bigint: true });
+    return st.isFile() && st.ino === m.ino && st.size >= BigInt(m.end);
   } catch (err) {
     if ((err as { code?: unknown }).code === 'ENOENT') return false;
     throw err;
@@ -301,6 +323,34 @@ async function writeState(m: Mirror): Promise<void> {
   } catch {
     // Only a later process's shortcut is lost.
     await fsp.unlink(tmp).catch(() => {});
+  }
+}
+
+/** The largest state file read (a state is under 200 bytes). */
+const MAX_STATE_BYTES = 4096;
+
+/**
+ * The text of a dead owner's state file, or `''` when it is not a regular
+ * file of a state's size: opened without following a link and without
+ * blocking (a FIFO there would otherwise stall the mirror's every sync).
+ */
+async function readStateFile(path: string): Promise<string> {
+  let fh: fsp.FileHandle;
+  try {
+    fh = await fsp.open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+  } catch {
+    return '';
+  }
+  try {
+    const st = await fh.stat();
+    if (!st.isFile() || st.size > MAX_STATE_BYTES) return '';
+    const buf = Buffer.alloc(st.size);
+    const { bytesRead } = await fh.read(buf, 0, st.size, 0);
+    return buf.toString('utf8', 0, bytesRead);
+  } catch {
+    return '';
+  } finally {
+    await fh.close().catch(() => {});
   }
 }
 
@@ -360,8 +410,9 @@ async function adopt(theirs: string, m: Mirror): Promise<boolean> {
     // Another process claimed it first, or it is gone.
     return false;
   }
-  const state = parseState(await fsp.readFile(`${theirs}${STATE_SUFFIX}`, 'utf8').catch(() => ''));
-  const st = await fsp.stat(m.path, { bigint: true }).catch(() => undefined);
+  const state = parseState(await readStateFile(`${theirs}${STATE_SUFFIX}`));
+  // lstat: a symlink is not adopted (appending would write through it, into the file it names).
+  const st = await fsp.lstat(m.path, { bigint: true }).catch(() => undefined);
   if (!state || !st?.isFile() || st.size < BigInt(state.end)) {
     await fsp.unlink(m.path).catch(() => {});
     return false;
