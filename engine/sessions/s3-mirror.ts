@@ -202,10 +202,11 @@ async function appendBatch(
   o: ListedObject,
   seq: number,
 ): Promise<void> {
-  // Numbers are dense (s3-log-writer.ts): a gap is batches deleted behind sluice's back, and shows as a corrupt line.
-  // Nothing counts as mirrored (m.end) until the whole batch is written: a failure leaves no trace.
+  // Numbers are dense from 0 (s3-log-writer.ts): a gap, at the start too, is batches lost (deleted behind
+  // sluice's back, or a session deleted while a writer on another host held its next number), and shows as a
+  // corrupt line. Nothing counts as mirrored (m.end) until the whole batch is written: a failure leaves no trace.
   let start = m.end;
-  if (m.last && seq !== m.last.seq + 1) {
+  if (seq !== (m.last ? m.last.seq + 1 : 0)) {
     await writeAt(fh, MISSING_BATCHES_LINE, start);
     start += MISSING_BATCHES_LINE.length;
   }
