@@ -153,7 +153,10 @@ export class S3Objects {
   /**
    * Creates `key` with `body` unless it exists (`If-None-Match: *`).
    * Returns the new object's ETag, or undefined when it was already there
-   * (412): for a content-addressed key that is the same content.
+   * (412): for a content-addressed key that is the same content. Also
+   * undefined when another conditional write of `key` was in progress (AWS
+   * answers 409 ConditionalRequestConflict, and asks for a retry): the
+   * caller looks at what is there, and tries again when nothing is.
    */
   async putIfAbsent(key: string, body: Uint8Array): Promise<string | undefined> {
     this.requests.puts++;
@@ -164,6 +167,7 @@ export class S3Objects {
       return out.ETag ?? '';
     } catch (err) {
       if (statusOf(err) === 412 || nameOf(err) === 'PreconditionFailed') return undefined;
+      if (nameOf(err) === 'ConditionalRequestConflict') return undefined;
       throw s3Error(err, 'PUT', this.bucket, key);
     }
   }
