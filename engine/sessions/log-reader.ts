@@ -9,7 +9,7 @@ import type { Store } from '../../store/store.js';
 import { IntegrityError, NotFoundError, toSluiceError } from '../protocol/errors.js';
 import { loadHasher, unframeLine } from './frame.js';
 import { parseRecord, type SessionRecord } from './records.js';
-import { s3RecordsOf } from './s3-batch.js';
+import { type S3Records, s3RecordsOf } from './s3-batch.js';
 import { type MirrorView, noSuchSession, syncMirror } from './s3-mirror.js';
 import { assertSessionId, eventLogPath } from './session-id.js';
 
@@ -110,10 +110,8 @@ export async function openEventLog(store: Store, id: string): Promise<OpenEventL
   const s3 = s3RecordsOf(store);
   if (s3) {
     assertSessionId(id);
-    const view = await syncMirror(store, s3, id);
-    if (!view) throw noSuchSession(id);
+    const { view, fh } = await openSyncedMirror(store, s3, id);
     let extent = { size: view.end, modifiedAt: view.modifiedAt };
-    const fh = await openMirror(view, id);
     return {
       ...wrapLog(fh, h),
       extent: () => extent,
@@ -128,13 +126,36 @@ export async function openEventLog(store: Store, id: string): Promise<OpenEventL
   return wrapLog(await openLog(store, id), h);
 }
 
-/** Opens the mirror file of `view` (ENOTFOUND when a local delete removed it since the sync). */
-async function openMirror(view: MirrorView, id: string): Promise<fsp.FileHandle> {
-  try {
-    return await fsp.open(view.path, constants.O_RDONLY | constants.O_NONBLOCK);
-  } catch (err) {
-    if ((err as { code?: unknown }).code === 'ENOENT') throw noSuchSession(id);
-    throw toSluiceError(err, 'EDISK');
+/** Syncs after a mirror file vanished before {@link openSyncedMirror} could open it, before giving up (EDISK). */
+const MIRROR_OPEN_ATTEMPTS = 3;
+
+/**
+ * Brings session `id`'s mirror up to date and opens it. A mirror file gone
+ * between the sync and the open (a concurrent sync of this store instance
+ * restarted the mirror, or a local clean-up removed it) is no evidence that
+ * the session is gone: the mirror is synced again (which notices and starts
+ * a new file), and only a sync that finds no batch says ENOTFOUND. The
+ * collector skips sessions that are ENOTFOUND, so taking a vanished file for
+ * a deleted session would lose its roots.
+ */
+async function openSyncedMirror(
+  store: Store,
+  s3: S3Records,
+  id: string,
+): Promise<{ view: MirrorView; fh: fsp.FileHandle }> {
+  for (let attempt = 1; ; attempt++) {
+    const view = await syncMirror(store, s3, id);
+    if (!view) throw noSuchSession(id);
+    try {
+      // Never through a link: the next sync replaces whatever is not the file it wrote.
+      const flags = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW;
+      return { view, fh: await fsp.open(view.path, flags) };
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if ((code !== 'ENOENT' && code !== 'ELOOP') || attempt >= MIRROR_OPEN_ATTEMPTS) {
+        throw toSluiceError(err, 'EDISK');
+      }
+    }
   }
 }
 

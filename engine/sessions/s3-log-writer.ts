@@ -9,7 +9,9 @@
  *
  * Sequence numbers are dense and shared by every host writing the session:
  * a writer takes the number after the last key it listed (or wrote), and a
- * 412 means another host took it, so it lists again and takes the next. A
+ * 412 means another host took it, so it lists again and takes the next
+ * (or the same one when the listing shows nothing there: AWS answers 409 to
+ * a conditional PUT that raced another, whichever lands). A
  * 412 on a PUT whose earlier try did land (the SDK retried after a lost
  * answer) is recognised by the listed ETag, the MD5 of the body, so a batch
  * is never stored twice.
@@ -109,7 +111,9 @@ export class S3LogWriter implements SessionLogWriter {
         this.next = seq + 1;
         return;
       }
-      seq = Math.max(seq, seen.last) + 1;
+      // Taken: the number after the last one listed. Nothing there (a racing conditional write that failed,
+      // answered 409; an object deleted since): this number again, so numbers stay dense.
+      seq = seen.last >= seq ? seen.last + 1 : seq;
     }
   }
 

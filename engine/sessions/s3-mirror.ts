@@ -32,7 +32,7 @@
 import { constants, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import type { XXHashAPI } from 'xxhash-wasm';
-import { OwnerCheck, ownedName, ownerPid } from '../../store/owners.js';
+import { ownedName } from '../../store/owners.js';
 import type { ListedObject } from '../../store/s3/objects.js';
 import type { Store } from '../../store/store.js';
 import { DiskError, NotFoundError, toSluiceError } from '../protocol/errors.js';
@@ -46,34 +46,13 @@ import {
   seqOfKey,
   sessionPrefix,
 } from './s3-batch.js';
+import { adoptDeadMirror, MIRROR_SUFFIX, type Mirror, STATE_SUFFIX, writeState } from './s3-mirror-files.js';
 import { sessionDir } from './session-id.js';
 
 /** Bytes per GET when copying a batch object into the mirror. */
 const COPY_CHUNK = 4 * 1024 * 1024;
-/** Suffix of mirror files. */
-const MIRROR_SUFFIX = '.mirror';
-/** Suffix of a mirror's state (how far it is complete), beside it. */
-const STATE_SUFFIX = '.mstate';
-/** Suffix of a state being written. */
-const STATE_TMP_SUFFIX = '.mtemp';
 /** Tries of a sync that found a batch gone between its listing and its GET (a delete in progress). */
 const SYNC_ATTEMPTS = 3;
-
-/** One session's mirror in one store instance. */
-interface Mirror {
-  /** `sessions/<id>/<pid>-<token>`: the file is this with `.mirror`, its state with `.mstate`. */
-  stem: string;
-  path: string;
-  /** Inode of the file once created (0 before): another file at the path means it was removed. */
-  ino: bigint;
-  /** Bytes of the file that are the mirrored batches (it may hold more: a cut-off copy). */
-  end: number;
-  /** The last batch mirrored. */
-  last: { seq: number; etag: string } | undefined;
-  modifiedAt: Date;
-  /** Syncs of this mirror run one at a time. */
-  queue: Promise<unknown>;
-}
 
 /** A mirror as of one sync: the file and how much of it is the log. */
 export interface MirrorView {
@@ -202,10 +181,11 @@ async function appendBatch(
   o: ListedObject,
   seq: number,
 ): Promise<void> {
-  // Numbers are dense (s3-log-writer.ts): a gap is batches deleted behind sluice's back, and shows as a corrupt line.
-  // Nothing counts as mirrored (m.end) until the whole batch is written: a failure leaves no trace.
+  // Numbers are dense from 0 (s3-log-writer.ts): a gap, at the start too, is batches lost (deleted behind
+  // sluice's back, or a session deleted while a writer on another host held its next number), and shows as a
+  // corrupt line. Nothing counts as mirrored (m.end) until the whole batch is written: a failure leaves no trace.
   let start = m.end;
-  if (m.last && seq !== m.last.seq + 1) {
+  if (seq !== (m.last ? m.last.seq + 1 : 0)) {
     await writeAt(fh, MISSING_BATCHES_LINE, start);
     start += MISSING_BATCHES_LINE.length;
   }
@@ -239,13 +219,34 @@ async function writeAt(fh: fsp.FileHandle, buf: Buffer, position: number): Promi
   }
 }
 
-/** Opens the mirror file for writing, creating it (and the session's local directory) the first time. */
+/**
+ * Opens the mirror file for writing, creating it (and the session's local
+ * directory) the first time. Later opens never follow a link and check that
+ * the file is still the one this instance wrote: anything else at the path
+ * (a symlink, a FIFO, another file) is never written, the mirror starts over.
+ */
 async function openForWrite(store: Store, id: string, m: Mirror): Promise<fsp.FileHandle> {
-  if (m.ino !== 0n) return fsp.open(m.path, constants.O_WRONLY | constants.O_NONBLOCK);
+  if (m.ino !== 0n) {
+    let fh: fsp.FileHandle;
+    try {
+      fh = await fsp.open(m.path, constants.O_WRONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (code === 'ENOENT' || code === 'ELOOP' || code === 'ENXIO') throw new Vanished(m.path);
+      throw err;
+    }
+    const st = await fh.stat({ bigint: true }).catch(async (err: unknown) => {
+      await fh.close();
+      throw err;
+    });
+    if (st.isFile() && st.ino === m.ino) return fh;
+    await fh.close();
+    throw new Vanished(m.path);
+  }
   await fsp.mkdir(sessionDir(store.layout, id), { recursive: true, mode: 0o700 });
   const fh = await fsp.open(
     m.path,
-    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NONBLOCK,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NONBLOCK | constants.O_NOFOLLOW,
     0o600,
   );
   m.ino = (await fh.stat({ bigint: true })).ino;
@@ -255,8 +256,9 @@ async function openForWrite(store: Store, id: string, m: Mirror): Promise<fsp.Fi
 /** True when the mirror's file is still the one this instance wrote (a local delete removes it). */
 async function stillOurs(m: Mirror): Promise<boolean> {
   try {
-    const st = await fsp.stat(m.path, { bigint: true });
-    return st.ino === m.ino && st.size >= BigInt(m.end);
+    // lstat: a link at the path is not our file, even when it names it.
+    const st = await fsp.lstat(m.path, { bigint: true });
+    return st.isFile() && st.ino === m.ino && st.size >= BigInt(m.end);
   } catch (err) {
     if ((err as { code?: unknown }).code === 'ENOENT') return false;
     throw err;
@@ -280,99 +282,6 @@ async function restart(store: Store, id: string, m: Mirror): Promise<void> {
 
 function newStem(store: Store, id: string): string {
   return join(sessionDir(store.layout, id), ownedName());
-}
-
-/** What a mirror's state file holds. */
-interface MirrorState {
-  end: number;
-  seq: number;
-  etag: string;
-  modifiedAt: number;
-}
-
-/** Records how far the mirror is complete (tmp file, then rename: a reader sees the old state or the new). */
-async function writeState(m: Mirror): Promise<void> {
-  if (!m.last) return;
-  const state: MirrorState = { end: m.end, seq: m.last.seq, etag: m.last.etag, modifiedAt: m.modifiedAt.getTime() };
-  const tmp = `${m.stem}${STATE_TMP_SUFFIX}`;
-  try {
-    await fsp.writeFile(tmp, JSON.stringify(state), { mode: 0o600 });
-    await fsp.rename(tmp, `${m.stem}${STATE_SUFFIX}`);
-  } catch {
-    // Only a later process's shortcut is lost.
-    await fsp.unlink(tmp).catch(() => {});
-  }
-}
-
-function parseState(text: string): MirrorState | undefined {
-  try {
-    const v = JSON.parse(text) as Partial<MirrorState>;
-    const ok =
-      Number.isSafeInteger(v.end) &&
-      (v.end as number) > 0 &&
-      Number.isSafeInteger(v.seq) &&
-      (v.seq as number) >= 0 &&
-      typeof v.etag === 'string' &&
-      Number.isFinite(v.modifiedAt);
-    return ok ? (v as MirrorState) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Adopts into `m` the mirror of session `id` of an owner that died, if one
- * has a valid state, and removes the other files of dead owners (best
- * effort: they are caches).
- */
-async function adoptDeadMirror(store: Store, id: string, m: Mirror): Promise<void> {
-  const dir = sessionDir(store.layout, id);
-  let names: string[];
-  try {
-    names = await fsp.readdir(dir);
-  } catch {
-    return;
-  }
-  const owners = new OwnerCheck();
-  const dead = new Set<string>();
-  for (const name of names) {
-    const pid = ownerPid(name);
-    if (pid === undefined || !/\.(mirror|mstate|mtemp)$/.test(name)) continue;
-    const st = await fsp.stat(join(dir, name)).catch(() => undefined);
-    if (st && !owners.alive(pid, st.mtimeMs, name)) dead.add(name.slice(0, name.lastIndexOf('.')));
-  }
-  let adopted = false;
-  for (const stem of [...dead].sort()) {
-    const theirs = join(dir, stem);
-    if (!adopted && names.includes(`${stem}${MIRROR_SUFFIX}`) && names.includes(`${stem}${STATE_SUFFIX}`)) {
-      adopted = await adopt(theirs, m);
-    }
-    for (const suffix of [MIRROR_SUFFIX, STATE_SUFFIX, STATE_TMP_SUFFIX])
-      await fsp.unlink(`${theirs}${suffix}`).catch(() => {});
-  }
-}
-
-/** Claims the dead owner's mirror at `theirs` (renaming it is the claim); false when its state does not fit it. */
-async function adopt(theirs: string, m: Mirror): Promise<boolean> {
-  try {
-    await fsp.rename(`${theirs}${MIRROR_SUFFIX}`, m.path);
-  } catch {
-    // Another process claimed it first, or it is gone.
-    return false;
-  }
-  const state = parseState(await fsp.readFile(`${theirs}${STATE_SUFFIX}`, 'utf8').catch(() => ''));
-  const st = await fsp.stat(m.path, { bigint: true }).catch(() => undefined);
-  if (!state || !st?.isFile() || st.size < BigInt(state.end)) {
-    await fsp.unlink(m.path).catch(() => {});
-    return false;
-  }
-  m.ino = st.ino;
-  m.end = state.end;
-  m.last = { seq: state.seq, etag: state.etag };
-  m.modifiedAt = new Date(state.modifiedAt);
-  // Ours now: its state is rewritten under our name with the next sync that adds a batch.
-  await writeState(m);
-  return true;
 }
 
 /** A session with no batch, as the readers report it. */

@@ -231,7 +231,10 @@ export class S3Objects {
   /**
    * Creates `key` with `body` unless it exists (`If-None-Match: *`).
    * Returns the new object's ETag, or undefined when it was already there
-   * (412): for a content-addressed key that is the same content.
+   * (412): for a content-addressed key that is the same content. Also
+   * undefined when another conditional write of `key` was in progress (AWS
+   * answers 409 ConditionalRequestConflict, and asks for a retry): the
+   * caller looks at what is there, and tries again when nothing is.
    */
   putIfAbsent(key: string, body: Uint8Array): Promise<string | undefined> {
     return this.putBody(key, body, { IfNoneMatch: '*' });
@@ -240,7 +243,8 @@ export class S3Objects {
   /**
    * One PUT of `body` under `condition`: the new ETag, or undefined when the
    * condition failed (412; an `If-Match` on an absent key is 412 on Ceph, 404
-   * elsewhere, taken the same way).
+   * elsewhere, taken the same way; a 409 ConditionalRequestConflict, another
+   * conditional write of the key in progress, too).
    */
   private async putBody(
     key: string,
@@ -256,6 +260,8 @@ export class S3Objects {
     } catch (err) {
       if (statusOf(err) === 412 || nameOf(err) === 'PreconditionFailed') return undefined;
       if (condition.IfMatch !== undefined && isNotFound(err) && nameOf(err) !== 'NoSuchBucket') return undefined;
+      // AWS's answer to a conditional write racing another one (it asks for a retry): the caller looks again.
+      if (nameOf(err) === 'ConditionalRequestConflict') return undefined;
       throw s3Error(err, 'PUT', this.bucket, key);
     }
   }

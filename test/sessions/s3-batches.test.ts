@@ -2,11 +2,13 @@
  * Batch objects of S3 session records (a real Ceph RGW): group commit makes
  * many records one PUT, what a recorded call costs in requests, and torn or
  * corrupt batches written straight into the bucket are skipped and counted
- * like torn log lines, with the batches after them still read.
+ * like torn log lines, with the batches after them still read, and so are
+ * batches missing before a session's first.
  */
 import { DeleteObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import type { TerminalResult } from '../../engine/index.js';
+import { deleteSession } from '../../engine/sessions/catalog.js';
 import { frameLine, loadHasher } from '../../engine/sessions/frame.js';
 import { readEventLog } from '../../engine/sessions/log-reader.js';
 import { SessionRecorder } from '../../engine/sessions/recorder.js';
@@ -109,6 +111,24 @@ describe.runIf(s3)('S3 session batches', () => {
     const replay = await b.replay('h');
     expect(replay.corruptLines).toBe(1);
     expect(replay.calls.map((c) => [c.callId, c.result.status])).toEqual(calls.map((c) => [c.callId, 'success']));
+    await expectNoLeaks(dir);
+  });
+
+  it("counts the batches missing before a session's first as one corrupt line (deleted while a writer held its next number)", async () => {
+    const { a, b, prefix, dir } = await twoHosts(s3!);
+    await a.run('bash', { command: 'echo one' }, { session: 'd' });
+    // B deletes the session; A's writer still holds its next number (2) and records there.
+    await deleteSession(b.store, 'd');
+    const after = await a.run('bash', { command: 'echo two' }, { session: 'd' });
+    expect(await keysUnder(s3!, `${prefix}/sessions/d/`)).toEqual([
+      `${prefix}/sessions/d/000000000002`,
+      `${prefix}/sessions/d/000000000003`,
+    ]);
+    for (const host of [b, a]) {
+      const replay = await host.replay('d');
+      expect(replay.corruptLines).toBe(1);
+      expect(replay.calls.map((c) => [c.callId, c.result.status])).toEqual([[after.callId, 'success']]);
+    }
     await expectNoLeaks(dir);
   });
 });
