@@ -40,6 +40,20 @@ function sleeper(): ChildProcess {
   return c;
 }
 
+/** A new store with its gc/ directory made, the path of its GC lock, and roots that reference nothing. */
+async function lockTestStore() {
+  const store = await Store.open(join(await tempDir(), 'store'));
+  await fsp.mkdir(store.layout.gc, { recursive: true });
+  const noRoots = {
+    roots: async () => ({
+      digests: new Set<string>(),
+      appended: async () => new Set<string>(),
+      close: async () => {},
+    }),
+  };
+  return { store, lock: join(store.layout.gc, 'lock'), noRoots };
+}
+
 describe('owners are told apart by their start, not by timestamps', () => {
   it('names carry this process start and boot; the pid is still parsed from them', () => {
     const name = `${ownedName()}.pin`;
@@ -104,17 +118,7 @@ describe('owners are told apart by their start, not by timestamps', () => {
   });
 
   it("the GC lock names its holder by token: a live collector's lock is kept however old it looks, a dead one's broken", async () => {
-    const root = join(await tempDir(), 'store');
-    const store = await Store.open(root);
-    const lock = join(store.layout.gc, 'lock');
-    const noRoots = {
-      roots: async () => ({
-        digests: new Set<string>(),
-        appended: async () => new Set<string>(),
-        close: async () => {},
-      }),
-    };
-    await fsp.mkdir(store.layout.gc, { recursive: true });
+    const { store, lock, noRoots } = await lockTestStore();
     // A live collector (the sleeper stands for it) whose lock looks written in 2001, before it started.
     const c = sleeper();
     const pid = c.pid as number;
@@ -135,17 +139,7 @@ describe('owners are told apart by their start, not by timestamps', () => {
   });
 
   it("a lock named without a token (where /proc could not be read) is its live holder's however old it is", async () => {
-    const root = join(await tempDir(), 'store');
-    const store = await Store.open(root);
-    const lock = join(store.layout.gc, 'lock');
-    const noRoots = {
-      roots: async () => ({
-        digests: new Set<string>(),
-        appended: async () => new Set<string>(),
-        close: async () => {},
-      }),
-    };
-    await fsp.mkdir(store.layout.gc, { recursive: true });
+    const { store, lock, noRoots } = await lockTestStore();
     // ownedName() without /proc: `<pid>-<random>`. The holder (this process) lives; the lock is a minute old.
     await fsp.writeFile(lock, `${process.pid}-0123456789ab\n`);
     const minuteAgo = new Date(Date.now() - 60_000);
