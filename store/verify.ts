@@ -63,6 +63,28 @@ export function emptyVerifyReport(): VerifyReport {
   };
 }
 
+/**
+ * Counts blob `digest` (`bytes` long, hashed intact) as present and ok; if
+ * it may be a manifest, adds the streams it names to `referenced`, for the
+ * check that every referenced blob exists. Shared by both backends' verify.
+ */
+export async function countIntact(
+  store: Store,
+  digest: string,
+  bytes: number,
+  report: VerifyReport,
+  present: Set<string>,
+  referenced: Set<string>,
+): Promise<void> {
+  present.add(digest);
+  report.ok++;
+  // Loaded as verifyStore loads it (a module import is cached after the first).
+  const { MAX_MANIFEST_BYTES } = await import('./manifest.js');
+  if (bytes > MAX_MANIFEST_BYTES) return;
+  const manifest = await tryLoadManifest(store, digest).catch(() => undefined);
+  for (const s of manifest?.streams ?? []) referenced.add(s.digest);
+}
+
 /** Options of {@link verifyStore}. */
 export interface VerifyOptions {
   /** Move corrupt blobs to quarantine/ (and drop their line indexes). @default false */
@@ -122,12 +144,7 @@ export async function verifyStore(store: Store, options: VerifyOptions = {}): Pr
         if (moved?.failed !== undefined) report.repairFailed.push(`${digest}: ${moved.failed}`);
         continue;
       }
-      present.add(digest);
-      report.ok++;
-      if (check.bytes <= MAX_MANIFEST_BYTES) {
-        const manifest = await tryLoadManifest(store, digest).catch(() => undefined);
-        for (const s of manifest?.streams ?? []) referenced.add(s.digest);
-      }
+      await countIntact(store, digest, check.bytes, report, present, referenced);
     }
   }
   for (const pack of await listPacks(store)) {

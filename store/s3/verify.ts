@@ -16,10 +16,8 @@
  */
 import { fileHandle } from '../blob-handle.js';
 import { checkBlob } from '../integrity.js';
-import { MAX_MANIFEST_BYTES } from '../manifest.js';
-import { tryLoadManifest } from '../manifest-load.js';
 import type { Store } from '../store.js';
-import { emptyVerifyReport, type VerifyOptions, type VerifyReport } from '../verify.js';
+import { countIntact, emptyVerifyReport, type VerifyOptions, type VerifyReport } from '../verify.js';
 import type { S3Blobs } from './blobs.js';
 import type { RemoteFile } from './remote-file.js';
 
@@ -62,12 +60,7 @@ export async function verifyS3Store(
       } else present.add(digest);
       continue;
     }
-    present.add(digest);
-    report.ok++;
-    if (check.bytes <= MAX_MANIFEST_BYTES) {
-      const manifest = await tryLoadManifest(store, digest).catch(() => undefined);
-      for (const s of manifest?.streams ?? []) referenced.add(s.digest);
-    }
+    await countIntact(store, digest, check.bytes, report, present, referenced);
   }
   report.corrupt.sort();
   report.quarantined.sort();
