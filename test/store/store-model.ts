@@ -87,16 +87,18 @@ export function known(m: Model): string[] {
 }
 
 /**
- * The model's side of publishing `content`: the blob appears intact, unless a
- * same-size damaged copy is there (deduplication trusts it, a known limit,
- * docs/store.md); a truncated copy is replaced. Returns the expected digest
- * and whether it deduplicates.
+ * The model's side of publishing `content`: the blob is intact afterwards.
+ * Only an intact copy deduplicates; a damaged one (flipped or truncated) is
+ * replaced by the publisher's copy, since a publish that would deduplicate
+ * hashes the stored blob unless this store verified that very file, and a
+ * damage through the filesystem changes the file's identity (docs/store.md,
+ * "heals"). Returns the expected digest and whether it deduplicates.
  */
 export function modelPublish(m: Model, content: Buffer): { digest: string; deduplicated: boolean } {
   const digest = sha256(content);
   m.contents.set(digest, content);
   const before = m.present.get(digest);
-  if (before === 'ok' || before === 'flipped') return { digest, deduplicated: true };
+  if (before === 'ok') return { digest, deduplicated: true };
   m.present.set(digest, 'ok');
   return { digest, deduplicated: false };
 }
