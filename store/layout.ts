@@ -9,7 +9,7 @@
  *     <root>/tmp/<pid>-<random>.<kind>       temporary files, owned by process <pid>
  *     <root>/pins/<pid>-<random>.pin         GC roots held by live process <pid>
  *     <root>/sessions/<id>/events.log        session event logs (engine/sessions/)
- *     <root>/gc/lock                         held by the running garbage collection (owner pid inside)
+ *     <root>/gc/lock/<pid>-<token>.owner      held by the running garbage collection (store/gc/lock.ts)
  *     <root>/gc/trash/<pid>-<random>/<digest> blobs a collection is about to delete (tombstones)
  *     <root>/quarantine/<digest>.<inode>      corrupt blobs `sluice verify --repair` moved aside (never read)
  *     <root>/procs/<pid>-<random>.pgids      process groups of engine <pid>'s calls (for the orphan reaper)
@@ -27,7 +27,7 @@ export class StoreLayout {
   readonly tmp: string;
   readonly pins: string;
   readonly sessions: string;
-  /** Garbage-collection state: the lock file and the tombstone directories. */
+  /** Garbage-collection state: the lock directory and the tombstone directories. */
   readonly gc: string;
   /** Tombstones: blobs a collection moved aside while it re-checks the pins (readers look here on a miss). */
   readonly trash: string;

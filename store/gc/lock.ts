@@ -1,26 +1,43 @@
 /**
- * The store-wide GC lock: `gc/lock`, holding the owner's token
- * (`<pid>-t<start ticks>b<boot id>r<random>`, store/owners.ts). One
- * collection at a time; publishers never take it (pins and tombstoning keep
- * them safe, see collect.ts). The lock is written whole in tmp/ and linked
- * into place (link fails when the name exists), so it is never seen empty
- * or half-written, and its holder is judged by the token alone: alive
- * exactly when that pid runs with that start tick in this boot, whatever
- * the clocks say. A lock whose owner is dead is broken: renamed aside,
- * checked to be the very file judged stale (same inode), and removed.
+ * The store-wide GC lock: one collection at a time. Publishers never take
+ * it (pins and tombstoning keep them safe, see collect.ts).
  *
- * Locks written by older versions hold a bare pid, and one written where
- * /proc could not be read holds `<pid>-<random>` (no token); theirs is the
- * old rule (the pid lives and did not start after the lock was written),
- * and one with no valid pid is taken as abandoned after
- * {@link UNWRITTEN_STALE_MS}.
+ * The lock is the directory `gc/lock` holding one file named for its owner,
+ * `<pid>-t<start ticks>b<boot id>r<random>.owner` (store/owners.ts). A
+ * collector prepares such a directory under an owned name in `gc/` and
+ * renames it to `gc/lock`. rename(2) replaces a missing or empty directory
+ * and fails on a non-empty one, and that is the whole protocol:
+ *
+ * - **taking**: the rename succeeds only when no owner file is in place;
+ * - **breaking** a lock whose owner is dead (judged by the token alone:
+ *   that pid runs with that start tick in this boot, whatever the clocks
+ *   say): unlink that owner's file by its name, then rmdir `gc/lock`. The
+ *   name is unique to the dead owner, so a breaker that judged it stale and
+ *   was overtaken (another breaker took the lock meanwhile) removes nothing
+ *   of the new holder's: its unlink finds no such file and its rmdir finds
+ *   the directory not empty;
+ * - **releasing**: unlink our own owner file, then rmdir; a collector that
+ *   got in between our two steps makes the rmdir fail, harmlessly.
+ *
+ * So no interleaving of takers, breakers and releasers ever has two holders,
+ * and no step rests on a timestamp (the earlier lock file, broken by
+ * renaming it aside, could be replaced between a breaker's check and its
+ * rename, and three breakers racing on one dead lock could end with two
+ * holders).
+ *
+ * Locks written by older versions are a regular file `gc/lock` holding a
+ * bare pid, a token, or `<pid>-<random>` (written without /proc). Such a
+ * file makes the rename fail (ENOTDIR); it is judged by its content (the
+ * token, else the old rule: the pid lives and did not start after the lock
+ * was written; without a valid pid, abandoned after
+ * {@link UNWRITTEN_STALE_MS}) and, when stale, unlinked. unlink(2) cannot
+ * remove a directory, so that never touches a lock of this version.
  */
-import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { join } from 'node:path';
 import { TimeoutError, toSluiceError } from '../../engine/protocol/errors.js';
 import type { StoreIO } from '../io.js';
-import { OwnerCheck, ownedName, ownerToken } from '../owners.js';
+import { OwnerCheck, ownedName, ownerPid, ownerToken } from '../owners.js';
 import type { Store } from '../store.js';
 
 /** A held GC lock. */
@@ -29,10 +46,24 @@ export interface GcLock {
 }
 
 const POLL_MS = 50;
+/** A lock directory being prepared: `gc/lock.prep-<owned name>`. */
+const PREP_PREFIX = 'lock.prep-';
+/** The owner file inside a lock directory. */
+const OWNER_SUFFIX = '.owner';
 
-/** Path of the GC lock file of `store`. */
+/** Path of the GC lock of `store` (a directory; a regular file when an older version wrote it). */
 export function gcLockPath(store: Store): string {
   return join(store.layout.gc, 'lock');
+}
+
+/** What stands at `gc/lock` when the rename failed. */
+type Holder =
+  | { kind: 'gone' }
+  | { kind: 'dir'; stale: string[] | undefined; pid: number | undefined }
+  | { kind: 'file'; stale: boolean; pid: number | undefined };
+
+function errno(err: unknown): unknown {
+  return (err as { code?: unknown })?.code;
 }
 
 /**
@@ -44,120 +75,194 @@ export async function acquireGcLock(store: Store, timeoutMs: number): Promise<Gc
   const path = gcLockPath(store);
   const deadline = Date.now() + timeoutMs;
   const io = store.io;
-  await io.mkdir(store.layout.gc).catch((err) => {
+  const owners = new OwnerCheck();
+  try {
+    await io.mkdir(store.layout.gc);
+    await removeDeadPreps(store, owners);
+  } catch (err) {
     throw toSluiceError(err, 'EDISK');
-  });
+  }
   const token = ownedName();
-  for (;;) {
-    try {
-      // Nothing that can fail comes between the link and the return: a failure there would leave a
-      // lock naming this live process, which every later collection waits for until it exits.
-      const ino = await linkWhole(store, path, `${token}\n`);
-      let released = false;
-      return {
-        release: async () => {
-          if (released) return;
-          released = true;
-          // Only our own lock: never remove one a breaker replaced it with. One that cannot be
-          // stat'ed is removed all the same: kept, it would stop every collection while we live.
-          const st = await io
-            .stat(path)
-            .catch((err: unknown) => ((err as { code?: unknown }).code === 'ENOENT' ? null : undefined));
-          if (st === undefined || st?.ino === ino) await io.unlink(path).catch(() => {});
-        },
-      };
-    } catch (err) {
-      if ((err as { code?: unknown }).code !== 'EEXIST') throw toSluiceError(err, 'EDISK');
-    }
-    const holder = await readHolder(io, path);
-    if (holder && isStale(holder)) {
-      await breakLock(io, path, holder.ino);
-      continue;
-    }
-    if (Date.now() >= deadline) {
-      throw new TimeoutError(
-        `another garbage collection (pid ${holder?.pid || 'unknown'}) holds ${path}; try again when it has finished`,
-        { pid: holder?.pid || null },
-      );
-    }
-    await new Promise((r) => setTimeout(r, POLL_MS));
-  }
-}
-
-/**
- * Creates `path` holding `text`, or fails with EEXIST: written and closed in
- * tmp/ under an owned name first (reclaimed by GC if this process dies
- * there), then hard-linked into place, so no reader ever sees it partial.
- * Resolves to the lock's inode, taken before the link (a link shares it).
- */
-async function linkWhole(store: Store, path: string, text: string): Promise<number> {
-  const io = store.io;
-  const tmp = join(store.layout.tmp, `${ownedName()}.lock`);
-  const fh = await io.open(tmp, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600);
+  const ownerName = `${token}${OWNER_SUFFIX}`;
+  const prep = join(store.layout.gc, `${PREP_PREFIX}${token}`);
+  let renamed = false;
   try {
-    let ino: number;
-    try {
-      const line = Buffer.from(text);
-      for (let off = 0; off < line.length; ) off += await io.write(fh, line, off, line.length - off, off);
-      ino = (await fh.stat()).ino;
-    } finally {
-      await fh.close();
+    await prepare(io, prep, ownerName, token);
+    for (;;) {
+      try {
+        // Nothing that can fail comes between the rename and the return: a failure there would leave
+        // a lock naming this live process, which every later collection waits for until it exits.
+        await io.rename(prep, path);
+        renamed = true;
+        return { release: once(() => release(store, path, ownerName)) };
+      } catch (err) {
+        const code = errno(err);
+        if (code !== 'ENOTEMPTY' && code !== 'EEXIST' && code !== 'ENOTDIR' && code !== 'EISDIR') throw err;
+      }
+      const holder = await readHolder(io, path, new OwnerCheck());
+      if (holder.kind === 'gone') continue; // Released or broken since: try again at once.
+      if (holder.kind === 'dir' && holder.stale) {
+        await breakDir(io, path, holder.stale);
+        continue;
+      }
+      if (holder.kind === 'file' && holder.stale) {
+        await io.unlink(path).catch(() => {}); // A directory (this version's lock) is never unlinked.
+        continue;
+      }
+      if (Date.now() >= deadline) {
+        throw new TimeoutError(
+          `another garbage collection (pid ${holder.pid || 'unknown'}) holds ${path}; try again when it has finished`,
+          { pid: holder.pid || null },
+        );
+      }
+      await new Promise((r) => setTimeout(r, POLL_MS));
     }
-    await io.link(tmp, path);
-    return ino;
+  } catch (err) {
+    throw toSluiceError(err, 'EDISK');
   } finally {
-    await io.unlink(tmp).catch(() => {});
+    if (!renamed) await removeDir(io, prep, [ownerName]);
   }
 }
 
-async function readHolder(
-  io: StoreIO,
-  path: string,
-): Promise<{ pid: number; token: string | undefined; mtimeMs: number; ino: number } | undefined> {
+function once(f: () => Promise<void>): () => Promise<void> {
+  let done: Promise<void> | undefined;
+  return () => (done ??= f());
+}
+
+/** Makes the lock directory `prep` holding the owner file, written whole before it can be renamed into place. */
+async function prepare(io: StoreIO, prep: string, ownerName: string, token: string): Promise<void> {
+  await io.mkdir(prep);
+  const fh = await io.open(join(prep, ownerName), constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600);
   try {
-    // Without blocking: a FIFO in the lock's place is no holder (and is never broken: it is not stale).
-    const fh = await io.open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
-    try {
-      const st = await fh.stat();
-      if (!st.isFile()) return undefined;
-      const text = (await fh.readFile()).toString('utf8').trim();
-      // A token (`<pid>-t…`); an owned name without one (`<pid>-<random>`, where /proc could not be
-      // read), judged by the pid as an older version's bare pid is; or that bare pid.
-      const token = ownerToken(text) ? text : undefined;
-      const m = /^([1-9][0-9]{0,9})(?:-[0-9a-zA-Z]+)?$/.exec(text);
-      const pid = m ? Number(m[1]) : Number.NaN;
-      return { pid, token, mtimeMs: st.mtimeMs, ino: st.ino };
-    } finally {
-      await fh.close();
-    }
-  } catch {
-    return undefined;
+    const line = Buffer.from(`${token}\n`);
+    for (let off = 0; off < line.length; ) off += await io.write(fh, line, off, line.length - off, off);
+  } finally {
+    await fh.close();
   }
 }
 
 /**
- * An older version's lock without a valid pid was being written, unless it
- * has been so for longer than this (a lock of this version is never
- * partial, so this rule only ends such a lock left by a crash).
+ * Our own owner file goes first, by its name: from then on a collector may
+ * rename its directory over the empty one, so the rmdir that follows may
+ * find another holder's (not empty) and leaves it. Should the unlink fail,
+ * the whole directory, still ours, is renamed aside and removed: kept, it
+ * would stop every collection while this process lives.
+ */
+async function release(store: Store, path: string, ownerName: string): Promise<void> {
+  const io = store.io;
+  try {
+    await io.unlink(join(path, ownerName));
+  } catch (err) {
+    if (errno(err) !== 'ENOENT') {
+      const aside = join(store.layout.gc, `${PREP_PREFIX}${ownerName.slice(0, -OWNER_SUFFIX.length)}`);
+      await io.rename(path, aside).then(
+        () => removeDir(io, aside, [ownerName]),
+        () => {},
+      );
+      return;
+    }
+  }
+  await io.rmdir(path).catch(() => {});
+}
+
+/** Removes `dir` and the named files in it, best effort. */
+async function removeDir(io: StoreIO, dir: string, names: readonly string[]): Promise<void> {
+  for (const n of names) await io.unlink(join(dir, n)).catch(() => {});
+  await io.rmdir(dir).catch(() => {});
+}
+
+/** Unlinks the dead owners' files by name, then the directory if that left it empty. */
+async function breakDir(io: StoreIO, path: string, stale: readonly string[]): Promise<void> {
+  for (const name of stale) {
+    await io.unlink(join(path, name)).catch((err: unknown) => {
+      if (errno(err) !== 'ENOENT') throw err;
+    });
+  }
+  await io.rmdir(path).catch(() => {}); // Not empty: someone took the lock meanwhile.
+}
+
+/** Who holds `path`, and whether every owner named there is dead. */
+async function readHolder(io: StoreIO, path: string, owners: OwnerCheck): Promise<Holder> {
+  let names: string[];
+  try {
+    const st = await io.lstat(path);
+    if (st.isFile()) return readLegacyHolder(io, path, owners);
+    // A FIFO, a symbolic link or anything else in the lock's place is no holder, and is never broken.
+    if (!st.isDirectory()) return { kind: 'file', stale: false, pid: undefined };
+    names = await io.readdir(path);
+  } catch (err) {
+    if (errno(err) === 'ENOENT') return { kind: 'gone' };
+    if (errno(err) === 'ENOTDIR') return readLegacyHolder(io, path, owners);
+    throw err;
+  }
+  // An empty directory (a breaker or releaser between its two steps, or a crash there): the rename replaces it.
+  if (names.length === 0) return { kind: 'gone' };
+  let pid: number | undefined;
+  const stale: string[] = [];
+  for (const name of names) {
+    const p = ownerPid(name);
+    pid ??= p;
+    // Not an owner file of ours: nobody's to break.
+    if (p === undefined || !name.endsWith(OWNER_SUFFIX)) return { kind: 'dir', stale: undefined, pid };
+    // A name with a token is judged by it alone; one without (no /proc) by the pid and the file's mtime.
+    const mtimeMs = ownerToken(name)
+      ? 0
+      : await io.lstat(join(path, name)).then(
+          (st) => st.mtimeMs,
+          () => Date.now(),
+        );
+    if (owners.alive(p, mtimeMs, name)) return { kind: 'dir', stale: undefined, pid: p };
+    stale.push(name);
+  }
+  return { kind: 'dir', stale, pid };
+}
+
+/**
+ * An older version's lock file, never partial in recent versions; one
+ * without a valid pid was being written by an older one, unless it has been
+ * so for longer than this.
  */
 const UNWRITTEN_STALE_MS = 10_000;
 
-function isStale(holder: { pid: number; token: string | undefined; mtimeMs: number }): boolean {
-  if (!Number.isInteger(holder.pid) || holder.pid <= 0) return Date.now() - holder.mtimeMs > UNWRITTEN_STALE_MS;
-  return !new OwnerCheck().alive(holder.pid, holder.mtimeMs, holder.token);
+async function readLegacyHolder(io: StoreIO, path: string, owners: OwnerCheck): Promise<Holder> {
+  let fh: Awaited<ReturnType<StoreIO['open']>>;
+  try {
+    // Without blocking or following a link: replaced by a FIFO since the lstat, it is no holder.
+    fh = await io.open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+  } catch (err) {
+    if (errno(err) === 'ENOENT') return { kind: 'gone' };
+    return { kind: 'file', stale: false, pid: undefined };
+  }
+  try {
+    const st = await fh.stat();
+    if (!st.isFile()) return { kind: 'file', stale: false, pid: undefined };
+    const text = (await fh.readFile()).toString('utf8').trim();
+    // A token (`<pid>-t…`); an owned name without one (`<pid>-<random>`), judged by the pid as a bare pid is.
+    const token = ownerToken(text) ? text : undefined;
+    const m = /^([1-9][0-9]{0,9})(?:-[0-9a-zA-Z]+)?$/.exec(text);
+    if (!m) return { kind: 'file', stale: Date.now() - st.mtimeMs > UNWRITTEN_STALE_MS, pid: undefined };
+    const pid = Number(m[1]);
+    return { kind: 'file', stale: !owners.alive(pid, st.mtimeMs, token), pid };
+  } catch {
+    return { kind: 'file', stale: false, pid: undefined };
+  } finally {
+    await fh.close().catch(() => {});
+  }
 }
 
-async function breakLock(io: StoreIO, path: string, staleIno: number): Promise<void> {
-  const aside = `${path}.stale-${process.pid}-${randomBytes(4).toString('hex')}`;
-  try {
-    await io.rename(path, aside);
-  } catch {
-    return; // Someone else broke it first.
+/**
+ * Removes lock directories that dead collectors were preparing (`gc/lock.prep-<owned name>`, left by a crash
+ * before their rename). A live owner's is left alone.
+ */
+async function removeDeadPreps(store: Store, owners: OwnerCheck): Promise<void> {
+  for (const name of await store.io.readdir(store.layout.gc)) {
+    if (!name.startsWith(PREP_PREFIX)) continue;
+    const stem = name.slice(PREP_PREFIX.length);
+    const pid = ownerPid(`${stem}${OWNER_SUFFIX}`);
+    if (pid === undefined) continue;
+    const dir = join(store.layout.gc, name);
+    const st = await store.io.lstat(dir).catch(() => undefined);
+    if (!st?.isDirectory() || owners.alive(pid, st.mtimeMs, `${stem}${OWNER_SUFFIX}`)) continue;
+    await removeDir(store.io, dir, [`${stem}${OWNER_SUFFIX}`]);
   }
-  const st = await io.stat(aside).catch(() => undefined);
-  if (st && st.ino !== staleIno) {
-    // We moved a fresh lock taken after our check: put it back if the name is still free.
-    await io.link(aside, path).catch(() => {});
-  }
-  await io.unlink(aside).catch(() => {});
 }

@@ -117,7 +117,7 @@ describe('owners are told apart by their start, not by timestamps', () => {
     await collector.close();
   });
 
-  it("the GC lock names its holder by token: a live collector's lock is kept however old it looks, a dead one's broken", async () => {
+  it("an older version's GC lock file names its holder by token: a live collector's is kept however old it looks, a dead one's broken", async () => {
     const { store, lock, noRoots } = await lockTestStore();
     // A live collector (the sleeper stands for it) whose lock looks written in 2001, before it started.
     const c = sleeper();
@@ -138,7 +138,7 @@ describe('owners are told apart by their start, not by timestamps', () => {
     await store.close();
   });
 
-  it("a lock named without a token (where /proc could not be read) is its live holder's however old it is", async () => {
+  it("an older version's lock file named without a token (no /proc) is its live holder's however old it is", async () => {
     const { store, lock, noRoots } = await lockTestStore();
     // ownedName() without /proc: `<pid>-<random>`. The holder (this process) lives; the lock is a minute old.
     await fsp.writeFile(lock, `${process.pid}-0123456789ab\n`);
@@ -154,7 +154,7 @@ describe('owners are told apart by their start, not by timestamps', () => {
     await store.close();
   });
 
-  it('a failing stat of its own lock (after the link, or at release) leaves no lock behind for the next collection', async () => {
+  it('a failing unlink of its own owner file at release leaves no lock behind for the next collection', async () => {
     const root = join(await tempDir(), 'store');
     const io = new FaultyIO(root);
     const store = await Store.open(root, { io });
@@ -165,15 +165,11 @@ describe('owners are told apart by their start, not by timestamps', () => {
         close: async () => {},
       }),
     };
-    // Any failure between the link and the lock's use (here: a stat of the new lock).
-    const fault = io.inject({ op: 'stat', when: (r) => r.path.endsWith('/gc/lock'), errno: 'EIO' });
-    const first = await collectStore(store, noRoots, { graceMs: 0, lockTimeoutMs: 100 }).then(
-      () => undefined,
-      (err: unknown) => err,
-    );
-    // The collection may fail (EDISK) or not, depending on where the stat was; the lock must go either way.
+    // The release's first step fails: the directory, still ours, is renamed aside and removed instead.
+    const fault = io.inject({ op: 'unlink', when: (r) => /\/gc\/lock\/[^/]+\.owner$/.test(r.path), errno: 'EIO' });
+    const first = await collectStore(store, noRoots, { graceMs: 0, lockTimeoutMs: 100 });
     expect(fault.fired).toBe(1);
-    if (first !== undefined) expect(first).toMatchObject({ code: 'EDISK' });
+    expect(first.dryRun).toBe(false);
     io.reset();
     // This process lives: a lock it left would make every later collection time out.
     const report = await collectStore(store, noRoots, { graceMs: 0, lockTimeoutMs: 100 });
@@ -186,20 +182,25 @@ describe('owners are told apart by their start, not by timestamps', () => {
   it('a collection writes its lock whole before it is visible, holding its own token', async () => {
     const root = join(await tempDir(), 'store');
     const store = await Store.open(root);
-    const seen: string[] = [];
+    const seen: { names: string[]; text: string }[] = [];
     await collectStore(
       store,
       {
         roots: async () => {
-          seen.push(await fsp.readFile(join(store.layout.gc, 'lock'), 'utf8'));
+          const lock = join(store.layout.gc, 'lock');
+          const names = await fsp.readdir(lock);
+          seen.push({ names, text: await fsp.readFile(join(lock, names[0] as string), 'utf8') });
           return { digests: new Set(), appended: async () => new Set(), close: async () => {} };
         },
       },
       { graceMs: 0 },
     );
+    // The lock is a directory holding one file named for its owner, which also holds the token.
     expect(seen).toHaveLength(1);
-    expect(ownerPid(`${(seen[0] as string).trim()}.lock`)).toBe(process.pid);
-    expect(ownerToken((seen[0] as string).trim())).toEqual({ ticks: ticksOf(process.pid), boot });
+    const { names, text } = seen[0] as { names: string[]; text: string };
+    expect(names).toEqual([`${text.trim()}.owner`]);
+    expect(ownerPid(names[0] as string)).toBe(process.pid);
+    expect(ownerToken(text.trim())).toEqual({ ticks: ticksOf(process.pid), boot });
     expect(await fsp.readdir(store.layout.tmp)).toEqual([]);
     await store.close();
   });

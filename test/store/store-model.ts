@@ -174,10 +174,18 @@ export async function crashAndRestart(m: Model, r: Real): Promise<Real> {
   m.deadTmp += await handOver(r.store.layout.tmp);
   m.deadPins += await handOver(r.store.layout.pins);
   m.deadTrash += await handOver(r.store.layout.trash);
-  // A collection that died holding the GC lock left it with its token: the dead pid's, so the next one breaks it.
-  const lock = join(r.store.layout.gc, 'lock');
-  const holder = (await fsp.readFile(lock, 'utf8').catch(() => '')).trim();
-  if (holder.startsWith(mine)) await fsp.writeFile(lock, `${dead}-${holder.slice(mine.length)}\n`);
+  // A collection that died holding the GC lock (or preparing it) left its owner file: the dead pid's, so the
+  // next one breaks it.
+  await handOver(join(r.store.layout.gc, 'lock'));
+  const prep = `lock.prep-${mine}`;
+  for (const name of await fsp.readdir(r.store.layout.gc).catch(() => [] as string[])) {
+    if (!name.startsWith(prep)) continue;
+    await handOver(join(r.store.layout.gc, name));
+    await fsp.rename(
+      join(r.store.layout.gc, name),
+      join(r.store.layout.gc, `lock.prep-${dead}-${name.slice(prep.length)}`),
+    );
+  }
   m.pins.clear();
   return openReal(r.dir);
 }

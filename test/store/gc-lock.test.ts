@@ -1,0 +1,210 @@
+/**
+ * The GC lock under racing collectors: a directory renamed into place,
+ * broken by unlinking the dead owner's file by name, so a breaker that was
+ * overtaken removes nothing of the new holder's. Each collector here is a
+ * store instance of its own; one of them is held just before it breaks a
+ * dead lock while the others take and release it.
+ */
+import { promises as fsp, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { acquireGcLock, type GcLock, gcLockPath } from '../../store/gc/lock.js';
+import { realIO, type StoreIO } from '../../store/io.js';
+import { Store } from '../../store/store.js';
+import { deadPid } from '../sessions/helpers.js';
+import { tempDir } from './helpers.js';
+
+const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'latin1')
+  .replace(/[^0-9a-f]/g, '')
+  .slice(0, 8);
+
+/** A gate: `wait()` resolves once `open()` was called; `reached` once someone waits. */
+function gate() {
+  let open!: () => void;
+  let reached!: () => void;
+  const opened = new Promise<void>((r) => {
+    open = r;
+  });
+  const arrived = new Promise<void>((r) => {
+    reached = r;
+  });
+  return {
+    open,
+    reached: arrived,
+    wait: () => {
+      reached();
+      return opened;
+    },
+  };
+}
+
+/** The real filesystem, with `unlink` and `rename` of paths matching `at` held until `g` opens (once). */
+function heldIO(at: (path: string) => boolean, g: ReturnType<typeof gate>): StoreIO {
+  let armed = true;
+  const hold = async (path: string) => {
+    if (armed && at(path)) {
+      armed = false;
+      await g.wait();
+    }
+  };
+  return {
+    ...realIO,
+    unlink: async (p) => {
+      await hold(p);
+      return realIO.unlink(p);
+    },
+    rename: async (from, to) => {
+      await hold(from);
+      return realIO.rename(from, to);
+    },
+  };
+}
+
+/** A lock directory left by a dead collector (its owner file named by a token of a dead pid). */
+async function deadLock(store: Store): Promise<string> {
+  const name = `${await deadPid()}-t12345b${boot}r0123456789ab.owner`;
+  const lock = gcLockPath(store);
+  await fsp.mkdir(lock, { recursive: true });
+  await fsp.writeFile(join(lock, name), `${name.slice(0, -6)}\n`);
+  return name;
+}
+
+async function openStores(n: number, io?: (i: number) => StoreIO | undefined) {
+  const root = join(await tempDir('sluice-gc-lock-'), 'store');
+  const stores: Store[] = [];
+  for (let i = 0; i < n; i++) {
+    const custom = io?.(i);
+    stores.push(await Store.open(root, custom ? { io: custom } : {}));
+  }
+  return { root, stores };
+}
+
+/** The names in gc/ that belong to the lock (the lock and any preparation). */
+async function lockEntries(store: Store): Promise<string[]> {
+  return (await fsp.readdir(store.layout.gc)).filter((n) => n.startsWith('lock'));
+}
+
+describe('the GC lock with racing collectors', () => {
+  it('a breaker overtaken between judging a dead lock and breaking it leaves the new holder alone', async () => {
+    const g = gate();
+    const { stores } = await openStores(3, (i) =>
+      i === 1 ? heldIO((p) => /\/gc\/lock\/[^/]+\.owner$/.test(p), g) : undefined,
+    );
+    const [a, b, c] = stores as [Store, Store, Store];
+    const stale = await deadLock(a);
+    // B judges the lock dead and stops just before it unlinks the dead owner's file.
+    const bTaking = acquireGcLock(b, 10_000);
+    await g.reached;
+    // A breaks the same dead lock and takes it.
+    const aLock = await acquireGcLock(a, 1000);
+    const aHolds = await fsp.readdir(gcLockPath(a));
+    expect(aHolds).toHaveLength(1);
+    expect(aHolds[0]).not.toBe(stale);
+    // B goes on: the dead owner's file is gone and the directory is not empty, so B waits for A.
+    g.open();
+    // C, arriving now, finds A holding the lock too.
+    await expect(acquireGcLock(c, 200)).rejects.toMatchObject({ code: 'ETIMEOUT', details: { pid: process.pid } });
+    expect(await fsp.readdir(gcLockPath(a))).toEqual(aHolds);
+    let bDone = false;
+    void bTaking.then(() => {
+      bDone = true;
+    });
+    await new Promise((r) => setTimeout(r, 150));
+    expect(bDone).toBe(false);
+    await aLock.release();
+    const bLock = await bTaking;
+    const bHolds = await fsp.readdir(gcLockPath(b));
+    expect(bHolds).toHaveLength(1);
+    expect(bHolds).not.toEqual(aHolds);
+    await bLock.release();
+    expect(await lockEntries(a)).toEqual([]);
+    for (const s of stores) await s.close();
+  });
+
+  it('many collectors breaking one dead lock at once: never two holders, and nothing left', async () => {
+    const { stores } = await openStores(6);
+    await deadLock(stores[0] as Store);
+    let inside = 0;
+    let most = 0;
+    const holders: string[] = [];
+    await Promise.all(
+      stores.map(async (s) => {
+        for (let round = 0; round < 5; round++) {
+          const lock: GcLock = await acquireGcLock(s, 20_000);
+          inside++;
+          most = Math.max(most, inside);
+          const names = await fsp.readdir(gcLockPath(s));
+          expect(names).toHaveLength(1);
+          holders.push(names[0] as string);
+          await new Promise((r) => setImmediate(r));
+          inside--;
+          await lock.release();
+        }
+      }),
+    );
+    expect(most).toBe(1);
+    // 30 takings, each under a fresh owner name.
+    expect(new Set(holders).size).toBe(30);
+    expect(await lockEntries(stores[0] as Store)).toEqual([]);
+    for (const s of stores) await s.close();
+  });
+
+  it("an older version's stale lock file is unlinked, but unlink never removes this version's lock directory", async () => {
+    const g = gate();
+    const { stores } = await openStores(2, (i) => (i === 1 ? heldIO((p) => p.endsWith('/gc/lock'), g) : undefined));
+    const [a, b] = stores as [Store, Store];
+    const lock = gcLockPath(a);
+    await fsp.mkdir(a.layout.gc, { recursive: true });
+    await fsp.writeFile(lock, `${await deadPid()}\n`);
+    // B judges the old file dead and stops before its unlink; A breaks it and takes the lock (a directory).
+    const bTaking = acquireGcLock(b, 10_000);
+    await g.reached;
+    const aLock = await acquireGcLock(a, 1000);
+    const aHolds = await fsp.readdir(lock);
+    g.open();
+    await new Promise((r) => setTimeout(r, 150));
+    // B's unlink failed on the directory (EISDIR): A's lock stands, B waits.
+    expect(await fsp.readdir(lock)).toEqual(aHolds);
+    await aLock.release();
+    await (await bTaking).release();
+    expect(await lockEntries(a)).toEqual([]);
+    for (const s of stores) await s.close();
+  });
+
+  it("an empty lock directory and a dead collector's half-prepared lock are taken over and removed", async () => {
+    const { stores } = await openStores(1);
+    const s = stores[0] as Store;
+    const lock = gcLockPath(s);
+    await fsp.mkdir(lock, { recursive: true });
+    // A collector killed while it prepared its lock directory, and one killed between a release's two steps.
+    const dead = `${await deadPid()}-t12345b${boot}r00aa11bb22cc`;
+    const prep = join(s.layout.gc, `lock.prep-${dead}`);
+    await fsp.mkdir(prep);
+    await fsp.writeFile(join(prep, `${dead}.owner`), `${dead}\n`);
+    // A live collector's preparation (this process) is left alone.
+    const mine = join(s.layout.gc, `lock.prep-${process.pid}-t${'1'}b${boot}r0000ffff0000`);
+    await fsp.mkdir(mine);
+    const held = await acquireGcLock(s, 1000);
+    expect((await fsp.readdir(lock)).map((n) => n.startsWith(`${process.pid}-`))).toEqual([true]);
+    await held.release();
+    expect(await lockEntries(s)).toEqual([`lock.prep-${process.pid}-t1b${boot}r0000ffff0000`]);
+    await fsp.rmdir(mine);
+    await s.close();
+  });
+
+  it('a symbolic link at the lock is never followed or broken: the collection times out', async () => {
+    const { stores } = await openStores(1);
+    const s = stores[0] as Store;
+    const elsewhere = join(s.root, '..', 'elsewhere');
+    await fsp.mkdir(elsewhere, { recursive: true });
+    const name = `${await deadPid()}-t12345b${boot}r0123456789ab.owner`;
+    await fsp.writeFile(join(elsewhere, name), 'x\n');
+    await fsp.mkdir(s.layout.gc, { recursive: true });
+    await fsp.symlink(elsewhere, gcLockPath(s));
+    await expect(acquireGcLock(s, 100)).rejects.toMatchObject({ code: 'ETIMEOUT' });
+    expect(await fsp.readdir(elsewhere)).toEqual([name]);
+    // Nothing of ours is left beside it.
+    expect(await lockEntries(s)).toEqual(['lock']);
+    await s.close();
+  });
+});
