@@ -40,8 +40,8 @@ const TOKEN = /^[1-9][0-9]{0,9}-t([0-9]{1,20})b([0-9a-f]{8})r/;
 
 let bootIdCache: string | null | undefined;
 
-/** The first 8 hex digits of this boot's id, or null without /proc. */
-function bootId(): string | null {
+/** The first 8 hex digits of this boot's id (as owned names carry it), or null without /proc. */
+export function bootId(): string | null {
   if (bootIdCache === undefined) {
     try {
       const id = readFileSync('/proc/sys/kernel/random/boot_id', 'latin1').replace(/[^0-9a-f]/g, '');

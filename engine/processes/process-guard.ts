@@ -10,7 +10,9 @@
  * group it still tracks and exits.
  *
  * The watchdog also appends each line to a journal in the store
- * (`procs/<engine pid>-<random>.pgids`), so that if it dies with the engine
+ * (`procs/<engine pid>-<token>.pgids`), stamped with the time since boot it
+ * was written (`+<pgid> <ticks>`, from /proc/uptime, in the clock ticks of
+ * /proc/<pid>/stat start times), so that if it dies with the engine
  * (both killed at once), the next engine opened on the store, or the next
  * collection, kills what the journal still lists (engine/processes/orphans.ts). The
  * engine removes the journal when it closes.
@@ -45,7 +47,11 @@ while IFS= read -r l; do
     -[0-9]*) x=\${l#-}; case $g in *" $x "*) g="\${g%% "$x" *} \${g#* "$x" }" ;; esac ;;
     *) continue ;;
   esac
-  [ -n "$j" ] && printf '%s\\n' "$l" 2>/dev/null >>"$j"
+  if [ -n "$j" ]; then
+    u=; read -r u _ </proc/uptime 2>/dev/null
+    t=\${u%.*}\${u#*.}
+    printf '%s\\n' "$l\${t:+ $t}" 2>/dev/null >>"$j"
+  fi
 done
 for x in $g; do kill -9 "-$x" 2>/dev/null; done
 [ -n "$j" ] && rm -f "$j"

@@ -10,7 +10,7 @@
  * processes end, never how fast.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../engine/engine.js';
@@ -39,6 +39,25 @@ afterEach(async () => {
     }
   }
 });
+
+/** The first 8 hex digits of this boot's id, as owned names carry it. */
+function bootOf(): string {
+  return readFileSync('/proc/sys/kernel/random/boot_id', 'latin1')
+    .replace(/[^0-9a-f]/g, '')
+    .slice(0, 8);
+}
+
+/** Now, in clock ticks since boot (what the watchdog stamps). */
+function uptimeTicks(): number {
+  const [s, cs] = (readFileSync('/proc/uptime', 'latin1').split(' ')[0] as string).split('.');
+  return Number(s) * 100 + Number(cs);
+}
+
+/** Field 22 of /proc/<pid>/stat: the process's start in clock ticks since boot. */
+function startTicksOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+}
 
 /** A detached `sleep` (its own process group), as a tool would start one. */
 function detachedSleep(): number {
@@ -97,6 +116,12 @@ describe('tool processes and the death of their engine', () => {
 
   it('and a collection does it too, reporting the group', async () => {
     const { store, sleeper } = await orphaned();
+    // The watchdog stamped its line with the time since boot, and named its journal with the engine's token.
+    const [name] = await fsp.readdir(join(store, 'procs'));
+    expect(name).toMatch(new RegExp(`^[1-9][0-9]*-t[0-9]+b${bootOf()}r[0-9a-f]+\\.pgids$`));
+    const lines = (await fsp.readFile(join(store, 'procs', name as string), 'utf8')).trim().split('\n');
+    expect(lines.every((l) => /^[+-][1-9][0-9]* [0-9]+$/.test(l))).toBe(true);
+    expect(Number((lines.at(-1) as string).split(' ')[1])).toBeLessThanOrEqual(uptimeTicks());
     const s = await Store.open(store);
     const report = await collectGarbage(s, { graceMs: 0 });
     expect(report.orphanGroupsKilled).toBe(1);
@@ -136,6 +161,35 @@ describe('tool processes and the death of their engine', () => {
     await fsp.writeFile(join(store.layout.procs, `${dead}-0cc.pgids`), `+${other}\n-${other}\n`);
     expect(await reapOrphans(store)).toEqual({ killed: 0, journals: 1 });
     expect(running(other)).toBe(true);
+    await store.close();
+  });
+
+  it('stamped journals are judged on the boot clock: never a group started after the last stamp, whatever the file times', async () => {
+    const store = await Store.open(join(await tempDir(), 'store'));
+    await fsp.mkdir(store.layout.procs, { recursive: true });
+    const dead = await deadPid();
+    const journal = (tag: string) => join(store.layout.procs, `${dead}-t1b${bootOf()}r${tag}.pgids`);
+    const fresh = detachedSleep();
+    const started = startTicksOf(fresh);
+    // Last stamped a tick before the group started, though the file was written just now: another group (a reused pid).
+    await fsp.writeFile(journal('0aa'), `+${fresh} ${started - 1}\n`);
+    expect(await reapOrphans(store)).toEqual({ killed: 0, journals: 1 });
+    expect(running(fresh)).toBe(true);
+    // Stamped after it started, though the file looks an hour old (a clock stepped): that group, and it goes.
+    await fsp.writeFile(journal('0bb'), `+${fresh} ${started}\n-1234567 ${uptimeTicks()}\n`);
+    const hourAgo = new Date(Date.now() - 60 * 60 * 1000);
+    await fsp.utimes(journal('0bb'), hourAgo, hourAgo);
+    expect(await reapOrphans(store)).toEqual({ killed: 1, journals: 1 });
+    expect(await eventually(() => !running(fresh))).toBe(true);
+    // A journal of another boot names nobody alive now: nothing is killed, the journal goes.
+    const other = detachedSleep();
+    await fsp.writeFile(
+      join(store.layout.procs, `${dead}-t1b${bootOf() === '00000000' ? '11111111' : '00000000'}r0cc.pgids`),
+      `+${other} ${uptimeTicks()}\n`,
+    );
+    expect(await reapOrphans(store)).toEqual({ killed: 0, journals: 1 });
+    expect(running(other)).toBe(true);
+    expect(await fsp.readdir(store.layout.procs)).toEqual([]);
     await store.close();
   });
 
