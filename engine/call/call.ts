@@ -185,10 +185,15 @@ export class Call {
       () => {
         // The task returned; its done/fail message was posted before, on another port, and the
         // two ports are not ordered: give it time to land before calling it a protocol breach.
-        if (this.ended) return;
-        this.settleTimer = setTimeout(() => {
-          void this.finish({ kind: 'crash', error: new ProtocolError('the worker finished without a completion') });
-        }, LATE_COMPLETION_MS);
+        // Usually it is already waiting and handled in this turn of the event loop: the timer is
+        // armed only if it was not (most calls' results arrive first, and a timer per call cost
+        // an allocation and two timer-list updates for nothing).
+        setImmediate(() => {
+          if (this.ended) return;
+          this.settleTimer = setTimeout(() => {
+            void this.finish({ kind: 'crash', error: new ProtocolError('the worker finished without a completion') });
+          }, LATE_COMPLETION_MS);
+        });
       },
       (err: unknown) => {
         // Messages the worker posted before it died (or retired) are still queued on its port.
