@@ -24,7 +24,6 @@ import {
   toSluiceError,
 } from '../protocol/errors.js';
 import type { TextKind, WireCompletion, WorkerMessage } from '../protocol/messages.js';
-import { wireCompletionSchema } from '../protocol/messages.js';
 import { CallEndpoint, Comlink, installErrorTransfer } from '../protocol/rpc.js';
 import type { ToolInfo } from '../registry.js';
 import type { CallEvent, CallStatus, OutputRef, TerminalResult } from '../result.js';
@@ -41,6 +40,7 @@ import { PageCapture } from './page-capture.js';
 import { ProgressTicker } from './progress.js';
 import { keepFullTexts, publishAccepted } from './publish.js';
 import { type Outcome, terminalStatus } from './terminal-status.js';
+import { parseCompletion } from './wire-completion.js';
 
 /** How long a completion may trail its task's result (they travel on different ports). */
 const LATE_COMPLETION_MS = 2000;
@@ -185,10 +185,15 @@ export class Call {
       () => {
         // The task returned; its done/fail message was posted before, on another port, and the
         // two ports are not ordered: give it time to land before calling it a protocol breach.
-        if (this.ended) return;
-        this.settleTimer = setTimeout(() => {
-          void this.finish({ kind: 'crash', error: new ProtocolError('the worker finished without a completion') });
-        }, LATE_COMPLETION_MS);
+        // Usually it is already waiting and handled in this turn of the event loop: the timer is
+        // armed only if it was not (most calls' results arrive first, and a timer per call cost
+        // an allocation and two timer-list updates for nothing).
+        setImmediate(() => {
+          if (this.ended) return;
+          this.settleTimer = setTimeout(() => {
+            void this.finish({ kind: 'crash', error: new ProtocolError('the worker finished without a completion') });
+          }, LATE_COMPLETION_MS);
+        });
       },
       (err: unknown) => {
         // Messages the worker posted before it died (or retired) are still queued on its port.
@@ -244,7 +249,7 @@ export class Call {
     switch (m.t) {
       case 'start':
         this.port = port;
-        if (JSON.stringify(m.output) !== JSON.stringify(this.tool.output)) {
+        if (JSON.stringify(m.output) !== declarationJson(this.tool.output)) {
           this.failWith(
             new ProtocolError(`${this.tool.name}: the worker's output declaration differs from the registered one`),
           );
@@ -295,11 +300,11 @@ export class Call {
         this.intake.text(m.k, m.b);
         return;
       case 'done': {
-        const parsed = wireCompletionSchema.safeParse(m.completion);
+        const parsed = parseCompletion(m.completion);
         if (!parsed.success) {
           void this.finish({
             kind: 'fail',
-            error: serializeError(new ProtocolError(`invalid completion: ${parsed.error.message}`)),
+            error: serializeError(new ProtocolError(`invalid completion: ${parsed.message}`)),
             cancelled: false,
           });
           return;
@@ -499,6 +504,18 @@ export class Call {
   get liveDisplay(): string {
     return this.live.text;
   }
+}
+
+/** The JSON of each registered output declaration, made once (every call's start is checked against it). */
+const declarationJsons = new WeakMap<object, string>();
+
+function declarationJson(decl: ToolInfo['output']): string {
+  let json = declarationJsons.get(decl);
+  if (json === undefined) {
+    json = JSON.stringify(decl);
+    declarationJsons.set(decl, json);
+  }
+  return json;
 }
 
 /** The task's `askOnly`, when the approval policy says which kinds it decides (see ASKS_ONLY). */

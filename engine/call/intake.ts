@@ -34,6 +34,8 @@ export class Intake {
   maxInFlight = 0;
   private inFlight = 0;
   private creditDue = 0;
+  /** A send of the credit due is queued as a microtask. */
+  private soon = false;
   private readonly capture: Capture | PageCapture;
   private readonly texts: FullTexts;
   private readonly host: IntakeHost;
@@ -114,15 +116,31 @@ export class Intake {
 
   /**
    * Returns credit. Chunks written by one writev settle together: their credit
-   * goes back as one message at the end of the microtask queue, not one each.
+   * goes back as one message, not one each. A quarter window or more goes at
+   * the end of the microtask queue, as soon as it is due (a writer may be
+   * waiting for it). Less waits until the messages the worker has already
+   * posted have been handled (`setImmediate`, after this turn's I/O): when
+   * they include the call's completion the call has ended and no credit
+   * message is sent at all. A small call's output then costs no message
+   * back to its worker, and that message would mostly have woken an idle
+   * thread for nothing. Waiting never withholds credit: it is sent in the
+   * same turn of the event loop.
    */
   credit(n: number): void {
     if (n <= 0) return;
     this.creditDue += n;
-    if (this.creditDue === n) queueMicrotask(() => this.sendCredit());
+    if (this.creditDue >= this.host.window / 4) {
+      if (!this.soon) {
+        this.soon = true;
+        queueMicrotask(() => this.sendCredit());
+      }
+    } else if (this.creditDue === n) {
+      setImmediate(() => this.sendCredit());
+    }
   }
 
   private sendCredit(): void {
+    this.soon = false;
     const n = this.creditDue;
     this.creditDue = 0;
     if (n > 0) this.host.sendCredit(n);

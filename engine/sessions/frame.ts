@@ -34,6 +34,26 @@ export function frameLine(h: XXHashAPI, json: string): string {
 }
 
 /**
+ * {@link frameLine} as the bytes written: the JSON is encoded once, into the
+ * line's own buffer, and hashed there (the string form builds the line as a
+ * string and encodes it again; a terminal record is every call's largest
+ * allocation on the main thread).
+ */
+export function frameLineBytes(h: XXHashAPI, json: string): Buffer {
+  const len = Buffer.byteLength(json, 'utf8');
+  const line = Buffer.allocUnsafe(FRAME_PREFIX_BYTES + len + 1);
+  line.write(json, FRAME_PREFIX_BYTES, len, 'utf8');
+  const sum = h
+    .h64Raw(line.subarray(FRAME_PREFIX_BYTES, FRAME_PREFIX_BYTES + len))
+    .toString(16)
+    .padStart(16, '0');
+  line.write(sum, 0, 16, 'latin1');
+  line[16] = SPACE;
+  line[FRAME_PREFIX_BYTES + len] = 0x0a;
+  return line;
+}
+
+/**
  * The JSON text of one line (without its `\n`), or undefined when the line is
  * torn or corrupt: wrong shape, or a checksum that does not match its bytes.
  * The checksum is checked on the raw bytes, before any decoding.

@@ -34,8 +34,8 @@ export interface SessionLogWriter {
   readonly stats: LogWriterStats;
   /** True while lines are waiting or being written. */
   readonly busy: boolean;
-  /** Appends `line` (ending with `\n`); with `durable`, resolves once it is on stable storage. */
-  append(line: string, durable: boolean): Promise<void>;
+  /** Appends `line` (ending with `\n`; a string is written as UTF-8); with `durable`, resolves once it is on stable storage. */
+  append(line: string | Buffer, durable: boolean): Promise<void>;
   /** Waits for pending appends and closes. */
   close(): Promise<void>;
 }
@@ -105,10 +105,11 @@ export class EventLogWriter implements SessionLogWriter {
    * Appends `line` (which ends with `\n`). With `durable`, resolves only once
    * the line is on stable storage.
    */
-  append(line: string, durable: boolean): Promise<void> {
+  append(line: string | Buffer, durable: boolean): Promise<void> {
     if (this.closed) return Promise.reject(toSluiceError(new Error('session log is closed'), 'ECLOSED'));
     return new Promise((resolve, reject) => {
-      this.pending.push({ buf: Buffer.from(line, 'utf8'), durable, resolve, reject });
+      const buf = typeof line === 'string' ? Buffer.from(line, 'utf8') : line;
+      this.pending.push({ buf, durable, resolve, reject });
       this.flushing ??= this.flush();
     });
   }

@@ -10,7 +10,7 @@ import type { CallRecorder } from '../call/call-types.js';
 import { ClosedError } from '../protocol/errors.js';
 import type { ToolInfo } from '../registry.js';
 import type { TerminalResult } from '../result.js';
-import { frameLine, loadHasher } from './frame.js';
+import { frameLineBytes, loadHasher } from './frame.js';
 import { EventLogWriter, type LogWriterStats, type SessionLogWriter } from './log-writer.js';
 import { CALL_STARTED, encodeCompleted, type RevertRecord, SESSION_REVERT, type StartedRecord } from './records.js';
 import { s3RecordsOf } from './s3-batch.js';
@@ -120,7 +120,7 @@ export class SessionRecorder implements CallRecorder {
     const h = await loadHasher();
     const spilled = await spillOversized(this.store, record, spillable, this.inlineFieldBytes);
     try {
-      const line = frameLine(h, JSON.stringify(spilled.record));
+      const line = frameLineBytes(h, JSON.stringify(spilled.record));
       const open = this.acquire(session);
       try {
         const writer = await open.writer;

@@ -53,10 +53,10 @@ export class S3LogWriter implements SessionLogWriter {
   }
 
   /** Appends `line` (ending with `\n`); resolves once its batch object is stored, whatever `durable` says. */
-  append(line: string, _durable: boolean): Promise<void> {
+  append(line: string | Buffer, _durable: boolean): Promise<void> {
     if (this.closed) return Promise.reject(toSluiceError(new Error('session log is closed'), 'ECLOSED'));
     return new Promise((resolve, reject) => {
-      this.pending.push({ buf: Buffer.from(line, 'utf8'), resolve, reject });
+      this.pending.push({ buf: typeof line === 'string' ? Buffer.from(line, 'utf8') : line, resolve, reject });
       this.flushing ??= this.flush();
     });
   }

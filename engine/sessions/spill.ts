@@ -46,7 +46,7 @@ export async function spillOversized<T extends object>(
   const rec = record as Record<string, unknown>;
   for (const f of fields) {
     const v = rec[f];
-    if (v === undefined) continue;
+    if (v === undefined || surelyWithin(v, limit)) continue;
     if (Buffer.byteLength(JSON.stringify(v) ?? '', 'utf8') > limit) {
       moved[f] = v;
       names.push(f);
@@ -64,6 +64,25 @@ export async function spillOversized<T extends object>(
     await pin.release();
     throw err;
   }
+}
+
+/**
+ * True when the JSON of `v` cannot be longer than `limit` bytes, known
+ * without serialising it: a string's JSON is at most 6 bytes per UTF-16 unit
+ * (`\u` escapes; a character needs at most 3 bytes of UTF-8 per unit) plus
+ * its quotes; empty arrays and plain objects are 2 bytes. The record is
+ * serialised once more whole, so measuring every field of every record
+ * serialised most of it twice.
+ */
+function surelyWithin(v: unknown, limit: number): boolean {
+  if (typeof v === 'string') return v.length * 6 + 2 <= limit;
+  if (typeof v === 'number' || typeof v === 'boolean' || v === null) return 24 <= limit;
+  if (limit < 2 || typeof v !== 'object') return false;
+  if (Array.isArray(v)) return v.length === 0;
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) return false;
+  for (const _ in v) return false;
+  return true;
 }
 
 /**

@@ -1,0 +1,30 @@
+/**
+ * Checking a worker's completion message against the wire schema. The
+ * worker runs tool code, so its completion is parsed like any input; but
+ * most calls complete with nothing but their mode, and that shape is
+ * recognised without running the schema (zod's parse of even an empty
+ * completion allocates a result, an issue context and copies per field).
+ */
+import { type WireCompletion, wireCompletionSchema } from '../protocol/messages.js';
+
+/** The parse result: the completion as the schema gives it, or the schema's message. */
+export type ParsedCompletion = { success: true; data: WireCompletion } | { success: false; message: string };
+
+/** Parses `raw` as a {@link WireCompletion}: the same result as the schema's, without it for `{ mode }` alone. */
+export function parseCompletion(raw: unknown): ParsedCompletion {
+  if (modeOnly(raw)) return { success: true, data: { mode: raw.mode } };
+  const parsed = wireCompletionSchema.safeParse(raw);
+  return parsed.success ? { success: true, data: parsed.data } : { success: false, message: parsed.error.message };
+}
+
+/** A plain object whose one own property is a valid `mode` (structured clone gives only plain data). */
+function modeOnly(raw: unknown): raw is { mode: 'streamed' | 'full' } {
+  if (typeof raw !== 'object' || raw === null || Object.getPrototypeOf(raw) !== Object.prototype) return false;
+  const mode = (raw as { mode?: unknown }).mode;
+  if (mode !== 'streamed' && mode !== 'full') return false;
+  let keys = 0;
+  for (const k in raw) {
+    if (k !== 'mode' || ++keys > 1) return false;
+  }
+  return keys === 1;
+}
