@@ -106,7 +106,12 @@ export async function acquireGcLock(store: Store, timeoutMs: number): Promise<Gc
         continue;
       }
       if (holder.kind === 'file' && holder.stale) {
-        await io.unlink(path).catch(() => {}); // A directory (this version's lock) is never unlinked.
+        // A directory (this version's lock, taken since) is never unlinked: EISDIR, try again. Any other
+        // failure would fail every try alike, so it ends the collection rather than spin on it.
+        await io.unlink(path).catch((err: unknown) => {
+          const code = errno(err);
+          if (code !== 'ENOENT' && code !== 'EISDIR') throw err;
+        });
         continue;
       }
       if (Date.now() >= deadline) {

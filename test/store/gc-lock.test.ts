@@ -12,6 +12,7 @@ import { acquireGcLock, type GcLock, gcLockPath } from '../../store/gc/lock.js';
 import { realIO, type StoreIO } from '../../store/io.js';
 import { Store } from '../../store/store.js';
 import { deadPid } from '../sessions/helpers.js';
+import { FaultyIO } from '../support/faulty-io.js';
 import { tempDir } from './helpers.js';
 
 const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'latin1')
@@ -204,6 +205,27 @@ describe('the GC lock with racing collectors', () => {
     await expect(acquireGcLock(s, 100)).rejects.toMatchObject({ code: 'ETIMEOUT' });
     expect(await fsp.readdir(elsewhere)).toEqual([name]);
     // Nothing of ours is left beside it.
+    expect(await lockEntries(s)).toEqual(['lock']);
+    await s.close();
+  });
+
+  it("an older version's stale lock file that cannot be removed fails the collection (EDISK) instead of spinning", async () => {
+    const root = join(await tempDir('sluice-gc-lock-'), 'store');
+    const io = new FaultyIO(root);
+    const s = await Store.open(root, { io });
+    await fsp.mkdir(s.layout.gc, { recursive: true });
+    await fsp.writeFile(gcLockPath(s), `${await deadPid()}\n`);
+    // Every attempt to move or remove the dead lock file fails (a disk error): no try can succeed.
+    const fault = io.inject({
+      op: ['unlink', 'rename'],
+      when: (r) => r.path.endsWith('/gc/lock'),
+      errno: 'EIO',
+      times: 1_000_000,
+    });
+    await expect(acquireGcLock(s, 100)).rejects.toMatchObject({ code: 'EDISK' });
+    expect(fault.fired).toBe(1);
+    io.reset();
+    // The dead file stands as it was, and no preparation of ours is left beside it.
     expect(await lockEntries(s)).toEqual(['lock']);
     await s.close();
   });
