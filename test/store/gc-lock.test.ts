@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { acquireGcLock, type GcLock, gcLockPath } from '../../store/gc/lock.js';
 import { realIO, type StoreIO } from '../../store/io.js';
+import { ownedName } from '../../store/owners.js';
 import { Store } from '../../store/store.js';
 import { deadPid } from '../sessions/helpers.js';
 import { FaultyIO } from '../support/faulty-io.js';
@@ -150,7 +151,7 @@ describe('the GC lock with racing collectors', () => {
     for (const s of stores) await s.close();
   });
 
-  it("an older version's stale lock file is unlinked, but unlink never removes this version's lock directory", async () => {
+  it("an older version's stale lock file is broken, but breaking it never moves this version's lock directory", async () => {
     const g = gate();
     const { stores } = await openStores(2, (i) => (i === 1 ? heldIO((p) => p.endsWith('/gc/lock'), g) : undefined));
     const [a, b] = stores as [Store, Store];
@@ -164,7 +165,7 @@ describe('the GC lock with racing collectors', () => {
     const aHolds = await fsp.readdir(lock);
     g.open();
     await new Promise((r) => setTimeout(r, 150));
-    // B's unlink failed on the directory (EISDIR): A's lock stands, B waits.
+    // B's rename of what stands at gc/lock over its placeholder file fails for a directory: A's lock stands.
     expect(await fsp.readdir(lock)).toEqual(aHolds);
     await aLock.release();
     await (await bTaking).release();
@@ -227,6 +228,49 @@ describe('the GC lock with racing collectors', () => {
     io.reset();
     // The dead file stands as it was, and no preparation of ours is left beside it.
     expect(await lockEntries(s)).toEqual(['lock']);
+    await s.close();
+  });
+
+  it("an older version's collector that took the lock after it was judged stale keeps it", async () => {
+    const g = gate();
+    const { stores } = await openStores(1, () => heldIO((p) => p.endsWith('/gc/lock'), g));
+    const s = stores[0] as Store;
+    const lock = gcLockPath(s);
+    await fsp.mkdir(s.layout.gc, { recursive: true });
+    await fsp.writeFile(lock, `${await deadPid()}\n`);
+    // This version judges the old file dead and stops before it breaks it.
+    const taking = acquireGcLock(s, 300);
+    await g.reached;
+    // Meanwhile an older version's collector (this live process) breaks the dead file its way and takes the
+    // lock: its own file, written whole and linked into place.
+    const fresh = `${ownedName()}\n`;
+    await fsp.unlink(lock);
+    const tmp = join(s.layout.tmp, `${ownedName()}.lock`);
+    await fsp.mkdir(s.layout.tmp, { recursive: true });
+    await fsp.writeFile(tmp, fresh);
+    await fsp.link(tmp, lock);
+    await fsp.unlink(tmp);
+    g.open();
+    // The older collector's lock is not the file judged dead: it stands, and this version waits for it.
+    await expect(taking).rejects.toMatchObject({ code: 'ETIMEOUT', details: { pid: process.pid } });
+    expect(await fsp.readFile(lock, 'utf8')).toBe(fresh);
+    expect(await lockEntries(s)).toEqual(['lock']);
+    await fsp.unlink(lock);
+    await s.close();
+  });
+
+  it("a dead collector's old lock file moved aside is removed; an older version's, without a token, is kept", async () => {
+    const { stores } = await openStores(1);
+    const s = stores[0] as Store;
+    await fsp.mkdir(s.layout.gc, { recursive: true });
+    const dead = await deadPid();
+    // Killed between moving a stale old lock file aside and removing it: this version, and an older one.
+    const mine = `lock.stale-${dead}-t12345b${boot}r00aa11bb22cc`;
+    const older = `lock.stale-${dead}-0a1b2c3d`;
+    for (const n of [mine, older]) await fsp.writeFile(join(s.layout.gc, n), `${dead}\n`);
+    await (await acquireGcLock(s, 1000)).release();
+    expect(await lockEntries(s)).toEqual([older]);
+    await fsp.unlink(join(s.layout.gc, older));
     await s.close();
   });
 });
