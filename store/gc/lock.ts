@@ -155,16 +155,27 @@ async function prepare(io: StoreIO, prep: string, ownerName: string, token: stri
 /**
  * Our own owner file goes first, by its name: from then on a collector may
  * rename its directory over the empty one, so the rmdir that follows may
- * find another holder's (not empty) and leaves it. Should the unlink fail,
- * the whole directory, still ours, is renamed aside and removed: kept, it
- * would stop every collection while this process lives.
+ * find another holder's (not empty) and leaves it. Should the unlink fail
+ * and our file still stand, the whole directory, still ours (a directory
+ * holding a file cannot be replaced), is renamed aside and removed: kept,
+ * it would stop every collection while this process lives. An unlink that
+ * reports an error although the file went (a disk answering late) has
+ * freed the lock, which another collector may hold by now: it is left
+ * (and so is the directory when even the lstat fails: kept until this
+ * process exits is better than moving a lock that may be another's).
  */
 async function release(store: Store, path: string, ownerName: string): Promise<void> {
   const io = store.io;
   try {
     await io.unlink(join(path, ownerName));
   } catch (err) {
-    if (errno(err) !== 'ENOENT') {
+    const stands =
+      errno(err) !== 'ENOENT' &&
+      (await io.lstat(join(path, ownerName)).then(
+        () => true,
+        () => false, // Unknown: moving what may be another holder's lock would be worse than keeping ours.
+      ));
+    if (stands) {
       const aside = join(store.layout.gc, `${PREP_PREFIX}${ownerName.slice(0, -OWNER_SUFFIX.length)}`);
       await io.rename(path, aside).then(
         () => removeDir(io, aside, [ownerName]),

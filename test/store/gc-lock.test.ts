@@ -273,4 +273,38 @@ describe('the GC lock with racing collectors', () => {
     await fsp.unlink(join(s.layout.gc, older));
     await s.close();
   });
+
+  it('a release whose unlink reports an error after removing its file leaves the next holder alone', async () => {
+    const g = gate();
+    // The owner file's unlink takes effect and then reports EIO (a disk answering late or twice).
+    const lateError: StoreIO = {
+      ...realIO,
+      unlink: async (p) => {
+        await realIO.unlink(p);
+        if (/\/gc\/lock\/[^/]+\.owner$/.test(p)) {
+          await g.wait();
+          throw Object.assign(new Error(`EIO: i/o error, unlink '${p}'`), {
+            code: 'EIO',
+            errno: -5,
+            syscall: 'unlink',
+          });
+        }
+      },
+    };
+    const { stores } = await openStores(3, (i) => (i === 0 ? lateError : undefined));
+    const [a, b, c] = stores as [Store, Store, Store];
+    const releasing = (await acquireGcLock(a, 1000)).release();
+    await g.reached;
+    // Between A's unlink and its error, B takes the lock (the directory was empty).
+    const bLock = await acquireGcLock(b, 1000);
+    const bHolds = await fsp.readdir(gcLockPath(b));
+    g.open();
+    await releasing;
+    // A's release moved nothing of B's: B still holds, and C waits.
+    expect(await fsp.readdir(gcLockPath(b))).toEqual(bHolds);
+    await expect(acquireGcLock(c, 200)).rejects.toMatchObject({ code: 'ETIMEOUT' });
+    await bLock.release();
+    expect(await lockEntries(a)).toEqual([]);
+    for (const s of stores) await s.close();
+  });
 });
