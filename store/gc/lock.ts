@@ -226,13 +226,13 @@ async function readHolder(io: StoreIO, path: string, owners: OwnerCheck): Promis
     pid ??= p;
     // Not an owner file of ours: nobody's to break.
     if (p === undefined || !name.endsWith(OWNER_SUFFIX)) return { kind: 'dir', stale: undefined, pid };
-    // A name with a token is judged by it alone; one without (no /proc) by the pid and the file's mtime.
-    const mtimeMs = ownerToken(name)
-      ? 0
-      : await io.lstat(join(path, name)).then(
-          (st) => st.mtimeMs,
-          () => Date.now(),
-        );
+    // A name with a token is judged by it alone; one without (no /proc) by the pid and the file's mtime, and
+    // so is a token this process cannot check (its boot id unreadable): with a made-up mtime, a live owner
+    // would look started after its file and so dead.
+    const mtimeMs = await io.lstat(join(path, name)).then(
+      (st) => st.mtimeMs,
+      () => Date.now(),
+    );
     if (owners.alive(p, mtimeMs, name)) return { kind: 'dir', stale: undefined, pid: p };
     stale.push(name);
   }
