@@ -193,6 +193,34 @@ describe('tool processes and the death of their engine', () => {
     await store.close();
   });
 
+  it("a group is judged by the stamp of the line that named it, not by later lines' stamps", async () => {
+    const store = await Store.open(join(await tempDir(), 'store'));
+    await fsp.mkdir(store.layout.procs, { recursive: true });
+    const dead = await deadPid();
+    const journal = (tag: string) => join(store.layout.procs, `${dead}-t1b${bootOf()}r${tag}.pgids`);
+    const fresh = detachedSleep();
+    const started = startTicksOf(fresh);
+    // The journal's group of that id was named a tick before this one started (its pid reused since);
+    // a later call's lines were stamped after, which says nothing of that group's being still there.
+    await fsp.writeFile(journal('0aa'), `+${fresh} ${started - 1}\n+1234567 ${started}\n-1234567 ${uptimeTicks()}\n`);
+    expect(await reapOrphans(store)).toEqual({ killed: 0, journals: 1 });
+    expect(running(fresh)).toBe(true);
+    // A new watchdog (the last one died) names every tracked group again: the first naming is what counts.
+    await fsp.writeFile(journal('0bb'), `+${fresh} ${started - 1}\n+${fresh} ${uptimeTicks()}\n`);
+    expect(await reapOrphans(store)).toEqual({ killed: 0, journals: 1 });
+    expect(running(fresh)).toBe(true);
+    // Untracked, then named again after it started: that group, and it goes. An unstamped line is bounded by
+    // the next stamp.
+    await fsp.writeFile(
+      journal('0cc'),
+      `+${fresh} ${started - 1}\n-${fresh} ${started - 1}\n+${fresh}\n-1234567 ${uptimeTicks()}\n`,
+    );
+    expect(await reapOrphans(store)).toEqual({ killed: 1, journals: 1 });
+    expect(await eventually(() => !running(fresh))).toBe(true);
+    expect(await fsp.readdir(store.layout.procs)).toEqual([]);
+    await store.close();
+  });
+
   it('a watchdog that died while its engine lives is replaced, and the new one knows every tracked group', async () => {
     const dir = await tempDir();
     const guard = new ProcessGuard(join(dir, 'procs'));
