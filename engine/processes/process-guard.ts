@@ -12,7 +12,9 @@
  * The watchdog also appends each line to a journal in the store
  * (`procs/<engine pid>-<token>.pgids`), stamped with the time since boot it
  * was written (`+<pgid> <ticks>`, from /proc/uptime, in the clock ticks of
- * /proc/<pid>/stat start times), so that if it dies with the engine
+ * /proc/<pid>/stat start times; only from the kernel's `<seconds>.<2
+ * digits>`, anything else leaves the line unstamped rather than make up a
+ * tick that could be too late), so that if it dies with the engine
  * (both killed at once), the next engine opened on the store, or the next
  * collection, kills what the journal still lists (engine/processes/orphans.ts). The
  * engine removes the journal when it closes.
@@ -36,8 +38,9 @@ export const WATCHDOG_NAME = 'sluice-watchdog';
  * (may be empty). A group is tracked while its last line was `+`. Signals
  * meant for the engine's terminal or for a service being stopped are
  * ignored: its job is to outlive the engine by the moment it takes to kill.
+ * @internal exported for tests, which run it with another /proc/uptime
  */
-const SCRIPT = `trap '' HUP INT QUIT TERM PIPE
+export const WATCHDOG_SCRIPT = `trap '' HUP INT QUIT TERM PIPE
 umask 077
 j=$2
 g=' '
@@ -49,7 +52,7 @@ while IFS= read -r l; do
   esac
   if [ -n "$j" ]; then
     u=; read -r u _ </proc/uptime 2>/dev/null
-    t=\${u%.*}\${u#*.}
+    case $u in *[!0-9.]*|*.*.*) t= ;; [0-9]*.[0-9][0-9]) t=\${u%.*}\${u#*.} ;; *) t= ;; esac
     printf '%s\\n' "$l\${t:+ $t}" 2>/dev/null >>"$j"
   fi
 done
@@ -154,7 +157,7 @@ export class ProcessGuard {
     }
     let child: ChildProcess;
     try {
-      child = spawn('/bin/sh', ['-c', SCRIPT, WATCHDOG_NAME, String(process.pid), journal], {
+      child = spawn('/bin/sh', ['-c', WATCHDOG_SCRIPT, WATCHDOG_NAME, String(process.pid), journal], {
         detached: true,
         stdio: ['pipe', 'ignore', 'ignore'],
         env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' },
