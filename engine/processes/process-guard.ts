@@ -10,13 +10,15 @@
  * group it still tracks and exits.
  *
  * The watchdog also appends each line to a journal in the store
- * (`procs/<engine pid>-<token>.pgids`), stamped with the time since boot it
- * was written (`+<pgid> <ticks>`, from /proc/uptime, in the clock ticks of
- * /proc/<pid>/stat start times; only from the kernel's `<seconds>.<2
- * digits>`, anything else leaves the line unstamped rather than make up a
- * tick that could be too late), so that if it dies with the engine
- * (both killed at once), the next engine opened on the store, or the next
- * collection, kills what the journal still lists (engine/processes/orphans.ts). The
+ * (`procs/<engine pid>-<token>.pgids`), each `+` line stamped with the time
+ * since boot it was written (`+<pgid> <ticks>`, from /proc/uptime, in the
+ * clock ticks of /proc/<pid>/stat start times; only from the kernel's
+ * `<seconds>.<2 digits>`, anything else leaves the line unstamped rather
+ * than make up a tick that could be too late; the reaper bounds a group by
+ * its `+` line, and nothing reads a `-` line's time), so that if it dies
+ * with the engine (both killed at once), the next engine opened on the
+ * store, or the next collection, kills what the journal still lists
+ * (engine/processes/orphans.ts). The
  * engine removes the journal when it closes.
  *
  * Per call this costs the engine two short writes on a pipe (and, once per
@@ -51,8 +53,11 @@ while IFS= read -r l; do
     *) continue ;;
   esac
   if [ -n "$j" ]; then
-    u=; read -r u _ </proc/uptime 2>/dev/null
-    case $u in *[!0-9.]*|*.*.*) t= ;; [0-9]*.[0-9][0-9]) t=\${u%.*}\${u#*.} ;; *) t= ;; esac
+    t=
+    case $l in +*)
+      u=; read -r u _ </proc/uptime 2>/dev/null
+      case $u in *[!0-9.]*|*.*.*) ;; [0-9]*.[0-9][0-9]) t=\${u%.*}\${u#*.} ;; esac ;;
+    esac
     printf '%s\\n' "$l\${t:+ $t}" 2>/dev/null >>"$j"
   fi
 done

@@ -1,6 +1,6 @@
 /**
  * The watchdog's stamps under dash (/bin/sh) with an odd /proc/uptime: a
- * stamp is the time since boot in clock ticks, taken only from the
+ * `+` line's stamp is the time since boot in clock ticks, taken only from the
  * kernel's `<seconds>.<2 digits>`; anything else (no fraction, another
  * precision, junk, nothing) leaves the line unstamped, so the reaper falls
  * back to the mtime rule instead of trusting a made-up tick (a stamp too
@@ -67,8 +67,9 @@ async function linesWith(uptime: string): Promise<string[]> {
 
 describe.runIf(why === undefined)('the watchdog stamps only what /proc/uptime says in its own form', () => {
   it('seconds with two decimals become clock ticks', async () => {
-    expect(await linesWith('12345.67 54321.00\n')).toEqual([`+${NOBODY} 1234567`, `-${NOBODY} 1234567`]);
-    expect(await linesWith('0.05 0.01\n')).toEqual([`+${NOBODY} 005`, `-${NOBODY} 005`]);
+    // Only a `+` line needs its time (the reaper bounds a group by it), so a `-` line is not stamped.
+    expect(await linesWith('12345.67 54321.00\n')).toEqual([`+${NOBODY} 1234567`, `-${NOBODY}`]);
+    expect(await linesWith('0.05 0.01\n')).toEqual([`+${NOBODY} 005`, `-${NOBODY}`]);
     expect(readJournal(`+${NOBODY} 005\n`)).toEqual([{ pgid: NOBODY, ticks: 5 }]);
   });
 
