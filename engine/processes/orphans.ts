@@ -47,11 +47,16 @@ export interface TrackedGroup {
  * engine untracked it), and a `+` line repeated by a new watchdog (the
  * last one died) names a group already tracked. An unstamped `+` line is
  * bounded by the next stamp in the journal, which was written after it.
+ * A last line without its newline is not read.
  */
 export function readJournal(text: string): TrackedGroup[] {
   const tracked = new Map<number, TrackedGroup>();
   const unstamped: TrackedGroup[] = [];
-  for (const line of text.split('\n')) {
+  // What follows the last newline is no line: a write cut short (a full disk), whose digits may be the first
+  // few of another group's id.
+  const lines = text.split('\n');
+  lines.pop();
+  for (const line of lines) {
     const m = /^([+-])([1-9][0-9]{0,9})(?: ([0-9]{1,15}))?$/.exec(line);
     if (!m) continue;
     const pgid = Number(m[2]);

@@ -224,6 +224,21 @@ describe('tool processes and the death of their engine', () => {
     await store.close();
   });
 
+  it('a torn last line (a write cut short by a full disk) names no group', async () => {
+    const { store, journal, fresh, started } = await stampedSetup();
+    // `+<fresh>7 <ticks>` cut after the pid's digits: what is left names the live group `fresh`, which the
+    // journal never tracked.
+    await fsp.writeFile(journal('0aa'), `+1234567 ${started}\n-1234567 ${uptimeTicks()}\n+${fresh}`);
+    expect(await reapOrphans(store)).toEqual({ killed: 0, journals: 1 });
+    expect(running(fresh)).toBe(true);
+    // The same line ended: tracked, and it goes.
+    await fsp.writeFile(journal('0bb'), `+${fresh} ${started}\n`);
+    expect(await reapOrphans(store)).toEqual({ killed: 1, journals: 1 });
+    expect(await eventually(() => !running(fresh))).toBe(true);
+    expect(await fsp.readdir(store.layout.procs)).toEqual([]);
+    await store.close();
+  });
+
   it('a watchdog that died while its engine lives is replaced, and the new one knows every tracked group', async () => {
     const dir = await tempDir();
     const guard = new ProcessGuard(join(dir, 'procs'));
