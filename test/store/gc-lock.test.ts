@@ -307,4 +307,31 @@ describe('the GC lock with racing collectors', () => {
     expect(await lockEntries(a)).toEqual([]);
     for (const s of stores) await s.close();
   });
+
+  it('a failure at any step of preparing the lock fails the collection (EDISK) and leaves nothing', async () => {
+    const steps = [
+      { op: 'mkdir', errno: 'EACCES' },
+      { op: 'open', errno: 'ENOSPC' },
+      { op: 'write', errno: 'ENOSPC' },
+      { op: 'write', errno: 'EIO' },
+      { op: 'rename', errno: 'EIO' },
+    ] as const;
+    for (const step of steps) {
+      const root = join(await tempDir('sluice-gc-lock-'), 'store');
+      const io = new FaultyIO(root);
+      const s = await Store.open(root, { io });
+      await fsp.mkdir(s.layout.gc, { recursive: true });
+      const fault = io.inject({ op: step.op, when: (r) => r.path.includes('/gc/lock.prep-'), errno: step.errno });
+      const err = await acquireGcLock(s, 100).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect({ step, fired: fault.fired, err }).toMatchObject({ step, fired: 1, err: { code: 'EDISK' } });
+      io.reset();
+      expect({ step, left: await lockEntries(s) }).toEqual({ step, left: [] });
+      // And the next collection takes the lock at once.
+      await (await acquireGcLock(s, 100)).release();
+      await s.close();
+    }
+  });
 });
