@@ -5,6 +5,7 @@
  * store instance of its own; one of them is held just before it breaks a
  * dead lock while the others take and release it.
  */
+import { spawnSync } from 'node:child_process';
 import { promises as fsp, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -333,5 +334,26 @@ describe('the GC lock with racing collectors', () => {
       await (await acquireGcLock(s, 100)).release();
       await s.close();
     }
+  });
+
+  it('a FIFO, or a directory holding anything but one owner file, at the lock is never broken', async () => {
+    const { stores } = await openStores(1);
+    const s = stores[0] as Store;
+    const lock = gcLockPath(s);
+    await fsp.mkdir(s.layout.gc, { recursive: true });
+    // A FIFO: never opened for a blocking read, never removed.
+    expect(spawnSync('mkfifo', [lock]).status).toBe(0);
+    await expect(acquireGcLock(s, 100)).rejects.toMatchObject({ code: 'ETIMEOUT', details: { pid: null } });
+    expect((await fsp.lstat(lock)).isFIFO()).toBe(true);
+    expect(await lockEntries(s)).toEqual(['lock']);
+    await fsp.unlink(lock);
+    // A directory holding a dead owner's file and something else (an operator's, a foreign tool's): kept whole.
+    const dead = await deadLock(s);
+    await fsp.writeFile(join(lock, 'notes.txt'), 'x\n');
+    await expect(acquireGcLock(s, 100)).rejects.toMatchObject({ code: 'ETIMEOUT' });
+    expect((await fsp.readdir(lock)).sort()).toEqual([dead, 'notes.txt'].sort());
+    expect(await lockEntries(s)).toEqual(['lock']);
+    await fsp.rm(lock, { recursive: true });
+    await s.close();
   });
 });
