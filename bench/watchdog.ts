@@ -8,9 +8,9 @@
  * process's cutime/cstime in /proc/self/stat once the child is reaped.
  * Three rounds of each, alternating; medians. Target (docs/benchmarks.md,
  * "The watchdog"): the journal at most 4 times the baseline (measured: an
- * unstamped journal about 2.5 times, stamping `+` lines 2.7-3.4 times,
- * stamping every line 3.9-4.5 times; a process forked per line would be
- * far beyond).
+ * unstamped journal about 2.5 times, stamping `+` lines 2.6-3.4 times,
+ * stamping every line 3.9 times; a process forked per line would be far
+ * beyond).
  *
  *   SLUICE_BENCH_CALLS (default 20000)
  */
