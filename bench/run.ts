@@ -25,6 +25,7 @@ const ALL = [
   'mcp',
   'scale',
   'pack-threshold',
+  'watchdog',
   's3',
   'overhead',
 ];

@@ -8,21 +8,23 @@
  * runs it in the background, and every garbage collection runs it.
  *
  * A group is killed only when it is provably the one the journal names: a
- * live, non-zombie process of that group started no later than the
- * journal's last line was written. A group's id is the pid of its first
- * leader and Linux does not hand that pid out again while any member lives,
- * so an old enough member proves the group has existed since the journal
- * named it. Both times are boot-relative clock ticks: the watchdog stamps
- * each line from /proc/uptime, and /proc/<pid>/stat gives start times on
- * the same clock, so no wall clock is read and a clock stepped back cannot
- * make a new group look old. A journal of another boot (its name carries
- * the boot's id) names no process now alive: nothing is killed. What is
- * left is one tick (10 ms): a group whose pid was reused within the tick of
- * the journal's last line; the pid must have been handed out
- * `pid_max` times over (32,768 or more forks) in that tick. Journals
- * without stamps or token (older versions, no /proc) keep the earlier rule,
- * the journal's mtime plus the owner check's slack. Without /proc nothing
- * is killed.
+ * live, non-zombie process of that group started no later than the line
+ * that named the group was written (a later line's stamp would not do: the
+ * group may have ended and its id gone to another before the engine
+ * untracked it). A group's id is the pid of its first leader and Linux does
+ * not hand that pid out again while any member lives, so an old enough
+ * member proves the group has existed since the journal named it. Both
+ * times are boot-relative clock ticks: the watchdog stamps each line from
+ * /proc/uptime, and /proc/<pid>/stat gives start times on the same clock,
+ * so no wall clock is read and a clock stepped back cannot make a new group
+ * look old. A journal of another boot (its name carries the boot's id)
+ * names no process now alive: nothing is killed. What is left: the pid
+ * handed out again between the call's spawn and the stamp of its line
+ * (`pid_max` forks, 32,768 or more, in that moment), or a process that
+ * started by then and later joined a new group of the same id (setpgid,
+ * within its own session). Journals without stamps or token (older
+ * versions, no /proc) keep the earlier rule, the journal's mtime plus the
+ * owner check's slack. Without /proc nothing is killed.
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -31,17 +33,43 @@ import { bootId, OwnerCheck, ownerPid, ownerToken, procInfo, START_SLACK_MS } fr
 import type { Store } from '../../store/store.js';
 import { killProcessGroup } from './process-group.js';
 
-/** What a journal says: the groups it still tracks (last line `+<pgid>`) and its latest stamp, if any. */
-export function readJournal(text: string): { groups: number[]; lastTicks: number | undefined } {
-  const last = new Map<number, boolean>();
-  let lastTicks: number | undefined;
-  for (const line of text.split('\n')) {
+/** A group a journal still tracks, and by when (ticks since boot) the journal had named it, if stamped. */
+export interface TrackedGroup {
+  pgid: number;
+  ticks: number | undefined;
+}
+
+/**
+ * The groups a journal still tracks (their last line is `+<pgid>`), each
+ * with the stamp of the line that first named it since it was last
+ * untracked: the group existed then. A later line's stamp says nothing of
+ * that group (it may have ended and its id gone to another before the
+ * engine untracked it), and a `+` line repeated by a new watchdog (the
+ * last one died) names a group already tracked. An unstamped `+` line is
+ * bounded by the next stamp in the journal, which was written after it.
+ * A last line without its newline is not read.
+ */
+export function readJournal(text: string): TrackedGroup[] {
+  const tracked = new Map<number, TrackedGroup>();
+  const unstamped: TrackedGroup[] = [];
+  // What follows the last newline is no line: a write cut short (a full disk), whose digits may be the first
+  // few of another group's id.
+  const lines = text.split('\n');
+  lines.pop();
+  for (const line of lines) {
     const m = /^([+-])([1-9][0-9]{0,9})(?: ([0-9]{1,15}))?$/.exec(line);
     if (!m) continue;
-    last.set(Number(m[2]), m[1] === '+');
-    if (m[3] !== undefined) lastTicks = Math.max(lastTicks ?? 0, Number(m[3]));
+    const pgid = Number(m[2]);
+    const ticks = m[3] === undefined ? undefined : Number(m[3]);
+    if (ticks !== undefined) for (const g of unstamped.splice(0)) g.ticks ??= ticks;
+    if (m[1] === '-') tracked.delete(pgid);
+    else if (!tracked.has(pgid)) {
+      const g = { pgid, ticks };
+      tracked.set(pgid, g);
+      if (ticks === undefined) unstamped.push(g);
+    }
   }
-  return { groups: [...last].filter(([, on]) => on).map(([g]) => g), lastTicks };
+  return [...tracked.values()];
 }
 
 /** How old a member must be to prove its group is the journal's: started by this tick since boot, or this wall time. */
@@ -103,18 +131,16 @@ export async function reapOrphans(store: Store): Promise<ReapReport> {
       continue;
     }
     if (!read || owners.alive(pid, read.mtimeMs, name)) continue;
-    const { groups, lastTicks } = readJournal(read.text);
     const token = ownerToken(name);
     const boot = bootId();
     // Another boot's processes are all gone; the pids its journal names belong to others now.
     const otherBoot = token !== undefined && boot !== null && token.boot !== boot;
-    const bound: StartBound =
-      token !== undefined && boot !== null && lastTicks !== undefined
-        ? { ticks: lastTicks }
-        : { ms: read.mtimeMs + START_SLACK_MS };
-    for (const g of otherBoot ? [] : groups) {
-      if (!groupStillThere(g, bound)) continue;
-      killProcessGroup(g);
+    const onBootClock = token !== undefined && boot !== null;
+    for (const g of otherBoot ? [] : readJournal(read.text)) {
+      const bound: StartBound =
+        onBootClock && g.ticks !== undefined ? { ticks: g.ticks } : { ms: read.mtimeMs + START_SLACK_MS };
+      if (!groupStillThere(g.pgid, bound)) continue;
+      killProcessGroup(g.pgid);
       report.killed++;
     }
     await store.io.unlink(path).then(

@@ -10,11 +10,15 @@
  * group it still tracks and exits.
  *
  * The watchdog also appends each line to a journal in the store
- * (`procs/<engine pid>-<token>.pgids`), stamped with the time since boot it
- * was written (`+<pgid> <ticks>`, from /proc/uptime, in the clock ticks of
- * /proc/<pid>/stat start times), so that if it dies with the engine
- * (both killed at once), the next engine opened on the store, or the next
- * collection, kills what the journal still lists (engine/processes/orphans.ts). The
+ * (`procs/<engine pid>-<token>.pgids`), each `+` line stamped with the time
+ * since boot it was written (`+<pgid> <ticks>`, from /proc/uptime, in the
+ * clock ticks of /proc/<pid>/stat start times; only from the kernel's
+ * `<seconds>.<2 digits>`, anything else leaves the line unstamped rather
+ * than make up a tick that could be too late; the reaper bounds a group by
+ * its `+` line, and nothing reads a `-` line's time), so that if it dies
+ * with the engine (both killed at once), the next engine opened on the
+ * store, or the next collection, kills what the journal still lists
+ * (engine/processes/orphans.ts). The
  * engine removes the journal when it closes.
  *
  * Per call this costs the engine two short writes on a pipe (and, once per
@@ -36,8 +40,9 @@ export const WATCHDOG_NAME = 'sluice-watchdog';
  * (may be empty). A group is tracked while its last line was `+`. Signals
  * meant for the engine's terminal or for a service being stopped are
  * ignored: its job is to outlive the engine by the moment it takes to kill.
+ * @internal exported for tests, which run it with another /proc/uptime
  */
-const SCRIPT = `trap '' HUP INT QUIT TERM PIPE
+export const WATCHDOG_SCRIPT = `trap '' HUP INT QUIT TERM PIPE
 umask 077
 j=$2
 g=' '
@@ -48,8 +53,11 @@ while IFS= read -r l; do
     *) continue ;;
   esac
   if [ -n "$j" ]; then
-    u=; read -r u _ </proc/uptime 2>/dev/null
-    t=\${u%.*}\${u#*.}
+    t=
+    case $l in +*)
+      u=; read -r u _ </proc/uptime 2>/dev/null
+      case $u in *[!0-9.]*|*.*.*) ;; [0-9]*.[0-9][0-9]) t=\${u%.*}\${u#*.} ;; esac ;;
+    esac
     printf '%s\\n' "$l\${t:+ $t}" 2>/dev/null >>"$j"
   fi
 done
@@ -154,7 +162,7 @@ export class ProcessGuard {
     }
     let child: ChildProcess;
     try {
-      child = spawn('/bin/sh', ['-c', SCRIPT, WATCHDOG_NAME, String(process.pid), journal], {
+      child = spawn('/bin/sh', ['-c', WATCHDOG_SCRIPT, WATCHDOG_NAME, String(process.pid), journal], {
         detached: true,
         stdio: ['pipe', 'ignore', 'ignore'],
         env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' },

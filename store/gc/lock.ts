@@ -30,8 +30,10 @@
  * file makes the rename fail (ENOTDIR); it is judged by its content (the
  * token, else the old rule: the pid lives and did not start after the lock
  * was written; without a valid pid, abandoned after
- * {@link UNWRITTEN_STALE_MS}) and, when stale, unlinked. unlink(2) cannot
- * remove a directory, so that never touches a lock of this version.
+ * {@link UNWRITTEN_STALE_MS}) and, when stale, broken by
+ * {@link breakLegacy}: renamed aside over a file of ours (which a directory,
+ * this version's lock, cannot be) and removed only if it is still the file
+ * judged, else linked back (an older collector took the lock meanwhile).
  */
 import { constants } from 'node:fs';
 import { join } from 'node:path';
@@ -48,6 +50,8 @@ export interface GcLock {
 const POLL_MS = 50;
 /** A lock directory being prepared: `gc/lock.prep-<owned name>`. */
 const PREP_PREFIX = 'lock.prep-';
+/** An older version's lock file moved aside to be broken: `gc/lock.stale-<owned name>` (older versions' too). */
+const STALE_PREFIX = 'lock.stale-';
 /** The owner file inside a lock directory. */
 const OWNER_SUFFIX = '.owner';
 
@@ -60,7 +64,13 @@ export function gcLockPath(store: Store): string {
 type Holder =
   | { kind: 'gone' }
   | { kind: 'dir'; stale: string[] | undefined; pid: number | undefined }
-  | { kind: 'file'; stale: boolean; pid: number | undefined };
+  | { kind: 'file'; stale: boolean; pid: number | undefined; judged?: LegacyFile };
+
+/** An older version's lock file as it was read: its inode and its content. */
+interface LegacyFile {
+  ino: number;
+  text: string;
+}
 
 function errno(err: unknown): unknown {
   return (err as { code?: unknown })?.code;
@@ -106,7 +116,8 @@ export async function acquireGcLock(store: Store, timeoutMs: number): Promise<Gc
         continue;
       }
       if (holder.kind === 'file' && holder.stale) {
-        await io.unlink(path).catch(() => {}); // A directory (this version's lock) is never unlinked.
+        // Any failure here would fail every try alike, so it ends the collection rather than spin on it.
+        await breakLegacy(store, path, holder.judged);
         continue;
       }
       if (Date.now() >= deadline) {
@@ -144,16 +155,27 @@ async function prepare(io: StoreIO, prep: string, ownerName: string, token: stri
 /**
  * Our own owner file goes first, by its name: from then on a collector may
  * rename its directory over the empty one, so the rmdir that follows may
- * find another holder's (not empty) and leaves it. Should the unlink fail,
- * the whole directory, still ours, is renamed aside and removed: kept, it
- * would stop every collection while this process lives.
+ * find another holder's (not empty) and leaves it. Should the unlink fail
+ * and our file still stand, the whole directory, still ours (a directory
+ * holding a file cannot be replaced), is renamed aside and removed: kept,
+ * it would stop every collection while this process lives. An unlink that
+ * reports an error although the file went (a disk answering late) has
+ * freed the lock, which another collector may hold by now: it is left
+ * (and so is the directory when even the lstat fails: kept until this
+ * process exits is better than moving a lock that may be another's).
  */
 async function release(store: Store, path: string, ownerName: string): Promise<void> {
   const io = store.io;
   try {
     await io.unlink(join(path, ownerName));
   } catch (err) {
-    if (errno(err) !== 'ENOENT') {
+    const stands =
+      errno(err) !== 'ENOENT' &&
+      (await io.lstat(join(path, ownerName)).then(
+        () => true,
+        () => false, // Unknown: moving what may be another holder's lock would be worse than keeping ours.
+      ));
+    if (stands) {
       const aside = join(store.layout.gc, `${PREP_PREFIX}${ownerName.slice(0, -OWNER_SUFFIX.length)}`);
       await io.rename(path, aside).then(
         () => removeDir(io, aside, [ownerName]),
@@ -204,13 +226,13 @@ async function readHolder(io: StoreIO, path: string, owners: OwnerCheck): Promis
     pid ??= p;
     // Not an owner file of ours: nobody's to break.
     if (p === undefined || !name.endsWith(OWNER_SUFFIX)) return { kind: 'dir', stale: undefined, pid };
-    // A name with a token is judged by it alone; one without (no /proc) by the pid and the file's mtime.
-    const mtimeMs = ownerToken(name)
-      ? 0
-      : await io.lstat(join(path, name)).then(
-          (st) => st.mtimeMs,
-          () => Date.now(),
-        );
+    // A name with a token is judged by it alone; one without (no /proc) by the pid and the file's mtime, and
+    // so is a token this process cannot check (its boot id unreadable): with a made-up mtime, a live owner
+    // would look started after its file and so dead.
+    const mtimeMs = await io.lstat(join(path, name)).then(
+      (st) => st.mtimeMs,
+      () => Date.now(),
+    );
     if (owners.alive(p, mtimeMs, name)) return { kind: 'dir', stale: undefined, pid: p };
     stale.push(name);
   }
@@ -237,12 +259,13 @@ async function readLegacyHolder(io: StoreIO, path: string, owners: OwnerCheck): 
     const st = await fh.stat();
     if (!st.isFile()) return { kind: 'file', stale: false, pid: undefined };
     const text = (await fh.readFile()).toString('utf8').trim();
+    const judged = { ino: st.ino, text };
     // A token (`<pid>-t…`); an owned name without one (`<pid>-<random>`), judged by the pid as a bare pid is.
     const token = ownerToken(text) ? text : undefined;
     const m = /^([1-9][0-9]{0,9})(?:-[0-9a-zA-Z]+)?$/.exec(text);
-    if (!m) return { kind: 'file', stale: Date.now() - st.mtimeMs > UNWRITTEN_STALE_MS, pid: undefined };
+    if (!m) return { kind: 'file', stale: Date.now() - st.mtimeMs > UNWRITTEN_STALE_MS, pid: undefined, judged };
     const pid = Number(m[1]);
-    return { kind: 'file', stale: !owners.alive(pid, st.mtimeMs, token), pid };
+    return { kind: 'file', stale: !owners.alive(pid, st.mtimeMs, token), pid, judged };
   } catch {
     return { kind: 'file', stale: false, pid: undefined };
   } finally {
@@ -251,18 +274,63 @@ async function readLegacyHolder(io: StoreIO, path: string, owners: OwnerCheck): 
 }
 
 /**
- * Removes lock directories that dead collectors were preparing (`gc/lock.prep-<owned name>`, left by a crash
- * before their rename). A live owner's is left alone.
+ * Breaks an older version's lock file judged stale (`judged`: as it was read
+ * then). Unlinking `gc/lock` by name could remove a lock an older
+ * collector took since (it breaks the same file its own way, then links its
+ * own), so the file is renamed aside instead, over a placeholder file of
+ * ours: rename(2) will not put a directory over a file (ENOTDIR), so a lock
+ * directory of this version taken since is never moved either. What was
+ * moved is removed only when it is the file judged (same inode, same
+ * content, which names its owner); anything else is linked back. Linking
+ * back fails only if yet another collector took `gc/lock` in between: the
+ * race older versions have among themselves, which no step of ours adds to.
+ */
+async function breakLegacy(store: Store, path: string, judged: LegacyFile | undefined): Promise<void> {
+  const io = store.io;
+  const aside = join(store.layout.gc, `${STALE_PREFIX}${ownedName()}`);
+  const fh = await io.open(aside, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600);
+  try {
+    await fh.close();
+    try {
+      await io.rename(path, aside);
+    } catch (err) {
+      const code = errno(err);
+      // Broken by someone else, or a lock directory of this version stands there now: nothing to break.
+      if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') return;
+      throw err;
+    }
+    const moved = await readLegacyHolder(io, aside, new OwnerCheck());
+    if (judged && moved.kind === 'file' && moved.judged?.ino === judged.ino && moved.judged.text === judged.text) {
+      return;
+    }
+    await io.link(aside, path).catch(() => {});
+  } finally {
+    await io.unlink(aside).catch(() => {});
+  }
+}
+
+/**
+ * Removes what dead collectors left beside the lock: directories they were
+ * preparing (`gc/lock.prep-<owned name>`, left by a crash before their
+ * rename) and lock files they had moved aside to break
+ * (`gc/lock.stale-<owned name>`). A live owner's are left alone, and so
+ * are older versions' files moved aside (`gc/lock.stale-<pid>-<random>`,
+ * no token): judged by the pid and the file's mtime, which renaming kept
+ * from the lock, a live breaker would look dead, and the file may be a
+ * fresh lock it is about to link back.
  */
 async function removeDeadPreps(store: Store, owners: OwnerCheck): Promise<void> {
   for (const name of await store.io.readdir(store.layout.gc)) {
-    if (!name.startsWith(PREP_PREFIX)) continue;
-    const stem = name.slice(PREP_PREFIX.length);
+    const prep = name.startsWith(PREP_PREFIX);
+    if (!prep && !name.startsWith(STALE_PREFIX)) continue;
+    const stem = name.slice(prep ? PREP_PREFIX.length : STALE_PREFIX.length);
     const pid = ownerPid(`${stem}${OWNER_SUFFIX}`);
-    if (pid === undefined) continue;
-    const dir = join(store.layout.gc, name);
-    const st = await store.io.lstat(dir).catch(() => undefined);
-    if (!st?.isDirectory() || owners.alive(pid, st.mtimeMs, `${stem}${OWNER_SUFFIX}`)) continue;
-    await removeDir(store.io, dir, [`${stem}${OWNER_SUFFIX}`]);
+    if (pid === undefined || (!prep && !ownerToken(stem))) continue;
+    const at = join(store.layout.gc, name);
+    const st = await store.io.lstat(at).catch(() => undefined);
+    if (!st || !(prep ? st.isDirectory() : st.isFile())) continue;
+    if (owners.alive(pid, st.mtimeMs, `${stem}${OWNER_SUFFIX}`)) continue;
+    if (prep) await removeDir(store.io, at, [`${stem}${OWNER_SUFFIX}`]);
+    else await store.io.unlink(at).catch(() => {});
   }
 }

@@ -80,6 +80,19 @@ async function orphaned(): Promise<{ store: string; sleeper: ReturnType<typeof u
   return { store, sleeper };
 }
 
+/**
+ * A store with procs/ made, a dead engine pid, the path of a journal of that engine (named with this boot's
+ * id), and a detached group with its start in ticks since boot.
+ */
+async function stampedSetup() {
+  const store = await Store.open(join(await tempDir(), 'store'));
+  await fsp.mkdir(store.layout.procs, { recursive: true });
+  const dead = await deadPid();
+  const journal = (tag: string) => join(store.layout.procs, `${dead}-t1b${bootOf()}r${tag}.pgids`);
+  const fresh = detachedSleep();
+  return { store, dead, journal, fresh, started: startTicksOf(fresh) };
+}
+
 async function gone(marker: string): Promise<boolean> {
   return eventually(async () => (await pgrep(marker)).length === 0);
 }
@@ -165,12 +178,7 @@ describe('tool processes and the death of their engine', () => {
   });
 
   it('stamped journals are judged on the boot clock: never a group started after the last stamp, whatever the file times', async () => {
-    const store = await Store.open(join(await tempDir(), 'store'));
-    await fsp.mkdir(store.layout.procs, { recursive: true });
-    const dead = await deadPid();
-    const journal = (tag: string) => join(store.layout.procs, `${dead}-t1b${bootOf()}r${tag}.pgids`);
-    const fresh = detachedSleep();
-    const started = startTicksOf(fresh);
+    const { store, dead, journal, fresh, started } = await stampedSetup();
     // Last stamped a tick before the group started, though the file was written just now: another group (a reused pid).
     await fsp.writeFile(journal('0aa'), `+${fresh} ${started - 1}\n`);
     expect(await reapOrphans(store)).toEqual({ killed: 0, journals: 1 });
@@ -189,6 +197,44 @@ describe('tool processes and the death of their engine', () => {
     );
     expect(await reapOrphans(store)).toEqual({ killed: 0, journals: 1 });
     expect(running(other)).toBe(true);
+    expect(await fsp.readdir(store.layout.procs)).toEqual([]);
+    await store.close();
+  });
+
+  it("a group is judged by the stamp of the line that named it, not by later lines' stamps", async () => {
+    const { store, journal, fresh, started } = await stampedSetup();
+    // The journal's group of that id was named a tick before this one started (its pid reused since);
+    // a later call's lines were stamped after, which says nothing of that group's being still there.
+    await fsp.writeFile(journal('0aa'), `+${fresh} ${started - 1}\n+1234567 ${started}\n-1234567 ${uptimeTicks()}\n`);
+    expect(await reapOrphans(store)).toEqual({ killed: 0, journals: 1 });
+    expect(running(fresh)).toBe(true);
+    // A new watchdog (the last one died) names every tracked group again: the first naming is what counts.
+    await fsp.writeFile(journal('0bb'), `+${fresh} ${started - 1}\n+${fresh} ${uptimeTicks()}\n`);
+    expect(await reapOrphans(store)).toEqual({ killed: 0, journals: 1 });
+    expect(running(fresh)).toBe(true);
+    // Untracked, then named again after it started: that group, and it goes. An unstamped line is bounded by
+    // the next stamp.
+    await fsp.writeFile(
+      journal('0cc'),
+      `+${fresh} ${started - 1}\n-${fresh} ${started - 1}\n+${fresh}\n-1234567 ${uptimeTicks()}\n`,
+    );
+    expect(await reapOrphans(store)).toEqual({ killed: 1, journals: 1 });
+    expect(await eventually(() => !running(fresh))).toBe(true);
+    expect(await fsp.readdir(store.layout.procs)).toEqual([]);
+    await store.close();
+  });
+
+  it('a torn last line (a write cut short by a full disk) names no group', async () => {
+    const { store, journal, fresh, started } = await stampedSetup();
+    // `+<fresh>7 <ticks>` cut after the pid's digits: what is left names the live group `fresh`, which the
+    // journal never tracked.
+    await fsp.writeFile(journal('0aa'), `+1234567 ${started}\n-1234567 ${uptimeTicks()}\n+${fresh}`);
+    expect(await reapOrphans(store)).toEqual({ killed: 0, journals: 1 });
+    expect(running(fresh)).toBe(true);
+    // The same line ended: tracked, and it goes.
+    await fsp.writeFile(journal('0bb'), `+${fresh} ${started}\n`);
+    expect(await reapOrphans(store)).toEqual({ killed: 1, journals: 1 });
+    expect(await eventually(() => !running(fresh))).toBe(true);
     expect(await fsp.readdir(store.layout.procs)).toEqual([]);
     await store.close();
   });
