@@ -327,7 +327,8 @@ export class Engine {
    * continue with `offset: nextOffset`. Throws the typed error of a failed search.
    */
   async search(filePath: string, pattern: string, options: SearchOptions = {}): Promise<SearchResult> {
-    const { SEARCH_TOOL, searchArgs, searchCallOptions, searchResultOf } = this.runtime;
+    // Loaded on first use: the search text parser (store/search-text.ts) is not on a plain call's path.
+    const { SEARCH_TOOL, searchArgs, searchCallOptions, searchResultOf } = await import('./engine-search.js');
     return searchResultOf(
       await this.run(SEARCH_TOOL, searchArgs(filePath, pattern, options), searchCallOptions(options)),
     );

@@ -12,7 +12,6 @@ export { BUILTIN_TOOLS } from './builtins/descriptions.js';
 export { Call } from './call/call.js';
 export { assertJsonArgs } from './call/json-args.js';
 export { READ_TOOL, readArgs, readCallOptions, readResultOf } from './engine-read.js';
-export { SEARCH_TOOL, searchArgs, searchCallOptions, searchResultOf } from './engine-search.js';
 export { EventHub } from './events/hub.js';
 export { EngineMetrics } from './metrics.js';
 export { resolveOptions } from './options.js';
