@@ -4,7 +4,8 @@
  * registry. Engine.open imports this module only after it has started the
  * first worker, so that the worker boots and loads its own modules on another
  * core while this thread loads these; engine.ts imports nothing else
- * statically but the pool (docs/architecture.md, "Opening an engine").
+ * statically but the pool and the watchdog's spawn (docs/architecture.md,
+ * "Opening an engine").
  */
 export { resolveStoreLocation } from '../store/location.js';
 export { Store } from '../store/store.js';
