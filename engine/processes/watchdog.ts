@@ -43,6 +43,7 @@ exit 0
 
 /** A started watchdog. */
 export interface Watchdog {
+  /** The `/bin/sh` process (detached: a session of its own). */
   readonly child: ChildProcess;
   /** The pipe it reads: `+<pgid>`, `-<pgid>`, `j<journal path>` lines. */
   readonly stdin: Writable;
