@@ -27,6 +27,7 @@ import {
   WorkerPool,
 } from './pool/pool.js';
 import type { ProcessGuard } from './processes/process-guard.js';
+import { startWatchdog, type Watchdog } from './processes/watchdog.js';
 import type { Registry, ToolInfo } from './registry.js';
 import type { CallEvent, TerminalResult } from './result.js';
 import type { EngineSessionLog } from './session-log.js';
@@ -101,6 +102,7 @@ export class Engine {
     pool: WorkerPool,
     options: ResolvedOptions,
     init: EngineOpenOptions,
+    watchdog: Watchdog | undefined,
   ) {
     this.runtime = runtime;
     this.store = store;
@@ -111,7 +113,7 @@ export class Engine {
     this.approve = init.approve ?? defaultApproval(options.cwd);
     this.sessionLog = new runtime.EngineSessionLog(store);
     this.recorder = init.recorder ?? this.sessionLog;
-    this.processes = new runtime.ProcessGuard(store.layout.procs);
+    this.processes = new runtime.ProcessGuard(store.layout.procs, watchdog);
     this.counters = new runtime.EngineMetrics();
   }
 
@@ -127,6 +129,10 @@ export class Engine {
   static async open(init: EngineOpenOptions = {}): Promise<Engine> {
     const { approve: _a, recorder: _r, builtins: _b, io, ...settings } = init;
     assertSupportedPlatform();
+    // The watchdog first: a fork costs in proportion to this process's memory and stalls this
+    // thread until the child has exec'd, so it is cheapest now, before any worker thread exists
+    // (at a first call it cost the main thread 25-180 ms under load). It learns its journal later.
+    const watchdog = startWatchdog('');
     // The first worker (a new V8 isolate importing zod and the tool API) is the slowest part of
     // opening: start it first, so it boots on another core while this thread loads the rest.
     const early = earlyPoolOptions(settings);
@@ -145,7 +151,7 @@ export class Engine {
       }
       pool ??= new WorkerPool(wanted);
       store = await runtime.Store.open(runtime.resolveStoreLocation(init.store), io ? { io } : {});
-      const engine = new Engine(runtime, store, pool, options, init);
+      const engine = new Engine(runtime, store, pool, options, init, watchdog);
       // Built-ins are registered from their generated descriptions: no worker round trip, so the
       // first call waits only for the worker to be up, never for a describe task.
       if (init.builtins !== false) {
@@ -158,6 +164,7 @@ export class Engine {
       void runtime.reapOrphans(store).catch(() => {});
       return engine;
     } catch (err) {
+      watchdog?.stdin.end();
       await pool?.close().catch(() => {});
       await store?.close();
       throw err;
@@ -320,7 +327,8 @@ export class Engine {
    * continue with `offset: nextOffset`. Throws the typed error of a failed search.
    */
   async search(filePath: string, pattern: string, options: SearchOptions = {}): Promise<SearchResult> {
-    const { SEARCH_TOOL, searchArgs, searchCallOptions, searchResultOf } = this.runtime;
+    // Loaded on first use: the search text parser (store/search-text.ts) is not on a plain call's path.
+    const { SEARCH_TOOL, searchArgs, searchCallOptions, searchResultOf } = await import('./engine-search.js');
     return searchResultOf(
       await this.run(SEARCH_TOOL, searchArgs(filePath, pattern, options), searchCallOptions(options)),
     );

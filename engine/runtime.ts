@@ -4,7 +4,8 @@
  * registry. Engine.open imports this module only after it has started the
  * first worker, so that the worker boots and loads its own modules on another
  * core while this thread loads these; engine.ts imports nothing else
- * statically but the pool (docs/architecture.md, "Opening an engine").
+ * statically but the pool and the watchdog's spawn (docs/architecture.md,
+ * "Opening an engine").
  */
 export { resolveStoreLocation } from '../store/location.js';
 export { Store } from '../store/store.js';
@@ -12,7 +13,6 @@ export { BUILTIN_TOOLS } from './builtins/descriptions.js';
 export { Call } from './call/call.js';
 export { assertJsonArgs } from './call/json-args.js';
 export { READ_TOOL, readArgs, readCallOptions, readResultOf } from './engine-read.js';
-export { SEARCH_TOOL, searchArgs, searchCallOptions, searchResultOf } from './engine-search.js';
 export { EventHub } from './events/hub.js';
 export { EngineMetrics } from './metrics.js';
 export { resolveOptions } from './options.js';

@@ -23,12 +23,12 @@ import {
 import type { Manifest } from './manifest.js';
 import { loadManifest } from './manifest-load.js';
 import type { PackIndex } from './pack-index.js';
-import { type ReadPage, type ReadPageBytes, type ReadPageOptions, readPage, readPageBytes } from './pages.js';
+import type { ReadPage, ReadPageBytes, ReadPageOptions } from './pages.js';
 import { type Pin, PinJournal } from './pins.js';
 import { DEFAULT_PACK_MAX_BLOB_BYTES, Placement } from './placement.js';
 import type { S3Blobs } from './s3/blobs.js';
-import { type LeaseOptions, type LeaseTiming, leaseTiming } from './s3/lease.js';
-import { type VerifyOptions, type VerifyReport, verifyStore } from './verify.js';
+import type { LeaseOptions, LeaseTiming } from './s3/lease.js';
+import type { VerifyOptions, VerifyReport } from './verify.js';
 
 export { DEFAULT_STORE_DIR } from './location.js';
 export type { Pin } from './pins.js';
@@ -97,6 +97,15 @@ export function placementOf(store: Store): Placement {
   return placements.get(store) as Placement;
 }
 
+/**
+ * The read path (pages, and through it line indexes and text cuts): loaded on
+ * the first read, since an engine's main thread publishes and records but
+ * reads pages only for `Engine.read`, and every module a cold open loads is
+ * on the path to its first call. Verify and an S3 store's lease load on first
+ * use the same way.
+ */
+const pagesModule = () => import('./pages.js');
+
 /** Where `store` knows its packed blobs to be (store/pack-index.ts): for the read seam, GC and verify. */
 export function packIndexOf(store: Store): PackIndex {
   return placementOf(store).packs;
@@ -150,8 +159,8 @@ export class Store {
         `packMaxBlobBytes must be an integer from 0 to ${INDEX_MIN_BLOB_BYTES - 1}, got ${JSON.stringify(options.packMaxBlobBytes)}`,
       );
     }
-    // Checked before anything is opened or created.
-    const timing = where.kind === 's3' ? leaseTiming(options.lease) : undefined;
+    // Checked before anything is opened or created. The lease's module loads only for an S3 store.
+    const timing = where.kind === 's3' ? (await import('./s3/lease.js')).leaseTiming(options.lease) : undefined;
     const store = new Store(where, options.io ?? realIO);
     const l = store.layout;
     // The bucket first: a wrong location creates nothing locally.
@@ -225,12 +234,12 @@ export class Store {
    * See {@link readPage} for the contract and its errors.
    */
   readPage(uri: string, options?: ReadPageOptions): Promise<ReadPage> {
-    return readPage(this, uri, options);
+    return pagesModule().then((m) => m.readPage(this, uri, options));
   }
 
   /** Like {@link readPage}, with the page's stored bytes instead of their text (see {@link readPageBytes}). */
   readPageBytes(uri: string, options?: ReadPageOptions): Promise<ReadPageBytes> {
-    return readPageBytes(this, uri, options);
+    return pagesModule().then((m) => m.readPageBytes(this, uri, options));
   }
 
   /**
@@ -251,7 +260,7 @@ export class Store {
     const backend = blobBackendOf(this);
     // An S3 store: every object hashed in ranged GETs; a repair deletes the corrupt version (store/s3/verify.ts).
     if (backend) return import('./s3/verify.js').then((m) => m.verifyS3Store(this, backend as S3Blobs, options));
-    return verifyStore(this, options);
+    return import('./verify.js').then((m) => m.verifyStore(this, options));
   }
 
   /**

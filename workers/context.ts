@@ -4,10 +4,10 @@
  * the call (which streams were written, whether a rule was broken).
  */
 import { Writable } from 'node:stream';
+import { CallEndpoint } from '../engine/protocol/call-endpoint.js';
 import { ResourceLimitError, UndeclaredStreamError } from '../engine/protocol/errors.js';
 import { MAX_CHUNK_BYTES } from '../engine/protocol/limits.js';
 import type { TextKind } from '../engine/protocol/messages.js';
-import { CallEndpoint, Comlink, installErrorTransfer } from '../engine/protocol/rpc.js';
 import { type OutputDeclaration, streamNames } from '../engine/protocol/streams.js';
 import { unitCutAfter } from '../engine/protocol/text.js';
 import { CreditGate } from './credit.js';
@@ -215,6 +215,7 @@ export class CallRun {
   violation: Error | undefined;
   private readonly endpoint: CallEndpoint;
   private hostProxy: HostServices | undefined;
+  private hostRpc: Promise<HostServices> | undefined;
   /** Display text not yet posted, oldest first, and its length in UTF-16 units. */
   private displayPieces: string[] = [];
   private displayChars = 0;
@@ -225,14 +226,26 @@ export class CallRun {
     this.callId = callId;
     this.gate = new CreditGate(window);
     this.names = streamNames(output);
-    installErrorTransfer();
     this.endpoint = new CallEndpoint((m) => post({ t: 'rpc', c: callId, m }));
   }
 
-  /** Host services, through comlink; the proxy is made on first use (most calls never need one). */
+  /**
+   * Host services, through comlink, which loads on the first request (most
+   * calls never make one, and comlink is ~8 ms of a starting worker). The
+   * engine answers on this call's endpoint only after the request, so
+   * nothing arrives before comlink listens.
+   */
   get host(): HostServices {
-    this.hostProxy ??= Comlink.wrap<HostServices>(this.endpoint.asComlink()) as unknown as HostServices;
+    this.hostProxy ??= { approve: (op) => this.hostServices().then((h) => h.approve(op)) };
     return this.hostProxy;
+  }
+
+  private hostServices(): Promise<HostServices> {
+    this.hostRpc ??= import('../engine/protocol/rpc.js').then(({ Comlink, installErrorTransfer }) => {
+      installErrorTransfer();
+      return Comlink.wrap<HostServices>(this.endpoint.asComlink()) as unknown as HostServices;
+    });
+    return this.hostRpc;
   }
 
   /** Delivers an rpc message from the engine. */

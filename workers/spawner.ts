@@ -274,6 +274,15 @@ function spawnDirect(file: string, args: string[], cwd: string): Promise<PipedPr
  * not start.
  */
 export function spawnPiped(file: string, args: string[], cwd: string): Promise<PipedProcess> {
+  // No helper yet (this thread's first spawn, or its helper ended): this process forks first and
+  // the helper's fork follows, so the call's process does not wait behind it. The spawn counts as
+  // one of those made directly while the helper starts.
+  if (!disabled && MODE !== 'wait' && (!helper || helper.dead)) {
+    const first = spawnDirect(file, args, cwd);
+    const started = currentHelper();
+    if (started) started.directWhileStarting++;
+    return first;
+  }
   const h = currentHelper();
   if (!h) return spawnDirect(file, args, cwd);
   if (h.ready) return h.spawn(file, args, cwd);

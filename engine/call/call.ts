@@ -14,6 +14,7 @@ import { clipDisplay, finalDisplay } from '../presentation/final-display.js';
 import { assertModelViewWithinBound, previewBudget } from '../presentation/model-view.js';
 import { withStatusLine } from '../presentation/status-line.js';
 import { isToolProcessGroup, killProcessGroup } from '../processes/process-group.js';
+import { CallEndpoint } from '../protocol/call-endpoint.js';
 import {
   CancelledError,
   ProtocolError,
@@ -24,7 +25,7 @@ import {
   toSluiceError,
 } from '../protocol/errors.js';
 import type { TextKind, WireCompletion, WorkerMessage } from '../protocol/messages.js';
-import { CallEndpoint, Comlink, installErrorTransfer } from '../protocol/rpc.js';
+import { Comlink, installErrorTransfer } from '../protocol/rpc.js';
 import type { ToolInfo } from '../registry.js';
 import type { CallEvent, CallStatus, OutputRef, TerminalResult } from '../result.js';
 import { callerAbortError } from './abort-reason.js';

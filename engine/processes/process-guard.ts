@@ -1,9 +1,11 @@
 /**
  * Tool processes must not outlive their engine, even when the engine dies by
- * SIGKILL and can run no code of its own. Each engine starts one small
- * watchdog process (`/bin/sh`, about 1 MiB) the first time a call registers
- * a process group, in a session of its own (so signals aimed at the
- * engine's terminal or process group do not reach it). The engine tells it
+ * SIGKILL and can run no code of its own. Each engine has one small
+ * watchdog process (`/bin/sh`, about 1 MiB; engine/processes/watchdog.ts),
+ * started by Engine.open before anything else (or, without one, the first
+ * time a call registers a process group), in a session of its own (so
+ * signals aimed at the engine's terminal or process group do not reach
+ * it). The engine tells it
  * over a pipe which groups to track (`+<pgid>`) and untrack (`-<pgid>`);
  * when the pipe reaches end of file (the engine closed it, or the kernel did
  * because the engine died, however it died) the watchdog SIGKILLs every
@@ -18,53 +20,20 @@
  * its `+` line, and nothing reads a `-` line's time), so that if it dies
  * with the engine (both killed at once), the next engine opened on the
  * store, or the next collection, kills what the journal still lists
- * (engine/processes/orphans.ts). The
- * engine removes the journal when it closes.
+ * (engine/processes/orphans.ts). The engine removes the journal when it
+ * closes.
  *
  * Per call this costs the engine two short writes on a pipe (and, once per
  * engine, one process spawn); the watchdog's side (reading the lines,
  * appending the journal) runs in its own process.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
-import type { Writable } from 'node:stream';
+import { resolve } from 'node:path';
 import { ownedName } from '../../store/owners.js';
 import { isToolProcessGroup } from './process-group.js';
+import { startWatchdog, type Watchdog } from './watchdog.js';
 
-/** The name the watchdog runs under (its `$0`): what `ps` and tests see. */
-export const WATCHDOG_NAME = 'sluice-watchdog';
-
-/**
- * The watchdog: `$1` is the engine's pid (for `ps`), `$2` the journal path
- * (may be empty). A group is tracked while its last line was `+`. Signals
- * meant for the engine's terminal or for a service being stopped are
- * ignored: its job is to outlive the engine by the moment it takes to kill.
- * @internal exported for tests, which run it with another /proc/uptime
- */
-export const WATCHDOG_SCRIPT = `trap '' HUP INT QUIT TERM PIPE
-umask 077
-j=$2
-g=' '
-while IFS= read -r l; do
-  case $l in
-    +[0-9]*) x=\${l#+}; case $g in *" $x "*) ;; *) g="$g$x " ;; esac ;;
-    -[0-9]*) x=\${l#-}; case $g in *" $x "*) g="\${g%% "$x" *} \${g#* "$x" }" ;; esac ;;
-    *) continue ;;
-  esac
-  if [ -n "$j" ]; then
-    t=
-    case $l in +*)
-      u=; read -r u _ </proc/uptime 2>/dev/null
-      case $u in *[!0-9.]*|*.*.*) ;; [0-9]*.[0-9][0-9]) t=\${u%.*}\${u#*.} ;; esac ;;
-    esac
-    printf '%s\\n' "$l\${t:+ $t}" 2>/dev/null >>"$j"
-  fi
-done
-for x in $g; do kill -9 "-$x" 2>/dev/null; done
-[ -n "$j" ] && rm -f "$j"
-exit 0
-`;
+export { WATCHDOG_NAME, WATCHDOG_SCRIPT } from './watchdog.js';
 
 /** How long {@link ProcessGuard.close} waits for the watchdog to exit before killing it. */
 const CLOSE_WAIT_MS = 2000;
@@ -75,13 +44,22 @@ export class ProcessGuard {
   private readonly journalPath: string | undefined;
   /** Registrations per group (two calls never share a live group; a tool may register one twice). */
   private readonly groups = new Map<number, number>();
-  private watchdog: { child: ChildProcess; stdin: Writable; exited: Promise<void> } | undefined;
+  private watchdog: Watchdog | undefined;
+  /** The running watchdog knows where its journal is (it was started with it, or told). */
+  private journalTold = false;
   private closed = false;
 
-  /** `journalDir`: the store's `procs/` directory (omitted: no journal, the watchdog alone). */
-  constructor(journalDir?: string) {
+  /**
+   * `journalDir`: the store's `procs/` directory (omitted: no journal, the
+   * watchdog alone). `watchdog`: one started without a journal (by
+   * Engine.open, before the store's location was known), used until it dies;
+   * it is told the journal before the first group.
+   */
+  constructor(journalDir?: string, watchdog?: Watchdog) {
     this.journalDir = journalDir;
-    this.journalPath = journalDir && join(journalDir, `${ownedName()}.pgids`);
+    // Absolute: a watchdog takes a `j` line only for an absolute path.
+    this.journalPath = journalDir && resolve(journalDir, `${ownedName()}.pgids`);
+    if (watchdog && !watchdog.dead) this.adopt(watchdog, false);
   }
 
   /** Number of groups tracked now. */
@@ -138,54 +116,49 @@ export class ProcessGuard {
 
   private send(line: string): void {
     if (this.closed) return;
+    // A watchdog started without a journal learns it before its first group. A path it cannot
+    // read as one line is given to a new watchdog on its command line instead.
+    if (this.watchdog && !this.journalTold) {
+      const journal = this.journalFile();
+      if (journal.includes('\n')) {
+        this.watchdog.stdin.end();
+        this.watchdog = undefined;
+      } else {
+        if (journal) this.watchdog.stdin.write(`j${journal}\n`);
+        this.journalTold = true;
+      }
+    }
     if (!this.watchdog) {
-      this.watchdog = this.start();
-      if (!this.watchdog) return;
+      const w = startWatchdog(this.journalFile());
+      if (!w || w.dead) return;
+      this.adopt(w, true);
       // A new watchdog (the first, or one started after the last died) learns every tracked group.
       let all = '';
       for (const g of this.groups.keys()) all += `+${g}\n`;
-      this.watchdog.stdin.write(all);
+      w.stdin.write(all);
       return;
     }
     this.watchdog.stdin.write(line);
   }
 
-  private start(): ProcessGuard['watchdog'] {
-    let journal = '';
-    if (this.journalDir && this.journalPath) {
-      try {
-        mkdirSync(this.journalDir, { recursive: true, mode: 0o700 });
-        journal = this.journalPath;
-      } catch {
-        // A read-only store: the watchdog still works, without a journal for the reaper.
-      }
-    }
-    let child: ChildProcess;
-    try {
-      child = spawn('/bin/sh', ['-c', WATCHDOG_SCRIPT, WATCHDOG_NAME, String(process.pid), journal], {
-        detached: true,
-        stdio: ['pipe', 'ignore', 'ignore'],
-        env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' },
-      });
-    } catch {
-      return undefined;
-    }
-    const stdin = child.stdin as Writable & { unref?: () => void };
-    const exited = new Promise<void>((resolve) => {
-      child.once('exit', () => resolve());
-      child.once('error', () => resolve());
-    });
-    const w = { child, stdin, exited };
-    const gone = () => {
-      // Dead (or never started): the next registration starts a new one and tells it everything.
+  /** Makes `w` this guard's watchdog until it dies (the next registration then starts another). */
+  private adopt(w: Watchdog, journalTold: boolean): void {
+    this.watchdog = w;
+    this.journalTold = journalTold;
+    w.onGone = () => {
       if (this.watchdog === w) this.watchdog = undefined;
     };
-    child.once('exit', gone);
-    child.once('error', gone);
-    stdin.on('error', gone);
-    // Neither the watchdog nor its pipe keeps the host's event loop alive.
-    child.unref();
-    stdin.unref?.();
-    return w;
+  }
+
+  /** The journal's path once its directory exists; empty without one (none asked for, or a read-only store). */
+  private journalFile(): string {
+    if (!this.journalDir || !this.journalPath) return '';
+    try {
+      mkdirSync(this.journalDir, { recursive: true, mode: 0o700 });
+      return this.journalPath;
+    } catch {
+      // A read-only store: the watchdog still works, without a journal for the reaper.
+      return '';
+    }
   }
 }

@@ -100,8 +100,8 @@ describe('the tool context', () => {
       callId: 'string',
       cwd: 'string',
       display: 'function',
-      // A comlink proxy: its approve() runs on the main thread.
-      host: 'function',
+      // Host services: approve() runs on the main thread, through comlink loaded on its first use.
+      host: 'object',
       signal: 'object',
       stream: 'function',
       trackProcessGroup: 'function',

@@ -18,6 +18,8 @@ const ALLOWED: readonly RegExp[] = [
   /^cjs\/index\.cjs$/,
   /^dist\/(engine|workers|store)\/([a-z0-9-]+\/)*[a-z0-9-]+\.(js|d\.ts)$/,
   /^dist\/web\/(index\.html|app\.js|app\.css|icon\.svg)$/,
+  // zod as one CommonJS bundle and its V8 code cache (engine/protocol/zod-cache.ts).
+  /^dist\/engine\/protocol\/zod-bundle\.(cjs|cache)$/,
   /^docs\/[a-z-]+\.md$/,
   /^docs\/schema\/sluice-protocol\.json$/,
   /^docs\/schema\/openapi\.json$/,

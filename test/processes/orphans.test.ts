@@ -16,6 +16,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../engine/engine.js';
 import { reapOrphans } from '../../engine/processes/orphans.js';
 import { ProcessGuard } from '../../engine/processes/process-guard.js';
+import { startWatchdog } from '../../engine/processes/watchdog.js';
 import { collectGarbage } from '../../engine/sessions/gc.js';
 import { Store } from '../../store/store.js';
 import { deadPid } from '../sessions/helpers.js';
@@ -91,6 +92,23 @@ async function stampedSetup() {
   const journal = (tag: string) => join(store.layout.procs, `${dead}-t1b${bootOf()}r${tag}.pgids`);
   const fresh = detachedSleep();
   return { store, dead, journal, fresh, started: startTicksOf(fresh) };
+}
+
+/**
+ * The guard's one journal in `dir`/procs lists group `a`, and closing the guard (end of file for
+ * its watchdog) kills the group and removes the journal: no watchdog is left.
+ */
+async function journalsThenKills(dir: string, guard: ProcessGuard, a: number): Promise<void> {
+  const [journal] = await fsp.readdir(join(dir, 'procs'));
+  expect(journal).toMatch(/\.pgids$/);
+  const path = join(dir, 'procs', journal as string);
+  expect(await eventually(async () => new RegExp(`^\\+${a} [0-9]+\\n$`).test(await fsp.readFile(path, 'utf8')))).toBe(
+    true,
+  );
+  await guard.close();
+  expect(await eventually(() => !running(a))).toBe(true);
+  expect(await fsp.readdir(join(dir, 'procs'))).toEqual([]);
+  expect(await watchdogOf(process.pid)).toEqual([]);
 }
 
 async function gone(marker: string): Promise<boolean> {
@@ -256,8 +274,38 @@ describe('tool processes and the death of their engine', () => {
     expect(await fsp.readdir(join(dir, 'procs'))).toEqual([]);
   });
 
-  it('a closed engine leaves no watchdog and no journal; one that never spawned never started either', async () => {
+  it('a watchdog started before its journal was known (as Engine.open starts it) journals from the first group and kills on end of file', async () => {
+    const dir = await tempDir();
+    const early = startWatchdog('');
+    expect(early).toBeDefined();
+    const guard = new ProcessGuard(join(dir, 'procs'), early);
+    expect(guard.watchdogPid).toBe(early?.child.pid);
+    // Nothing registered yet: no journal, not even its directory.
+    await expect(fsp.readdir(join(dir, 'procs'))).rejects.toMatchObject({ code: 'ENOENT' });
+    const a = detachedSleep();
+    guard.track(a);
+    expect(guard.watchdogPid).toBe(early?.child.pid);
+    await journalsThenKills(dir, guard, a);
+  });
+
+  it('an early watchdog that died before its first group is replaced by one that journals', async () => {
+    const dir = await tempDir();
+    const early = startWatchdog('') as NonNullable<ReturnType<typeof startWatchdog>>;
+    const guard = new ProcessGuard(join(dir, 'procs'), early);
+    process.kill(early.child.pid as number, 'SIGKILL');
+    await early.exited;
+    expect(await eventually(() => guard.watchdogPid === undefined)).toBe(true);
+    const a = detachedSleep();
+    guard.track(a);
+    expect(guard.watchdogPid).toBeDefined();
+    expect(guard.watchdogPid).not.toBe(early.child.pid);
+    await journalsThenKills(dir, guard, a);
+  });
+
+  it('a closed engine leaves no watchdog and no journal; one that never spawned wrote no journal', async () => {
     const { engine } = await openEngine();
+    // Started by Engine.open, before any call.
+    expect(await watchdogOf(process.pid)).toHaveLength(1);
     const r = await engine.run('bash', { command: 'echo hi' });
     expect(r.status).toBe('success');
     expect(await watchdogOf(process.pid)).toHaveLength(1);
@@ -267,6 +315,7 @@ describe('tool processes and the death of their engine', () => {
     const quiet = (await openEngine()).engine;
     expect((await quiet.read(quiet.options.cwd)).content).toBeDefined();
     await quiet.close();
+    expect(await watchdogOf(process.pid)).toEqual([]);
     await expect(fsp.readdir(quiet.store.layout.procs)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });

@@ -3,8 +3,10 @@
  * of every engine's first call (docs/benchmarks.md, target 6). messages.ts
  * builds the wire schemas when it loads (~10 ms of zod per worker), and only
  * the main thread uses them, so the worker's start path takes values from
- * the light limits.ts and port.ts and only types from messages.ts. How the
- * bug shows if it returns: nothing fails; every worker boots ~10 ms slower.
+ * the light limits.ts and port.ts and only types from messages.ts; and it
+ * loads comlink (rpc.ts) only when a tool first asks the host, which a bash
+ * call under the default approval policy never does. How the bug shows if it
+ * returns: nothing fails; every worker boots ~8-10 ms slower.
  */
 import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -48,5 +50,16 @@ describe('a starting worker', () => {
     expect(graph).toContain('engine/protocol/port.ts');
     expect(graph).toContain('engine/protocol/zod.ts');
     expect([...graph].filter((f) => /^engine\/(protocol\/messages\.ts|wire\/)/.test(f))).toEqual([]);
+  });
+
+  it('loads comlink only when a tool first asks the host', () => {
+    const graph = reachable(['workers/entry.ts', 'workers/builtins/bash.ts']);
+    expect(graph).toContain('engine/protocol/call-endpoint.ts');
+    expect(graph).not.toContain('engine/protocol/rpc.ts');
+    // The walk follows relative imports only: comlink itself is reached through rpc.ts alone.
+    const importers = [...graph].filter((f) =>
+      /from ['"]comlink['"]/.test(readFileSync(join(ROOT, f), 'utf8').replace(/^import type .*$/gm, '')),
+    );
+    expect(importers).toEqual([]);
   });
 });

@@ -1,34 +1,80 @@
 /**
  * sluice loads zod through one module, engine/protocol/zod.ts, which the build
- * replaces with a single-file bundle of the zod package (a cold thread loads
- * it in about half the time of zod's ~95 files). How the bugs show if they
+ * replaces with a module that loads a single-file bundle of the zod package
+ * (a cold thread loads it in about half the time of zod's ~95 files), compiled
+ * from the V8 code cache the build writes beside it (about a third of the
+ * time again). How the bugs show if they
  * return: a module importing 'zod' directly makes its thread load both copies
  * (a cold start ~50 ms slower, nothing fails); a bundle missing part of zod's
  * API breaks tool authors who use it through `sluice/tool`; a plugin bringing
- * its own zod gets a wrong or empty argument schema.
+ * its own zod gets a wrong or empty argument schema; a cache that V8 rejects
+ * makes every cold thread compile zod again (~15-40 ms each, nothing fails).
  */
+import { spawnSync } from 'node:child_process';
 import { promises as fsp, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { z as packageZ } from 'zod';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BUILT = join(ROOT, 'dist', 'engine', 'protocol', 'zod.js');
+const PROTOCOL = join(ROOT, 'dist', 'engine', 'protocol');
+const BUILT = join(PROTOCOL, 'zod.js');
 const built = readFileSync(BUILT, 'utf8');
-/** `tsc` alone compiles the re-export; `npm run build` replaces it with the bundle. */
+/** `tsc` alone compiles the re-export; `npm run build` replaces it with the bundle's loader. */
 const isBundle = !/from\s*['"]zod['"]/.test(built);
+
+/** The module specifiers a compiled file imports. */
+function importsOf(source: string): string[] {
+  return [...source.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)["'`]([^"'`]+)["'`]/g)].map((m) => m[1] as string);
+}
 
 async function builtZod(): Promise<typeof packageZ> {
   return ((await import(pathToFileURL(BUILT).href)) as { z: typeof packageZ }).z;
 }
 
 describe('the zod sluice loads', () => {
-  it.skipIf(!isBundle)('is built as one self-contained file: it imports no module at all', () => {
-    const specifiers = [...built.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)["'`]([^"'`]+)["'`]/g)].map((m) => m[1]);
-    expect(specifiers).toEqual([]);
-    expect(built.length).toBeGreaterThan(100_000);
+  it.skipIf(!isBundle)('is built as one self-contained bundle, loaded by a module that imports only Node', () => {
+    expect(importsOf(built)).toEqual(['node:url', './zod-cache.js']);
+    expect(importsOf(readFileSync(join(PROTOCOL, 'zod-cache.js'), 'utf8')).every((s) => s.startsWith('node:'))).toBe(
+      true,
+    );
+    const bundle = readFileSync(join(PROTOCOL, 'zod-bundle.cjs'), 'utf8');
+    expect(importsOf(bundle)).toEqual([]);
+    expect(bundle).not.toMatch(/\brequire\s*\(/);
+    expect(bundle.length).toBeGreaterThan(100_000);
   });
+
+  it.skipIf(!isBundle)(
+    'a cold thread compiles it from the code cache the build wrote: V8 accepts it on the main thread and in a worker with the pool’s limits',
+    () => {
+      const url = (f: string) => JSON.stringify(pathToFileURL(join(PROTOCOL, f)).href);
+      const program = `
+        import { Worker, isMainThread, parentPort } from 'node:worker_threads';
+        const { z } = await import(${url('zod.js')});
+        const { loadedBundle } = await import(${url('zod-cache.js')});
+        const accepted = loadedBundle(${JSON.stringify(join(PROTOCOL, 'zod-bundle.cjs'))})?.cacheAccepted;
+        const ok = accepted === true && z.string().safeParse('x').success;
+        if (!isMainThread) parentPort.postMessage(ok);
+        else {
+          const w = new Worker(new URL(import.meta.url), { resourceLimits: { maxOldGenerationSizeMb: 512, maxYoungGenerationSizeMb: 4 } });
+          const inWorker = await new Promise((resolve) => w.once('message', resolve));
+          console.log(JSON.stringify({ main: ok, worker: inWorker }));
+        }`;
+      return fsp.mkdtemp(join(tmpdir(), 'sluice-zod-cache-')).then(async (dir) => {
+        try {
+          const file = join(dir, 'probe.mjs');
+          await fsp.writeFile(file, program);
+          const r = spawnSync(process.execPath, [file], { encoding: 'utf8' });
+          expect(r.stderr).toBe('');
+          expect(JSON.parse(r.stdout.trim())).toEqual({ main: true, worker: true });
+        } finally {
+          await fsp.rm(dir, { recursive: true, force: true });
+        }
+      });
+    },
+  );
 
   it('offers exactly the API of the zod package (tool authors get it as `z` from sluice/tool)', async () => {
     const z = await builtZod();

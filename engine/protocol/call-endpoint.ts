@@ -1,0 +1,45 @@
+/**
+ * The endpoint comlink talks through for one call: its messages travel on
+ * the shared per-worker port, tagged with the call id, so no channel is made
+ * per call (rpc.ts). Imports comlink's types only: a worker makes one for
+ * every call and loads comlink itself only when a tool asks the host.
+ */
+import type * as Comlink from 'comlink';
+
+type Listener = (ev: { data: unknown }) => void;
+
+/** A comlink endpoint multiplexed on a shared port by call id. */
+export class CallEndpoint {
+  private readonly listeners = new Set<Listener>();
+  private readonly send: (m: unknown) => void;
+
+  /** @param send posts one tagged rpc message on the shared port */
+  constructor(send: (m: unknown) => void) {
+    this.send = send;
+  }
+
+  /** Comlink's send side. Transfers are never used by sluice's host services. */
+  postMessage(message: unknown): void {
+    this.send(message);
+  }
+
+  /** Comlink's receive side. */
+  addEventListener(_type: string, listener: unknown): void {
+    this.listeners.add(listener as Listener);
+  }
+
+  /** Comlink's unsubscribe. */
+  removeEventListener(_type: string, listener: unknown): void {
+    this.listeners.delete(listener as Listener);
+  }
+
+  /** This endpoint as comlink's type (comlink's typings assume DOM globals). */
+  asComlink(): Comlink.Endpoint {
+    return this as unknown as Comlink.Endpoint;
+  }
+
+  /** Delivers an rpc message that arrived for this call. */
+  deliver(m: unknown): void {
+    for (const l of this.listeners) l({ data: m });
+  }
+}
