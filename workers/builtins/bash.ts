@@ -11,13 +11,13 @@
  * between reads are kept whole, invalid UTF-8 shows as U+FFFD).
  */
 import { existsSync } from 'node:fs';
-import type { Readable, Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { BadArgumentsError, serializeError, TimeoutError, ToolFailedError } from '../../engine/protocol/errors.js';
 import { MAX_TIMER_MS } from '../../engine/protocol/limits.js';
 import { formatBytes } from '../../engine/protocol/units.js';
+import { PipeGather } from '../pipe-gather.js';
 import { type PipedProcess, type ProcessExit, spawnPiped } from '../spawner.js';
-import { complete, defineTool, handOver, z } from '../tool.js';
+import { complete, defineTool, z } from '../tool.js';
 
 /** Live display: the first whole lines of output verbatim (up to 4 KiB), then the newest line at most this often. */
 const PROGRESS_EVERY_MS = 500;
@@ -27,57 +27,6 @@ const LATEST_LINE_BYTES = 512;
 const KILL_AFTER_MS = 500;
 /** After bash exits, how long its pipes may take to reach end of file before the group is killed. */
 const DRAIN_MS = 250;
-
-/** Counts bytes flowing through and reports them; passes data unchanged. */
-/**
- * Counts a pipe's bytes and shows its beginning. It listens to the pipe's
- * 'data' events ahead of the pipeline instead of sitting in it as a Transform
- * stage: one stream hop less per 64 KiB read. Being first also means it sees
- * each read before the writer takes it, when it still may: pipe reads come in
- * buffers of their own that nothing here keeps, so they are handed over and
- * move to the engine uncopied.
- */
-class Meter {
-  bytes = 0;
-  constructor(src: Readable, onData: (chunk: Buffer) => void) {
-    src.on('data', (chunk: Buffer) => {
-      this.bytes += chunk.length;
-      onData(chunk);
-      handOver(chunk);
-    });
-  }
-}
-
-/**
- * Moves `src` into `dst` with backpressure and resolves once `dst` has
- * finished; on an error of either, or `src` closing before its end, destroys
- * both and rejects. What `stream.pipeline` does for two streams, without
- * its per-call AbortController and the DOMException it makes at every end
- * (a tenth of a worker's time per small bash call, by profile).
- */
-function pump(src: Readable, dst: Writable): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let settled = false;
-    const fail = (err: unknown) => {
-      if (settled) return;
-      settled = true;
-      src.destroy();
-      dst.destroy();
-      reject(err);
-    };
-    src.on('error', fail);
-    dst.on('error', fail);
-    src.once('close', () => {
-      if (!src.readableEnded) fail(new Error('the pipe closed before its end'));
-    });
-    dst.once('finish', () => {
-      if (settled) return;
-      settled = true;
-      resolve();
-    });
-    src.pipe(dst);
-  });
-}
 
 /**
  * A failed spawn is not a disk error (which is what an fs-style error would
@@ -161,9 +110,10 @@ export default defineTool({
         ctx.display(`${line}${end - start > LATEST_LINE_BYTES ? '…' : ''}\n`);
       }
     };
-    // The meters' listeners start the pipes flowing: no await between here and the pipelines below.
-    const out = new Meter(child.stdout, show);
-    const err = new Meter(child.stderr, show);
+    // Their 'data' listeners start the pipes flowing: nothing may await between the spawn and here.
+    // Pipe reads are gathered into message-sized writes (workers/pipe-gather.ts).
+    const out = new PipeGather(child.stdout, ctx.stream('stdout'), show);
+    const err = new PipeGather(child.stderr, ctx.stream('stderr'), show);
 
     let timedOut = false;
     let killTimer: NodeJS.Timeout | undefined;
@@ -190,10 +140,7 @@ export default defineTool({
     if (ctx.signal.aborted) stop();
 
     let pumpError: unknown;
-    const pumping = Promise.all([
-      pump(child.stdout, ctx.stream('stdout')),
-      pump(child.stderr, ctx.stream('stderr')),
-    ]).then(
+    const pumping = Promise.all([out.done, err.done]).then(
       () => true,
       (e: unknown) => {
         pumpError = e;

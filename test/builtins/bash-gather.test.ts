@@ -1,0 +1,122 @@
+/**
+ * bash gathers its pipe reads into message-sized writes (workers/pipe-gather.ts):
+ * bytes still arrive exactly, in order, whatever the reads' sizes; output that
+ * trickles reaches the engine while the command still runs (it is not held
+ * until more comes); a pipe that ended before it is read from still ends the
+ * call; a write error destroys both sides and leaves no process behind.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { afterEach, describe, expect, it } from 'vitest';
+import { PipeGather } from '../../workers/pipe-gather.js';
+import { closeEngines, engineWith, expectStoreClean, readBlob, waitNoProcess } from '../support/engines.js';
+
+afterEach(closeEngines);
+
+/** A writer that records each write's size and the bytes' SHA-256, like a stream writer of `hwm` bytes per message. */
+function recorder(hwm: number, fail?: Error): Writable & { sizes: number[]; digest(): string } {
+  const hash = createHash('sha256');
+  const sizes: number[] = [];
+  const w = new Writable({
+    highWaterMark: hwm,
+    write(chunk: Buffer, _e, cb) {
+      if (fail) return cb(fail);
+      sizes.push(chunk.length);
+      hash.update(chunk);
+      setImmediate(cb);
+    },
+  });
+  return Object.assign(w, { sizes, digest: () => hash.digest('hex') });
+}
+
+function childOut(command: string) {
+  const child = spawn('bash', ['-c', command], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  return { stdout: child.stdout, exited };
+}
+
+describe('PipeGather', () => {
+  it('writes a pipe byte for byte in writes of the writer size, the last one the remainder', async () => {
+    const command = 'seq 1 300000; printf tail-without-newline';
+    const want = createHash('sha256');
+    for await (const c of childOut(command).stdout) want.update(c as Buffer);
+    const { stdout } = childOut(command);
+    const dst = recorder(256 * 1024);
+    const reads: number[] = [];
+    const g = new PipeGather(stdout, dst, (c) => reads.push(c.length));
+    await g.done;
+    const total = reads.reduce((a, b) => a + b, 0);
+    expect(g.bytes).toBe(total);
+    expect(dst.sizes.reduce((a, b) => a + b, 0)).toBe(total);
+    expect(dst.digest()).toBe(want.digest('hex'));
+    // Gathered: fewer writes than reads, each at most the writer's size.
+    expect(dst.sizes.length).toBeLessThan(reads.length);
+    expect(Math.max(...dst.sizes)).toBeLessThanOrEqual(256 * 1024);
+  });
+
+  it('ends the writer when the pipe had already ended before it was read', async () => {
+    const { stdout, exited } = childOut('true');
+    expect(await exited).toBe(0);
+    // Consumed to its end (and closed) before the gatherer exists: its 'end' has already been emitted.
+    stdout.resume();
+    if (!stdout.destroyed) await new Promise((r) => stdout.once('close', r));
+    expect(stdout.readableEnded).toBe(true);
+    const dst = recorder(4096);
+    const g = new PipeGather(stdout, dst, () => {});
+    await g.done;
+    expect(dst.writableFinished).toBe(true);
+    expect(dst.sizes).toEqual([]);
+  });
+
+  it('a failing writer rejects with its error and destroys the pipe', async () => {
+    const { stdout } = childOut('yes | head -c 1000000');
+    const err = Object.assign(new Error('disk gone'), { code: 'EIO' });
+    const dst = recorder(4096, err);
+    const g = new PipeGather(stdout, dst, () => {});
+    await expect(g.done).rejects.toBe(err);
+    expect(stdout.destroyed).toBe(true);
+    expect(dst.destroyed).toBe(true);
+  });
+});
+
+describe('bash through the engine', () => {
+  it('output that trickles reaches the engine while the command still waits', async () => {
+    const { engine, dir } = await engineWith([]);
+    const go = join(dir, 'go');
+    const handle = engine.call('bash', {
+      command: `printf 'first\\n'; while [ ! -e ${go} ]; do sleep 0.01; done; printf 'second\\n'`,
+    });
+    // The command waits for `go` until the engine has its first line: gathered bytes must not wait for more.
+    for await (const ev of handle.events()) {
+      if (ev.type === 'progress' && (ev.streams[0]?.bytes ?? 0) === 6) break;
+    }
+    await fsp.writeFile(go, '');
+    const r = await handle.result;
+    expect(r.status).toBe('success');
+    if (r.output?.kind !== 'streams') throw new Error('expected streams');
+    expect((await readBlob(engine, r.output.streams[0]?.digest as string)).toString()).toBe('first\nsecond\n');
+    await expectStoreClean(engine);
+  });
+
+  it('stdout and stderr of many sizes keep every byte, with nothing left behind', async () => {
+    const { engine } = await engineWith([]);
+    const marker = `gather-${process.pid}-${Date.now()}`;
+    // Reads of every size: bursts of 1..70,000 bytes on both pipes, each burst its own write.
+    const command = `: ${marker}; for n in 1 2 3 4095 4096 4097 65535 65536 65537 70000 131072 262143 262144 262145; do head -c $n /dev/zero | tr '\\0' a; head -c $n /dev/zero | tr '\\0' b >&2; done`;
+    const r = await engine.run('bash', { command });
+    expect(r.status).toBe('success');
+    if (r.output?.kind !== 'streams') throw new Error('expected streams');
+    const sizes = [1, 2, 3, 4095, 4096, 4097, 65535, 65536, 65537, 70000, 131072, 262143, 262144, 262145];
+    const total = sizes.reduce((a, b) => a + b, 0);
+    const [out, err] = r.output.streams;
+    expect(out?.bytes).toBe(total);
+    expect(err?.bytes).toBe(total);
+    expect(out?.digest).toBe(createHash('sha256').update(Buffer.alloc(total, 'a')).digest('hex'));
+    expect(err?.digest).toBe(createHash('sha256').update(Buffer.alloc(total, 'b')).digest('hex'));
+    await expectStoreClean(engine);
+    expect(await waitNoProcess(marker)).toEqual([]);
+  });
+});

@@ -1,0 +1,130 @@
+/**
+ * Moving a child's pipe into a stream writer in message-sized pieces. A
+ * pipe read returns what the producer has written since the last one: when
+ * the reader keeps up, 16-25 KiB (~50,000 reads per GiB, measured with
+ * `yes | head`). Written one by one, each read is a write through the
+ * writer's stream machinery; gathered here, a GiB is ~4,000 writes of a
+ * whole message each, handed over so the writer moves them to the engine
+ * uncopied (workers/transfer.ts). Each byte is copied once, into the
+ * gathering buffer.
+ *
+ * Backpressure is the writer's: when a write returns false the pipe is
+ * paused until 'drain' (and the producer blocks on the full pipe). What is
+ * gathered goes out when the buffer is full, at the pipe's end, and at most
+ * {@link GATHER_MS} after its first byte, so output that trickles is seen
+ * soon; the delay bounds only how late bytes are seen, never what is stored.
+ */
+import type { Readable, Writable } from 'node:stream';
+import { handOver } from './transfer.js';
+
+/** Longest gathered bytes wait for more before they are written. */
+const GATHER_MS = 2;
+
+/** Gathers `src` into `dst` (see the module comment). */
+export class PipeGather {
+  /** Bytes read so far. */
+  bytes = 0;
+  /** Resolves once `dst` has finished; rejects (both destroyed) on an error of either, or `src` closing before its end. */
+  readonly done: Promise<void>;
+  private readonly dst: Writable;
+  private readonly size: number;
+  private buf: Buffer | undefined;
+  private used = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  /**
+   * Starts reading at once: no await may come between this and the
+   * process's start. `onData` sees every read before it is gathered (the
+   * tool's display).
+   */
+  constructor(src: Readable, dst: Writable, onData: (chunk: Buffer) => void) {
+    this.dst = dst;
+    // The writer's high-water mark is its message size (workers/context.ts).
+    this.size = Math.max(4096, dst.writableHighWaterMark);
+    this.done = new Promise((resolve, reject) => {
+      let settled = false;
+      const fail = (err: unknown) => {
+        if (settled) return;
+        settled = true;
+        this.stopTimer();
+        this.buf = undefined;
+        src.destroy();
+        dst.destroy();
+        reject(err);
+      };
+      src.on('error', fail);
+      dst.on('error', fail);
+      const closed = () => {
+        if (!src.readableEnded) fail(new Error('the pipe closed before its end'));
+      };
+      // A pipe can end (and close) before this runs: a socket reads as soon as it exists, and a
+      // process that printed nothing may be gone while the spawn was being reported.
+      if (src.destroyed) process.nextTick(closed);
+      else src.once('close', closed);
+      dst.once('finish', () => {
+        if (settled) return;
+        settled = true;
+        resolve();
+      });
+      const resume = () => src.resume();
+      src.on('data', (chunk: Buffer) => {
+        this.bytes += chunk.length;
+        onData(chunk);
+        if (!this.take(chunk)) {
+          src.pause();
+          dst.once('drain', resume);
+        }
+      });
+      const ended = () => {
+        this.flush();
+        dst.end();
+      };
+      if (src.readableEnded) process.nextTick(ended);
+      else src.once('end', ended);
+    });
+  }
+
+  /** Gathers one read; false when a write asked to wait for 'drain'. */
+  private take(chunk: Buffer): boolean {
+    let ok = true;
+    if (this.used === 0 && chunk.length >= this.size / 2) {
+      // Big enough to be a message of its own: it goes as it is (a pipe read's buffer is ours to give).
+      this.stopTimer();
+      return this.dst.write(handOver(chunk));
+    }
+    let at = 0;
+    while (at < chunk.length) {
+      this.buf ??= Buffer.allocUnsafeSlow(this.size);
+      const n = Math.min(chunk.length - at, this.size - this.used);
+      this.buf.set(at === 0 && n === chunk.length ? chunk : chunk.subarray(at, at + n), this.used);
+      this.used += n;
+      at += n;
+      if (this.used === this.size) ok = this.flush() && ok;
+    }
+    if (this.used > 0 && this.timer === undefined) {
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        this.flush();
+      }, GATHER_MS);
+      this.timer.unref();
+    }
+    return ok;
+  }
+
+  /** Writes what is gathered, if anything; returns what the write returned. */
+  private flush(): boolean {
+    this.stopTimer();
+    const buf = this.buf;
+    const n = this.used;
+    this.buf = undefined;
+    this.used = 0;
+    if (buf === undefined || n === 0 || this.dst.destroyed || this.dst.writableEnded) return true;
+    // A partial buffer is copied by the writer (it is less than a message); a full one moves.
+    return this.dst.write(n === buf.length ? handOver(buf) : buf.subarray(0, n));
+  }
+
+  private stopTimer(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
