@@ -99,6 +99,8 @@ async function stampedSetup() {
  * its watchdog) kills the group and removes the journal: no watchdog is left.
  */
 async function journalsThenKills(dir: string, guard: ProcessGuard, a: number): Promise<void> {
+  // The watchdog writes it in its own time.
+  expect(await eventually(async () => (await fsp.readdir(join(dir, 'procs')).catch(() => [])).length === 1)).toBe(true);
   const [journal] = await fsp.readdir(join(dir, 'procs'));
   expect(journal).toMatch(/\.pgids$/);
   const path = join(dir, 'procs', journal as string);
