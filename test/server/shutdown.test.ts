@@ -44,7 +44,9 @@ describe('sluice serve shutdown', () => {
     ['SIGTERM', 143],
     ['SIGHUP', 129],
   ] as const)
-    it(`${signal} with a running call: cancelled, recorded, delivered to subscribers, exit ${code}, nothing left`, async () => {
+    it(`${signal} with a running call: cancelled, recorded, delivered to subscribers, exit ${code}, nothing left`, {
+      timeout: 180_000,
+    }, async () => {
       const s = await serve([]);
       const seconds = `1000.${parseInt(randomBytes(4).toString('hex'), 16)}`;
       const res = await s.api('/v1/calls', {

@@ -25,7 +25,9 @@ import {
 afterEach(stopChildren);
 
 describe('a stalled subscriber', () => {
-  it('bash writing 256 MiB: normal speed, bounded server memory, and the terminal event once it reads', async () => {
+  it('bash writing 256 MiB: normal speed, bounded server memory, and the terminal event once it reads', {
+    timeout: 180_000,
+  }, async () => {
     const s = await serve(['--subscriber-queue', '16']);
     expect((await s.result(await s.start('bash', { command: 'echo warm' }))).status).toBe('success');
     const before = memoryOf(s.pid);

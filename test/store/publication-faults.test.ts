@@ -132,7 +132,9 @@ async function expectConsistent(engine: Engine, r: TerminalResult, session: stri
 
 describe('faults at every step of a publication', () => {
   for (const scenario of SCENARIOS) {
-    it(`${scenario.name}: each fault fails with EDISK (or is healed by a fresh copy) and leaves no half-state`, async () => {
+    it(`${scenario.name}: each fault fails with EDISK (or is healed by a fresh copy) and leaves no half-state`, {
+      timeout: 180_000,
+    }, async () => {
       const { engine, io } = await openFaulty();
       const fixed = tag();
       // A first call publishes what a deduplicated scenario repeats, and opens the store's pin journal,

@@ -247,7 +247,7 @@ describe.runIf(chromium)('the web view (headless Chromium)', () => {
     await expectNoLeaks(s);
   });
 
-  it('lists 2,000 calls and scrolls through them keeping only the rows in view', async () => {
+  it('lists 2,000 calls and scrolls through them keeping only the rows in view', { timeout: 180_000 }, async () => {
     const s: TestServer = await startTestServer(['echo'], { retainCalls: 3000 });
     const ids: string[] = [];
     for (let batch = 0; batch < 10; batch++) {
