@@ -20,9 +20,10 @@
  * own workers, and every isolate compiles the call path for itself. The
  * default is where V8's compiler settles, measured per 1000 recorded calls
  * as the CPU time of the process's four V8 platform threads (where TurboFan
- * runs; docs/benchmarks.md, "Warm-up"): ~300 µs per call in the first 2000
- * calls, ~100 by 6000, 35-60 from 8000 on and 25-40 at 20,000 (what is left
- * is mostly concurrent GC marking). At the old default of 2000 the
+ * runs; docs/benchmarks.md, "Warm-up and the per-call path"): ~250-320 µs
+ * per call in the first 2000 calls, 75-100 by 6000, 30-70 from 8000 to
+ * 10,000 and 20-45 past 12,000 (what is left is mostly concurrent GC
+ * marking). At the old default of 2000 the
  * measured calls still paid for the compiler: a third of their CPU.
  *
  *   SLUICE_BENCH_CALLS (default 5000), SLUICE_BENCH_WARMUP (default 8000)
