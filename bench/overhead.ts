@@ -15,12 +15,18 @@
  * a file of its own with today's call machinery, before recording it
  * (docs/benchmarks.md).
  *
- * Both sides are measured in steady state, after SLUICE_BENCH_WARMUP calls:
- * each engine starts its own 16 workers, and with only a few calls each
- * their code is still unoptimised (200 warm-up calls gave ~25% fewer calls
- * per second than 2000 on the same build).
+ * Both sides are measured in steady state, after SLUICE_BENCH_WARMUP calls
+ * (the same number for the bare piscina baseline): each engine starts its
+ * own workers, and every isolate compiles the call path for itself. The
+ * default is where V8's compiler settles, measured per 1000 recorded calls
+ * as the CPU time of the process's four V8 platform threads (where TurboFan
+ * runs; docs/benchmarks.md, "Warm-up and the per-call path"): ~250-320 µs
+ * per call in the first 2000 calls, 75-100 by 6000, 30-70 from 8000 to
+ * 10,000 and 20-45 past 12,000 (what is left is mostly concurrent GC
+ * marking). At the old default of 2000 the
+ * measured calls still paid for the compiler: a third of their CPU.
  *
- *   SLUICE_BENCH_CALLS (default 5000), SLUICE_BENCH_WARMUP (default 2000)
+ *   SLUICE_BENCH_CALLS (default 5000), SLUICE_BENCH_WARMUP (default 8000)
  *
  * Run with --expose-gc (`npm run bench` does) for the collection before each
  * measurement.
@@ -34,7 +40,7 @@ import { envInt, median, report, tempDir } from './util.js';
 
 const CALLS = envInt('SLUICE_BENCH_CALLS', 5000);
 const IN_FLIGHT = 16;
-const WARMUP = envInt('SLUICE_BENCH_WARMUP', 2000);
+const WARMUP = envInt('SLUICE_BENCH_WARMUP', 8000);
 /** Issue 21: no-op calls published and recorded, 16 in flight, at least 3,000 per second. */
 const TARGET_PER_SEC = 3000;
 

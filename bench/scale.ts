@@ -13,7 +13,17 @@
  *   included) plus its spawn helpers' peak RSS <= 512 MiB. The same run
  *   without the spawn helper (`SLUICE_SPAWN_HELPER=0`) is printed beside it.
  *
- *   SLUICE_BENCH_SCALE_ROUNDS (default 3), SLUICE_BENCH_SLEEPS (default 1000)
+ * "Warm" means in steady state: before the small rounds the engine and the
+ * raw side each run SLUICE_BENCH_SCALE_WARMUP calls (the same number). V8's
+ * compiler is still busy long after the first round: per small bash call its
+ * platform threads (where TurboFan runs) took 0.9-1.75 ms of CPU over calls
+ * 200-1000, ~0.9 ms at 2000 and ~0.7 ms at 2400, while the whole process
+ * went from 5.2-5.9 ms to 3.4-3.8 ms (docs/benchmarks.md, "Warm-up and the
+ * per-call path"); one round of 200, the old warm-up, measured the engine
+ * while it compiled its call path.
+ *
+ *   SLUICE_BENCH_SCALE_ROUNDS (default 3), SLUICE_BENCH_SLEEPS (default 1000),
+ *   SLUICE_BENCH_SCALE_WARMUP (default 2000, rounded up to whole rounds of 200)
  *
  * `node dist/bench/scale.js cold-engine DIR` and `cold-raw` are the cold
  * children (internal).
@@ -31,6 +41,7 @@ const SESSIONS = 10;
 const COMMAND = 'echo; seq 1 20; echo >&2';
 const ROUNDS = envInt('SLUICE_BENCH_SCALE_ROUNDS', 3);
 const SLEEPS = envInt('SLUICE_BENCH_SLEEPS', 1000);
+const WARMUP_ROUNDS = Math.max(1, Math.ceil(envInt('SLUICE_BENCH_SCALE_WARMUP', 2000) / CALLS));
 
 /** Runs `n` jobs, `IN_FLIGHT` at a time; returns wall ms and each job's latency. */
 async function inFlight(
@@ -81,8 +92,11 @@ const r2 = (x: number) => Math.round(x * 100) / 100;
 async function small(dir: string) {
   const engine = await Engine.open({ store: join(dir, 'store') });
   try {
-    await engineRound(engine, -1); // warm: threads up, code optimised
-    await inFlight(CALLS, rawCall);
+    // Warm: threads up, code optimised (see the module comment); the raw side runs as many calls.
+    for (let w = 1; w <= WARMUP_ROUNDS; w++) {
+      await engineRound(engine, -w);
+      await inFlight(CALLS, rawCall);
+    }
     const rows: Array<{ engineMs: number; rawMs: number; engineP99: number; rawP99: number }> = [];
     for (let round = 0; round < ROUNDS; round++) {
       const raw = await inFlight(CALLS, rawCall);
@@ -92,6 +106,7 @@ async function small(dir: string) {
     const wall = median(rows.map((r) => r.engineMs / r.rawMs));
     const tail = median(rows.map((r) => r.engineP99 / r.rawP99));
     return {
+      warmupCalls: WARMUP_ROUNDS * CALLS,
       wallRatio: r2(wall),
       p99Ratio: r2(tail),
       rounds: rows.map((r) => ({
