@@ -9,9 +9,10 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PipeGather } from '../../workers/pipe-gather.js';
+import { takeHandedOver } from '../../workers/transfer.js';
 import { closeEngines, engineWith, expectStoreClean, readBlob, waitNoProcess } from '../support/engines.js';
 
 afterEach(closeEngines);
@@ -55,6 +56,35 @@ describe('PipeGather', () => {
     // Gathered: fewer writes than reads, each at most the writer's size.
     expect(dst.sizes.length).toBeLessThan(reads.length);
     expect(Math.max(...dst.sizes)).toBeLessThanOrEqual(256 * 1024);
+  });
+
+  it('a flush at least half a message moves to the writer, a smaller one is left to be copied', async () => {
+    // Reads of a quarter message each: gathered, then written by the timer, partial (3000 of 8192, then 1000).
+    const src = new PassThrough();
+    let next: (() => void) | undefined;
+    const flushed = new Promise<void>((r) => {
+      next = r;
+    });
+    const writes: Array<[number, boolean]> = [];
+    const dst = new Writable({
+      highWaterMark: 8192,
+      write(chunk: Buffer, _e, cb) {
+        writes.push([chunk.length, takeHandedOver(chunk)]);
+        next?.();
+        cb();
+      },
+    });
+    const g = new PipeGather(src, dst, () => {});
+    src.write(Buffer.alloc(2000, 1));
+    src.write(Buffer.alloc(2500, 2));
+    await flushed;
+    src.end(Buffer.alloc(1000, 3));
+    await g.done;
+    expect(writes).toEqual([
+      [4500, true],
+      [1000, false],
+    ]);
+    expect(src.destroyed).toBe(true);
   });
 
   it('ends the writer when the pipe had already ended before it was read', async () => {

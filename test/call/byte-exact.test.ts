@@ -167,6 +167,19 @@ describe('JS tools: bytes as given, strings as UTF-8', () => {
     await expectStoreClean(engine);
   });
 
+  it('a handed-over view filling at least half its buffer moves, one filling less is copied, both intact', async () => {
+    const { engine } = await engineWith(['utf8-split']);
+    const parts = [Array.from(Buffer.from('half-full:')), Array.from(Buffer.from('mostly spare\n'))];
+    // 10 bytes in 20 (exactly half: moves), then 13 in 113 (copied: the view keeps its length).
+    const moved = await engine.run('utf8-split', { parts: parts.slice(0, 1), handOver: true, spare: 10 });
+    expect(moved.output).toMatchObject({ digest: sha256('half-full:') });
+    expect(moved.metadata).toEqual({ lengthsAfter: [0] });
+    const copied = await engine.run('utf8-split', { parts: parts.slice(1), handOver: true, spare: 100 });
+    expect(copied.output).toMatchObject({ digest: sha256('mostly spare\n') });
+    expect(copied.metadata).toEqual({ lengthsAfter: [13] });
+    await expectStoreClean(engine);
+  });
+
   it('one large string write is split on the wire and stored exactly', async () => {
     const { engine } = await engineWith(['utf8-split']);
     // A 4-byte character straddling every 256 KiB message boundary (a quarter of the default window).
