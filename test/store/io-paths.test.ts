@@ -168,6 +168,43 @@ describe('store I/O paths', () => {
     expect(io.openHandles()).toEqual([]);
   });
 
+  it('a capture of content already stored publishes without waiting for its own background flush', async () => {
+    const dir = await tempDir();
+    const io = new FaultyIO(dir);
+    const store = await Store.open(dir, { io });
+    const chunk = Buffer.alloc(1024 * 1024, 'stored already\n');
+    const capture = async () => {
+      const w = store.writer();
+      for (let i = 0; i < 40; i++) await w.write(chunk);
+      return w.commit();
+    };
+    const first = await capture();
+    expect(first.deduplicated).toBe(false);
+    // From now on a capture's fdatasync does not end until released: a copy that is never needed.
+    let release!: () => void;
+    const released = new Promise<void>((r) => {
+      release = r;
+    });
+    const held: string[] = [];
+    const datasync = io.datasync;
+    io.datasync = async (fh) => {
+      if (io.pathOf(fh).startsWith(`${dir}/tmp/`)) {
+        held.push(io.pathOf(fh));
+        await released;
+      }
+      return datasync(fh);
+    };
+    const again = await capture();
+    expect(again).toEqual({ ...first, deduplicated: true });
+    expect(held).toHaveLength(1);
+    expect(await tmpEntries(store)).toEqual([]);
+    release();
+    await store.close();
+    await eventually(async () => io.openHandles().length === 0);
+    expect(io.openHandles()).toEqual([]);
+    expect(await heldPins(dir)).toEqual([]);
+  });
+
   it('empty content creates no temporary file once the empty blob exists, and is still pinned first', async () => {
     const dir = await tempDir();
     const io = new FaultyIO(dir);
