@@ -22,11 +22,17 @@ import { envInt, median, mibps, report, tempDir, withPeakRss } from './util.js';
 
 const BYTES = envInt('SLUICE_BENCH_BYTES', 1024 ** 3);
 const RUNS = envInt('SLUICE_BENCH_RUNS', 3);
-const COMMAND = `yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c ${BYTES}`;
+/**
+ * The producer of run `run`: the same bytes per second and size every run, but a first line of its
+ * own, so every run publishes a blob the store does not have yet. A run whose content is already
+ * stored skips the final fsync and the wait for its own background flush (store/blob-writer.ts),
+ * which the dd side, `conv=fsync` every time, never could.
+ */
+const command = (run: number) => `{ echo run ${run}; yes abcdefghijklmnopqrstuvwxyz0123456789; } | head -c ${BYTES}`;
 
-async function baseline(dir: string): Promise<{ ms: number; digest: string }> {
+async function baseline(dir: string, run: number): Promise<{ ms: number; digest: string }> {
   const t0 = performance.now();
-  const child = spawn('bash', ['-c', COMMAND], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn('bash', ['-c', command(run)], { stdio: ['ignore', 'pipe', 'inherit'] });
   const hash = createHash('sha256');
   const path = join(dir, `baseline-${Date.now()}`);
   const out = createWriteStream(path);
@@ -49,11 +55,13 @@ async function baseline(dir: string): Promise<{ ms: number; digest: string }> {
 }
 
 /** The disk limit: the producer piped into dd, which writes the file and fsyncs it. */
-async function diskLimit(dir: string): Promise<number> {
+async function diskLimit(dir: string, run: number): Promise<number> {
   const path = join(dir, `dd-${Date.now()}`);
   const t0 = performance.now();
   await new Promise<void>((resolve, reject) => {
-    const c = spawn('bash', ['-c', `${COMMAND} | dd of=${path} bs=1M conv=fsync status=none`], { stdio: 'inherit' });
+    const c = spawn('bash', ['-c', `${command(run)} | dd of=${path} bs=1M conv=fsync status=none`], {
+      stdio: 'inherit',
+    });
     c.on('error', reject);
     c.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`dd exit ${code}`))));
   });
@@ -83,9 +91,9 @@ async function main(): Promise<void> {
     const rss: number[] = [];
     let digestsMatch = true;
     // The order alternates: a 1 GiB write leaves writeback behind that slows whatever writes next.
-    const runSluice = async (b: { digest: string }) => {
+    const runSluice = async (b: { digest: string }, run: number) => {
       const t0 = performance.now();
-      const { value: r, peakGrowth } = await withPeakRss(() => engine.run('bash', { command: COMMAND }));
+      const { value: r, peakGrowth } = await withPeakRss(() => engine.run('bash', { command: command(run) }));
       sluiceMs.push(performance.now() - t0);
       rss.push(peakGrowth);
       const out = r.output;
@@ -93,11 +101,11 @@ async function main(): Promise<void> {
       digestsMatch &&= out.streams[0]?.digest === b.digest && out.streams[0]?.bytes === BYTES;
     };
     for (let i = 0; i < RUNS; i++) {
-      if (i % 2 === 0) ddMs.push(await diskLimit(join(tmp.dir, 'store')));
-      const b = await baseline(tmp.dir);
+      if (i % 2 === 0) ddMs.push(await diskLimit(join(tmp.dir, 'store'), i));
+      const b = await baseline(tmp.dir, i);
       baseMs.push(b.ms);
-      await runSluice(b);
-      if (i % 2 === 1) ddMs.push(await diskLimit(join(tmp.dir, 'store')));
+      await runSluice(b, i);
+      if (i % 2 === 1) ddMs.push(await diskLimit(join(tmp.dir, 'store'), i));
     }
     await engine.close();
     const ceilMs = median([ceiling(), ceiling()]);

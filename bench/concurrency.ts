@@ -24,7 +24,13 @@ import { envInt, mibps, report, tempDir, withPeakRss } from './util.js';
 const CALLS = envInt('SLUICE_BENCH_CONC_CALLS', 16);
 const EACH = envInt('SLUICE_BENCH_CONC_BYTES', 128 * 1024 ** 2);
 const RUNS = envInt('SLUICE_BENCH_CONC_RUNS', 5);
-const cmd = (bytes: number) => `yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c ${bytes}`;
+/**
+ * `bytes` of `yes` output after a first line naming the call (`tag`): every call publishes a blob of
+ * its own. Sixteen calls of one content would deduplicate fifteen of them, which then skip the final
+ * fsync and the wait for their own background flush (store/blob-writer.ts).
+ */
+const cmd = (bytes: number, tag: string) =>
+  `{ echo ${tag}; yes abcdefghijklmnopqrstuvwxyz0123456789; } | head -c ${bytes}`;
 
 const tmp = tempDir('sluice-bench-conc-');
 try {
@@ -45,7 +51,7 @@ try {
   let aboveStart = 0;
   for (let round = 0; round < RUNS; round++) {
     let t0 = performance.now();
-    const single = await engine.run('bash', { command: cmd(total) });
+    const single = await engine.run('bash', { command: cmd(total, `round ${round} single`) });
     const singleMs = performance.now() - t0;
     if (single.status !== 'success') throw new Error(single.model);
     global.gc?.();
@@ -54,7 +60,9 @@ try {
     t0 = performance.now();
     const { value: results, peakGrowth } = await withPeakRss(() =>
       Promise.all(
-        Array.from({ length: CALLS }, (_, i) => engine.run('bash', { command: `${cmd(EACH)}; echo ${i} >&2` })),
+        Array.from({ length: CALLS }, (_, i) =>
+          engine.run('bash', { command: `${cmd(EACH, `round ${round} call ${i}`)}; echo ${i} >&2` }),
+        ),
       ),
     );
     const concMs = performance.now() - t0;
