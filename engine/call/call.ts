@@ -169,16 +169,13 @@ export class Call {
       // failed write still fails the call with EDISK (the tool is stopped as soon as it fails).
       let appended: Promise<void>;
       try {
-        // Promise.resolve: a recorder written in plain JavaScript may return nothing (as `await` allowed).
-        appended = Promise.resolve(
-          recorder.started({
-            callId: this.callId,
-            tool: this.tool,
-            args: this.args,
-            at,
-            ...(this.session !== undefined ? { session: this.session } : {}),
-          }),
-        );
+        appended = recorder.started({
+          callId: this.callId,
+          tool: this.tool,
+          args: this.args,
+          at,
+          ...(this.session !== undefined ? { session: this.session } : {}),
+        });
       } catch (err) {
         appended = Promise.reject(err);
       }
