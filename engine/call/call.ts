@@ -83,8 +83,6 @@ export class Call {
   private graceTimer: NodeJS.Timeout | undefined;
   private timeoutTimer: NodeJS.Timeout | undefined;
   private settleTimer: NodeJS.Timeout | undefined;
-  /** The started record's append: resolves to the error that failed it, if any (see {@link start}). */
-  private startRecord: Promise<SluiceError | undefined> | undefined;
   private resolve!: (r: TerminalResult) => void;
   private readonly unlinkSignal: (() => void) | undefined;
   private readonly keepPage: boolean;
@@ -160,33 +158,17 @@ export class Call {
     if (this.session !== undefined) started.session = this.session;
     this.hub.publish(started);
     this.deps.engineHub.publish(started);
-    const recorder = this.deps.recorder;
-    if (recorder) {
-      // The started record is not fsynced (a crash may lose it whatever the order), so the task is
-      // not held back for its write: that write queues behind the session log's batch in flight, an
-      // fdatasync, which was a third serial wait on every recorded call. finish() waits for it
-      // before it publishes or records anything, so the log keeps started before completed and a
-      // failed write still fails the call with EDISK (the tool is stopped as soon as it fails).
-      let appended: Promise<void>;
-      try {
-        appended = recorder.started({
-          callId: this.callId,
-          tool: this.tool,
-          args: this.args,
-          at,
-          ...(this.session !== undefined ? { session: this.session } : {}),
-        });
-      } catch (err) {
-        appended = Promise.reject(err);
-      }
-      this.startRecord = appended.then(
-        () => undefined,
-        (err: unknown) => {
-          const e = toSluiceError(err, 'EDISK');
-          this.failWith(e);
-          return e;
-        },
-      );
+    try {
+      await this.deps.recorder?.started({
+        callId: this.callId,
+        tool: this.tool,
+        args: this.args,
+        at,
+        ...(this.session !== undefined ? { session: this.session } : {}),
+      });
+    } catch (err) {
+      await this.finish({ kind: 'crash', error: toSluiceError(err, 'EDISK') }, toSluiceError(err, 'EDISK'));
+      return;
     }
     const task = {
       kind: 'call' as const,
@@ -367,12 +349,6 @@ export class Call {
     this.unlinkSignal?.();
     this.deps.pool.detach(this.callId);
     this.killProcessGroups();
-    const startFailure = await this.startRecord;
-    if (startFailure) {
-      // The call was not recorded as started: it fails, publishing nothing, as it did when the tool never ran.
-      outcome = { kind: 'crash', error: startFailure };
-      preset = startFailure;
-    }
 
     const decided = terminalStatus({
       outcome,
@@ -391,7 +367,6 @@ export class Call {
       ({ output, model, pin } = await publishAccepted(this.capture, this.deps.store, {
         ended: outcome.kind === 'done',
         pageMetadata: status === 'success' ? completion?.metadata : undefined,
-        discard: startFailure !== undefined,
       }));
     } catch (err) {
       error = toSluiceError(err, 'EDISK');

@@ -22,15 +22,14 @@ export interface Published {
 /**
  * Publishes what `capture` accepted. A call that ended abnormally
  * (`ended: false`) before producing anything publishes nothing: there is
- * nothing to retain, so no empty artifacts; with `discard` (a call whose
- * started record could not be written) nothing is published either. On
- * failure the capture is discarded, the pin released, and the error thrown
- * (the call turns it into EDISK).
+ * nothing to retain, so no empty artifacts. On failure the capture is
+ * discarded, the pin released, and the error thrown (the call turns it into
+ * EDISK).
  */
 export async function publishAccepted(
   capture: Capture | PageCapture,
   store: Store,
-  opts: { ended: boolean; pageMetadata: Record<string, unknown> | undefined; discard?: boolean },
+  opts: { ended: boolean; pageMetadata: Record<string, unknown> | undefined },
 ): Promise<Published> {
   if (capture instanceof PageCapture) {
     const page = capture.text();
@@ -41,8 +40,8 @@ export async function publishAccepted(
       pin: undefined,
     };
   }
-  if (opts.discard === true || (!opts.ended && capture.stats().every((c) => c.bytes === 0))) {
-    // Bad arguments, denied, crashed early, or never recorded as started.
+  if (!opts.ended && capture.stats().every((c) => c.bytes === 0)) {
+    // Bad arguments, denied, crashed early.
     await capture.discard();
     return { output: null, model: '', pin: undefined };
   }
