@@ -15,7 +15,7 @@
  * soon; the delay bounds only how late bytes are seen, never what is stored.
  */
 import type { Readable, Writable } from 'node:stream';
-import { handOver } from './transfer.js';
+import { handOver, handOverOwned } from './transfer.js';
 
 /** Longest gathered bytes wait for more before they are written. */
 const GATHER_MS = 2;
@@ -122,7 +122,7 @@ export class PipeGather {
     // A buffer at least half full moves to the engine (its unused end goes with it, freed with the
     // chunk); a less full one is copied by the writer. Under many concurrent calls a call's buffer
     // rarely fills before the timer: copying those flushes was 30% of a worker's memcpy (docs/benchmarks.md).
-    return this.dst.write(handOver(buf.subarray(0, n)));
+    return this.dst.write(handOverOwned(buf.subarray(0, n)));
   }
 
   private stopTimer(): void {
