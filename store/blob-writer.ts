@@ -223,8 +223,9 @@ export class BlobWriter {
         if (this.filePath !== undefined) await this.store.io.unlink(this.filePath);
         this.filePath = undefined;
         // Closed off the call's path: a close waits for the background fdatasync in flight, whose
-        // bytes nobody needs now (the kernel drops an unlinked file's dirty pages at its last close).
-        // With 16 calls of one output at once, 15 used to wait 0.25-0.45 s here (docs/benchmarks.md).
+        // bytes nobody needs now (it still finishes; the kernel drops the unlinked file's other dirty
+        // pages at its last close). With 16 calls of one output at once, 15 used to wait 0.25-0.45 s
+        // here (docs/benchmarks.md).
         const copy = this.file;
         this.file = undefined;
         void copy?.close().catch(() => {});
