@@ -1,12 +1,15 @@
 /**
  * Appending to one session's event log, with group commit.
  *
- * Lines are appended with O_APPEND in the order `append` was called. While
- * one batch is being written (and fsynced, when any of its lines must be
- * durable), newly appended lines wait; the next batch takes all of them in
- * one write and at most one fsync. So N completions at once cost about two
- * writes and two fsyncs, not N, and a durable append resolves only after an
- * fsync that followed its line's write.
+ * Lines are appended with O_APPEND in the order `append` was called, one
+ * write at a time: lines appended while a write is in flight go together in
+ * the next. Writing and fsyncing are two queues, so a line is written while
+ * an fsync of earlier lines is still in flight. A line that need not be
+ * durable (`call.started`) resolves once its write is done: it reaches the
+ * kernel without waiting for anyone's fsync, and its call is dispatched that
+ * much sooner. A durable line resolves only after an fsync that began after
+ * its write ended, and every durable line written meanwhile shares the next
+ * fsync. So N completions at once cost about two writes and two fsyncs, not N.
  *
  * A log whose last line was torn by a crash gets a newline before the first
  * new line, so the torn fragment stays one (skipped) line instead of
@@ -40,6 +43,13 @@ export interface SessionLogWriter {
   close(): Promise<void>;
 }
 
+interface Line {
+  buf: Buffer;
+  durable: boolean;
+  resolve: () => void;
+  reject: (e: unknown) => void;
+}
+
 /** An open session event log. Create with {@link EventLogWriter.open}. */
 export class EventLogWriter implements SessionLogWriter {
   /** Counters (appends, fsyncs). */
@@ -52,8 +62,14 @@ export class EventLogWriter implements SessionLogWriter {
    * swallowing the next record (an empty line is skipped silently).
    */
   private torn = false;
-  private pending: Array<{ buf: Buffer; durable: boolean; resolve: () => void; reject: (e: unknown) => void }> = [];
-  private flushing: Promise<void> | undefined;
+  /** Lines waiting for the next write. */
+  private pending: Line[] = [];
+  /** Durable lines written and waiting for an fsync that begins after their write. */
+  private unsynced: Line[] = [];
+  /** The write loop, while it runs. */
+  private writing: Promise<void> | undefined;
+  /** The fsync loop, while it runs. */
+  private syncing: Promise<void> | undefined;
   private closed = false;
 
   private constructor(handle: StoreFile, io: StoreIO) {
@@ -96,26 +112,26 @@ export class EventLogWriter implements SessionLogWriter {
     }
   }
 
-  /** True while lines are waiting or being written. */
+  /** True while lines are waiting, being written or waiting for their fsync. */
   get busy(): boolean {
-    return this.flushing !== undefined;
+    return this.writing !== undefined || this.syncing !== undefined;
   }
 
   /**
-   * Appends `line` (which ends with `\n`). With `durable`, resolves only once
-   * the line is on stable storage.
+   * Appends `line` (which ends with `\n`). Resolves once it is written; with
+   * `durable`, only once it is on stable storage.
    */
   append(line: string | Buffer, durable: boolean): Promise<void> {
     if (this.closed) return Promise.reject(toSluiceError(new Error('session log is closed'), 'ECLOSED'));
     return new Promise((resolve, reject) => {
       const buf = typeof line === 'string' ? Buffer.from(line, 'utf8') : line;
       this.pending.push({ buf, durable, resolve, reject });
-      this.flushing ??= this.flush();
+      this.writing ??= this.writeLoop();
     });
   }
 
-  /** Writes batches until nothing is pending: one write and at most one fsync per batch. */
-  private async flush(): Promise<void> {
+  /** Writes batches until nothing is pending: one write per batch, in append order. */
+  private async writeLoop(): Promise<void> {
     while (this.pending.length > 0) {
       const batch = this.pending;
       this.pending = [];
@@ -126,25 +142,43 @@ export class EventLogWriter implements SessionLogWriter {
         await writeAll(this.io, this.handle, bufs.length === 1 ? (bufs[0] as Buffer) : Buffer.concat(bufs), null);
         this.torn = false;
         this.stats.appends += batch.length;
-        if (batch.some((b) => b.durable)) {
-          this.stats.syncs++;
-          await this.io.datasync(this.handle);
-        }
-        for (const b of batch) b.resolve();
       } catch (err) {
-        // A failed fsync fails every line of its batch: durability was not confirmed.
         const e = toSluiceError(err, 'EDISK');
         for (const b of batch) b.reject(e);
+        continue;
+      }
+      for (const b of batch) {
+        if (b.durable) this.unsynced.push(b);
+        else b.resolve();
+      }
+      if (this.unsynced.length > 0) this.syncing ??= this.syncLoop();
+    }
+    this.writing = undefined;
+  }
+
+  /** fsyncs until no written durable line waits: each fsync covers the lines written before it began. */
+  private async syncLoop(): Promise<void> {
+    while (this.unsynced.length > 0) {
+      const covered = this.unsynced;
+      this.unsynced = [];
+      try {
+        this.stats.syncs++;
+        await this.io.datasync(this.handle);
+        for (const b of covered) b.resolve();
+      } catch (err) {
+        // A failed fsync fails every line it covered: their durability was not confirmed.
+        const e = toSluiceError(err, 'EDISK');
+        for (const b of covered) b.reject(e);
       }
     }
-    this.flushing = undefined;
+    this.syncing = undefined;
   }
 
   /** Waits for pending appends and closes the file. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    while (this.flushing) await this.flushing;
+    while (this.writing || this.syncing) await (this.writing ?? this.syncing);
     await this.handle.close().catch(() => {});
   }
 }
