@@ -3,9 +3,13 @@
  * another (they measure a shared 2-core machine; running them together would
  * measure each other), and prints one JSON object with every result and an
  * overall pass flag. Pass names to run a subset: `npm run bench -- capture`.
+ * Each result carries `host` (bench/host.ts): the CPU share the hypervisor
+ * stole and that other processes used while it ran, since every target here
+ * is measured on a shared machine.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { hostSample, hostShare } from './host.js';
 
 /**
  * Start-up runs first and the per-call overhead last: the overhead benchmark
@@ -38,10 +42,13 @@ async function runOne(name: string): Promise<Record<string, unknown>> {
   child.stdout.on('data', (d: string) => {
     out += d;
   });
+  const before = hostSample();
   const code = await new Promise<number | null>((r) => child.on('close', r));
+  // The child has been reaped by now, so its CPU (and its tools') counts as the benchmark's.
+  const host = hostShare(before, hostSample());
   const last = out.trim().split('\n').pop() ?? '';
   try {
-    return { ...JSON.parse(last), exitCode: code };
+    return { ...JSON.parse(last), exitCode: code, ...(host ? { host } : {}) };
   } catch {
     return { bench: name, exitCode: code, error: `no JSON result: ${last.slice(0, 200)}`, pass: false };
   }
