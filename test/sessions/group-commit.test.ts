@@ -1,12 +1,16 @@
 /**
  * Group commit of a local session log (engine/sessions/log-writer.ts): lines
  * are written in append order while an fsync of earlier ones is in flight,
- * durable lines share fsyncs, and a failed fsync fails the lines it covered. The log's writes and fsyncs are real; the
+ * durable lines share fsyncs, and a failed fsync leaves no line confirmed
+ * whose bytes it may have lost. The log's writes and fsyncs are real; the
  * tests hold or fail them at chosen points.
  */
+import { promises as fsp } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readEventLog } from '../../engine/sessions/log-reader.js';
+import { EventLogWriter } from '../../engine/sessions/log-writer.js';
 import { SessionRecorder } from '../../engine/sessions/recorder.js';
+import { eventLogPath } from '../../engine/sessions/session-id.js';
 import type { StoreFile } from '../../store/file.js';
 import { realIO, type StoreIO } from '../../store/io.js';
 import type { Store } from '../../store/store.js';
@@ -23,8 +27,12 @@ afterEach(async () => {
   for (const r of recorders.splice(0)) await r.close();
 });
 
-/** The real filesystem, with `datasync` run ahead of every fdatasync of an event log (it may wait or throw). */
-function logHooks(hooks: { datasync?: () => Promise<void> }): StoreIO {
+/**
+ * The real filesystem, with `datasync` run ahead of every fdatasync of an event
+ * log and `written` run after each of its writes reached the kernel, before the
+ * writer learns it finished (either may wait or throw).
+ */
+function logHooks(hooks: { datasync?: () => Promise<void>; written?: () => Promise<void> }): StoreIO {
   const logs = new WeakSet<StoreFile>();
   return {
     ...realIO,
@@ -33,11 +41,38 @@ function logHooks(hooks: { datasync?: () => Promise<void> }): StoreIO {
       if (path.endsWith('events.log')) logs.add(fh);
       return fh;
     },
+    write: async (fh, buf, off, len, position) => {
+      const n = await realIO.write(fh, buf, off, len, position);
+      if (logs.has(fh)) await hooks.written?.();
+      return n;
+    },
     datasync: async (fh) => {
       if (logs.has(fh)) await hooks.datasync?.();
       await realIO.datasync(fh);
     },
   };
+}
+
+/** A `datasync` hook: the first fsync waits for the test to let it go, then fails with EIO; later ones pass. */
+function firstSyncFails(gates: Array<() => void>): () => Promise<void> {
+  let syncs = 0;
+  return async () => {
+    if (++syncs > 1) return;
+    await new Promise<void>((go) => gates.push(go));
+    throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
+  };
+}
+
+/** A `written` hook: while `on`, each write's completion is kept from the writer until the test lets it go. */
+function writeHold(): { gates: Array<() => void>; on: boolean; written: () => Promise<void> } {
+  const hold = {
+    gates: [] as Array<() => void>,
+    on: false,
+    written: async () => {
+      if (hold.on) await new Promise<void>((go) => hold.gates.push(go));
+    },
+  };
+  return hold;
 }
 
 /** Waits until `check` holds (the log's writes and fsyncs run on the thread pool). */
@@ -46,6 +81,29 @@ async function until(check: () => boolean | Promise<boolean>): Promise<void> {
     if (i > 2000) throw new Error('condition not reached in 10 s');
     await new Promise((r) => setTimeout(r, 5));
   }
+}
+
+/** `'ok'`, or the code the promise was rejected with. */
+function outcome(p: Promise<void>): Promise<string | undefined> {
+  return p.then(
+    () => 'ok',
+    (e: { code?: string }) => e.code,
+  );
+}
+
+/** The descriptors of this process open on the event log of `session`. */
+async function openLogFds(store: Store, session: string): Promise<string[]> {
+  const path = eventLogPath(store.layout, session);
+  const fds = await fsp.readdir('/proc/self/fd');
+  const targets = await Promise.all(fds.map((fd) => fsp.readlink(`/proc/self/fd/${fd}`).catch(() => '')));
+  return fds.filter((_, i) => targets[i] === path);
+}
+
+/** The call ids of the records in the log of `session`, in file order. */
+async function recordIds(store: Store, session: string): Promise<string[]> {
+  const log = await readEventLog(store, session);
+  expect(log.corrupt).toBe(0);
+  return log.records.map((r) => ('callId' in r ? r.callId : ''));
 }
 
 describe('session log group commit', () => {
@@ -105,36 +163,86 @@ describe('session log group commit', () => {
     ]);
   });
 
-  it('fails only the durable lines a failed fsync covered; the lines after it commit', async () => {
-    let syncs = 0;
+  it('fails the durable lines written while a failed fsync ran; a line written after it commits', async () => {
+    // Linux reports a writeback error to one fsync and marks the pages clean: a line written while the
+    // failing fsync ran may have been in that writeback, and the next fsync would succeed without it.
     const gates: Array<() => void> = [];
-    const io = logHooks({
-      datasync: async () => {
-        const n = ++syncs;
-        await new Promise<void>((go) => gates.push(go));
-        if (n === 1) throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
-      },
-    });
+    const io = logHooks({ datasync: firstSyncFails(gates) });
     const store = await tempStore({ io });
     const rec = recorderFor(store);
-    const first = rec.completed(streamsResult('c0', 'eio', sha256('m0'), [])).then(
-      () => 'ok',
-      (e: { code?: string }) => e.code,
-    );
+    const first = outcome(rec.completed(streamsResult('c0', 'eio', sha256('m0'), [])));
     await until(() => gates.length === 1);
-    const second = rec.completed(streamsResult('c1', 'eio', sha256('m1'), [])).then(
-      () => 'ok',
-      (e: { code?: string }) => e.code,
-    );
+    const second = outcome(rec.completed(streamsResult('c1', 'eio', sha256('m1'), [])));
     await until(async () => (await logLines(store, 'eio')).length === 2);
     (gates.shift() as () => void)();
     expect(await first).toBe('EDISK');
-    await until(() => gates.length === 1);
-    (gates.shift() as () => void)();
-    expect(await second).toBe('ok');
-    expect((await readEventLog(store, 'eio')).records.map((r) => ('callId' in r ? r.callId : ''))).toEqual([
-      'c0',
-      'c1',
-    ]);
+    expect(await second).toBe('EDISK');
+    // Written after the failure was reported: its own write dirtied its pages, the next fsync confirms it.
+    expect(await outcome(rec.completed(streamsResult('c2', 'eio', sha256('m2'), [])))).toBe('ok');
+    expect(await rec.stats('eio')).toEqual({ appends: 3, syncs: 2 });
+    expect(await recordIds(store, 'eio')).toEqual(['c0', 'c1', 'c2']);
+    await rec.close();
+    expect(await openLogFds(store, 'eio')).toEqual([]);
+  });
+
+  it('fails a durable line whose write was in flight when an fsync failed, and fsyncs nothing for it', async () => {
+    const syncGates: Array<() => void> = [];
+    // A held write's bytes are in the kernel; the writer has not heard back yet.
+    const writes = writeHold();
+    const io = logHooks({
+      written: writes.written,
+      datasync: firstSyncFails(syncGates),
+    });
+    const store = await tempStore({ io });
+    const rec = recorderFor(store);
+    const first = outcome(rec.completed(streamsResult('c0', 'mid', sha256('m0'), [])));
+    await until(() => syncGates.length === 1);
+    writes.on = true;
+    const second = outcome(rec.completed(streamsResult('c1', 'mid', sha256('m1'), [])));
+    await until(() => writes.gates.length === 1);
+    writes.on = false;
+    expect(await logLines(store, 'mid')).toHaveLength(2);
+    (syncGates.shift() as () => void)();
+    expect(await first).toBe('EDISK');
+    (writes.gates.shift() as () => void)();
+    expect(await second).toBe('EDISK');
+    expect(await rec.stats('mid')).toEqual({ appends: 2, syncs: 1 });
+    expect(await outcome(rec.completed(streamsResult('c2', 'mid', sha256('m2'), [])))).toBe('ok');
+    expect(await rec.stats('mid')).toEqual({ appends: 3, syncs: 2 });
+    expect(await recordIds(store, 'mid')).toEqual(['c0', 'c1', 'c2']);
+    await rec.close();
+    expect(await openLogFds(store, 'mid')).toEqual([]);
+  });
+
+  it('closes only after the write and the fsync in flight end; an append after close is ECLOSED', async () => {
+    const syncGates: Array<() => void> = [];
+    const writes = writeHold();
+    const io = logHooks({
+      written: writes.written,
+      datasync: async () => {
+        await new Promise<void>((go) => syncGates.push(go));
+      },
+    });
+    const store = await tempStore({ io });
+    const writer = await EventLogWriter.open(store, 'closing');
+    const settled: string[] = [];
+    const durable = outcome(writer.append('durable\n', true)).then((o) => settled.push(`durable ${o}`));
+    await until(() => syncGates.length === 1);
+    writes.on = true;
+    const plain = outcome(writer.append('plain\n', false)).then((o) => settled.push(`plain ${o}`));
+    await until(() => writes.gates.length === 1);
+    writes.on = false;
+    const closed = writer.close().then(() => settled.push('closed'));
+    expect(await outcome(writer.append('late\n', true))).toBe('ECLOSED');
+    (writes.gates.shift() as () => void)();
+    await plain;
+    expect(await openLogFds(store, 'closing')).toHaveLength(1);
+    (syncGates.shift() as () => void)();
+    await Promise.all([durable, closed]);
+    expect(settled).toEqual(['plain ok', 'durable ok', 'closed']);
+    expect(writer.busy).toBe(false);
+    expect(await logLines(store, 'closing')).toEqual(['durable', 'plain']);
+    expect(writer.stats).toEqual({ appends: 2, syncs: 1 });
+    expect(await openLogFds(store, 'closing')).toEqual([]);
   });
 });
