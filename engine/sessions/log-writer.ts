@@ -173,6 +173,9 @@ export class EventLogWriter implements SessionLogWriter {
 
   /** fsyncs until no written durable line waits: each fsync covers the lines written before it began. */
   private async syncLoop(): Promise<void> {
+    // Nothing before `syncing` holds this loop: a custom StoreIO whose datasync throws synchronously
+    // would end the loop first, and `syncing` would keep the ended loop (later lines never synced).
+    await Promise.resolve();
     while (this.unsynced.length > 0) {
       const covered = this.unsynced;
       this.unsynced = [];

@@ -245,4 +245,25 @@ describe('session log group commit', () => {
     expect(writer.stats).toEqual({ appends: 2, syncs: 1 });
     expect(await openLogFds(store, 'closing')).toEqual([]);
   });
+
+  it('a datasync that throws synchronously fails its line and the log goes on', async () => {
+    // StoreIO is a public seam: a custom one may throw instead of returning a rejected promise.
+    let syncs = 0;
+    const io: StoreIO = {
+      ...realIO,
+      datasync: (fh) => {
+        if (++syncs === 1) throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
+        return realIO.datasync(fh);
+      },
+    };
+    const store = await tempStore({ io });
+    const writer = await EventLogWriter.open(store, 'sync-throw');
+    expect(await outcome(writer.append('first\n', true))).toBe('EDISK');
+    expect(await outcome(writer.append('second\n', true))).toBe('ok');
+    expect(writer.busy).toBe(false);
+    expect(writer.stats).toEqual({ appends: 2, syncs: 2 });
+    await writer.close();
+    expect(await logLines(store, 'sync-throw')).toEqual(['first', 'second']);
+    expect(await openLogFds(store, 'sync-throw')).toEqual([]);
+  });
 });
