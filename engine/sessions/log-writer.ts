@@ -11,6 +11,13 @@
  * its write ended, and every durable line written meanwhile shares the next
  * fsync. So N completions at once cost about two writes and two fsyncs, not N.
  *
+ * A failed fsync also fails every durable line whose write began before the
+ * failure was reported, not only the lines it covered. Those bytes may have
+ * been in the writeback that failed, and Linux reports a writeback error to
+ * one fsync only, marking the pages clean: the next fsync would succeed
+ * without writing them. A line written after the failure dirties its pages
+ * again, so the next fsync does confirm it.
+ *
  * A log whose last line was torn by a crash gets a newline before the first
  * new line, so the torn fragment stays one (skipped) line instead of
  * swallowing the next record.
@@ -70,6 +77,10 @@ export class EventLogWriter implements SessionLogWriter {
   private writing: Promise<void> | undefined;
   /** The fsync loop, while it runs. */
   private syncing: Promise<void> | undefined;
+  /** fsyncs that failed so far: a write that began before one of them ended confirms none of its lines. */
+  private syncFailures = 0;
+  /** The error of the last failed fsync, for the lines its failure makes unconfirmable. */
+  private syncError: unknown;
   private closed = false;
 
   private constructor(handle: StoreFile, io: StoreIO) {
@@ -135,6 +146,7 @@ export class EventLogWriter implements SessionLogWriter {
     while (this.pending.length > 0) {
       const batch = this.pending;
       this.pending = [];
+      const failuresBefore = this.syncFailures;
       try {
         const bufs = batch.map((b) => b.buf);
         if (this.torn) bufs.unshift(Buffer.from('\n'));
@@ -147,9 +159,12 @@ export class EventLogWriter implements SessionLogWriter {
         for (const b of batch) b.reject(e);
         continue;
       }
+      // An fsync failed while this write ran: its bytes may have been in that writeback.
+      const unconfirmable = this.syncFailures !== failuresBefore;
       for (const b of batch) {
-        if (b.durable) this.unsynced.push(b);
-        else b.resolve();
+        if (!b.durable) b.resolve();
+        else if (unconfirmable) b.reject(this.syncError);
+        else this.unsynced.push(b);
       }
       if (this.unsynced.length > 0) this.syncing ??= this.syncLoop();
     }
@@ -158,6 +173,9 @@ export class EventLogWriter implements SessionLogWriter {
 
   /** fsyncs until no written durable line waits: each fsync covers the lines written before it began. */
   private async syncLoop(): Promise<void> {
+    // Nothing before `syncing` holds this loop: a custom StoreIO whose datasync throws synchronously
+    // would end the loop first, and `syncing` would keep the ended loop (later lines never synced).
+    await Promise.resolve();
     while (this.unsynced.length > 0) {
       const covered = this.unsynced;
       this.unsynced = [];
@@ -166,9 +184,14 @@ export class EventLogWriter implements SessionLogWriter {
         await this.io.datasync(this.handle);
         for (const b of covered) b.resolve();
       } catch (err) {
-        // A failed fsync fails every line it covered: their durability was not confirmed.
+        // A failed fsync fails every line it covered, and every line written while it ran: the
+        // error is reported once, so the next fsync could succeed without those bytes on disk.
         const e = toSluiceError(err, 'EDISK');
-        for (const b of covered) b.reject(e);
+        this.syncFailures++;
+        this.syncError = e;
+        const failed = covered.concat(this.unsynced);
+        this.unsynced = [];
+        for (const b of failed) b.reject(e);
       }
     }
     this.syncing = undefined;

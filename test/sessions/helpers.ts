@@ -9,8 +9,10 @@ import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import xxhash from 'xxhash-wasm';
+import type { ToolInfo } from '../../engine/registry.js';
 import type { OutputRef, TerminalResult } from '../../engine/result.js';
 import type { SessionRecorder } from '../../engine/sessions/recorder.js';
+import { eventLogPath } from '../../engine/sessions/session-id.js';
 import { openBlob } from '../../store/blob-handle.js';
 import { openVerifiedBlob } from '../../store/integrity.js';
 import { encodeManifest } from '../../store/manifest.js';
@@ -117,6 +119,24 @@ export async function framedLine(record: unknown): Promise<string> {
   const h = await xxhash();
   const json = JSON.stringify(record);
   return `${h.h64ToString(json).padStart(16, '0')} ${json}\n`;
+}
+
+/** A tool as the recorder sees it, for recorder tests (its module is never loaded). */
+export const SYNTHETIC_TOOL: ToolInfo = {
+  name: 'synthetic',
+  description: '',
+  output: { kind: 'streams', streams: ['out', 'err'] },
+  selfPaginating: false,
+  isolation: 'shared',
+  argsSchema: {},
+  module: 'synthetic.mjs',
+  source: 'plugin',
+};
+
+/** The lines of a session's event log file, without their newlines. */
+export async function logLines(store: Store, session: string): Promise<string[]> {
+  const text = await fsp.readFile(eventLogPath(store.layout, session), 'utf8');
+  return text.split('\n').slice(0, -1);
 }
 
 /** A terminal result for a streams output, for recorder tests. */
