@@ -42,7 +42,7 @@ export interface LogWriterStats {
 export interface SessionLogWriter {
   /** Counters (appends, and fsyncs or PUTs). */
   readonly stats: LogWriterStats;
-  /** True while lines are waiting or being written. */
+  /** True while lines are waiting, being written or waiting for their fsync (or PUT). */
   readonly busy: boolean;
   /** Appends `line` (ending with `\n`; a string is written as UTF-8); with `durable`, resolves once it is on stable storage. */
   append(line: string | Buffer, durable: boolean): Promise<void>;
