@@ -1,22 +1,18 @@
 /**
  * Appending to one session's event log, with group commit.
  *
- * Lines are appended with O_APPEND in the order `append` was called, one
- * write at a time: lines appended while a write is in flight go together in
- * the next. Writing and fsyncing are two queues, so a line is written while
- * an fsync of earlier lines is still in flight. A line that need not be
- * durable (`call.started`) resolves once its write is done: it reaches the
- * kernel without waiting for anyone's fsync, and its call is dispatched that
- * much sooner. A durable line resolves only after an fsync that began after
- * its write ended, and every durable line written meanwhile shares the next
- * fsync. So N completions at once cost about two writes and two fsyncs, not N.
+ * Lines are appended with O_APPEND in the order `append` was called. While
+ * one batch is being written (and fsynced, when any of its lines must be
+ * durable), newly appended lines wait; the next batch takes all of them in
+ * one write and at most one fsync. So N completions at once cost about two
+ * writes and two fsyncs, not N, and a durable append resolves only after an
+ * fsync that followed its line's write.
  *
- * A failed fsync also fails every durable line whose write began before the
- * failure was reported, not only the lines it covered. Those bytes may have
- * been in the writeback that failed, and Linux reports a writeback error to
- * one fsync only, marking the pages clean: the next fsync would succeed
- * without writing them. A line written after the failure dirties its pages
- * again, so the next fsync does confirm it.
+ * A line that need not be durable (`call.started`) waits behind a batch's
+ * fsync too. Writing such lines while the fsync runs was built and measured
+ * (docs/benchmarks.md, "Seventh session"): batches got smaller, costing 0.6
+ * more writes, 0.1 more fsyncs and 1.8 more futex calls per recorded call,
+ * for no measurable throughput on a 2-core host, where CPU is the limit.
  *
  * A log whose last line was torn by a crash gets a newline before the first
  * new line, so the torn fragment stays one (skipped) line instead of
@@ -50,13 +46,6 @@ export interface SessionLogWriter {
   close(): Promise<void>;
 }
 
-interface Line {
-  buf: Buffer;
-  durable: boolean;
-  resolve: () => void;
-  reject: (e: unknown) => void;
-}
-
 /** An open session event log. Create with {@link EventLogWriter.open}. */
 export class EventLogWriter implements SessionLogWriter {
   /** Counters (appends, fsyncs). */
@@ -69,18 +58,8 @@ export class EventLogWriter implements SessionLogWriter {
    * swallowing the next record (an empty line is skipped silently).
    */
   private torn = false;
-  /** Lines waiting for the next write. */
-  private pending: Line[] = [];
-  /** Durable lines written and waiting for an fsync that begins after their write. */
-  private unsynced: Line[] = [];
-  /** The write loop, while it runs. */
-  private writing: Promise<void> | undefined;
-  /** The fsync loop, while it runs. */
-  private syncing: Promise<void> | undefined;
-  /** fsyncs that failed so far: a write that began before one of them ended confirms none of its lines. */
-  private syncFailures = 0;
-  /** The error of the last failed fsync, for the lines its failure makes unconfirmable. */
-  private syncError: unknown;
+  private pending: Array<{ buf: Buffer; durable: boolean; resolve: () => void; reject: (e: unknown) => void }> = [];
+  private flushing: Promise<void> | undefined;
   private closed = false;
 
   private constructor(handle: StoreFile, io: StoreIO) {
@@ -123,30 +102,29 @@ export class EventLogWriter implements SessionLogWriter {
     }
   }
 
-  /** True while lines are waiting, being written or waiting for their fsync. */
+  /** True while lines are waiting or being written. */
   get busy(): boolean {
-    return this.writing !== undefined || this.syncing !== undefined;
+    return this.flushing !== undefined;
   }
 
   /**
-   * Appends `line` (which ends with `\n`). Resolves once it is written; with
-   * `durable`, only once it is on stable storage.
+   * Appends `line` (which ends with `\n`). With `durable`, resolves only once
+   * the line is on stable storage.
    */
   append(line: string | Buffer, durable: boolean): Promise<void> {
     if (this.closed) return Promise.reject(toSluiceError(new Error('session log is closed'), 'ECLOSED'));
     return new Promise((resolve, reject) => {
       const buf = typeof line === 'string' ? Buffer.from(line, 'utf8') : line;
       this.pending.push({ buf, durable, resolve, reject });
-      this.writing ??= this.writeLoop();
+      this.flushing ??= this.flush();
     });
   }
 
-  /** Writes batches until nothing is pending: one write per batch, in append order. */
-  private async writeLoop(): Promise<void> {
+  /** Writes batches until nothing is pending: one write and at most one fsync per batch. */
+  private async flush(): Promise<void> {
     while (this.pending.length > 0) {
       const batch = this.pending;
       this.pending = [];
-      const failuresBefore = this.syncFailures;
       try {
         const bufs = batch.map((b) => b.buf);
         if (this.torn) bufs.unshift(Buffer.from('\n'));
@@ -154,54 +132,25 @@ export class EventLogWriter implements SessionLogWriter {
         await writeAll(this.io, this.handle, bufs.length === 1 ? (bufs[0] as Buffer) : Buffer.concat(bufs), null);
         this.torn = false;
         this.stats.appends += batch.length;
+        if (batch.some((b) => b.durable)) {
+          this.stats.syncs++;
+          await this.io.datasync(this.handle);
+        }
+        for (const b of batch) b.resolve();
       } catch (err) {
+        // A failed fsync fails every line of its batch: durability was not confirmed.
         const e = toSluiceError(err, 'EDISK');
         for (const b of batch) b.reject(e);
-        continue;
-      }
-      // An fsync failed while this write ran: its bytes may have been in that writeback.
-      const unconfirmable = this.syncFailures !== failuresBefore;
-      for (const b of batch) {
-        if (!b.durable) b.resolve();
-        else if (unconfirmable) b.reject(this.syncError);
-        else this.unsynced.push(b);
-      }
-      if (this.unsynced.length > 0) this.syncing ??= this.syncLoop();
-    }
-    this.writing = undefined;
-  }
-
-  /** fsyncs until no written durable line waits: each fsync covers the lines written before it began. */
-  private async syncLoop(): Promise<void> {
-    // Nothing before `syncing` holds this loop: a custom StoreIO whose datasync throws synchronously
-    // would end the loop first, and `syncing` would keep the ended loop (later lines never synced).
-    await Promise.resolve();
-    while (this.unsynced.length > 0) {
-      const covered = this.unsynced;
-      this.unsynced = [];
-      try {
-        this.stats.syncs++;
-        await this.io.datasync(this.handle);
-        for (const b of covered) b.resolve();
-      } catch (err) {
-        // A failed fsync fails every line it covered, and every line written while it ran: the
-        // error is reported once, so the next fsync could succeed without those bytes on disk.
-        const e = toSluiceError(err, 'EDISK');
-        this.syncFailures++;
-        this.syncError = e;
-        const failed = covered.concat(this.unsynced);
-        this.unsynced = [];
-        for (const b of failed) b.reject(e);
       }
     }
-    this.syncing = undefined;
+    this.flushing = undefined;
   }
 
   /** Waits for pending appends and closes the file. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    while (this.writing || this.syncing) await (this.writing ?? this.syncing);
+    while (this.flushing) await this.flushing;
     await this.handle.close().catch(() => {});
   }
 }

@@ -1,9 +1,9 @@
 /**
  * Group commit of a local session log (engine/sessions/log-writer.ts): lines
- * are written in append order while an fsync of earlier ones is in flight,
- * durable lines share fsyncs, and a failed fsync leaves no line confirmed
- * whose bytes it may have lost. The log's writes and fsyncs are real; the
- * tests hold or fail them at chosen points.
+ * appended while a batch is written and fsynced wait and go together in the
+ * next batch (one write, at most one fsync), in append order; a failed fsync
+ * fails exactly the lines it covered. The log's writes and fsyncs are real;
+ * the tests hold or fail them at chosen points.
  */
 import { promises as fsp } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -27,12 +27,8 @@ afterEach(async () => {
   for (const r of recorders.splice(0)) await r.close();
 });
 
-/**
- * The real filesystem, with `datasync` run ahead of every fdatasync of an event
- * log and `written` run after each of its writes reached the kernel, before the
- * writer learns it finished (either may wait or throw).
- */
-function logHooks(hooks: { datasync?: () => Promise<void>; written?: () => Promise<void> }): StoreIO {
+/** The real filesystem, with `datasync` run ahead of every fdatasync of an event log (it may wait or throw). */
+function logHooks(hooks: { datasync?: () => Promise<void> }): StoreIO {
   const logs = new WeakSet<StoreFile>();
   return {
     ...realIO,
@@ -40,11 +36,6 @@ function logHooks(hooks: { datasync?: () => Promise<void>; written?: () => Promi
       const fh = await realIO.open(path, flags, mode);
       if (path.endsWith('events.log')) logs.add(fh);
       return fh;
-    },
-    write: async (fh, buf, off, len, position) => {
-      const n = await realIO.write(fh, buf, off, len, position);
-      if (logs.has(fh)) await hooks.written?.();
-      return n;
     },
     datasync: async (fh) => {
       if (logs.has(fh)) await hooks.datasync?.();
@@ -61,18 +52,6 @@ function firstSyncFails(gates: Array<() => void>): () => Promise<void> {
     await new Promise<void>((go) => gates.push(go));
     throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
   };
-}
-
-/** A `written` hook: while `on`, each write's completion is kept from the writer until the test lets it go. */
-function writeHold(): { gates: Array<() => void>; on: boolean; written: () => Promise<void> } {
-  const hold = {
-    gates: [] as Array<() => void>,
-    on: false,
-    written: async () => {
-      if (hold.on) await new Promise<void>((go) => hold.gates.push(go));
-    },
-  };
-  return hold;
 }
 
 /** Waits until `check` holds (the log's writes and fsyncs run on the thread pool). */
@@ -123,8 +102,8 @@ describe('session log group commit', () => {
     expect((await readEventLog(store, 'busy')).records).toHaveLength(n);
   });
 
-  it('writes a started line while an fsync is in flight; a durable line written meanwhile waits for the next fsync', async () => {
-    // Every fsync of the log waits for the test to let it go; the writes in between are real.
+  it('lines appended while an fsync is in flight wait for it, then share one write and one fsync', async () => {
+    // Every fsync of the log waits for the test to let it go; the writes are real.
     const gates: Array<() => void> = [];
     const io = logHooks({
       datasync: async () => {
@@ -136,23 +115,25 @@ describe('session log group commit', () => {
     const settled: string[] = [];
     const first = rec.completed(streamsResult('c0', 'held', sha256('m0'), [])).then(() => settled.push('c0 completed'));
     await until(() => gates.length === 1);
-    // The first fsync is held. A started line is written at once and resolves without any fsync.
-    await rec.started({ callId: 'c1', tool: TOOL, args: {}, session: 'held', at: new Date().toISOString() });
-    settled.push('c1 started');
-    expect(await logLines(store, 'held')).toHaveLength(2);
-    // A durable line written now is not covered by the fsync in flight: it waits for the next one.
+    // The first fsync is held: a started line and a completion appended now are not written yet.
+    const started = rec
+      .started({ callId: 'c1', tool: TOOL, args: {}, session: 'held', at: new Date().toISOString() })
+      .then(() => settled.push('c1 started'));
     const second = rec
       .completed(streamsResult('c1', 'held', sha256('m1'), []))
       .then(() => settled.push('c1 completed'));
-    await until(async () => (await logLines(store, 'held')).length === 3);
-    expect(gates).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await logLines(store, 'held')).toHaveLength(1);
+    expect(settled).toEqual([]);
     (gates.shift() as () => void)();
     await first;
+    // Both go out in the next batch: one write, one fsync; the started line resolves with the batch.
     await until(() => gates.length === 1);
-    expect(settled).toEqual(['c1 started', 'c0 completed']);
+    expect(await logLines(store, 'held')).toHaveLength(3);
+    expect(settled).toEqual(['c0 completed']);
     (gates.shift() as () => void)();
-    await second;
-    expect(settled).toEqual(['c1 started', 'c0 completed', 'c1 completed']);
+    await Promise.all([started, second]);
+    expect(settled).toEqual(['c0 completed', 'c1 started', 'c1 completed']);
     expect(await rec.stats('held')).toEqual({ appends: 3, syncs: 2 });
     const log = await readEventLog(store, 'held');
     expect(log.corrupt).toBe(0);
@@ -163,9 +144,7 @@ describe('session log group commit', () => {
     ]);
   });
 
-  it('fails the durable lines written while a failed fsync ran; a line written after it commits', async () => {
-    // Linux reports a writeback error to one fsync and marks the pages clean: a line written while the
-    // failing fsync ran may have been in that writeback, and the next fsync would succeed without it.
+  it('a failed fsync fails the lines it covered; lines appended while it ran are written after it and commit', async () => {
     const gates: Array<() => void> = [];
     const io = logHooks({ datasync: firstSyncFails(gates) });
     const store = await tempStore({ io });
@@ -173,52 +152,19 @@ describe('session log group commit', () => {
     const first = outcome(rec.completed(streamsResult('c0', 'eio', sha256('m0'), [])));
     await until(() => gates.length === 1);
     const second = outcome(rec.completed(streamsResult('c1', 'eio', sha256('m1'), [])));
-    await until(async () => (await logLines(store, 'eio')).length === 2);
     (gates.shift() as () => void)();
     expect(await first).toBe('EDISK');
-    expect(await second).toBe('EDISK');
-    // Written after the failure was reported: its own write dirtied its pages, the next fsync confirms it.
-    expect(await outcome(rec.completed(streamsResult('c2', 'eio', sha256('m2'), [])))).toBe('ok');
-    expect(await rec.stats('eio')).toEqual({ appends: 3, syncs: 2 });
-    expect(await recordIds(store, 'eio')).toEqual(['c0', 'c1', 'c2']);
+    // Written only after the failure was reported: its own write dirtied its pages, the next fsync confirms it.
+    expect(await second).toBe('ok');
+    expect(await rec.stats('eio')).toEqual({ appends: 2, syncs: 2 });
+    expect(await recordIds(store, 'eio')).toEqual(['c0', 'c1']);
     await rec.close();
     expect(await openLogFds(store, 'eio')).toEqual([]);
   });
 
-  it('fails a durable line whose write was in flight when an fsync failed, and fsyncs nothing for it', async () => {
+  it('closes only after the batches waiting and in flight end; an append after close is ECLOSED', async () => {
     const syncGates: Array<() => void> = [];
-    // A held write's bytes are in the kernel; the writer has not heard back yet.
-    const writes = writeHold();
     const io = logHooks({
-      written: writes.written,
-      datasync: firstSyncFails(syncGates),
-    });
-    const store = await tempStore({ io });
-    const rec = recorderFor(store);
-    const first = outcome(rec.completed(streamsResult('c0', 'mid', sha256('m0'), [])));
-    await until(() => syncGates.length === 1);
-    writes.on = true;
-    const second = outcome(rec.completed(streamsResult('c1', 'mid', sha256('m1'), [])));
-    await until(() => writes.gates.length === 1);
-    writes.on = false;
-    expect(await logLines(store, 'mid')).toHaveLength(2);
-    (syncGates.shift() as () => void)();
-    expect(await first).toBe('EDISK');
-    (writes.gates.shift() as () => void)();
-    expect(await second).toBe('EDISK');
-    expect(await rec.stats('mid')).toEqual({ appends: 2, syncs: 1 });
-    expect(await outcome(rec.completed(streamsResult('c2', 'mid', sha256('m2'), [])))).toBe('ok');
-    expect(await rec.stats('mid')).toEqual({ appends: 3, syncs: 2 });
-    expect(await recordIds(store, 'mid')).toEqual(['c0', 'c1', 'c2']);
-    await rec.close();
-    expect(await openLogFds(store, 'mid')).toEqual([]);
-  });
-
-  it('closes only after the write and the fsync in flight end; an append after close is ECLOSED', async () => {
-    const syncGates: Array<() => void> = [];
-    const writes = writeHold();
-    const io = logHooks({
-      written: writes.written,
       datasync: async () => {
         await new Promise<void>((go) => syncGates.push(go));
       },
@@ -228,18 +174,12 @@ describe('session log group commit', () => {
     const settled: string[] = [];
     const durable = outcome(writer.append('durable\n', true)).then((o) => settled.push(`durable ${o}`));
     await until(() => syncGates.length === 1);
-    writes.on = true;
     const plain = outcome(writer.append('plain\n', false)).then((o) => settled.push(`plain ${o}`));
-    await until(() => writes.gates.length === 1);
-    writes.on = false;
     const closed = writer.close().then(() => settled.push('closed'));
     expect(await outcome(writer.append('late\n', true))).toBe('ECLOSED');
-    (writes.gates.shift() as () => void)();
-    await plain;
-    expect(await openLogFds(store, 'closing')).toHaveLength(1);
     (syncGates.shift() as () => void)();
-    await Promise.all([durable, closed]);
-    expect(settled).toEqual(['plain ok', 'durable ok', 'closed']);
+    await Promise.all([durable, plain, closed]);
+    expect(settled).toEqual(['durable ok', 'plain ok', 'closed']);
     expect(writer.busy).toBe(false);
     expect(await logLines(store, 'closing')).toEqual(['durable', 'plain']);
     expect(writer.stats).toEqual({ appends: 2, syncs: 1 });
