@@ -3,9 +3,13 @@
  * engine from a busy machine: the share of the CPUs the hypervisor stole
  * (`steal` in /proc/stat) and the share that processes other than the
  * benchmark used. The benchmark's own CPU is this process's plus that of
- * the children it has reaped (`cutime` + `cstime` in /proc/self/stat): a
- * benchmark process, its engine, worker threads, spawn helpers and tools
- * are all reaped before `npm run bench` samples again.
+ * the children it has reaped (`cutime` + `cstime` in /proc/self/stat): the
+ * benchmark process with its engine and worker threads, and what it spawned
+ * itself. Counted as others, besides other processes: kernel threads (the
+ * writeback of the benchmark's own files) and the engine's spawn helpers
+ * with the tools they start, which are not the engine's children
+ * (docs/operations.md, "The spawn helper"). Steal is the share no process
+ * of this machine could have caused.
  *
  * Linux only; elsewhere {@link hostSample} returns undefined and nothing is
  * reported.
