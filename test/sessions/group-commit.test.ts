@@ -222,6 +222,8 @@ describe('session log group commit', () => {
     const settled: string[] = [];
     const durable = outcome(writer.append('durable\n', true)).then((o) => settled.push(`durable ${o}`));
     await until(() => syncGates.length === 1);
+    // Written, waiting for its fsync: still busy.
+    expect(writer.busy).toBe(true);
     const plain = outcome(writer.append('plain\n', false)).then((o) => settled.push(`plain ${o}`));
     const closed = writer.close().then(() => settled.push('closed'));
     expect(await outcome(writer.append('late\n', true))).toBe('ECLOSED');
