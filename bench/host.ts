@@ -9,7 +9,8 @@
  * writeback of the benchmark's own files) and the engine's spawn helpers
  * with the tools they start, which are not the engine's children
  * (docs/operations.md, "The spawn helper"). Steal is the share no process
- * of this machine could have caused.
+ * of this machine could have caused. A negative others share (this
+ * process's own counters ahead of the machine's busy ticks) is reported as 0.
  *
  * Linux only; elsewhere {@link hostSample} returns undefined and nothing is
  * reported.

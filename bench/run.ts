@@ -44,7 +44,8 @@ async function runOne(name: string): Promise<Record<string, unknown>> {
   });
   const before = hostSample();
   const code = await new Promise<number | null>((r) => child.on('close', r));
-  // The child has been reaped by now, so its CPU (and its tools') counts as the benchmark's.
+  // The child has been reaped by now, so its CPU and that of the processes it reaped count as the
+  // benchmark's; tools started by the engine's spawn helpers do not (bench/host.ts).
   const host = hostShare(before, hostSample());
   const last = out.trim().split('\n').pop() ?? '';
   try {

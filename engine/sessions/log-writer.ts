@@ -10,9 +10,10 @@
  *
  * A line that need not be durable (`call.started`) waits behind a batch's
  * fsync too. Writing such lines while the fsync runs was built and measured
- * (docs/benchmarks.md, "Seventh session"): batches got smaller, costing 0.6
- * more writes, 0.1 more fsyncs and 1.8 more futex calls per recorded call,
- * for no measurable throughput on a 2-core host, where CPU is the limit.
+ * (docs/benchmarks.md, "Seventh session"): batches got smaller, costing
+ * about 0.6 more writes, 0.14 more fdatasyncs and 2 more futex calls per
+ * recorded call, for no measurable throughput on a 2-core host, where CPU
+ * is the limit.
  *
  * A log whose last line was torn by a crash gets a newline before the first
  * new line, so the torn fragment stays one (skipped) line instead of
@@ -102,7 +103,7 @@ export class EventLogWriter implements SessionLogWriter {
     }
   }
 
-  /** True while lines are waiting or being written. */
+  /** True while lines are waiting, being written or waiting for their batch's fsync. */
   get busy(): boolean {
     return this.flushing !== undefined;
   }
