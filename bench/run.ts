@@ -36,13 +36,14 @@ const ALL = [
 
 async function runOne(name: string): Promise<Record<string, unknown>> {
   const file = fileURLToPath(new URL(`./${name}.js`, import.meta.url));
+  // Sampled before the spawn, so the child's first CPU is in both the machine's and the tree's share.
+  const before = hostSample();
   const child = spawn(process.execPath, ['--expose-gc', file], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.setEncoding('utf8');
   child.stdout.on('data', (d: string) => {
     out += d;
   });
-  const before = hostSample();
   const code = await new Promise<number | null>((r) => child.on('close', r));
   // The child has been reaped by now, so its CPU and that of the processes it reaped count as the
   // benchmark's; tools started by the engine's spawn helpers do not (bench/host.ts).
