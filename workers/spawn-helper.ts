@@ -30,10 +30,11 @@
  * (`SLUICE_SPAWN_MARK`, workers/spawn-mark.ts): a helper killed between
  * starting a process and reporting it leaves a process only the mark finds.
  *
- * This file imports only Node (and spawn-mark.ts, which does too): it is a
- * process entry of its own.
+ * This file imports only Node (and spawn-mark.ts and helper-env.ts, which
+ * import only Node too): it is a process entry of its own.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { toolEnv } from './helper-env.js';
 import { SPAWN_MARK_VAR } from './spawn-mark.js';
 
 /** A request from the worker. */
@@ -50,7 +51,7 @@ interface SpawnRequest {
  * so its thread can find them if this process dies before reporting them
  * (workers/spawn-mark.ts).
  */
-const childEnv: NodeJS.ProcessEnv = { ...process.env };
+const childEnv: NodeJS.ProcessEnv = toolEnv(process.env);
 if (process.argv[3]) childEnv[SPAWN_MARK_VAR] = process.argv[3];
 /**
  * `SLUICE_SPAWN_HELPER_STALL=1` under vitest (tests only): start processes and never report them.

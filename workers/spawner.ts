@@ -20,6 +20,7 @@ import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { ToolFailedError } from '../engine/protocol/errors.js';
+import { helperEnv } from './helper-env.js';
 import { killMarked } from './spawn-mark.js';
 
 /** How a process ended: its exit code, or the signal that ended it. */
@@ -97,6 +98,9 @@ class Helper {
       ['-c', '"$0" "$1" "$2" "$3" </dev/null &', process.execPath, entry, String(process.pid), this.mark],
       {
         stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+        // Without the Node variables it does not need (its start-up ~35 ms shorter with a CA
+        // bundle in NODE_EXTRA_CA_CERTS); the tools it starts get them back (workers/helper-env.ts).
+        env: helperEnv(process.env),
       },
     );
     this.channel.unref();

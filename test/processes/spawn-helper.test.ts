@@ -158,6 +158,38 @@ describe('the spawn helper', () => {
     }
   });
 
+  it('runs without NODE_EXTRA_CA_CERTS and NODE_OPTIONS, and the tools it starts get both back exactly', async () => {
+    const saved = { ca: process.env.NODE_EXTRA_CA_CERTS, options: process.env.NODE_OPTIONS };
+    // A value with a space and an '=' in it, and an option Node accepts (the helper would be started with it).
+    const ca = '/nonexistent/extra ca=1.pem';
+    process.env.NODE_EXTRA_CA_CERTS = ca;
+    process.env.NODE_OPTIONS = '--no-deprecation';
+    try {
+      const { engine } = await openEngine();
+      const r = await engine.run('bash', {
+        command:
+          'echo $PPID; printf "%s\\n" "$NODE_EXTRA_CA_CERTS" "$NODE_OPTIONS"; env | grep -c ^SLUICE_SPAWNER_HELD_ >&2; true',
+      });
+      expect(r.status).toBe('success');
+      const { stdout = '', stderr } = await streamBytes(engine, r);
+      const [helper, seenCa, seenOptions] = stdout.split('\n');
+      expect(cmdline(Number(helper))).toBe(`sluice-spawner ${process.pid}`);
+      expect([seenCa, seenOptions]).toEqual([ca, '--no-deprecation']);
+      expect(stderr).toBe('0\n');
+      const helperEnv = readFileSync(`/proc/${helper}/environ`, 'latin1').split('\0');
+      expect(helperEnv.filter((e) => /^NODE_(EXTRA_CA_CERTS|OPTIONS)=/.test(e))).toEqual([]);
+      expect(helperEnv).toContain(`SLUICE_SPAWNER_HELD_NODE_EXTRA_CA_CERTS=${ca}`);
+    } finally {
+      for (const [name, value] of [
+        ['NODE_EXTRA_CA_CERTS', saved.ca],
+        ['NODE_OPTIONS', saved.options],
+      ] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  });
+
   it('ends when its engine closes', async () => {
     const { engine } = await openEngine();
     const helper = await parentOfBash(engine);
