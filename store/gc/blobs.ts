@@ -166,3 +166,13 @@ export async function packedManifestStreams(
     return h ? decodeVerified(await verifyOpened(store, digest, h)) : undefined;
   });
 }
+
+/**
+ * Whether a file last modified at `mtimeMs` is inside the grace period at
+ * `now`. A grace period of 0 holds nothing: an mtime has sub-millisecond
+ * precision and `Date.now()` does not, so a file written in the current
+ * millisecond would otherwise read as written in the future, and young.
+ */
+export function insideGrace(now: number, mtimeMs: number, graceMs: number): boolean {
+  return graceMs > 0 && now - mtimeMs < graceMs;
+}

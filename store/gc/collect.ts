@@ -31,7 +31,7 @@ import { readdirOrEmpty } from '../owned-files.js';
 import { OwnerCheck, ownerPid } from '../owners.js';
 import { listPacks } from '../pack-index.js';
 import { placementOf, type Store } from '../store.js';
-import { type ListedBlob, listBlobs, manifestStreams, packedManifestStreams } from './blobs.js';
+import { insideGrace, type ListedBlob, listBlobs, manifestStreams, packedManifestStreams } from './blobs.js';
 import { acquireGcLock } from './lock.js';
 import { scanPins } from './pin-scan.js';
 import { mayRepack, orphanPackIndexes } from './repack.js';
@@ -159,7 +159,7 @@ export async function collectStore(store: Store, hooks: CollectHooks, options: G
 
     const now = Date.now();
     const young: string[] = [];
-    for (const [d, b] of all) if (now - b.mtimeMs < graceMs) young.push(d);
+    for (const [d, b] of all) if (insideGrace(now, b.mtimeMs, graceMs)) young.push(d);
     report.young = young.length;
     const marked = await markReachable([roots.digests, pins.digests, young], async (d) => {
       const b = all.get(d);
@@ -302,7 +302,7 @@ async function removeOrphanIndexes(store: Store, graceMs: number): Promise<numbe
       const m = INDEX_NAME.exec(name);
       if (!m) continue;
       const st = await store.io.stat(join(store.layout.index, prefix, name)).catch(() => undefined);
-      if (!st || now - st.mtimeMs < graceMs) continue;
+      if (!st || insideGrace(now, st.mtimeMs, graceMs)) continue;
       if (await removeIndexOfAbsentBlob(store, prefix + m[1])) removed++;
     }
   }

@@ -36,7 +36,7 @@ import { readdirOrEmpty } from '../owned-files.js';
 import { OwnerCheck, ownedName, ownerPid } from '../owners.js';
 import { type ListedPack, listPacks, PACK_NAME } from '../pack-index.js';
 import type { Store } from '../store.js';
-import { type ListedBlob, manifestStreams, packedManifestStreams, placedSince } from './blobs.js';
+import { insideGrace, type ListedBlob, manifestStreams, packedManifestStreams, placedSince } from './blobs.js';
 import { scanPins } from './pin-scan.js';
 import { dropPack, RepackTarget, readPackedChecked, restorePack, tombstonePack } from './repack.js';
 import type { RootScan } from './roots.js';
@@ -173,13 +173,13 @@ export async function sweep(
       // Inside the grace period by the tombstone's own mtime (refreshed since the listing): kept as young.
       for (const d of moved) {
         const st = await store.io.stat(join(trash, d));
-        if (now - st.mtimeMs < opts.graceMs) keep.add(d);
+        if (insideGrace(now, st.mtimeMs, opts.graceMs)) keep.add(d);
       }
       // A moved pack touched since the listing (a publisher deduplicated onto one of its blobs before
       // the move) is young again, with every blob in it.
       for (const m of movedEntries) {
         const st = await store.io.stat(m.trashPath);
-        if (now - st.mtimeMs < opts.graceMs)
+        if (insideGrace(now, st.mtimeMs, opts.graceMs))
           for (const e of m.entries) if (movedPacked.has(e.digest)) keep.add(e.digest);
       }
     }

@@ -97,6 +97,18 @@ describe('GC retention', () => {
     expect(await blobDigests(store)).toEqual([fresh.digest]);
   });
 
+  it('holds nothing young at grace 0, even a blob whose mtime is ahead of the clock', async () => {
+    const store = await tempStore();
+    // What a blob written in the current millisecond looks like: an mtime with a fraction past Date.now().
+    const ahead = await store.publishBytes('written this millisecond\n');
+    await age(store.layout.blobPath(ahead.digest), -0.75);
+    const aheadMore = await store.publishBytes('clock stepped back\n');
+    await age(store.layout.blobPath(aheadMore.digest), -60_000);
+    expect(await collectGarbage(store, { graceMs: HOUR, dryRun: true })).toMatchObject({ young: 2, removed: 0 });
+    expect(await collectGarbage(store, { graceMs: 0 })).toMatchObject({ scanned: 2, young: 0, removed: 2 });
+    expect(await blobDigests(store)).toEqual([]);
+  });
+
   it('takes the artifacts of a deleted session', async () => {
     const { engine } = await engineWith([]);
     await engine.run('bash', { command: 'echo gone' }, { session: 'temp' });
