@@ -14,9 +14,20 @@
  * round's excess shows in them even when other work on the machine makes
  * the wall-clock ratios noisy (docs/benchmarks.md, "First round").
  *
+ * Every phase starts with the bench's earlier blobs collected (nothing
+ * references them). On this VM a write is about twice as fast while the
+ * page cache holds less than ~2 GiB as once it holds more (dd of 2 GiB:
+ * 2.2-4.1 s against 6.4-7.8 s, the same file system, 18 GiB free;
+ * docs/benchmarks.md, "Eighth session"); without the collection each
+ * round's single call inherited the cache the previous phase left, and a
+ * fresh engine's first single call ran in the fast regime against
+ * concurrent calls in the slow one. Each phase's cached MiB at its start is
+ * reported.
+ *
  *   SLUICE_BENCH_CONC_CALLS (default 16), SLUICE_BENCH_CONC_BYTES (default 128 MiB),
  *   SLUICE_BENCH_CONC_RUNS (default 5)
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Engine } from '../engine/engine.js';
 import { envInt, mibps, report, tempDir, withPeakRss } from './util.js';
@@ -29,6 +40,17 @@ const RUNS = envInt('SLUICE_BENCH_CONC_RUNS', 5);
  * its own. Sixteen calls of one content would deduplicate fifteen of them, which then skip the final
  * fsync and the wait for their own background flush (store/blob-writer.ts).
  */
+/** The kernel's page cache ("Cached" of /proc/meminfo), MiB. */
+function cachedMiB(): number {
+  const m = /^Cached:\s+(\d+) kB/m.exec(readFileSync('/proc/meminfo', 'latin1'));
+  return m ? Math.round(Number(m[1]) / 1024) : -1;
+}
+
+/** The process's CPU time (every thread, user and system) from `a` to `b`, ms. */
+function cpuSince(a: NodeJS.ResourceUsage, b = process.resourceUsage()): number {
+  return (b.userCPUTime + b.systemCPUTime - a.userCPUTime - a.systemCPUTime) / 1000;
+}
+
 const cmd = (bytes: number, tag: string) =>
   `{ echo ${tag}; yes abcdefghijklmnopqrstuvwxyz0123456789; } | head -c ${bytes}`;
 
@@ -43,17 +65,25 @@ try {
     ratio: number;
     growth: number;
     cpuMs: number;
+    singleCpuMs: number;
     faults: number;
+    cachedMiB: [number, number];
   }> = [];
   let failed = 0;
   // Growth is measured from each round's start; this catches growth that accumulates over the rounds.
   const rss0 = process.memoryUsage.rss();
   let aboveStart = 0;
   for (let round = 0; round < RUNS; round++) {
+    await engine.gc({ graceMs: 0 });
+    const cachedSingle = cachedMiB();
+    const useSingle = process.resourceUsage();
     let t0 = performance.now();
     const single = await engine.run('bash', { command: cmd(total, `round ${round} single`) });
     const singleMs = performance.now() - t0;
+    const singleCpuMs = cpuSince(useSingle);
     if (single.status !== 'success') throw new Error(single.model);
+    await engine.gc({ graceMs: 0 });
+    const cachedConc = cachedMiB();
     global.gc?.();
     const rssBefore = process.memoryUsage.rss();
     const use0 = process.resourceUsage();
@@ -67,10 +97,19 @@ try {
     );
     const concMs = performance.now() - t0;
     const use1 = process.resourceUsage();
-    const cpuMs = (use1.userCPUTime + use1.systemCPUTime - use0.userCPUTime - use0.systemCPUTime) / 1000;
+    const cpuMs = cpuSince(use0, use1);
     const faults = use1.minorPageFault - use0.minorPageFault;
     failed += results.filter((r) => r.status !== 'success').length;
-    rounds.push({ singleMs, concMs, ratio: singleMs / concMs, growth: peakGrowth, cpuMs, faults });
+    rounds.push({
+      singleMs,
+      concMs,
+      ratio: singleMs / concMs,
+      growth: peakGrowth,
+      cpuMs,
+      singleCpuMs,
+      faults,
+      cachedMiB: [cachedSingle, cachedConc],
+    });
     aboveStart = Math.max(aboveStart, rssBefore + peakGrowth - rss0);
   }
   await engine.close();
@@ -93,7 +132,10 @@ try {
     firstRoundRatio: Math.round((rounds[0]?.ratio ?? 0) * 1000) / 1000,
     // The concurrent part of each round: the engine process's CPU (every thread) and minor page faults.
     concCpuMsRuns: rounds.map((r) => Math.round(r.cpuMs)),
+    singleCpuMsRuns: rounds.map((r) => Math.round(r.singleCpuMs)),
     concMinorFaultsRuns: rounds.map((r) => r.faults),
+    // The page cache at the start of each round's single call and of its concurrent part.
+    cachedMiBRuns: rounds.map((r) => r.cachedMiB),
     failed,
     target:
       'median aggregate >= 0.9x the single-call throughput of the same round (issue 21), the first round of a fresh engine >= 0.8x; RSS growth <= 256 MiB in every round',
