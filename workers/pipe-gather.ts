@@ -5,8 +5,9 @@
  * `yes | head`). Written one by one, each read is a write through the
  * writer's stream machinery; gathered here, a GiB is ~4,000 writes of a
  * whole message each, handed over so the writer moves them to the engine
- * uncopied (workers/transfer.ts). Each byte is copied once, into the
- * gathering buffer.
+ * uncopied (workers/transfer.ts). A gathered byte is copied once, into the
+ * gathering buffer; a read of {@link HAND_OVER_READ_BYTES} or more is not
+ * copied at all.
  *
  * Backpressure is the writer's: when a write returns false the pipe is
  * paused until 'drain' (and the producer blocks on the full pipe). What is
@@ -19,6 +20,18 @@ import { handOver, handOverOwned } from './transfer.js';
 
 /** Longest gathered bytes wait for more before they are written. */
 const GATHER_MS = 2;
+
+/**
+ * A read at least this long (when nothing is gathered) goes as a message of
+ * its own, uncopied: a pipe read's buffer is exactly the read. With one
+ * fast producer reads are mostly 16-25 KiB and still gathered; with 16
+ * calls sharing two threads they are 32-64 KiB, and copying those into
+ * sixteen 256 KiB gathering buffers (4 MiB, past the cache) cost more than
+ * the extra messages: 16 x 128 MiB used 4.2-4.9 s of the engine's CPU
+ * instead of 5.3-6.5 s at half the message size (docs/benchmarks.md,
+ * "Eighth session").
+ */
+const HAND_OVER_READ_BYTES = 32 * 1024;
 
 /** Gathers `src` into `dst` (see the module comment). */
 export class PipeGather {
@@ -87,7 +100,7 @@ export class PipeGather {
   /** Gathers one read; false when a write asked to wait for 'drain'. */
   private take(chunk: Buffer): boolean {
     let ok = true;
-    if (this.used === 0 && chunk.length >= this.size / 2) {
+    if (this.used === 0 && chunk.length >= Math.min(this.size / 2, HAND_OVER_READ_BYTES)) {
       // Big enough to be a message of its own: it goes as it is (a pipe read's buffer is ours to give).
       this.stopTimer();
       return this.dst.write(handOver(chunk));

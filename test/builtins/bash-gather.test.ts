@@ -87,6 +87,29 @@ describe('PipeGather', () => {
     expect(src.destroyed).toBe(true);
   });
 
+  it('a read of 32 KiB or more that finds nothing gathered goes uncopied as a message of its own', async () => {
+    const src = new PassThrough();
+    const writes: Array<[number, boolean, number]> = [];
+    const dst = new Writable({
+      highWaterMark: 256 * 1024,
+      write(chunk: Buffer, _e, cb) {
+        writes.push([chunk.length, takeHandedOver(chunk), chunk[0] as number]);
+        cb();
+      },
+    });
+    const g = new PipeGather(src, dst, () => {});
+    // Each a whole buffer of its own, as a pipe read is.
+    src.write(Buffer.alloc(40 * 1024, 1)); // alone: moved as it is
+    src.write(Buffer.alloc(32 * 1024 - 1, 2)); // just under: gathered
+    src.write(Buffer.alloc(40 * 1024, 3)); // after gathered bytes: gathered behind them, in order
+    src.end();
+    await g.done;
+    expect(writes).toEqual([
+      [40 * 1024, true, 1],
+      [72 * 1024 - 1, false, 2],
+    ]);
+  });
+
   it('ends the writer when the pipe had already ended before it was read', async () => {
     const { stdout, exited } = childOut('true');
     expect(await exited).toBe(0);
