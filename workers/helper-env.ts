@@ -5,8 +5,8 @@
  * The helper is a Node process, so the variables that configure Node apply
  * to it too, though it needs none of them. `NODE_EXTRA_CA_CERTS` is read
  * and parsed when a Node process starts: with a distribution's bundle
- * (~140 certificates) that took a bare Node from ~20 ms to ~55 ms of CPU
- * on this project's machine, on every helper start. `NODE_OPTIONS` can
+ * (~140 certificates) that took a bare Node's start from ~20-25 ms to
+ * ~50-60 ms on this project's machine, on every helper start. `NODE_OPTIONS` can
  * preload modules (`--require`, `--import`). The tools must still see them:
  * a Node tool started by bash trusts the same certificates whether the
  * helper started it or the engine did. So the helper starts without them,
@@ -24,35 +24,30 @@ export const HELPER_WITHOUT = ['NODE_EXTRA_CA_CERTS', 'NODE_OPTIONS'] as const;
 export const HELD_PREFIX = 'SLUICE_SPAWNER_HELD_';
 
 /**
- * The environment to start the helper with: `env` without the
- * {@link HELPER_WITHOUT} variables, their values held under
- * {@link HELD_PREFIX} names. A held name already in `env` is dropped, so
- * the helper can never restore a value that was not one of these.
+ * The environment to start the helper with: `env` with every
+ * {@link HELPER_WITHOUT} variable, and every variable whose name already
+ * starts with {@link HELD_PREFIX}, renamed to {@link HELD_PREFIX} + its
+ * name. The mapping is reversible ({@link toolEnv}), so nothing of the
+ * engine's environment is lost or invented, whatever names it has.
  */
 export function helperEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const out: NodeJS.ProcessEnv = { ...env };
-  for (const name of HELPER_WITHOUT) {
-    delete out[HELD_PREFIX + name];
-    const value = out[name];
-    if (value === undefined) continue;
-    delete out[name];
-    out[HELD_PREFIX + name] = value;
+  const out: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(env)) {
+    const held = (HELPER_WITHOUT as readonly string[]).includes(name) || name.startsWith(HELD_PREFIX);
+    out[held ? HELD_PREFIX + name : name] = value;
   }
   return out;
 }
 
 /**
- * The environment the helper gives what it starts: its own with the held
- * variables restored to their names and the carriers removed, so a tool's
+ * The environment the helper gives what it starts: its own with one
+ * {@link HELD_PREFIX} taken off every name that has it, so a tool's
  * environment is the engine's, exactly.
  */
 export function toolEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const out: NodeJS.ProcessEnv = { ...env };
-  for (const name of HELPER_WITHOUT) {
-    const value = out[HELD_PREFIX + name];
-    if (value === undefined) continue;
-    delete out[HELD_PREFIX + name];
-    out[name] = value;
+  const out: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(env)) {
+    out[name.startsWith(HELD_PREFIX) ? name.slice(HELD_PREFIX.length) : name] = value;
   }
   return out;
 }

@@ -27,10 +27,21 @@ describe('the spawn helper environment', () => {
     expect(toolEnv(helperEnv({}))).toEqual({});
   });
 
-  it('drops a carrier name the engine already had, so a tool never gets a value the engine did not have', () => {
-    const engine = { SLUICE_SPAWNER_HELD_NODE_OPTIONS: '--require /tmp/x.js' };
-    expect(helperEnv(engine)).toEqual({});
-    expect(toolEnv(helperEnv(engine))).toEqual({});
+  it('gives back a carrier-like name the engine already had, and invents nothing', () => {
+    const engine = {
+      SLUICE_SPAWNER_HELD_NODE_OPTIONS: '--require /tmp/x.js',
+      SLUICE_SPAWNER_HELD_FOO: 'bar',
+      NODE_OPTIONS: '--no-warnings',
+    };
+    const helper = helperEnv(engine);
+    // The helper runs without NODE_OPTIONS under any name it would act on.
+    expect(helper.NODE_OPTIONS).toBeUndefined();
+    expect(helper).toEqual({
+      SLUICE_SPAWNER_HELD_SLUICE_SPAWNER_HELD_NODE_OPTIONS: '--require /tmp/x.js',
+      SLUICE_SPAWNER_HELD_SLUICE_SPAWNER_HELD_FOO: 'bar',
+      SLUICE_SPAWNER_HELD_NODE_OPTIONS: '--no-warnings',
+    });
+    expect(toolEnv(helper)).toEqual(engine);
     expect(HELPER_WITHOUT.map((n) => HELD_PREFIX + n)).toEqual([
       'SLUICE_SPAWNER_HELD_NODE_EXTRA_CA_CERTS',
       'SLUICE_SPAWNER_HELD_NODE_OPTIONS',
