@@ -189,9 +189,11 @@ class StreamWriter extends Writable {
       const piece = bytes.subarray(off, off + this.chunkBytes);
       const wait = this.run.gate.acquire(piece.length);
       if (wait) await wait;
-      postChunk(this.run.callId, this.index, piece, owned && piece.length === bytes.length);
-      this.sent += piece.length;
-      off += piece.length;
+      // Read before posting: a moved piece (and the view it was cut from) is empty afterwards.
+      const n = piece.length;
+      postChunk(this.run.callId, this.index, piece, owned && n === bytes.length);
+      this.sent += n;
+      off += n;
     }
   }
 }

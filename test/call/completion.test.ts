@@ -147,6 +147,15 @@ describe('completion modes', () => {
     await expectStoreClean(engine);
   });
 
+  it('streaming a buffer given away with handOver and then supplying full output is EMIXEDMODE too', async () => {
+    const { engine } = await engineWith(['script-single']);
+    // The moved buffer is empty once posted: what was streamed is counted before it moves.
+    const r = await engine.run('script-single', { steps: [{ handOverBytes: 40_000 }], full: 'FULL' });
+    expect(r).toMatchObject({ status: 'failed', complete: false, error: { code: 'EMIXEDMODE' } });
+    expect(await singleText(engine, r)).toBe('h'.repeat(40_000));
+    await expectStoreClean(engine);
+  });
+
   it('a tool-reported failure is failed but complete, with its note, metadata and display', async () => {
     const { engine } = await engineWith(['script-single']);
     const r = await engine.run('script-single', {
