@@ -6,8 +6,10 @@
  * writer's stream machinery; gathered here, a GiB is ~4,000 writes of a
  * whole message each, handed over so the writer moves them to the engine
  * uncopied (workers/transfer.ts). A gathered byte is copied once, into the
- * gathering buffer; a read of {@link HAND_OVER_READ_BYTES} or more is not
- * copied at all.
+ * gathering buffer; a read of {@link HAND_OVER_READ_BYTES} or more that
+ * finds nothing gathered is handed over as it is, and goes uncopied when the
+ * writer sends it at once (one queued behind a credit wait is grouped with
+ * the writes queued beside it, workers/context.ts).
  *
  * Backpressure is the writer's: when a write returns false the pipe is
  * paused until 'drain' (and the producer blocks on the full pipe). What is
@@ -48,7 +50,10 @@ export class PipeGather {
   /**
    * Starts reading at once: no await may come between this and the
    * process's start. `onData` sees every read before it is gathered (the
-   * tool's display).
+   * tool's display); it must not keep the chunk or a view of it, because a
+   * read of {@link HAND_OVER_READ_BYTES} or more moves to the engine (and
+   * every view of it empties) before the 'data' event's listeners return.
+   * Nothing else may listen for `src`'s 'data', for the same reason.
    */
   constructor(src: Readable, dst: Writable, onData: (chunk: Buffer) => void) {
     this.dst = dst;
