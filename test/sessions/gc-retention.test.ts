@@ -7,6 +7,7 @@
 import { existsSync, promises as fsp } from 'node:fs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { collectGarbage } from '../../engine/sessions/gc.js';
+import { insideGrace } from '../../store/gc/blobs.js';
 import { encodeManifest } from '../../store/manifest.js';
 import { CLI, sluice, tempStore } from '../store/helpers.js';
 import { closeEngines, engineWith } from '../support/engines.js';
@@ -98,10 +99,15 @@ describe('GC retention', () => {
   });
 
   it('holds nothing young at grace 0, even a blob whose mtime is ahead of the clock', async () => {
+    // A blob written in the collector's current millisecond: its mtime has a fraction past Date.now().
+    expect(insideGrace(1000, 1000.4, 0)).toBe(false);
+    expect(insideGrace(1000, 1000.4, 1)).toBe(true);
+    expect(insideGrace(2000, 1000, 1000)).toBe(false);
+    expect(insideGrace(2000, 1000.5, 1000)).toBe(true);
+    // End to end, with mtimes far enough ahead to outlast the test's own steps.
     const store = await tempStore();
-    // What a blob written in the current millisecond looks like: an mtime with a fraction past Date.now().
-    const ahead = await store.publishBytes('written this millisecond\n');
-    await age(store.layout.blobPath(ahead.digest), -0.75);
+    const ahead = await store.publishBytes('written ahead\n');
+    await age(store.layout.blobPath(ahead.digest), -5_000);
     const aheadMore = await store.publishBytes('clock stepped back\n');
     await age(store.layout.blobPath(aheadMore.digest), -60_000);
     expect(await collectGarbage(store, { graceMs: HOUR, dryRun: true })).toMatchObject({ young: 2, removed: 0 });
