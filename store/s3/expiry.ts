@@ -27,14 +27,15 @@ export function expiredOnServer(lastModified: Date | undefined, serverNow: Date 
 
 /**
  * True when an object last written at `lastModified` is younger than
- * `graceMs` at `serverNow` (both server clock), judged on the safe side: the
- * `Date` is the start of its second, so the age is at least what it says.
- * An unknown age is young; a grace period of 0 keeps nothing young.
+ * `graceMs` at `serverNow` (both server clock), judged on the safe side:
+ * both times are truncated to their second, so the true age may be up to
+ * a second less than their difference, and that second is granted. An
+ * unknown age is young; a grace period of 0 keeps nothing young.
  */
 export function youngOnServer(lastModified: Date | undefined, serverNow: Date | undefined, graceMs: number): boolean {
   if (graceMs <= 0) return false;
   if (!lastModified || !serverNow) return true;
-  return serverNow.getTime() - lastModified.getTime() < graceMs;
+  return serverNow.getTime() - lastModified.getTime() < graceMs + RESOLUTION_MS;
 }
 
 /** A random suffix making every write of a holder object a new ETag (S3's ETag is the MD5 of the body). */
