@@ -5,20 +5,23 @@
  * `yes | head`). Written one by one, each read is a write through the
  * writer's stream machinery; gathered here, a GiB is ~4,000 writes of a
  * whole message each, handed over so the writer moves them to the engine
- * uncopied (workers/transfer.ts). A gathered byte is copied once, into the
- * gathering buffer; a read of {@link HAND_OVER_READ_BYTES} or more that
- * finds nothing gathered is handed over as it is, and goes uncopied when the
- * writer sends it at once (one queued behind a credit wait is grouped with
- * the writes queued beside it, workers/context.ts).
+ * uncopied (workers/transfer.ts). A byte is copied at most once: reads
+ * written together are copied into one buffer of exactly their size, and a
+ * read written alone (every read of a small output, and a read of
+ * {@link HAND_OVER_READ_BYTES} or more that finds nothing gathered) is
+ * handed over as it is. Either goes uncopied when the writer sends it at
+ * once (one queued behind a credit wait is grouped with the writes queued
+ * beside it, workers/context.ts).
  *
  * Backpressure is the writer's: when a write returns false the pipe is
  * paused until 'drain' (and the producer blocks on the full pipe). What is
- * gathered goes out when the buffer is full, at the pipe's end, and at most
+ * gathered goes out before a read would take it past a message, at the
+ * pipe's end, and at most
  * {@link GATHER_MS} after its first byte, so output that trickles is seen
  * soon; the delay bounds only how late bytes are seen, never what is stored.
  */
 import type { Readable, Writable } from 'node:stream';
-import { handOver, handOverOwned } from './transfer.js';
+import { handOver } from './transfer.js';
 
 /** Longest gathered bytes wait for more before they are written. */
 const GATHER_MS = 2;
@@ -43,7 +46,8 @@ export class PipeGather {
   readonly done: Promise<void>;
   private readonly dst: Writable;
   private readonly size: number;
-  private buf: Buffer | undefined;
+  /** Reads gathered and not yet written, oldest first, and their length. */
+  private parts: Buffer[] = [];
   private used = 0;
   private timer: NodeJS.Timeout | undefined;
 
@@ -51,9 +55,10 @@ export class PipeGather {
    * Starts reading at once: no await may come between this and the
    * process's start. `onData` sees every read before it is gathered (the
    * tool's display); it must not keep the chunk or a view of it, because a
-   * read of {@link HAND_OVER_READ_BYTES} or more moves to the engine (and
-   * every view of it empties) before the 'data' event's listeners return.
-   * Nothing else may listen for `src`'s 'data', for the same reason.
+   * read may move to the engine (and every view of it empty): a read of
+   * {@link HAND_OVER_READ_BYTES} or more before the 'data' event's listeners
+   * return, any other when it is written. Nothing else may listen for
+   * `src`'s 'data', for the same reason.
    */
   constructor(src: Readable, dst: Writable, onData: (chunk: Buffer) => void) {
     this.dst = dst;
@@ -65,7 +70,7 @@ export class PipeGather {
         if (settled) return;
         settled = true;
         this.stopTimer();
-        this.buf = undefined;
+        this.parts = [];
         src.destroy();
         dst.destroy();
         reject(err);
@@ -105,21 +110,17 @@ export class PipeGather {
   /** Gathers one read; false when a write asked to wait for 'drain'. */
   private take(chunk: Buffer): boolean {
     let ok = true;
+    // What is gathered goes first when this read would take it past a message.
+    if (this.used + chunk.length > this.size) ok = this.flush();
     if (this.used === 0 && chunk.length >= Math.min(this.size / 2, HAND_OVER_READ_BYTES)) {
       // Big enough to be a message of its own: it goes as it is (a pipe read's buffer is ours to give).
       this.stopTimer();
-      return this.dst.write(handOver(chunk));
+      return this.dst.write(handOver(chunk)) && ok;
     }
-    let at = 0;
-    while (at < chunk.length) {
-      this.buf ??= Buffer.allocUnsafeSlow(this.size);
-      const n = Math.min(chunk.length - at, this.size - this.used);
-      this.buf.set(at === 0 && n === chunk.length ? chunk : chunk.subarray(at, at + n), this.used);
-      this.used += n;
-      at += n;
-      if (this.used === this.size) ok = this.flush() && ok;
-    }
-    if (this.used > 0 && this.timer === undefined) {
+    this.parts.push(chunk);
+    this.used += chunk.length;
+    if (this.used === this.size) return this.flush() && ok;
+    if (this.timer === undefined) {
       this.timer = setTimeout(() => {
         this.timer = undefined;
         this.flush();
@@ -132,15 +133,23 @@ export class PipeGather {
   /** Writes what is gathered, if anything; returns what the write returned. */
   private flush(): boolean {
     this.stopTimer();
-    const buf = this.buf;
+    const parts = this.parts;
     const n = this.used;
-    this.buf = undefined;
+    this.parts = [];
     this.used = 0;
-    if (buf === undefined || n === 0 || this.dst.destroyed || this.dst.writableEnded) return true;
-    // A buffer at least half full moves to the engine (its unused end goes with it, freed with the
-    // chunk); a less full one is copied by the writer. Under many concurrent calls a call's buffer
-    // rarely fills before the timer: copying those flushes was 30% of a worker's memcpy (docs/benchmarks.md).
-    return this.dst.write(handOverOwned(buf.subarray(0, n)));
+    if (n === 0 || this.dst.destroyed || this.dst.writableEnded) return true;
+    // One read goes as it is: a pipe read's buffer is exactly the read, so it moves uncopied. Several
+    // are copied once, into a buffer of exactly their size, which moves. (A buffer of the message's
+    // size, allocated for the first byte, made every small call allocate 256 KiB per stream: external
+    // memory that started a Mark-Compact in each worker every ~80 calls, docs/benchmarks.md.)
+    if (parts.length === 1) return this.dst.write(handOver(parts[0] as Buffer));
+    const buf = Buffer.allocUnsafeSlow(n);
+    let at = 0;
+    for (const p of parts) {
+      buf.set(p, at);
+      at += p.length;
+    }
+    return this.dst.write(handOver(buf));
   }
 
   private stopTimer(): void {

@@ -40,7 +40,7 @@ function childOut(command: string) {
 }
 
 describe('PipeGather', () => {
-  it('writes a pipe byte for byte in writes of the writer size, the last one the remainder', async () => {
+  it('writes a pipe byte for byte in writes of at most the writer size', async () => {
     const command = 'seq 1 300000; printf tail-without-newline';
     const want = createHash('sha256');
     for await (const c of childOut(command).stdout) want.update(c as Buffer);
@@ -58,18 +58,18 @@ describe('PipeGather', () => {
     expect(Math.max(...dst.sizes)).toBeLessThanOrEqual(256 * 1024);
   });
 
-  it('a flush at least half a message moves to the writer, a smaller one is left to be copied', async () => {
-    // Reads of a quarter message each: gathered, then written by the timer, partial (3000 of 8192, then 1000).
+  it('reads gathered together move as one buffer of exactly their size, a lone read as it is', async () => {
+    // Reads of a quarter message each: gathered, then written by the timer (4500 of 8192), then the last alone.
     const src = new PassThrough();
     let next: (() => void) | undefined;
     const flushed = new Promise<void>((r) => {
       next = r;
     });
-    const writes: Array<[number, boolean]> = [];
+    const writes: Array<[number, boolean, number]> = [];
     const dst = new Writable({
       highWaterMark: 8192,
       write(chunk: Buffer, _e, cb) {
-        writes.push([chunk.length, takeHandedOver(chunk)]);
+        writes.push([chunk.length, takeHandedOver(chunk), chunk.buffer.byteLength]);
         next?.();
         cb();
       },
@@ -78,13 +78,58 @@ describe('PipeGather', () => {
     src.write(Buffer.alloc(2000, 1));
     src.write(Buffer.alloc(2500, 2));
     await flushed;
-    src.end(Buffer.alloc(1000, 3));
+    const last = Buffer.alloc(1000, 3);
+    src.end(last);
     await g.done;
     expect(writes).toEqual([
-      [4500, true],
-      [1000, false],
+      [4500, true, 4500],
+      [1000, true, 1000],
     ]);
     expect(src.destroyed).toBe(true);
+  });
+
+  it('a small output costs no message-sized buffer: its one read is written as it is', async () => {
+    const src = new PassThrough();
+    const written: Buffer[] = [];
+    const dst = new Writable({
+      highWaterMark: 256 * 1024,
+      write(chunk: Buffer, _e, cb) {
+        written.push(chunk);
+        cb();
+      },
+    });
+    const g = new PipeGather(src, dst, () => {});
+    // A whole buffer of its own, as a pipe read is.
+    const read = Buffer.from(new TextEncoder().encode('a short line of output\n').buffer);
+    src.end(read);
+    await g.done;
+    expect(written).toHaveLength(1);
+    // The very buffer that was read, marked to move: nothing was allocated or copied for it.
+    expect(written[0]).toBe(read);
+    expect(takeHandedOver(read)).toBe(true);
+  });
+
+  it('gathered reads go out before a read would take them past a message, in order', async () => {
+    const src = new PassThrough();
+    const writes: Array<[number, number]> = [];
+    const dst = new Writable({
+      highWaterMark: 8192,
+      write(chunk: Buffer, _e, cb) {
+        writes.push([chunk.length, chunk[0] as number]);
+        cb();
+      },
+    });
+    const g = new PipeGather(src, dst, () => {});
+    // 3000 + 3000 gathered; 3000 more would pass 8192: the first two go, the third starts the next write.
+    src.write(Buffer.alloc(3000, 1));
+    src.write(Buffer.alloc(3000, 2));
+    src.write(Buffer.alloc(3000, 3));
+    src.end(Buffer.alloc(5192, 4));
+    await g.done;
+    expect(writes).toEqual([
+      [6000, 1],
+      [8192, 3],
+    ]);
   });
 
   it('a read of 32 KiB or more that finds nothing gathered goes uncopied as a message of its own', async () => {
@@ -106,7 +151,7 @@ describe('PipeGather', () => {
     await g.done;
     expect(writes).toEqual([
       [40 * 1024, true, 1],
-      [72 * 1024 - 1, false, 2],
+      [72 * 1024 - 1, true, 2],
     ]);
   });
 
