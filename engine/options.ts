@@ -33,7 +33,7 @@ export interface EngineOptions {
   toolOutput?: Partial<ToolOutputOptions>;
   /** Calls running at once, over all threads; more wait in a queue. @default max(16, 2 × cores) */
   concurrency?: number;
-  /** Most worker threads carrying shared calls (tools of `isolation: 'shared'`, the default). @default os.availableParallelism() */
+  /** Most worker threads carrying shared calls (tools of `isolation: 'shared'`, the default). @default max(1, os.availableParallelism() − 1): the main thread, which captures, keeps a core */
   threads?: number;
   /** Most calls one shared thread carries at once. @default 256 */
   callsPerThread?: number;
