@@ -3,8 +3,8 @@
  * pipe read returns what the producer has written since the last one: when
  * the reader keeps up, 16-25 KiB (~50,000 reads per GiB, measured with
  * `yes | head`). Written one by one, each read is a write through the
- * writer's stream machinery; gathered here, a GiB is ~4,000 writes of a
- * whole message each, handed over so the writer moves them to the engine
+ * writer's stream machinery; gathered here, a GiB is ~4,000 writes of up to
+ * a message each, handed over so the writer moves them to the engine
  * uncopied (workers/transfer.ts). A byte is copied at most once: reads
  * written together are copied into one buffer of exactly their size, and a
  * read written alone (every read of a small output, and a read of
@@ -15,8 +15,8 @@
  *
  * Backpressure is the writer's: when a write returns false the pipe is
  * paused until 'drain' (and the producer blocks on the full pipe). What is
- * gathered goes out before a read would take it past a message, at the
- * pipe's end, and at most
+ * gathered goes out before a read would take it past a message, after
+ * {@link MAX_PARTS} reads, at the pipe's end, and at most
  * {@link GATHER_MS} after its first byte, so output that trickles is seen
  * soon; the delay bounds only how late bytes are seen, never what is stored.
  */
@@ -27,11 +27,20 @@ import { handOver } from './transfer.js';
 const GATHER_MS = 2;
 
 /**
+ * Most reads gathered into one write. Each is a buffer of its own, so a
+ * producer that trickles a byte at a time, read faster than it writes, must
+ * not pile up thousands of them before the timer (or the message's size)
+ * writes them; a fast producer's reads fill a message in 10-16.
+ */
+const MAX_PARTS = 64;
+
+/**
  * A read at least this long (when nothing is gathered) goes as a message of
  * its own, uncopied: a pipe read's buffer is exactly the read. With one
  * fast producer reads are mostly 16-25 KiB and still gathered; with 16
  * calls sharing two threads they are 32-64 KiB, and copying those into
- * sixteen 256 KiB gathering buffers (4 MiB, past the cache) cost more than
+ * sixteen 256 KiB gathering buffers (as the gatherer then had; 4 MiB, past
+ * the cache) cost more than
  * the extra messages: 16 x 128 MiB used 4.2-4.9 s of the engine's CPU
  * instead of 5.3-6.5 s at half the message size (docs/benchmarks.md,
  * "Eighth session").
@@ -109,6 +118,7 @@ export class PipeGather {
 
   /** Gathers one read; false when a write asked to wait for 'drain'. */
   private take(chunk: Buffer): boolean {
+    if (chunk.length === 0) return true;
     let ok = true;
     // What is gathered goes first when this read would take it past a message.
     if (this.used + chunk.length > this.size) ok = this.flush();
@@ -119,7 +129,7 @@ export class PipeGather {
     }
     this.parts.push(chunk);
     this.used += chunk.length;
-    if (this.used === this.size) return this.flush() && ok;
+    if (this.used === this.size || this.parts.length === MAX_PARTS) return this.flush() && ok;
     if (this.timer === undefined) {
       this.timer = setTimeout(() => {
         this.timer = undefined;

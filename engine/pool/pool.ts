@@ -351,7 +351,7 @@ const ISOLATED_THREADS = Math.max(16, availableParallelism() * 2);
  * piscina's least-busy choice, with a soft cap: a thread that carries
  * `spread` calls takes more only when no thread can be started (the
  * balancer returning null makes piscina start one), so calls use every
- * core before they pile onto one thread; `max` is the hard cap.
+ * thread before they pile onto one; `max` is the hard cap.
  */
 function spreadBalancer(spread: number, max: number, threads: number): PiscinaLoadBalancer {
   return (_task, workers) => {

@@ -167,11 +167,10 @@ describe('JS tools: bytes as given, strings as UTF-8', () => {
     await expectStoreClean(engine);
   });
 
-  it("a tool's handed-over view over part of its buffer is copied, even half of it: its other views stay whole", async () => {
+  it("a tool's handed-over view over part of its buffer is copied: its other views stay whole", async () => {
     const { engine } = await engineWith(['utf8-split']);
     const parts = [Array.from(Buffer.from('half-full:')), Array.from(Buffer.from('mostly spare\n'))];
-    // 10 bytes in 20 and 13 in 113: both copied (the view keeps its length); only the pipe gatherer's
-    // own buffers move half full (test/builtins/bash-gather.test.ts).
+    // 10 bytes in 20 and 13 in 113: both copied (the view keeps its length).
     const half = await engine.run('utf8-split', { parts: parts.slice(0, 1), handOver: true, spare: 10 });
     expect(half.output).toMatchObject({ digest: sha256('half-full:') });
     expect(half.metadata).toEqual({ lengthsAfter: [10] });

@@ -111,7 +111,7 @@ export default defineTool({
       }
     };
     // Their 'data' listeners start the pipes flowing: nothing may await between the spawn and here.
-    // Pipe reads are gathered into message-sized writes (workers/pipe-gather.ts).
+    // Pipe reads are gathered into writes of up to a message (workers/pipe-gather.ts).
     const out = new PipeGather(child.stdout, ctx.stream('stdout'), show);
     const err = new PipeGather(child.stderr, ctx.stream('stderr'), show);
 
