@@ -5,7 +5,7 @@
  * To add one: write engine/cli/<name>.ts exporting `command: Command`
  * (see common.ts) and add a line to {@link COMMANDS}.
  */
-import { readFileSync } from 'node:fs';
+import { packageVersion } from '../package-root.js';
 import { BadArgumentsError, BadOptionError } from '../protocol/errors.js';
 import { didYouMean } from '../suggest.js';
 import { type CliContext, type Command, EXIT_OK, EXIT_USAGE, HELP_OPTION, reportError } from './common.js';
@@ -94,17 +94,6 @@ function commandEntry(name: string): CommandEntry {
   );
 }
 
-function version(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
-      version?: unknown;
-    };
-    return String(pkg.version ?? 'unknown');
-  } catch {
-    return 'unknown';
-  }
-}
-
 function usage(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((n) => n.length));
   const rows = Object.entries(COMMANDS).map(([name, e]) => `  ${name.padEnd(width)}  ${e.summary}`);
@@ -138,7 +127,7 @@ export async function main(argv: readonly string[], ctx: CliContext): Promise<nu
       return EXIT_OK;
     }
     if (name === '--version' || name === '-v') {
-      ctx.stdout.write(`${version()}\n`);
+      ctx.stdout.write(`${packageVersion()}\n`);
       return EXIT_OK;
     }
     if (name.startsWith('-')) {

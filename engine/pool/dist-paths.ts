@@ -5,18 +5,12 @@
  * first.
  */
 import { existsSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const here = dirname(fileURLToPath(import.meta.url));
-/** True when this module runs from dist/ (compiled), false from sources. */
-const compiled = fileURLToPath(import.meta.url).endsWith('.js');
-/** The dist/ directory. */
-const distRoot = compiled ? resolve(here, '..', '..') : resolve(here, '..', '..', 'dist');
+import { join } from 'node:path';
+import { packageRoot } from '../package-root.js';
 
 /** Path of a compiled file under dist/, e.g. `workers/entry.js`. */
 export function distPath(relative: string): string {
-  const p = join(distRoot, relative);
+  const p = join(packageRoot(), 'dist', relative);
   if (!existsSync(p)) {
     throw new Error(`sluice is not built: ${p} is missing (run npm run build)`);
   }

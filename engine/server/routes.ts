@@ -4,10 +4,10 @@
  * engine/wire/schemas.ts; errors become `{ error: { code, message } }`
  * through {@link sendError} in the server.
  */
-import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Engine } from '../engine.js';
+import { packageVersion } from '../package-root.js';
 import { BadArgumentsError, ClosedError, NotFoundError, ResourceLimitError } from '../protocol/errors.js';
 import type { z } from '../protocol/zod.js';
 import {
@@ -78,29 +78,6 @@ const ID = '([A-Za-z0-9._-]{1,256})';
 
 /** Longest `wait` of `GET /v1/calls/:id`, in seconds. */
 export const MAX_WAIT_SECONDS = 60;
-
-let version: string | undefined;
-/** The package's version, read once. */
-function packageVersion(): string {
-  version ??= readPackageVersion();
-  return version;
-}
-
-function readPackageVersion(): string {
-  // From engine/server/ (sources) or dist/engine/server/ (built).
-  for (const rel of ['../../package.json', '../../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as {
-        name?: unknown;
-        version?: unknown;
-      };
-      if (pkg.name === 'sluice') return String(pkg.version);
-    } catch {
-      // Try the next candidate.
-    }
-  }
-  return 'unknown';
-}
 
 function lookup(ctx: RouteContext, id: string): TrackedCall {
   const call = ctx.tracker.get(id);

@@ -10,6 +10,8 @@
  */
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import { packageRoot } from '../package-root.js';
 
 /** The Content-Security-Policy of every static file. */
 export const WEB_CSP = [
@@ -46,18 +48,15 @@ const FILES: Readonly<Record<string, { file: string; type: string }>> = {
 
 const loaded = new Map<string, Buffer | null>();
 
-/** A built file, from dist/web/ (beside the compiled server) or, from sources, the built tree. */
+/** A built file from the package's dist/web/, read once. */
 function load(file: string): Buffer | null {
   if (loaded.has(file)) return loaded.get(file) ?? null;
   let found: Buffer | null = null;
-  // dist/engine/server/web.js → dist/web/; engine/server/web.ts (tests on sources) → dist/web/.
-  for (const rel of ['../../web/', '../../dist/web/']) {
-    try {
-      found = readFileSync(new URL(rel + file, import.meta.url));
-      break;
-    } catch {
-      // Try the next place.
-    }
+  try {
+    // Built into dist/web/ whether the server runs from dist/ or (tests) from sources.
+    found = readFileSync(join(packageRoot(), 'dist', 'web', file));
+  } catch {
+    // Not built: the route answers 404.
   }
   loaded.set(file, found);
   return found;

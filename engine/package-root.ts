@@ -1,0 +1,42 @@
+/**
+ * Where the sluice package lives on disk, found once by walking up from this
+ * module to the `package.json` named `sluice`. The engine's code runs from
+ * TypeScript sources (engine/…, under vitest) and from the compiled tree
+ * (dist/engine/…), one directory deeper; the worker code, the web view's
+ * files and the version are in the same place for both (dist/…,
+ * package.json). One lookup here replaces a `../` count per caller, each
+ * right for one layout and guessed for the other.
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+let root: { dir: string; version: string } | null | undefined;
+
+function find(): { dir: string; version: string } | null {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown; version?: unknown };
+      if (pkg.name === 'sluice') return { dir, version: String(pkg.version ?? 'unknown') };
+    } catch {
+      // No package.json here (or not readable, or not JSON): keep walking up.
+    }
+    const up = dirname(dir);
+    if (up === dir) return null;
+    dir = up;
+  }
+}
+
+/** The package's directory (the one holding its package.json, dist/ and docs/). */
+export function packageRoot(): string {
+  if (root === undefined) root = find();
+  if (!root) throw new Error(`sluice's package.json was not found above ${fileURLToPath(import.meta.url)}`);
+  return root.dir;
+}
+
+/** The package's version, from its package.json; `unknown` when that cannot be read. */
+export function packageVersion(): string {
+  if (root === undefined) root = find();
+  return root?.version ?? 'unknown';
+}
