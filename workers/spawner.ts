@@ -103,6 +103,7 @@ class Helper {
         env: helperEnv(process.env),
       },
     );
+    // Unreferenced while idle: an idle helper must not keep its thread alive (see settled()).
     this.channel.unref();
     this.channel.channel?.unref();
     // sh could not be started (EMFILE, EAGAIN, ...): with no pid there may be no channel, and so no
@@ -144,15 +145,24 @@ class Helper {
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
       this.waiting.set(id, { file, args, cwd, resolve, reject });
+      // A request keeps the thread alive until it is answered: in a process with nothing else
+      // running, a spawn waiting for its helper to come up would otherwise end the event loop.
+      if (this.waiting.size === 1) this.channel.channel?.ref();
       // sh did not start: there is no channel to send on; its 'error', on its way, starts this directly.
       if (this.channel.pid === undefined) return;
       try {
         this.channel.send({ t: 'spawn', id, file, args, cwd });
       } catch (err) {
-        this.waiting.delete(id);
+        this.settled(id);
         reject(err);
       }
     });
+  }
+
+  /** Request `id` is finished: with none left, the channel stops holding the thread. */
+  private settled(id: number): void {
+    this.waiting.delete(id);
+    if (this.waiting.size === 0) this.channel.channel?.unref();
   }
 
   /** Ends the helper (it kills what it still runs). */
@@ -191,11 +201,11 @@ class Helper {
         return;
       }
       case 'exit':
-        this.waiting.delete(m.id as number);
+        this.settled(m.id as number);
         w.exit?.resolve({ code: typeof m.code === 'number' ? m.code : null, signal: m.signal ?? null });
         return;
       case 'error':
-        this.waiting.delete(m.id as number);
+        this.settled(m.id as number);
         w.reject(new SpawnFailure(m.message ?? 'spawn failed', typeof m.code === 'string' ? m.code : undefined));
         return;
     }
