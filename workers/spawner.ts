@@ -10,6 +10,15 @@
  * helper), so capture is unchanged: the same sockets Node's own `spawn`
  * would have given, read here.
  *
+ * There are two helpers with one protocol. Where a system Python 3.9+ is
+ * found (/usr/bin/python3, /usr/local/bin/python3, /bin/python3, or
+ * `SLUICE_SPAWN_PYTHON`), the helper is workers/spawn-helper.py, which
+ * starts processes with posix_spawn: no page tables copied at all, so a
+ * spawn costs its CPU a tenth of a fork from a bare Node and the tool
+ * process no copy to tear down at exec (docs/benchmarks.md, "Tenth
+ * session"). Otherwise (or when that one cannot run) it is the Node helper,
+ * workers/spawn-helper.ts. `SLUICE_SPAWN_PYTHON=` (empty) picks the Node one.
+ *
  * `SLUICE_SPAWN_HELPER=0` in the engine's environment turns the helper off
  * (every spawn direct, as before it existed); `SLUICE_SPAWN_HELPER=wait`
  * sends every spawn to it, the first ones waiting for it to start (by
@@ -17,8 +26,11 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { accessSync, constants, statSync } from 'node:fs';
 import type { Socket } from 'node:net';
+import { resolve as absolutePath } from 'node:path';
 import type { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { ToolFailedError } from '../engine/protocol/errors.js';
 import { helperEnv } from './helper-env.js';
 import { killMarked } from './spawn-mark.js';
@@ -76,6 +88,60 @@ interface HelperMessage {
   message?: string;
 }
 
+/** What a helper runs as: the Python one (posix_spawn) or the Node one. */
+export type HelperKind = 'python' | 'node';
+
+/** The name both helpers show in `ps`, before their engine's pid. */
+export const HELPER_NAME = 'sluice-spawner';
+
+/**
+ * True when `cmdline` (a /proc/<pid>/cmdline with NULs as spaces) is a spawn
+ * helper of the engine process `enginePid`: `sluice-spawner <pid>` (Node) or
+ * `<python> -I -S -B <dir>/spawn-helper.py sluice-spawner <pid> <mark>`.
+ */
+export function isSpawnHelperOf(cmdline: string, enginePid: number): boolean {
+  const words = cmdline.trim().split(/\s+/);
+  const at = words.indexOf(HELPER_NAME);
+  if (at === -1 || words[at + 1] !== String(enginePid)) return false;
+  return at === 0 ? words.length === 2 : (words[at - 1] ?? '').endsWith('/spawn-helper.py');
+}
+
+const PYTHON_HELPER = fileURLToPath(new URL('./spawn-helper.py', import.meta.url));
+const PYTHON_CANDIDATES = ['/usr/bin/python3', '/usr/local/bin/python3', '/bin/python3'];
+
+function executableFile(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The interpreter for the Python helper, or undefined for the Node one:
+ * `SLUICE_SPAWN_PYTHON` when set (empty: none), else the first system
+ * Python of {@link PYTHON_CANDIDATES}. Absolute paths only, never a PATH
+ * lookup: a version manager's shim there is a shell script that takes ~100 ms
+ * to start a Python. Whether that Python can serve (3.9+, Linux 5.3+) the
+ * helper itself finds out, and says so by exiting before it is ready.
+ */
+function pythonInterpreter(): string | undefined {
+  if (!regularFile(PYTHON_HELPER)) return undefined;
+  const chosen = process.env.SLUICE_SPAWN_PYTHON;
+  if (chosen !== undefined) return chosen === '' ? undefined : chosen;
+  return PYTHON_CANDIDATES.find(executableFile);
+}
+
+/** True when `path` is a regular file (the helper script needs no execute bit: python reads it). */
+function regularFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
 /** One helper process and the requests it has not finished. */
 class Helper {
   ready = false;
@@ -88,21 +154,25 @@ class Helper {
   private readonly mark = `${process.pid}-${randomBytes(8).toString('hex')}`;
   private readonly channel: ChildProcess;
 
-  constructor(onDead: (everReady: boolean) => void) {
-    const entry = new URL('./spawn-helper.js', import.meta.url).pathname;
+  constructor(kind: HelperKind, python: string | undefined, onDead: (everReady: boolean) => void) {
     // Through sh, backgrounded: the helper is not this process's child, so its exit leaves no
     // zombie here even when the thread that started it is gone. The channel's descriptor is
     // inherited by the helper; sh exits at once.
-    this.channel = spawn(
-      '/bin/sh',
-      ['-c', '"$0" "$1" "$2" "$3" </dev/null &', process.execPath, entry, String(process.pid), this.mark],
-      {
-        stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-        // Without the Node variables it does not need (its start-up ~30 ms shorter with a CA
-        // bundle in NODE_EXTRA_CA_CERTS); the tools it starts get them back (workers/helper-env.ts).
-        env: helperEnv(process.env),
-      },
-    );
+    const argv =
+      kind === 'python'
+        ? ['-c', '"$0" -I -S -B "$1" "$2" "$3" "$4" </dev/null &', python as string, PYTHON_HELPER, HELPER_NAME]
+        : [
+            '-c',
+            '"$0" "$1" "$2" "$3" </dev/null &',
+            process.execPath,
+            fileURLToPath(new URL('./spawn-helper.js', import.meta.url)),
+          ];
+    this.channel = spawn('/bin/sh', [...argv, String(process.pid), this.mark], {
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      // Without the Node variables it does not need (its start-up ~30 ms shorter with a CA
+      // bundle in NODE_EXTRA_CA_CERTS); the tools it starts get them back (workers/helper-env.ts).
+      env: helperEnv(process.env),
+    });
     // Unreferenced while idle: an idle helper must not keep its thread alive (see settled()).
     this.channel.unref();
     this.channel.channel?.unref();
@@ -151,7 +221,8 @@ class Helper {
       // sh did not start: there is no channel to send on; its 'error', on its way, starts this directly.
       if (this.channel.pid === undefined) return;
       try {
-        this.channel.send({ t: 'spawn', id, file, args, cwd });
+        // Absolute: the Python helper changes its own directory for each spawn.
+        this.channel.send({ t: 'spawn', id, file, args, cwd: absolutePath(cwd) });
       } catch (err) {
         this.settled(id);
         reject(err);
@@ -234,6 +305,8 @@ class Helper {
 
 let helper: Helper | undefined;
 let starts = 0;
+/** This thread's Python helper interpreter, until one failed to come up (then the Node helper serves). */
+let python = pythonInterpreter();
 /** `SLUICE_SPAWN_HELPER`: `0` never uses a helper, `wait` sends even the first spawns to it (they wait for it to start). */
 const MODE = process.env.SLUICE_SPAWN_HELPER;
 let disabled = MODE === '0';
@@ -246,11 +319,17 @@ function currentHelper(): Helper | undefined {
     return undefined;
   }
   starts++;
-  const h = new Helper((everReady) => {
+  const kind: HelperKind = python ? 'python' : 'node';
+  const h = new Helper(kind, python, (everReady) => {
     if (helper === h) helper = undefined;
     // A helper that worked and then ended (e.g. it was killed) may be started again; one that
-    // never came up would not come up next time either.
-    if (!everReady) disabled = true;
+    // never came up would not come up next time either. A Python one that cannot serve here
+    // (too old, no pidfd_open, not there at all) gives way to the Node one.
+    if (everReady) return;
+    if (kind === 'python') {
+      python = undefined;
+      starts--;
+    } else disabled = true;
   });
   helper = h;
   return h;
@@ -300,8 +379,9 @@ export function spawnPiped(file: string, args: string[], cwd: string): Promise<P
   const h = currentHelper();
   if (!h) return spawnDirect(file, args, cwd);
   if (h.ready) return h.spawn(file, args, cwd);
-  // Starting (a bare Node takes ~50-150 ms to come up): the first calls do not wait for it, but
-  // a burst does, since its direct spawns would keep this thread too busy to hear the helper is up.
+  // Starting (a Python helper takes ~20-40 ms to come up, a Node one ~50-150): the first calls do
+  // not wait for it, but a burst does, since its direct spawns would keep this thread too busy to
+  // hear the helper is up.
   if (MODE !== 'wait' && h.directWhileStarting < DIRECT_WHILE_STARTING) {
     h.directWhileStarting++;
     return spawnDirect(file, args, cwd);

@@ -2,7 +2,7 @@
  * The published tarball holds what users run and nothing else: the compiled
  * engine, workers and store, the web view's built page (no benchmarks, no generators, no source maps
  * pointing at sources it does not ship), the CommonJS entry, the docs with
- * the JSON Schema and the OpenAPI document, README and LICENSE; and its
+ * the JSON Schema and the OpenAPI document, the Python spawn helper, README and LICENSE; and its
  * package.json runs nothing on install.
  */
 import { readFileSync } from 'node:fs';
@@ -20,6 +20,8 @@ const ALLOWED: readonly RegExp[] = [
   /^dist\/web\/(index\.html|app\.js|app\.css|icon\.svg)$/,
   // zod as one CommonJS bundle and its V8 code cache (engine/protocol/zod-cache.ts).
   /^dist\/engine\/protocol\/zod-bundle\.(cjs|cache)$/,
+  // The posix_spawn spawn helper, run by a system Python (workers/spawner.ts).
+  /^dist\/workers\/spawn-helper\.py$/,
   /^docs\/[a-z-]+\.md$/,
   /^docs\/schema\/sluice-protocol\.json$/,
   /^docs\/schema\/openapi\.json$/,
@@ -56,6 +58,8 @@ describe('the published tarball', () => {
     expect(PACKAGE.exports['./openapi']).toBe('./docs/schema/openapi.json');
     // The web view, built at package time: `sluice serve` serves it from here.
     for (const f of ['index.html', 'app.js', 'app.css', 'icon.svg']) expect(paths.has(`dist/web/${f}`), f).toBe(true);
+    // Both spawn helpers: without the Python one every spawn would fork a Node (slower, never wrong).
+    for (const f of ['spawn-helper.js', 'spawn-helper.py']) expect(paths.has(`dist/workers/${f}`), f).toBe(true);
   });
 
   it('no compiled file points at a source map, since none is shipped', () => {

@@ -6,14 +6,18 @@
  *
  * Most tests set `SLUICE_SPAWN_HELPER=wait` (inherited by the worker
  * threads and by host processes), so every spawn goes through the helper;
- * by default the first ones start directly while it comes up.
+ * by default the first ones start directly while it comes up. Every test
+ * runs against both helpers: the Python one (posix_spawn,
+ * workers/spawn-helper.py), chosen by default where a system Python is,
+ * and the Node one (`SLUICE_SPAWN_PYTHON=` empty).
  */
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { promises as fsp, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, promises as fsp, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../../engine/engine.js';
+import { isSpawnHelperOf } from '../../workers/spawner.js';
 import {
   closeEngines,
   openEngine,
@@ -25,17 +29,25 @@ import {
 } from '../support/engines.js';
 import { eventually, running, startHost, stopHosts } from '../support/lifecycle-host.js';
 
-const saved = process.env.SLUICE_SPAWN_HELPER;
+/** The current values of environment variables `names`, to put back with {@link restoreEnv}. */
+function saveEnv(...names: string[]): Record<string, string | undefined> {
+  return Object.fromEntries(names.map((n) => [n, process.env[n]]));
+}
 
-beforeEach(() => {
-  process.env.SLUICE_SPAWN_HELPER = 'wait';
-});
+function restoreEnv(saved: Record<string, string | undefined>): void {
+  for (const [name, value] of Object.entries(saved)) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+}
+
+const saved = saveEnv('SLUICE_SPAWN_HELPER', 'SLUICE_SPAWN_PYTHON');
+const PYTHON = '/usr/bin/python3';
 
 afterEach(async () => {
   await stopHosts();
   await closeEngines();
-  if (saved === undefined) delete process.env.SLUICE_SPAWN_HELPER;
-  else process.env.SLUICE_SPAWN_HELPER = saved;
+  restoreEnv(saved);
 });
 
 /** The command line of process `pid` (empty when it is gone). */
@@ -68,12 +80,29 @@ async function parentOfBash(engine: Engine): Promise<number> {
   return Number((await streamBytes(engine, r)).stdout);
 }
 
-describe('the spawn helper', () => {
+const kinds = [
+  { kind: 'python', python: PYTHON },
+  { kind: 'node', python: '' },
+] as const;
+
+describe.each(kinds)('the $kind spawn helper', ({ kind, python }) => {
+  beforeEach(() => {
+    process.env.SLUICE_SPAWN_HELPER = 'wait';
+    process.env.SLUICE_SPAWN_PYTHON = python;
+  });
+
+  /** True when `pid` is a helper of `owner` of this kind. */
+  function isHelper(pid: number, owner = process.pid): boolean {
+    const line = cmdline(pid);
+    return isSpawnHelperOf(line, owner) && line.includes('spawn-helper.py') === (kind === 'python');
+  }
+
   it('starts bash as its child, and stdout and stderr arrive byte for byte', async () => {
+    expect(kind === 'node' || existsSync(PYTHON)).toBe(true);
     const { engine, dir } = await openEngine();
     const helper = await parentOfBash(engine);
     expect(helper).not.toBe(process.pid);
-    expect(cmdline(helper)).toBe(`sluice-spawner ${process.pid}`);
+    expect(isHelper(helper)).toBe(true);
     // 3 MB of random bytes (no valid UTF-8 to lean on) on both streams.
     const file = join(dir, 'random.bin');
     const bytes = randomBytes(3_000_000);
@@ -95,6 +124,33 @@ describe('the spawn helper', () => {
     for (const [i, r] of results.entries()) {
       expect(r.status).toBe('success');
       expect(await streamBytes(engine, r)).toEqual({ stdout: `out-${i}`, stderr: `err-${i}` });
+    }
+  });
+
+  it('starts tools as Node would: every signal at its default (SIGPIPE too), none blocked, the environment exactly', async () => {
+    const savedLocale = saveEnv('LC_CTYPE', 'LC_ALL', 'LANG');
+    // A C locale: Python sets LC_CTYPE=C.UTF-8 in its own environment then (PEP 538); tools must not see it.
+    process.env.LC_CTYPE = 'C';
+    delete process.env.LC_ALL;
+    delete process.env.LANG;
+    try {
+      const { engine } = await openEngine();
+      const r = await engine.run('bash', {
+        command:
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: bash, not a template.
+          'echo $PPID; grep -E "^Sig(Blk|Ign)" /proc/self/status; yes | head -c 1; echo " ${PIPESTATUS[0]}"; echo "[$LC_CTYPE|${LC_ALL-unset}|${LANG-unset}]"',
+      });
+      expect(r.status).toBe('success');
+      const [helper, blocked, ignored, pipe, locale] = ((await streamBytes(engine, r)).stdout ?? '').split('\n');
+      expect(isHelper(Number(helper))).toBe(true);
+      expect(blocked).toBe('SigBlk:\t0000000000000000');
+      // glibc's posix_spawn leaves its two internal signals (32 and 33) ignored; glibc programs take them back.
+      expect(ignored).toBe(kind === 'python' ? 'SigIgn:\t0000000180000000' : 'SigIgn:\t0000000000000000');
+      // `yes` ends by SIGPIPE (128 + 13), as it does from a shell, not by an EPIPE error.
+      expect(pipe).toBe('y 141');
+      expect(locale).toBe('[C|unset|unset]');
+    } finally {
+      restoreEnv(savedLocale);
     }
   });
 
@@ -131,7 +187,7 @@ describe('the spawn helper', () => {
     expect(await waitNoProcess(sleeper.marker)).toEqual([]);
     const next = await parentOfBash(engine);
     expect(next).not.toBe(helper);
-    expect(cmdline(next)).toBe(`sluice-spawner ${process.pid}`);
+    expect(isHelper(next)).toBe(true);
   });
 
   it('dying between starting a process and reporting it: the process is found by its mark and killed', async () => {
@@ -143,7 +199,7 @@ describe('the spawn helper', () => {
       const handle = engine.call('bash', { command: sleeper.command });
       const [sleep] = await waitProcess(sleeper.marker);
       const helper = parentPid(groupOf(sleep as number));
-      expect(cmdline(helper)).toBe(`sluice-spawner ${process.pid}`);
+      expect(isHelper(helper)).toBe(true);
       const mark = readFileSync(`/proc/${sleep}/environ`, 'latin1')
         .split('\0')
         .find((e) => e.startsWith('SLUICE_SPAWN_MARK='));
@@ -159,7 +215,7 @@ describe('the spawn helper', () => {
   });
 
   it('runs without NODE_EXTRA_CA_CERTS and NODE_OPTIONS, and the tools it starts get both back exactly', async () => {
-    const saved = { ca: process.env.NODE_EXTRA_CA_CERTS, options: process.env.NODE_OPTIONS };
+    const node = saveEnv('NODE_EXTRA_CA_CERTS', 'NODE_OPTIONS');
     // A value with a space and an '=' in it, and an option Node accepts (the helper would be started with it).
     const ca = '/nonexistent/extra ca=1.pem';
     process.env.NODE_EXTRA_CA_CERTS = ca;
@@ -173,20 +229,14 @@ describe('the spawn helper', () => {
       expect(r.status).toBe('success');
       const { stdout = '', stderr } = await streamBytes(engine, r);
       const [helper, seenCa, seenOptions] = stdout.split('\n');
-      expect(cmdline(Number(helper))).toBe(`sluice-spawner ${process.pid}`);
+      expect(isHelper(Number(helper))).toBe(true);
       expect([seenCa, seenOptions]).toEqual([ca, '--no-deprecation']);
       expect(stderr).toBe('0\n');
       const helperEnv = readFileSync(`/proc/${helper}/environ`, 'latin1').split('\0');
       expect(helperEnv.filter((e) => /^NODE_(EXTRA_CA_CERTS|OPTIONS)=/.test(e))).toEqual([]);
       expect(helperEnv).toContain(`SLUICE_SPAWNER_HELD_NODE_EXTRA_CA_CERTS=${ca}`);
     } finally {
-      for (const [name, value] of [
-        ['NODE_EXTRA_CA_CERTS', saved.ca],
-        ['NODE_OPTIONS', saved.options],
-      ] as const) {
-        if (value === undefined) delete process.env[name];
-        else process.env[name] = value;
-      }
+      restoreEnv(node);
     }
   });
 
@@ -205,14 +255,14 @@ describe('the spawn helper', () => {
     const [sleep] = await waitProcess(sleeper.marker);
     // sleep's group leader is the call's bash, whose parent is the host's helper.
     const helper = parentPid(groupOf(sleep as number));
-    expect(cmdline(helper)).toBe(`sluice-spawner ${host.pid}`);
+    expect(isHelper(helper, host.pid)).toBe(true);
     process.kill(host.pid, 'SIGKILL');
     await host.exited;
     expect(await waitNoProcess(sleeper.marker)).toEqual([]);
     expect(await eventually(() => !running(helper))).toBe(true);
   });
 
-  it('a helper that could not start (EMFILE) is not waited on: later spawns start directly', () => {
+  it('a helper that could not start (EMFILE) is not waited on: later spawns start directly, or through the Node helper after a Python one', () => {
     // A thread's first spawn with every descriptor taken: sh itself cannot start, so no channel and
     // no 'disconnect' ever comes. Once descriptors are free again, spawns must work.
     const script = `
@@ -243,7 +293,8 @@ console.log(JSON.stringify({ first, out, viaHelper: p.viaHelper }));
     const out = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}');
     // The first spawn fails as a spawn (or runs, if descriptors freed in time), never with a TypeError.
     expect(['EMFILE', 'ran']).toContain(out.first);
-    expect(out).toMatchObject({ out: 'second\n', viaHelper: false });
+    // A Python helper that never came up gives way to the Node one; a Node one that never came up, to none.
+    expect(out).toMatchObject({ out: 'second\n', viaHelper: kind === 'python' });
     expect(r.status).toBe(0);
   });
 
@@ -267,9 +318,23 @@ process.exit(0);
     const helpers = () =>
       readdirSync('/proc')
         .filter((n) => /^[0-9]+$/.test(n))
-        .filter((n) => cmdline(Number(n)) === `sluice-spawner ${owner}`);
+        .filter((n) => isSpawnHelperOf(cmdline(Number(n)), Number(owner)));
     expect(await eventually(() => helpers().length === 0)).toBe(true);
   });
+
+  it.runIf(kind === 'python')(
+    'a Python that cannot serve gives way to the Node helper: the first call starts directly, the next ones through it',
+    async () => {
+      // `/bin/false -I -S -B ...` exits at once, before it could say it is ready.
+      process.env.SLUICE_SPAWN_PYTHON = '/bin/false';
+      const { engine } = await openEngine();
+      expect(await parentOfBash(engine)).toBe(process.pid);
+      for (let i = 0; i < 3; i++) {
+        const helper = await parentOfBash(engine);
+        expect(cmdline(helper)).toBe(`sluice-spawner ${process.pid}`);
+      }
+    },
+  );
 
   it("is not used with SLUICE_SPAWN_HELPER=0: bash is the engine process's child", async () => {
     process.env.SLUICE_SPAWN_HELPER = '0';

@@ -1,0 +1,274 @@
+# The posix_spawn spawn helper: what workers/spawn-helper.ts does, without
+# forking a Node process for every tool process.
+#
+# Why: Linux fork copies the page tables of the forking process, and the
+# child pays again to tear that copy down at exec. From a bare Node (~40 MiB)
+# that is ~0.4 ms of the helper's CPU and ~0.8 ms of the child's per spawn;
+# posix_spawn (glibc: clone with CLONE_VM|CLONE_VFORK) shares the address
+# space until exec and costs ~0.035 ms whatever the size (docs/benchmarks.md,
+# "Tenth session"). Python's os.posix_spawn is that call.
+#
+# The protocol is the Node helper's, over the Node IPC channel the worker
+# opened (fd NODE_CHANNEL_FD, one JSON document per line): in
+# {t:'spawn', id, file, args, cwd}; out {t:'ready'}, then per request
+# {t:'out', id, pid} with the stdout socket, {t:'err', id} with the stderr
+# socket, {t:'exit', id, code, signal}, or {t:'error', id, code, message}.
+# A socket travels as Node's NODE_HANDLE message (the descriptor as
+# SCM_RIGHTS); the next one waits for the receiver's NODE_HANDLE_ACK, as
+# Node's own sender does.
+#
+# What a tool process gets is what a Node spawn gives it: its own session
+# (detached), stdin /dev/null, stdout and stderr a socket each, every signal
+# at its default and none blocked, the engine's environment (the held Node
+# variables restored, workers/helper-env.ts) plus SLUICE_SPAWN_MARK.
+#
+# This process lives exactly as long as its channel: at end of file (the
+# worker ended, or the engine died, even by SIGKILL) or on SIGTERM it
+# SIGKILLs every group it started that has not exited, and exits.
+#
+# It runs as `python3 -I -S -B`: no site packages, no PYTHON* variables, no
+# bytecode written. Without posix_spawn, setsid or pidfd_open (Python < 3.9,
+# Linux < 5.3) it exits before saying it is ready, and its thread uses the
+# Node helper instead.
+import array
+import collections
+import errno
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+
+HELD_PREFIX = b'SLUICE_SPAWNER_HELD_'
+
+
+def startup():
+    """The channel and the tools' environment, or exit 3 (quietly) when this Python cannot serve."""
+    try:
+        fd = int(os.environ['NODE_CHANNEL_FD'])
+        probe = os.pidfd_open(os.getpid())
+        os.close(probe)
+        if not hasattr(os, 'posix_spawnp') or not hasattr(os, 'POSIX_SPAWN_DUP2'):
+            raise OSError(errno.ENOSYS, 'no posix_spawn')
+        # The environment this process was started with, byte for byte: os.environ may already hold
+        # what Python added itself (PEP 538 sets LC_CTYPE under a C locale).
+        with open('/proc/self/environ', 'rb') as f:
+            entries = [e for e in f.read().split(b'\0') if b'=' in e]
+    except (KeyError, ValueError, AttributeError, OSError):
+        sys.exit(3)
+    os.set_inheritable(fd, False)
+    channel = socket.socket(fileno=fd)
+    channel.setblocking(True)
+    env = {}
+    for entry in entries:
+        name, _, value = entry.partition(b'=')
+        if name in (b'NODE_CHANNEL_FD', b'NODE_CHANNEL_SERIALIZATION_MODE'):
+            continue
+        if name.startswith(HELD_PREFIX):
+            name = name[len(HELD_PREFIX):]
+        env[name] = value
+    # argv: sluice-spawner <engine pid> <mark> (the first two for `ps`).
+    if len(sys.argv) > 3:
+        env[b'SLUICE_SPAWN_MARK'] = os.fsencode(sys.argv[3])
+    return channel, env
+
+
+channel, tool_env = startup()
+# Tests only (as in the Node helper): start processes and never report them.
+STALL = os.environ.get('SLUICE_SPAWN_HELPER_STALL') == '1' and 'VITEST' in os.environ
+# Every catchable signal back to its default in the tool process (an ignored one stays ignored
+# across exec, and Python ignores SIGPIPE), and an empty mask: what libuv gives a child.
+DEFAULT_SIGNALS = [s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)]
+
+selector = selectors.DefaultSelector()
+selector.register(channel, selectors.EVENT_READ, None)
+# Group leader pid -> (request id, pidfd), until it has exited and been reaped.
+live = {}
+# Messages not yet sent (behind a socket waiting for its acknowledgement), in order.
+outbox = collections.deque()
+# The socket message sent and not yet acknowledged: [message, socket, retransmissions].
+in_flight = None
+# As Node's sender: a socket refused this many times more ends the channel.
+MAX_HANDLE_RETRANSMISSIONS = 3
+# Started processes with no pidfd (descriptors ran out): polled instead.
+unwatched = set()
+
+
+def kill_all_and_exit(*_):
+    for pid in list(live):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    os._exit(0)
+
+
+def flush():
+    """Sends what waits, stopping at a socket until the receiver has acknowledged it."""
+    global in_flight
+    while outbox and in_flight is None:
+        message, sock = outbox.popleft()
+        try:
+            if sock is None:
+                channel.sendall(json.dumps(message, separators=(',', ':')).encode() + b'\n')
+                continue
+            in_flight = [message, sock, 0]
+            send_handle(message, sock)
+        except OSError:
+            # The channel is gone: as at its end of file.
+            kill_all_and_exit()
+
+
+def send_handle(message, sock):
+    data = json.dumps({'cmd': 'NODE_HANDLE', 'type': 'net.Socket', 'msg': message}, separators=(',', ':'))
+    fds = array.array('i', [sock.fileno()])
+    channel.sendmsg([data.encode() + b'\n'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+
+
+def acknowledged(ok):
+    """The receiver's NODE_HANDLE_ACK (it has its own descriptor now) or NACK (it got none: sent again, as Node does)."""
+    global in_flight
+    if in_flight is None:
+        return
+    message, sock, tries = in_flight
+    if not ok and tries < MAX_HANDLE_RETRANSMISSIONS:
+        in_flight[2] = tries + 1
+        try:
+            send_handle(message, sock)
+        except OSError:
+            kill_all_and_exit()
+        return
+    # Closed here, so end of file reaches the worker when the tool's group closes the socket. A socket
+    # refused every time leaves a call nobody can finish: this helper ends, and its calls fail with it.
+    sock.close()
+    in_flight = None
+    if not ok:
+        kill_all_and_exit()
+    flush()
+
+
+def send(message, sock=None):
+    outbox.append((message, sock))
+    flush()
+
+
+def node_text(value):
+    """A string from JSON as Node would pass it to exec: UTF-8, a lone surrogate as U+FFFD."""
+    return value.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace').encode('utf-8')
+
+
+def start(request):
+    rid = request.get('id')
+    try:
+        file = node_text(request['file'])
+        args = [file] + [node_text(a) for a in request['args']]
+        # The worker sends an absolute directory; this process is the only one here, so changing its own
+        # directory for the spawn is safe.
+        os.chdir(node_text(request['cwd']))
+        parent_out, child_out = socket.socketpair()
+        parent_err, child_err = socket.socketpair()
+        try:
+            pid = os.posix_spawnp(
+                file,
+                args,
+                tool_env,
+                file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, '/dev/null', os.O_RDONLY, 0),
+                    (os.POSIX_SPAWN_DUP2, child_out.fileno(), 1),
+                    (os.POSIX_SPAWN_DUP2, child_err.fileno(), 2),
+                ],
+                setsid=True,
+                setsigdef=DEFAULT_SIGNALS,
+                setsigmask=[],
+            )
+        except BaseException:
+            parent_out.close()
+            parent_err.close()
+            raise
+        finally:
+            child_out.close()
+            child_err.close()
+    except OSError as e:
+        code = errno.errorcode.get(e.errno) if e.errno is not None else None
+        send({'t': 'error', 'id': rid, 'code': code, 'message': f'spawn {request.get("file")} {code}'})
+        return
+    except (ValueError, TypeError, KeyError) as e:
+        # An embedded NUL, a malformed request: what Node's spawn throws for such arguments.
+        send({'t': 'error', 'id': rid, 'code': 'ERR_INVALID_ARG_VALUE', 'message': str(e)})
+        return
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        pidfd = None
+    live[pid] = (rid, pidfd)
+    if STALL:
+        return
+    if pidfd is not None:
+        selector.register(pidfd, selectors.EVENT_READ, pid)
+    send({'t': 'out', 'id': rid, 'pid': pid}, parent_out)
+    send({'t': 'err', 'id': rid}, parent_err)
+    if pidfd is None:
+        # No descriptor for it (out of them): its end is polled for.
+        unwatched.add(pid)
+
+
+def reap(pid, flags):
+    rid, pidfd = live[pid]
+    try:
+        done, status = os.waitpid(pid, flags)
+    except ChildProcessError:
+        done, status = pid, 0
+    if done == 0:
+        return
+    del live[pid]
+    unwatched.discard(pid)
+    if pidfd is not None:
+        selector.unregister(pidfd)
+        os.close(pidfd)
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+    name = None
+    if os.WIFSIGNALED(status):
+        try:
+            name = signal.Signals(os.WTERMSIG(status)).name
+        except ValueError:
+            name = None
+    send({'t': 'exit', 'id': rid, 'code': code, 'signal': name})
+
+
+def main():
+    for s in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(s, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, kill_all_and_exit)
+    pending = bytearray()
+    send({'t': 'ready'})
+    while True:
+        for pid in list(unwatched):
+            reap(pid, os.WNOHANG)
+        for key, _ in selector.select(0.05 if unwatched else None):
+            if key.data is not None:
+                reap(key.data, os.WNOHANG)
+                continue
+            try:
+                data = channel.recv(262144)
+            except OSError:
+                data = b''
+            if not data:
+                kill_all_and_exit()
+            start_at = len(pending)
+            pending += data
+            end = pending.find(b'\n', start_at)
+            while end != -1:
+                line = bytes(pending[:end])
+                del pending[: end + 1]
+                message = json.loads(line)
+                if not isinstance(message, dict):
+                    pass
+                elif message.get('cmd') in ('NODE_HANDLE_ACK', 'NODE_HANDLE_NACK'):
+                    acknowledged(message['cmd'] == 'NODE_HANDLE_ACK')
+                elif message.get('t') == 'spawn':
+                    start(message)
+                end = pending.find(b'\n')
+
+
+main()
