@@ -33,6 +33,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Engine } from '../engine/engine.js';
+import { isSpawnHelperOf } from '../workers/spawner.js';
 import { envInt, median, report, tempDir } from './util.js';
 
 const CALLS = 200;
@@ -163,15 +164,17 @@ async function rawSleeps(): Promise<number> {
   return performance.now() - t0;
 }
 
-/** The spawn helpers of this process (`sluice-spawner <pid>`) and the sum of their peak RSS (VmHWM). */
-function spawnHelpersPeakRss(): { count: number; bytes: number } {
+/** The spawn helpers of this process (either kind, workers/spawner.ts) and the sum of their peak RSS (VmHWM). */
+function spawnHelpersPeakRss(): { count: number; bytes: number; python: number } {
   let count = 0;
+  let python = 0;
   let bytes = 0;
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
-      const cmd = readFileSync(`/proc/${name}/cmdline`, 'latin1').replace(/\0+$/, '');
-      if (cmd !== `sluice-spawner ${process.pid}`) continue;
+      const cmd = readFileSync(`/proc/${name}/cmdline`, 'latin1').replaceAll('\0', ' ');
+      if (!isSpawnHelperOf(cmd, process.pid)) continue;
+      if (cmd.includes('spawn-helper.py')) python++;
       const kb = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${name}/status`, 'latin1'))?.[1];
       count++;
       bytes += Number(kb ?? 0) * 1024;
@@ -179,7 +182,7 @@ function spawnHelpersPeakRss(): { count: number; bytes: number } {
       // Gone meanwhile.
     }
   }
-  return { count, bytes };
+  return { count, bytes, python };
 }
 
 /** One engine running SLEEPS concurrent `sleep 5` calls: wall time, failures, peak RSS (engine and helpers). */
@@ -228,6 +231,7 @@ async function sleeps(dir: string) {
     peakRssMiB: peakMiB,
     engineProcessPeakRssMiB: run.engineMiB,
     spawnHelpers: run.helpers.count,
+    pythonSpawnHelpers: run.helpers.python,
     threads: run.threads,
     failed: run.failed,
     pass: run.failed === 0 && direct.failed === 0 && run.wallMs <= 8000 && peakMiB <= 512,
