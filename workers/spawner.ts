@@ -304,6 +304,10 @@ class Helper {
 }
 
 let helper: Helper | undefined;
+/** A helper start put off behind the direct spawns that asked for it (see spawnPiped). */
+let startSoon: NodeJS.Immediate | undefined;
+/** Spawns made directly while {@link startSoon} was pending. */
+let directBeforeStart = 0;
 let starts = 0;
 /** This thread's Python helper interpreter, until one failed to come up (then the Node helper serves). */
 let python = pythonInterpreter();
@@ -367,16 +371,17 @@ function spawnDirect(file: string, args: string[], cwd: string): Promise<PipedPr
  * not start.
  */
 export function spawnPiped(file: string, args: string[], cwd: string): Promise<PipedProcess> {
-  // No helper yet (this thread's first spawn, or its helper ended): this process forks first and
-  // the helper's fork follows, so the call's process does not wait behind it. The spawn counts as
-  // one of those made directly while the helper starts.
-  if (!disabled && MODE !== 'wait' && (!helper || helper.dead)) {
-    const first = spawnDirect(file, args, cwd);
-    const started = currentHelper();
-    if (started) started.directWhileStarting++;
-    return first;
+  // No helper yet (this thread's first spawn, or its helper ended): this one starts directly and
+  // the helper's own fork waits for the next turn of the event loop. By then the caller has
+  // reported the new group to the engine (its continuation runs first), so the engine does not
+  // learn of the group only after that fork: a window in which the engine's death would leave the
+  // group to run. The spawn counts as one of those made directly while the helper starts.
+  if (!disabled && MODE !== 'wait' && (!helper || helper.dead) && directBeforeStart < DIRECT_WHILE_STARTING) {
+    directBeforeStart++;
+    startSoon ??= setImmediate(startHelper);
+    return spawnDirect(file, args, cwd);
   }
-  const h = currentHelper();
+  const h = startSoon ? startHelper() : currentHelper();
   if (!h) return spawnDirect(file, args, cwd);
   if (h.ready) return h.spawn(file, args, cwd);
   // Starting (a Python helper takes ~20-40 ms to come up, a Node one ~50-150): the first calls do
@@ -389,8 +394,21 @@ export function spawnPiped(file: string, args: string[], cwd: string): Promise<P
   return h.spawn(file, args, cwd);
 }
 
+/** Starts the helper now (if one may run), counting the direct spawns made while it was put off. */
+function startHelper(): Helper | undefined {
+  if (startSoon) clearImmediate(startSoon);
+  startSoon = undefined;
+  const h = currentHelper();
+  if (h) h.directWhileStarting += directBeforeStart;
+  directBeforeStart = 0;
+  return h;
+}
+
 /** Ends this thread's helper, if any (tests; a thread's end closes it anyway). */
 export function closeSpawnHelper(): void {
+  if (startSoon) clearImmediate(startSoon);
+  startSoon = undefined;
+  directBeforeStart = 0;
   helper?.close();
   helper = undefined;
 }

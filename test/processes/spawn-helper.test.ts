@@ -336,6 +336,19 @@ process.exit(0);
     },
   );
 
+  it('by default a thread starts its first spawns directly, at most two, and the rest of a burst through its helper', async () => {
+    delete process.env.SLUICE_SPAWN_HELPER;
+    // One thread carries all eight: one helper, one count of direct spawns.
+    const { engine } = await openEngine({ threads: 1 });
+    const parents = await Promise.all(Array.from({ length: 8 }, () => parentOfBash(engine)));
+    const direct = parents.filter((p) => p === process.pid).length;
+    expect(direct).toBeGreaterThanOrEqual(1);
+    expect(direct).toBeLessThanOrEqual(2);
+    const helpers = new Set(parents.filter((p) => p !== process.pid));
+    expect(helpers.size).toBe(1);
+    expect(isHelper([...helpers][0] as number)).toBe(true);
+  });
+
   it("is not used with SLUICE_SPAWN_HELPER=0: bash is the engine process's child", async () => {
     process.env.SLUICE_SPAWN_HELPER = '0';
     const { engine } = await openEngine();
