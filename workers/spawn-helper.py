@@ -168,6 +168,11 @@ def start(request):
         os.chdir(node_text(request['cwd']))
         parent_out, child_out = socket.socketpair()
         parent_err, child_err = socket.socketpair()
+        # The worker's ends must not block: the descriptor passed is the same open file, flags and
+        # all, and libuv reads until EAGAIN. A blocking one held the worker thread in read() on a
+        # quiet stream while the other filled up. The tool's ends block, as Node gives them.
+        parent_out.setblocking(False)
+        parent_err.setblocking(False)
         try:
             pid = os.posix_spawnp(
                 file,

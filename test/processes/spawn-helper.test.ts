@@ -154,6 +154,49 @@ describe.each(kinds)('the $kind spawn helper', ({ kind, python }) => {
     }
   });
 
+  it('a quiet stream holds nothing up: another call on the same thread finishes while the first waits to write', async () => {
+    const { engine } = await openEngine({ threads: 1 });
+    await parentOfBash(engine);
+    // One write of exactly 64 KiB on stderr (libuv's read size: a read that fills its buffer is
+    // followed by another), then a wait on a FIFO with the stream still open. A worker holding a
+    // blocking descriptor sat in that second read and carried no other call until the FIFO opened.
+    const { dir } = await openEngine();
+    const fifo = join(dir, 'go');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const slow = engine.call('bash', {
+      command: `dd if=/dev/zero bs=65536 count=1 status=none >&2; read -r _ < ${fifo}; printf done`,
+    });
+    // The engine has the 64 KiB: the worker has read them and gone on to read that stream again.
+    for await (const ev of slow.events()) {
+      if (ev.type === 'progress' && ev.streams.some((st) => st.name === 'stderr' && st.bytes === 65536)) break;
+      if (ev.type === 'completed') throw new Error('the call ended early');
+    }
+    const quick = await engine.run('bash', { command: 'echo quick' });
+    expect(await streamBytes(engine, quick)).toEqual({ stdout: 'quick\n', stderr: '' });
+    await fsp.writeFile(fifo, 'go\n');
+    const r = await slow.result;
+    const streams = r.output?.kind === 'streams' ? r.output.streams : [];
+    expect(Object.fromEntries(streams.map((s) => [s.name, s.bytes]))).toEqual({ stdout: 4, stderr: 65536 });
+  });
+
+  it('gives a tool blocking stdout and stderr, and 32 MiB on both at once arrives whole', async () => {
+    const { engine } = await openEngine();
+    const flags = await engine.run('bash', { command: 'grep -h ^flags /proc/self/fdinfo/1 /proc/self/fdinfo/2' });
+    const lines = ((await streamBytes(engine, flags)).stdout ?? '').trim().split('\n');
+    expect(lines).toHaveLength(2);
+    // O_NONBLOCK (04000, octal as fdinfo prints it): on neither of the tool's descriptors.
+    for (const line of lines) expect(Number.parseInt(line.replace(/^flags:\s*/, ''), 8) & 0o4000).toBe(0);
+    // With the worker's ends blocking (once, in the Python helper) this hung every time: the worker
+    // sat in read() on one socket while the tool waited for it to drain the other.
+    const r = await engine.run('bash', {
+      command:
+        '(yes stdout-line-abcdefghijklmnopqrstuvwxyz | head -c 33554432) & (yes stderr-line-0123456789 | head -c 33554432 >&2) & wait',
+    });
+    expect(r.status).toBe('success');
+    const streams = r.output?.kind === 'streams' ? r.output.streams : [];
+    expect(Object.fromEntries(streams.map((s) => [s.name, s.bytes]))).toEqual({ stdout: 33554432, stderr: 33554432 });
+  });
+
   it('gives spawn failures the codes a direct spawn gives: a missing working directory is EBADARGS', async () => {
     const { engine, dir } = await openEngine();
     await parentOfBash(engine);
