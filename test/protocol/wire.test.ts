@@ -114,7 +114,16 @@ describe('the wire schemas match what the engine produces', () => {
     const results = [];
     const streamed = engine.call(
       'script-streams',
-      { steps: [{ stream: 'results', text: 'r\n', display: 'shown' }], finalDisplay: 'done', metadata: { n: 1 } },
+      {
+        // Twice the credit window on diagnostics: the worker must wait for credit, so a credit message is sent
+        // whatever the timing (a small call's credit is often never sent: its completion arrives first).
+        steps: [
+          { stream: 'results', text: 'r\n', display: 'shown' },
+          { stream: 'diagnostics', handOverBytes: 2 * 1024 * 1024 },
+        ],
+        finalDisplay: 'done',
+        metadata: { n: 1 },
+      },
       session,
     );
     const own: unknown[] = [];
