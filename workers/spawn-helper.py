@@ -10,6 +10,7 @@
 #
 # The protocol is the Node helper's, over the Node IPC channel the worker
 # opened (fd NODE_CHANNEL_FD, one JSON document per line): in
+# {t:'env', env} once, first (the tools' environment), then
 # {t:'spawn', id, file, args, cwd}; out {t:'ready'}, then per request
 # {t:'out', id, pid} with the stdout socket, {t:'err', id} with the stderr
 # socket, {t:'exit', id, code, signal}, or {t:'error', id, code, message}.
@@ -19,8 +20,9 @@
 #
 # What a tool process gets is what a Node spawn gives it: its own session
 # (detached), stdin /dev/null, stdout and stderr a socket each, every signal
-# at its default and none blocked, the engine's environment (the held Node
-# variables restored, workers/helper-env.ts) plus SLUICE_SPAWN_MARK.
+# at its default and none blocked, the environment the worker sent (its
+# own: this process's came through sh, which drops names it cannot hold)
+# plus SLUICE_SPAWN_MARK.
 #
 # This process lives exactly as long as its channel: at end of file (the
 # worker ended, or the engine died, even by SIGKILL) or on SIGTERM it
@@ -28,8 +30,9 @@
 #
 # It runs as `python3 -I -S -B`: no site packages, no PYTHON* variables, no
 # bytecode written. Without posix_spawn, setsid or pidfd_open (Python < 3.9,
-# Linux < 5.3) it exits before saying it is ready, and its thread uses the
-# Node helper instead.
+# Linux < 5.3, glibc < 2.26), or where a failed exec is not reported as the
+# spawn's error (glibc < 2.24), it exits before saying it is ready, and its
+# thread uses the Node helper instead.
 import array
 import collections
 import errno
@@ -39,47 +42,68 @@ import selectors
 import signal
 import socket
 import sys
+import traceback
 
-HELD_PREFIX = b'SLUICE_SPAWNER_HELD_'
+# Every catchable signal back to its default in the tool process (an ignored one stays ignored
+# across exec, and Python ignores SIGPIPE), and an empty mask: what libuv gives a child.
+DEFAULT_SIGNALS = [s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)]
+# argv: sluice-spawner <engine pid> <mark> (the first two for `ps`).
+MARK = os.fsencode(sys.argv[3]) if len(sys.argv) > 3 else None
+
+
+def spawn(file, args, env, out_fd, err_fd):
+    """posix_spawnp as every tool process is started: its own session, stdin /dev/null, the given stdout and stderr."""
+    return os.posix_spawnp(
+        file,
+        args,
+        env,
+        file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, '/dev/null', os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, out_fd, 1),
+            (os.POSIX_SPAWN_DUP2, err_fd, 2),
+        ],
+        setsid=True,
+        setsigdef=DEFAULT_SIGNALS,
+        setsigmask=[],
+    )
 
 
 def startup():
-    """The channel and the tools' environment, or exit 3 (quietly) when this Python cannot serve."""
+    """The channel, or exit 3 (quietly) when this Python cannot serve."""
     try:
         fd = int(os.environ['NODE_CHANNEL_FD'])
         probe = os.pidfd_open(os.getpid())
         os.close(probe)
-        if not hasattr(os, 'posix_spawnp') or not hasattr(os, 'POSIX_SPAWN_DUP2'):
-            raise OSError(errno.ENOSYS, 'no posix_spawn')
-        # The environment this process was started with, byte for byte: os.environ may already hold
-        # what Python added itself (PEP 538 sets LC_CTYPE under a C locale).
-        with open('/proc/self/environ', 'rb') as f:
-            entries = [e for e in f.read().split(b'\0') if b'=' in e]
-    except (KeyError, ValueError, AttributeError, OSError):
+        # What every spawn relies on, tried once: setsid needs glibc 2.26, and a failed exec must be
+        # the spawn's error (glibc 2.24), not a child that exits 127.
+        pid = spawn('/bin/sh', ['sh', '-c', ':'], {}, 1, 2)
+        os.waitpid(pid, 0)
+        try:
+            pid = spawn('/nonexistent/sluice-spawn-probe', ['probe'], {}, 1, 2)
+        except FileNotFoundError:
+            pass
+        else:
+            os.waitpid(pid, 0)
+            raise OSError(errno.ENOSYS, 'exec failures not reported')
+    except (KeyError, ValueError, AttributeError, NotImplementedError, OSError):
         sys.exit(3)
+    # Holding no directory busy (each spawn changes to its own and back).
+    os.chdir('/')
     os.set_inheritable(fd, False)
     channel = socket.socket(fileno=fd)
     channel.setblocking(True)
-    env = {}
-    for entry in entries:
-        name, _, value = entry.partition(b'=')
-        if name in (b'NODE_CHANNEL_FD', b'NODE_CHANNEL_SERIALIZATION_MODE'):
-            continue
-        if name.startswith(HELD_PREFIX):
-            name = name[len(HELD_PREFIX):]
-        env[name] = value
-    # argv: sluice-spawner <engine pid> <mark> (the first two for `ps`).
-    if len(sys.argv) > 3:
-        env[b'SLUICE_SPAWN_MARK'] = os.fsencode(sys.argv[3])
-    return channel, env
+    return channel
 
 
-channel, tool_env = startup()
+channel = startup()
+# The tools' environment: the worker's, sent before any request ({t:'env'}).
+tool_env = None
 # Tests only (as in the Node helper): start processes and never report them.
 STALL = os.environ.get('SLUICE_SPAWN_HELPER_STALL') == '1' and 'VITEST' in os.environ
-# Every catchable signal back to its default in the tool process (an ignored one stays ignored
-# across exec, and Python ignores SIGPIPE), and an empty mask: what libuv gives a child.
-DEFAULT_SIGNALS = [s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)]
+# Blocked while a process is started and recorded, and while one is reaped and forgotten: SIGTERM's
+# handler runs between any two bytecodes, and there it would miss a process just started, or
+# signal the group of a pid already reaped (and perhaps reused).
+TERM = {signal.SIGTERM}
 
 selector = selectors.DefaultSelector()
 selector.register(channel, selectors.EVENT_READ, None)
@@ -122,8 +146,12 @@ def flush():
 
 def send_handle(message, sock):
     data = json.dumps({'cmd': 'NODE_HANDLE', 'type': 'net.Socket', 'msg': message}, separators=(',', ':'))
+    data = data.encode() + b'\n'
     fds = array.array('i', [sock.fileno()])
-    channel.sendmsg([data.encode() + b'\n'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+    # The descriptor goes with the first byte; a short send's rest follows without it.
+    sent = channel.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+    if sent < len(data):
+        channel.sendall(data[sent:])
 
 
 def acknowledged(ok):
@@ -158,13 +186,32 @@ def node_text(value):
     return value.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace').encode('utf-8')
 
 
+# The spawn errors Node reports as 'spawn <file> <code>' (emitted); others it throws as 'spawn <code>'.
+ASYNC_ERRORS = ('EACCES', 'EAGAIN', 'EMFILE', 'ENFILE', 'ENOENT')
+
+
+def set_env(request):
+    """The tools' environment from the worker's: as Node would pass it (names it could not pass are left out)."""
+    global tool_env
+    env = {}
+    for name, value in request['env'].items():
+        if not isinstance(value, str) or name == '' or '=' in name or '\0' in name or '\0' in value:
+            continue
+        env[node_text(name)] = node_text(value)
+    if MARK is not None:
+        env[b'SLUICE_SPAWN_MARK'] = MARK
+    tool_env = env
+
+
 def start(request):
     rid = request.get('id')
     try:
+        if tool_env is None:
+            raise ValueError('no environment before the first request')
         file = node_text(request['file'])
         args = [file] + [node_text(a) for a in request['args']]
         # The worker sends an absolute directory; this process is the only one here, so changing its own
-        # directory for the spawn is safe.
+        # directory for the spawn is safe (it goes back to / after, holding no directory busy).
         os.chdir(node_text(request['cwd']))
         parent_out, child_out = socket.socketpair()
         parent_err, child_err = socket.socketpair()
@@ -173,40 +220,38 @@ def start(request):
         # quiet stream while the other filled up. The tool's ends block, as Node gives them.
         parent_out.setblocking(False)
         parent_err.setblocking(False)
+        signal.pthread_sigmask(signal.SIG_BLOCK, TERM)
         try:
-            pid = os.posix_spawnp(
-                file,
-                args,
-                tool_env,
-                file_actions=[
-                    (os.POSIX_SPAWN_OPEN, 0, '/dev/null', os.O_RDONLY, 0),
-                    (os.POSIX_SPAWN_DUP2, child_out.fileno(), 1),
-                    (os.POSIX_SPAWN_DUP2, child_err.fileno(), 2),
-                ],
-                setsid=True,
-                setsigdef=DEFAULT_SIGNALS,
-                setsigmask=[],
-            )
+            pid = spawn(file, args, tool_env, child_out.fileno(), child_err.fileno())
+            try:
+                pidfd = os.pidfd_open(pid)
+            except OSError:
+                pidfd = None
+            live[pid] = (rid, pidfd)
         except BaseException:
             parent_out.close()
             parent_err.close()
             raise
         finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, TERM)
             child_out.close()
             child_err.close()
+            os.chdir('/')
     except OSError as e:
         code = errno.errorcode.get(e.errno) if e.errno is not None else None
-        send({'t': 'error', 'id': rid, 'code': code, 'message': f'spawn {request.get("file")} {code}'})
+        # Node's wording: these five are reported with the file, the rest (E2BIG, ...) without.
+        what = f'spawn {request.get("file")}' if code in ASYNC_ERRORS else 'spawn'
+        send({'t': 'error', 'id': rid, 'code': code, 'message': f'{what} {code}'})
         return
     except (ValueError, TypeError, KeyError) as e:
         # An embedded NUL, a malformed request: what Node's spawn throws for such arguments.
         send({'t': 'error', 'id': rid, 'code': 'ERR_INVALID_ARG_VALUE', 'message': str(e)})
         return
-    try:
-        pidfd = os.pidfd_open(pid)
-    except OSError:
-        pidfd = None
-    live[pid] = (rid, pidfd)
+    except Exception as e:
+        # Anything else this Python raises (a bug, or a platform it cannot serve after all): this
+        # request fails with its reason; the helper goes on.
+        send({'t': 'error', 'id': rid, 'code': None, 'message': f'spawn failed: {e!r}'})
+        return
     if STALL:
         return
     if pidfd is not None:
@@ -218,26 +263,37 @@ def start(request):
         unwatched.add(pid)
 
 
+def signal_name(n):
+    """SIGTERM, SIGRTMIN+2, ...: a name for every signal, so an end by a real-time one is not taken for exit 0."""
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        pass
+    if signal.SIGRTMIN < n < signal.SIGRTMAX:
+        return f'SIGRTMIN+{n - signal.SIGRTMIN}'
+    return f'SIG{n}'
+
+
 def reap(pid, flags):
     rid, pidfd = live[pid]
+    signal.pthread_sigmask(signal.SIG_BLOCK, TERM)
     try:
-        done, status = os.waitpid(pid, flags)
-    except ChildProcessError:
-        done, status = pid, 0
-    if done == 0:
-        return
-    del live[pid]
+        try:
+            done, status = os.waitpid(pid, flags)
+        except ChildProcessError:
+            # Reaped by someone else (this process does not do that): how it ended is unknown.
+            done, status = pid, None
+        if done == 0:
+            return
+        del live[pid]
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, TERM)
     unwatched.discard(pid)
     if pidfd is not None:
         selector.unregister(pidfd)
         os.close(pidfd)
-    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
-    name = None
-    if os.WIFSIGNALED(status):
-        try:
-            name = signal.Signals(os.WTERMSIG(status)).name
-        except ValueError:
-            name = None
+    code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
+    name = signal_name(os.WTERMSIG(status)) if status is not None and os.WIFSIGNALED(status) else None
     send({'t': 'exit', 'id': rid, 'code': code, 'signal': name})
 
 
@@ -273,7 +329,14 @@ def main():
                     acknowledged(message['cmd'] == 'NODE_HANDLE_ACK')
                 elif message.get('t') == 'spawn':
                     start(message)
+                elif message.get('t') == 'env':
+                    set_env(message)
                 end = pending.find(b'\n')
 
 
-main()
+try:
+    main()
+except BaseException:
+    # A bug here must not leave processes running unwatched: what it started goes with it.
+    traceback.print_exc()
+    kill_all_and_exit()

@@ -11,7 +11,9 @@
  * costs what it costs from a small process (docs/benchmarks.md, "Harness
  * scale").
  *
- * Protocol (Node's IPC channel, JSON): the worker sends
+ * Protocol (Node's IPC channel, JSON): the worker sends `{ t: 'env', env }`
+ * once, first (the tools' environment: this process's own came through sh,
+ * which passes on only the names it can hold), then
  * `{ t: 'spawn', id, file, args, cwd }`; this process answers
  * `{ t: 'out', id, pid }` carrying the child's stdout socket,
  * `{ t: 'err', id }` carrying its stderr socket, then `{ t: 'exit', id,
@@ -30,11 +32,10 @@
  * (`SLUICE_SPAWN_MARK`, workers/spawn-mark.ts): a helper killed between
  * starting a process and reporting it leaves a process only the mark finds.
  *
- * This file imports only Node (and spawn-mark.ts and helper-env.ts, which
- * import only Node too): it is a process entry of its own.
+ * This file imports only Node (and spawn-mark.ts, which imports only Node
+ * too): it is a process entry of its own.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { toolEnv } from './helper-env.js';
 import { SPAWN_MARK_VAR } from './spawn-mark.js';
 
 /** A request from the worker. */
@@ -46,13 +47,23 @@ interface SpawnRequest {
   cwd: string;
 }
 
+/** The tools' environment, from the worker. */
+interface EnvMessage {
+  t: 'env';
+  env: NodeJS.ProcessEnv;
+}
+
 /**
- * What every process started here inherits: this helper's mark (argv[3]),
- * so its thread can find them if this process dies before reporting them
- * (workers/spawn-mark.ts).
+ * What every process started here gets: the worker's environment, and this
+ * helper's mark (argv[3]), so its thread can find them if this process dies
+ * before reporting them (workers/spawn-mark.ts).
  */
-const childEnv: NodeJS.ProcessEnv = toolEnv(process.env);
-if (process.argv[3]) childEnv[SPAWN_MARK_VAR] = process.argv[3];
+let childEnv: NodeJS.ProcessEnv | undefined;
+
+function setEnv(env: NodeJS.ProcessEnv): void {
+  childEnv = { ...env };
+  if (process.argv[3]) childEnv[SPAWN_MARK_VAR] = process.argv[3];
+}
 /**
  * `SLUICE_SPAWN_HELPER_STALL=1` under vitest (tests only): start processes and never report them.
  * Outside a test run (no `VITEST` in the environment) it does nothing, so a stray variable cannot
@@ -90,6 +101,10 @@ function send(message: object, handle?: unknown): void {
 }
 
 function start(req: SpawnRequest): void {
+  if (!childEnv) {
+    send({ t: 'error', id: req.id, code: null, message: 'no environment before the first request' });
+    return;
+  }
   let child: ChildProcess;
   try {
     child = spawn(req.file, req.args, {
@@ -142,9 +157,12 @@ process.on('error', () => {
   killAll();
   process.exit(0);
 });
-process.on('message', (m: SpawnRequest) => {
+process.on('message', (m: SpawnRequest | EnvMessage) => {
   if (m?.t === 'spawn') start(m);
+  else if (m?.t === 'env') setEnv(m.env);
 });
+// Holding no directory busy: every spawn names its own cwd.
+process.chdir('/');
 // Its thread (or the engine) may have ended before this process was up: nothing to serve.
 if (!process.connected) process.exit(0);
 send({ t: 'ready' });

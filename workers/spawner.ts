@@ -169,10 +169,19 @@ class Helper {
           ];
     this.channel = spawn('/bin/sh', [...argv, String(process.pid), this.mark], {
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      // A session of its own: a signal to the engine's process group (`kill -- -pgid`, `timeout`)
+      // does not reach the helper, which would otherwise die beside the engine with processes it
+      // had started and not yet reported, or SIGKILL every call's group ahead of the engine's own
+      // SIGTERM-then-SIGKILL. It still ends with its channel, however the engine ends.
+      detached: true,
       // Without the Node variables it does not need (its start-up ~30 ms shorter with a CA
-      // bundle in NODE_EXTRA_CA_CERTS); the tools it starts get them back (workers/helper-env.ts).
+      // bundle in NODE_EXTRA_CA_CERTS; workers/helper-env.ts).
       env: helperEnv(process.env),
     });
+    // The tools' environment, whole, ahead of any request: what a direct spawn would give them.
+    // sh passes on only the names it can hold, so it cannot come through the helper's own. (No pid:
+    // sh did not start, there is no channel; see the 'error' handler.)
+    if (this.channel.pid !== undefined) this.channel.send({ t: 'env', env: { ...process.env } });
     // Unreferenced while idle: an idle helper must not keep its thread alive (see settled()).
     this.channel.unref();
     this.channel.channel?.unref();
@@ -212,6 +221,9 @@ class Helper {
 
   /** Asks the helper to start `file args` in `cwd`. */
   spawn(file: string, args: string[], cwd: string): Promise<PipedProcess> {
+    // The channel has closed and its 'disconnect' is on its way: a send now would be dropped, and
+    // the request counted as possibly started. It was never sent, so it is started directly.
+    if (this.channel.pid !== undefined && !this.channel.connected) return spawnDirect(file, args, cwd);
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
       this.waiting.set(id, { file, args, cwd, resolve, reject });
@@ -220,13 +232,8 @@ class Helper {
       if (this.waiting.size === 1) this.channel.channel?.ref();
       // sh did not start: there is no channel to send on; its 'error', on its way, starts this directly.
       if (this.channel.pid === undefined) return;
-      try {
-        // Absolute: the Python helper changes its own directory for each spawn.
-        this.channel.send({ t: 'spawn', id, file, args, cwd: absolutePath(cwd) });
-      } catch (err) {
-        this.settled(id);
-        reject(err);
-      }
+      // Absolute: the Python helper changes its own directory for each spawn.
+      this.channel.send({ t: 'spawn', id, file, args, cwd: absolutePath(cwd) });
     });
   }
 
@@ -381,7 +388,11 @@ export function spawnPiped(file: string, args: string[], cwd: string): Promise<P
     startSoon ??= setImmediate(startHelper);
     return spawnDirect(file, args, cwd);
   }
-  const h = startSoon ? startHelper() : currentHelper();
+  // More in the same run (a burst): they queue for the helper, which still starts only after the
+  // direct spawns' callers have gone on (setImmediate callbacks run in order, this one after
+  // startHelper).
+  if (startSoon) return new Promise<void>((r) => setImmediate(r)).then(() => spawnPiped(file, args, cwd));
+  const h = currentHelper();
   if (!h) return spawnDirect(file, args, cwd);
   if (h.ready) return h.spawn(file, args, cwd);
   // Starting (a Python helper takes ~20-40 ms to come up, a Node one ~50-150): the first calls do
@@ -394,14 +405,12 @@ export function spawnPiped(file: string, args: string[], cwd: string): Promise<P
   return h.spawn(file, args, cwd);
 }
 
-/** Starts the helper now (if one may run), counting the direct spawns made while it was put off. */
-function startHelper(): Helper | undefined {
-  if (startSoon) clearImmediate(startSoon);
+/** Starts the helper (if one may run), counting the direct spawns made while it was put off. */
+function startHelper(): void {
   startSoon = undefined;
   const h = currentHelper();
   if (h) h.directWhileStarting += directBeforeStart;
   directBeforeStart = 0;
-  return h;
 }
 
 /** Ends this thread's helper, if any (tests; a thread's end closes it anyway). */

@@ -1,50 +1,22 @@
 /**
- * The spawn helper's environment (workers/helper-env.ts): the Node variables
- * it runs without are carried under held names and given back, unchanged,
- * to the processes it starts.
+ * The spawn helper's own environment (workers/helper-env.ts): it runs
+ * without the Node variables it does not need; nothing else is changed.
  */
 import { describe, expect, it } from 'vitest';
-import { HELD_PREFIX, HELPER_WITHOUT, helperEnv, toolEnv } from '../../workers/helper-env.js';
+import { HELPER_WITHOUT, helperEnv } from '../../workers/helper-env.js';
 
 describe('the spawn helper environment', () => {
-  it('holds NODE_EXTRA_CA_CERTS and NODE_OPTIONS under carrier names and restores them exactly', () => {
-    const engine = { PATH: '/usr/bin', NODE_EXTRA_CA_CERTS: '/a b/c=d.pem', NODE_OPTIONS: '--no-deprecation' };
-    const helper = helperEnv(engine);
-    expect(helper).toEqual({
-      PATH: '/usr/bin',
-      SLUICE_SPAWNER_HELD_NODE_EXTRA_CA_CERTS: '/a b/c=d.pem',
-      SLUICE_SPAWNER_HELD_NODE_OPTIONS: '--no-deprecation',
-    });
-    expect(toolEnv(helper)).toEqual(engine);
-    // The input is not changed.
-    expect(engine.NODE_OPTIONS).toBe('--no-deprecation');
-  });
-
-  it('keeps an empty value empty and an absent one absent', () => {
-    const engine = { NODE_EXTRA_CA_CERTS: '' };
-    expect(helperEnv(engine)).toEqual({ SLUICE_SPAWNER_HELD_NODE_EXTRA_CA_CERTS: '' });
-    expect(toolEnv(helperEnv(engine))).toEqual(engine);
-    expect(toolEnv(helperEnv({}))).toEqual({});
-  });
-
-  it('gives back a carrier-like name the engine already had, and invents nothing', () => {
+  it('is the engine’s without NODE_EXTRA_CA_CERTS and NODE_OPTIONS, the input unchanged', () => {
     const engine = {
-      SLUICE_SPAWNER_HELD_NODE_OPTIONS: '--require /tmp/x.js',
-      SLUICE_SPAWNER_HELD_FOO: 'bar',
-      NODE_OPTIONS: '--no-warnings',
+      PATH: '/usr/bin',
+      NODE_EXTRA_CA_CERTS: '/a b/c=d.pem',
+      NODE_OPTIONS: '--no-deprecation',
+      'a-b': 'odd name',
+      EMPTY: '',
     };
-    const helper = helperEnv(engine);
-    // The helper runs without NODE_OPTIONS under any name it would act on.
-    expect(helper.NODE_OPTIONS).toBeUndefined();
-    expect(helper).toEqual({
-      SLUICE_SPAWNER_HELD_SLUICE_SPAWNER_HELD_NODE_OPTIONS: '--require /tmp/x.js',
-      SLUICE_SPAWNER_HELD_SLUICE_SPAWNER_HELD_FOO: 'bar',
-      SLUICE_SPAWNER_HELD_NODE_OPTIONS: '--no-warnings',
-    });
-    expect(toolEnv(helper)).toEqual(engine);
-    expect(HELPER_WITHOUT.map((n) => HELD_PREFIX + n)).toEqual([
-      'SLUICE_SPAWNER_HELD_NODE_EXTRA_CA_CERTS',
-      'SLUICE_SPAWNER_HELD_NODE_OPTIONS',
-    ]);
+    expect(helperEnv(engine)).toEqual({ PATH: '/usr/bin', 'a-b': 'odd name', EMPTY: '' });
+    expect(engine.NODE_OPTIONS).toBe('--no-deprecation');
+    expect(helperEnv({})).toEqual({});
+    expect(HELPER_WITHOUT).toEqual(['NODE_EXTRA_CA_CERTS', 'NODE_OPTIONS']);
   });
 });
