@@ -27,6 +27,7 @@ import {
   WorkerPool,
 } from './pool/pool.js';
 import type { ProcessGuard } from './processes/process-guard.js';
+import { assertSpawnSettings } from './processes/spawn-settings.js';
 import { startWatchdog, type Watchdog } from './processes/watchdog.js';
 import type { Registry, ToolInfo } from './registry.js';
 import type { CallEvent, TerminalResult } from './result.js';
@@ -129,6 +130,7 @@ export class Engine {
   static async open(init: EngineOpenOptions = {}): Promise<Engine> {
     const { approve: _a, recorder: _r, builtins: _b, io, ...settings } = init;
     assertSupportedPlatform();
+    assertSpawnSettings();
     // The watchdog first: a fork costs in proportion to this process's memory and stalls this
     // thread until the child has exec'd, so it is cheapest now, before any worker thread exists
     // (at a first call it cost the main thread 25-180 ms under load). It learns its journal later.

@@ -28,7 +28,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { accessSync, constants, statSync } from 'node:fs';
 import type { Socket } from 'node:net';
-import { resolve as absolutePath } from 'node:path';
+import { resolve as absolutePath, isAbsolute } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { ToolFailedError } from '../engine/protocol/errors.js';
@@ -129,7 +129,8 @@ function executableFile(path: string): boolean {
 function pythonInterpreter(): string | undefined {
   if (!regularFile(PYTHON_HELPER)) return undefined;
   const chosen = process.env.SLUICE_SPAWN_PYTHON;
-  if (chosen !== undefined) return chosen === '' ? undefined : chosen;
+  // The engine refuses any other value when it opens (engine/processes/spawn-settings.ts).
+  if (chosen !== undefined) return isAbsolute(chosen) && executableFile(chosen) ? chosen : undefined;
   return PYTHON_CANDIDATES.find(executableFile);
 }
 
