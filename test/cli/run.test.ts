@@ -86,13 +86,14 @@ describe('sluice run', () => {
   it('exits 2 with the error code on stderr for bad arguments, bad JSON and unknown tools', async () => {
     const store = await storeDir();
     const unknownField = await sluiceRun(['bash', '--args', JSON.stringify({ command: 'true', nope: 1 })], store);
-    expect(unknownField.code).toBe(2);
+    // Whole results: a failure shows the signal and stderr too.
+    expect(unknownField).toMatchObject({ code: 2, signal: null });
     expect(unknownField.stderr).toMatch(/^EBADARGS: .*nope/m);
     const badJson = await sluiceRun(['bash', '--args', '{not json'], store);
-    expect(badJson.code).toBe(2);
+    expect(badJson).toMatchObject({ code: 2, signal: null });
     expect(badJson.stderr).toMatch(/^EBADARGS: /m);
     const unknownTool = await sluiceRun(['no-such-tool'], store);
-    expect(unknownTool.code).toBe(2);
+    expect(unknownTool).toMatchObject({ code: 2, signal: null });
     expect(unknownTool.stderr).toMatch(/^EUNKNOWNTOOL: /m);
   });
 
