@@ -74,10 +74,9 @@ def startup():
         fd = int(os.environ['NODE_CHANNEL_FD'])
         probe = os.pidfd_open(os.getpid())
         os.close(probe)
-        # What every spawn relies on, tried once: setsid needs glibc 2.26, and a failed exec must be
-        # the spawn's error (glibc 2.24), not a child that exits 127.
-        pid = spawn('/bin/sh', ['sh', '-c', ':'], {}, 1, 2)
-        os.waitpid(pid, 0)
+        # What every spawn relies on, tried once with the same attributes: setsid needs glibc 2.26
+        # (Python raises NotImplementedError without it), and a failed exec must be the spawn's
+        # error (glibc 2.24), not a child that exits 127. A file that is not there costs no exec.
         try:
             pid = spawn('/nonexistent/sluice-spawn-probe', ['probe'], {}, 1, 2)
         except FileNotFoundError:
