@@ -202,18 +202,17 @@ def set_env(request):
     tool_env = env
 
 
-def start(request):
-    rid = request.get('id')
+def start_process(rid, file, args, cwd):
+    """Starts one tool process in `cwd` and records it: (pid, pidfd, stdout end, stderr end). On failure nothing stays open or changed."""
+    # The worker sends an absolute directory; this process is the only one here, so changing its own
+    # directory for the spawn is safe. It goes back to / after, holding no directory busy.
+    os.chdir(cwd)
+    opened = []
     try:
-        if tool_env is None:
-            raise ValueError('no environment before the first request')
-        file = node_text(request['file'])
-        args = [file] + [node_text(a) for a in request['args']]
-        # The worker sends an absolute directory; this process is the only one here, so changing its own
-        # directory for the spawn is safe (it goes back to / after, holding no directory busy).
-        os.chdir(node_text(request['cwd']))
         parent_out, child_out = socket.socketpair()
+        opened += [parent_out, child_out]
         parent_err, child_err = socket.socketpair()
+        opened += [parent_err, child_err]
         # The worker's ends must not block: the descriptor passed is the same open file, flags and
         # all, and libuv reads until EAGAIN. A blocking one held the worker thread in read() on a
         # quiet stream while the other filled up. The tool's ends block, as Node gives them.
@@ -227,15 +226,28 @@ def start(request):
             except OSError:
                 pidfd = None
             live[pid] = (rid, pidfd)
-        except BaseException:
-            parent_out.close()
-            parent_err.close()
-            raise
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, TERM)
-            child_out.close()
-            child_err.close()
-            os.chdir('/')
+    except BaseException:
+        for sock in opened:
+            sock.close()
+        raise
+    finally:
+        os.chdir('/')
+    # The tool has its own copies.
+    child_out.close()
+    child_err.close()
+    return pid, pidfd, parent_out, parent_err
+
+
+def start(request):
+    rid = request.get('id')
+    try:
+        if tool_env is None:
+            raise ValueError('no environment before the first request')
+        file = node_text(request['file'])
+        args = [file] + [node_text(a) for a in request['args']]
+        pid, pidfd, parent_out, parent_err = start_process(rid, file, args, node_text(request['cwd']))
     except OSError as e:
         code = errno.errorcode.get(e.errno) if e.errno is not None else None
         # Node's wording: these five are reported with the file, the rest (E2BIG, ...) without.

@@ -13,7 +13,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, promises as fsp, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, promises as fsp, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -320,12 +320,19 @@ describe.each(kinds)('the $kind spawn helper', ({ kind, python }) => {
   });
 
   it('a command too long for exec fails with EBADARGS, as a direct spawn does; one just under the limit runs', async () => {
-    const { engine } = await openEngine();
+    const { engine, dir } = await openEngine();
     const helper = await parentOfBash(engine);
-    // One argument over the kernel's 128 KiB per-string limit.
-    const long = await engine.run('bash', { command: `: ${'x'.repeat(200_000)}` });
-    expect(long).toMatchObject({ status: 'failed', error: { code: 'EBADARGS' } });
-    expect(long.error?.message).toContain('spawn E2BIG');
+    const descriptors = () => readdirSync(`/proc/${helper}/fd`).length;
+    const before = descriptors();
+    // One argument over the kernel's 128 KiB per-string limit: the spawn fails after its pipes exist.
+    for (let i = 0; i < 5; i++) {
+      const long = await engine.run('bash', { command: `: ${'x'.repeat(200_000)}`, cwd: dir });
+      expect(long).toMatchObject({ status: 'failed', error: { code: 'EBADARGS' } });
+      expect(long.error?.message).toContain('spawn E2BIG');
+    }
+    // Nothing left open by the failures, and no directory held (each spawn goes back to /).
+    expect(descriptors()).toBe(before);
+    expect(readlinkSync(`/proc/${helper}/cwd`)).toBe('/');
     // A request of ~120 KB: more than one read of the channel on the helper's side.
     const fits = await engine.run('bash', { command: `: ${'x'.repeat(120_000)}; echo $PPID` });
     expect(fits.status).toBe('success');
