@@ -147,20 +147,20 @@ export interface CliRun {
 
 /**
  * Runs `node dist/engine/cli/main.js ...args` with a clean environment (no
- * inherited $SLUICE_STORE); with `uid`, as that user (and group), which only
- * root can ask for.
+ * inherited $SLUICE_STORE); with `prefix`, under that command (such as
+ * test/support/permissions.ts's route to a root without DAC override).
  */
 export function sluice(
   args: readonly string[],
-  opts: { cwd?: string; env?: NodeJS.ProcessEnv; uid?: number } = {},
+  opts: { cwd?: string; env?: NodeJS.ProcessEnv; prefix?: readonly string[] } = {},
 ): Promise<CliRun> {
   const { SLUICE_STORE: _ignored, ...env } = process.env;
+  const [file, ...argv] = [...(opts.prefix ?? []), process.execPath, CLI, ...args] as [string, ...string[]];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
+    const child = spawn(file, argv, {
       cwd: opts.cwd ?? tmpdir(),
       env: { ...env, ...opts.env },
       stdio: ['ignore', 'pipe', 'pipe'],
-      ...(opts.uid !== undefined ? { uid: opts.uid, gid: opts.uid } : {}),
     });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
