@@ -2,13 +2,6 @@
  * Engine options: validated with zod, defaults documented here and in
  * docs/architecture.md. Bad values fail with EBADOPTION quoting the value.
  */
-import { minModelViewBytes } from './presentation/model-view.js';
-import { parseToolOutputOptions, type ToolOutputOptions } from './presentation/options.js';
-import { MAX_STREAMS } from './protocol/streams.js';
-import { z } from './protocol/zod.js';
-
-/** Bytes of the model-view bound kept for the status line of a failed or cancelled call. */
-export const MODEL_STATUS_RESERVE = 1024;
 
 import {
   defaultPoolOptions,
@@ -17,10 +10,12 @@ import {
   MAX_THREADS,
   MIN_WORKER_HEAP_MB,
 } from './pool/pool.js';
+import { parseToolOutputOptions, type ToolOutputOptions } from './presentation/options.js';
 import { BadOptionError } from './protocol/errors.js';
 import { firstIssue } from './protocol/issues.js';
 import { MAX_TIMER_MS } from './protocol/limits.js';
 import { MIN_WINDOW_BYTES } from './protocol/messages.js';
+import { z } from './protocol/zod.js';
 
 /** Options of {@link Engine.open}. */
 export interface EngineOptions {
@@ -101,13 +96,6 @@ export function resolveOptions(input: EngineOptions, defaults: { concurrency: nu
   }
   const o = r.data;
   const toolOutput = parseToolOutputOptions(o.toolOutput ?? {});
-  const least = minModelViewBytes(MAX_STREAMS, toolOutput.maxLines) + MODEL_STATUS_RESERVE;
-  if (toolOutput.maxModelBytes < least) {
-    throw new BadOptionError(
-      `toolOutput.maxModelBytes must leave room for ${MAX_STREAMS} stream previews and a status line: at least ${least} bytes with maxLines ${toolOutput.maxLines}, got ${toolOutput.maxModelBytes}`,
-      { option: 'toolOutput.maxModelBytes' },
-    );
-  }
   // Pool defaults come from the pool, so the pool Engine.open starts early and this one always agree.
   const pool = defaultPoolOptions();
   return {

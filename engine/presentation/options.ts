@@ -18,6 +18,18 @@ export const DEFAULT_MAX_BYTES = 51200;
 export const DEFAULT_TAIL_SHARE = 0.5;
 /** Default {@link ToolOutputOptions.maxModelBytes}: 256 KiB. */
 export const DEFAULT_MAX_MODEL_BYTES = 256 * 1024;
+/** Bytes of the model-view bound kept for the status line of a failed or cancelled call. */
+export const MODEL_STATUS_RESERVE = 1024;
+
+/**
+ * The least {@link ToolOutputOptions.maxModelBytes} with `maxLines`: the
+ * headings and read hints of {@link MAX_STREAMS} streams, their smallest
+ * previews, and the status line's reserve (9919 bytes with the default
+ * 2000 lines). The one rule every place that takes the option applies.
+ */
+export function minModelBytes(maxLines: number): number {
+  return minModelViewBytes(MAX_STREAMS, maxLines) + MODEL_STATUS_RESERVE;
+}
 
 /** Validated `toolOutput` options. */
 export interface ToolOutputOptions {
@@ -115,10 +127,10 @@ export function parseToolOutputOptions(input: unknown, path = 'toolOutput'): Too
     });
   }
   const opts = result.data;
-  const min = minModelViewBytes(MAX_STREAMS, opts.maxLines);
+  const min = minModelBytes(opts.maxLines);
   if (opts.maxModelBytes < min) {
     throw new BadOptionError(
-      `${path}.maxModelBytes must be at least ${min} (room for the headings and read hints of ${MAX_STREAMS} streams), got ${opts.maxModelBytes}`,
+      `${path}.maxModelBytes must be at least ${min} with maxLines ${opts.maxLines} (room for the headings and read hints of ${MAX_STREAMS} streams and a status line), got ${opts.maxModelBytes}`,
       { option: `${path}.maxModelBytes`, value: String(opts.maxModelBytes), minimum: min },
     );
   }

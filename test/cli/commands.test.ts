@@ -8,6 +8,7 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BUILTIN_TOOLS } from '../../engine/builtins/descriptions.js';
+import { minModelBytes } from '../../engine/presentation/options.js';
 import { cleanupDirs, sluice, tempDir } from './helpers.js';
 
 afterEach(cleanupDirs);
@@ -197,5 +198,19 @@ describe('limits by flags and in --config', () => {
       expect(r.stderr).toMatch(new RegExp(`^EBADOPTION: config file .*: ${key.replace('.', '\\.')}`));
     }
     await expect(fsp.stat(join(dir, 'store'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('toolOutput.maxModelBytes has one minimum: the config file names it, and that value runs', async () => {
+    const dir = await tempDir();
+    const config = join(dir, 'sluice.json');
+    await fsp.writeFile(config, JSON.stringify({ toolOutput: { maxModelBytes: 1000 } }));
+    const small = await sluice([...seq, '--config', config], dir);
+    expect(small.code).toBe(2);
+    const least = Number(/must be at least (\d+) with maxLines 2000/.exec(small.stderr)?.[1]);
+    expect(least).toBe(minModelBytes(2000));
+    await fsp.writeFile(config, JSON.stringify({ toolOutput: { maxModelBytes: least } }));
+    const fits = await sluice([...seq, '--config', config], dir);
+    expect(fits.code, fits.stderr).toBe(0);
+    expect(fits.stdout.startsWith('[stdout]\n1\n2\n')).toBe(true);
   });
 });

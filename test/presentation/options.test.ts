@@ -1,7 +1,13 @@
+import { promises as fsp } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { Engine } from '../../engine/engine.js';
 import { minModelViewBytes } from '../../engine/presentation/model-view.js';
 import {
   DEFAULT_TOOL_OUTPUT_OPTIONS,
+  MODEL_STATUS_RESERVE,
+  minModelBytes,
   parseToolOutputOptions,
   toolOutputOptionsSchema,
 } from '../../engine/presentation/options.js';
@@ -80,15 +86,28 @@ describe('toolOutput options', () => {
     }
   });
 
-  it('rejects a model view bound too small for the headings and hints of 16 streams', () => {
-    const min = minModelViewBytes(16, 2000);
+  it('rejects a model view bound too small for the headings and hints of 16 streams and a status line', async () => {
+    const min = minModelViewBytes(16, 2000) + MODEL_STATUS_RESERVE;
+    expect(minModelBytes(2000)).toBe(min);
+    expect(min).toBe(9919);
     expect(parseToolOutputOptions({ maxModelBytes: min }).maxModelBytes).toBe(min);
+    const message = `toolOutput.maxModelBytes must be at least ${min} with maxLines 2000 (room for the headings and read hints of 16 streams and a status line), got ${min - 1}`;
     expect(() => parseToolOutputOptions({ maxModelBytes: min - 1 })).toThrow(
-      expect.objectContaining({
-        code: 'EBADOPTION',
-        message: `toolOutput.maxModelBytes must be at least ${min} (room for the headings and read hints of 16 streams), got ${min - 1}`,
-      }),
+      expect.objectContaining({ code: 'EBADOPTION', message }),
     );
+    // Engine.open applies the same rule with the same words, and opens at the minimum.
+    const store = await fsp.mkdtemp(join(tmpdir(), 'sluice-min-'));
+    try {
+      await expect(Engine.open({ store, toolOutput: { maxModelBytes: min - 1 } })).rejects.toMatchObject({
+        code: 'EBADOPTION',
+        message,
+      });
+      const engine = await Engine.open({ store, toolOutput: { maxModelBytes: min } });
+      expect(engine.options.toolOutput.maxModelBytes).toBe(min);
+      await engine.close();
+    } finally {
+      await fsp.rm(store, { recursive: true, force: true });
+    }
   });
 
   it('names the option path it was given', () => {
