@@ -167,12 +167,14 @@ export function unitPrefix(s: string, maxUnits: number): string {
 
 /**
  * The marker after a text cut to its bound: how many bytes were cut and,
- * when the engine kept the whole, where it is. One format for every field.
+ * when the engine kept the whole, the `read` call that pages it, in the form
+ * of every other read hint (a model, or compaction's summarizer, follows it
+ * as it follows a truncated preview's). One format for every field.
  */
 export function cutMarker(cutBytes: number, wholeDigest?: string): string {
   return wholeDigest === undefined
     ? `… [${cutBytes} more bytes cut]`
-    : `… [${cutBytes} more bytes cut; the whole text: artifact://${wholeDigest}]`;
+    : `… [${cutBytes} more bytes cut; the whole text: read(filePath="artifact://${wholeDigest}")]`;
 }
 
 /** The most bytes {@link cutMarker} can take for a text of `fullBytes` bytes (the digest counted in full). */

@@ -38,7 +38,7 @@ describe('error messages', () => {
     // The marker counts against the 16 KiB: the message, marker included, stays within it.
     const kept = COMPLETION_BOUNDS.errorMessageBytes - cutMarkerBytes(times);
     expect(message).toBe(
-      `${'E'.repeat(kept)}… [${times - kept} more bytes cut; the whole text: artifact://${whole?.digest}]`,
+      `${'E'.repeat(kept)}… [${times - kept} more bytes cut; the whole text: read(filePath="artifact://${whole?.digest}")]`,
     );
     expect(Buffer.byteLength(message)).toBeLessThanOrEqual(COMPLETION_BOUNDS.errorMessageBytes);
     // The model's status line keeps the whole error's address after its clipped detail.
@@ -142,7 +142,7 @@ describe('other fields', () => {
     // The marker counts against the bound: room for it (with the whole's size in digits) is kept.
     const kept = 4096 - cutMarkerBytes(100_000);
     expect(r.display).toBe(
-      `${'x'.repeat(kept)}… [${100_000 - kept} more bytes cut; the whole text: artifact://${whole?.digest}]`,
+      `${'x'.repeat(kept)}… [${100_000 - kept} more bytes cut; the whole text: read(filePath="artifact://${whole?.digest}")]`,
     );
     expect(Buffer.byteLength(r.display)).toBeLessThanOrEqual(4096);
   });

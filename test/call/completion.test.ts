@@ -204,7 +204,9 @@ describe('completion bounds', () => {
     expect(r.status).toBe('success');
     expect(Buffer.byteLength(r.display)).toBeLessThanOrEqual(4096);
     expect(r.display.startsWith('d'.repeat(1000))).toBe(true);
-    expect(r.display).toMatch(/… \[\d+ more bytes cut; the whole text: artifact:\/\/[0-9a-f]{64}\]$/);
+    expect(r.display).toMatch(
+      /… \[\d+ more bytes cut; the whole text: read\(filePath="artifact:\/\/[0-9a-f]{64}"\)\]$/,
+    );
   });
 
   it('metadata beyond the completion bound fails the call with ERESOURCELIMIT, output kept', async () => {

@@ -20,7 +20,7 @@ import {
   type ToolResultItem,
 } from '../../engine/index.js';
 import { filesUnder } from '../store/helpers.js';
-import { closeEngines, expectStoreClean, openEngine } from '../support/engines.js';
+import { closeEngines, engineWith, expectStoreClean, openEngine } from '../support/engines.js';
 import { readUris, scripted } from './support.js';
 
 afterEach(closeEngines);
@@ -86,6 +86,26 @@ describe('compaction of a real session history', () => {
     for (const s of bash.output.streams) {
       expect(await readAll(engine, `artifact://${manifest}/${s.name}`)).toEqual({ digest: s.digest, bytes: s.bytes });
     }
+    await expectStoreClean(engine);
+  });
+
+  it("a cut error's whole text reaches the summarizer as a read hint that reads it back", async () => {
+    const { engine } = await engineWith(['script-single']);
+    const times = 20_000;
+    const failed = await engine.run('script-single', { big: { field: 'throw', char: 'E', times } });
+    expect(failed).toMatchObject({ status: 'failed', error: { code: 'ETOOLFAILED' } });
+    const whole = failed.fullText?.error;
+    expect(whole?.bytes).toBe(times);
+    const history = historyFromCalls([{ tool: 'script-single', args: {}, result: failed }]);
+    const s = scripted({ throws: new ContextLengthError('provider: context too long') }, { returns: 'summary' });
+    const r = await compact(history, s.summarizer, { keepRecent: 0 });
+    expect(r.ok).toBe(true);
+    for (const input of s.inputs) {
+      expect(input.text).toContain(`more bytes cut; the whole text: read(filePath="artifact://${whole?.digest}")]`);
+      expect(readUris(input.text)).toContain(`artifact://${whole?.digest}`);
+    }
+    const read = await readAll(engine, `artifact://${whole?.digest}`);
+    expect(read).toEqual({ digest: createHash('sha256').update('E'.repeat(times)).digest('hex'), bytes: times });
     await expectStoreClean(engine);
   });
 });
