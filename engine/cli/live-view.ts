@@ -22,6 +22,7 @@
  */
 import { formatBytes, formatDuration } from '../presentation/display.js';
 import { sanitizeForTerminal } from '../presentation/sanitize.js';
+import { lineWidth } from './progress.js';
 
 /** Complete display lines kept under the status line. */
 export const LIVE_LINES = 4;
@@ -140,8 +141,8 @@ export class LiveView {
   }
 
   /** The area's lines as they are drawn now (without escapes), for a width of `columns`. */
-  lines(columns = this.out.columns ?? 80): string[] {
-    const width = Math.max(20, columns - 1);
+  lines(columns = this.out.columns): string[] {
+    const width = lineWidth({ columns });
     const elapsed = formatDuration(this.now() - this.startedAt);
     const counts = this.streams.map(
       (s) =>

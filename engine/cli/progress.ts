@@ -50,6 +50,15 @@ export function progressLine(c: ProgressCounts, elapsedMs: number): string {
   return parts.join('  ');
 }
 
+/**
+ * Columns a one-line status may fill on `out` without wrapping: one less
+ * than the terminal reports, or 79 when it reports none or an implausible
+ * width (a pty that was never sized says 0).
+ */
+export function lineWidth(out: { columns?: number | undefined }): number {
+  return out.columns !== undefined && out.columns > 10 ? out.columns - 1 : 79;
+}
+
 /** Draws the line on a terminal stream. */
 export class ProgressBar {
   private readonly started = Date.now();
@@ -63,7 +72,7 @@ export class ProgressBar {
     const now = Date.now();
     if (!force && now - this.last < 100) return;
     this.last = now;
-    const width = this.out.columns && this.out.columns > 10 ? this.out.columns - 1 : 79;
+    const width = lineWidth(this.out);
     this.out.write(`\r\x1b[2K${progressLine(c, now - this.started).slice(0, width)}`);
     this.drawn = true;
   }

@@ -58,6 +58,14 @@ describe('the live status area', () => {
     for (const line of v.lines()) expect([...line].length).toBeLessThanOrEqual(29);
   });
 
+  it('a terminal that reports 0 columns gets 79, as the progress line does, not a 20-column clip', () => {
+    for (const columns of [0, undefined]) {
+      const { v } = view(columns as number);
+      v.display(`${'w'.repeat(100)}\n`);
+      expect(v.lines()[1]).toBe(`  │ ${'w'.repeat(79 - 5)}…`);
+    }
+  });
+
   it('is replaced by the final display: the rows drawn are erased, then the final display is written', () => {
     const { v, writes } = view();
     v.display('one\ntwo\n');
