@@ -5,16 +5,20 @@
  * recognised without running the schema (zod's parse of even an empty
  * completion allocates a result, an issue context and copies per field).
  */
+import { firstIssue } from '../protocol/issues.js';
 import { type WireCompletion, wireCompletionSchema } from '../protocol/messages.js';
 
-/** The parse result: the completion as the schema gives it, or the schema's message. */
+/** The parse result: the completion as the schema gives it, or one line naming the first bad field. */
 export type ParsedCompletion = { success: true; data: WireCompletion } | { success: false; message: string };
 
 /** Parses `raw` as a {@link WireCompletion}: the same result as the schema's, without it for `{ mode }` alone. */
 export function parseCompletion(raw: unknown): ParsedCompletion {
   if (modeOnly(raw)) return { success: true, data: { mode: raw.mode } };
   const parsed = wireCompletionSchema.safeParse(raw);
-  return parsed.success ? { success: true, data: parsed.data } : { success: false, message: parsed.error.message };
+  if (parsed.success) return { success: true, data: parsed.data };
+  // One line, as every option and argument error gives it: zod's own message is a JSON dump of every issue.
+  const i = firstIssue(parsed.error, raw);
+  return { success: false, message: `${i.path || '(completion)'}: ${i.message} (${i.got})` };
 }
 
 /** A plain object whose one own property is a valid `mode` (structured clone gives only plain data). */

@@ -3,9 +3,13 @@
  * completion of its mode alone is accepted without the schema, and every
  * other shape gets exactly the schema's verdict and data.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { parseCompletion } from '../../engine/call/wire-completion.js';
+import { firstIssue } from '../../engine/protocol/issues.js';
 import { wireCompletionSchema } from '../../engine/protocol/messages.js';
+import { closeEngines, engineWith, expectStoreClean } from '../support/engines.js';
+
+afterEach(closeEngines);
 
 const cases: Array<[string, unknown]> = [
   ['streamed alone', { mode: 'streamed' }],
@@ -33,7 +37,11 @@ describe('completion check', () => {
     const schema = wireCompletionSchema.safeParse(raw);
     expect(ours.success).toBe(schema.success);
     if (ours.success && schema.success) expect(ours.data).toStrictEqual(schema.data);
-    if (!ours.success && !schema.success) expect(ours.message).toBe(schema.error.message);
+    if (!ours.success && !schema.success) {
+      const i = firstIssue(schema.error, raw);
+      expect(ours.message).toBe(`${i.path || '(completion)'}: ${i.message} (${i.got})`);
+      expect(ours.message).not.toContain('\n');
+    }
   });
 
   it('accepts a mode alone as a fresh object of that mode', () => {
@@ -41,5 +49,15 @@ describe('completion check', () => {
     const r = parseCompletion(raw);
     expect(r).toEqual({ success: true, data: { mode: 'full' } });
     if (r.success) expect(r.data).not.toBe(raw);
+  });
+
+  it('an assistant-role message fails the call EPROTOCOL with one line naming the field and the value', async () => {
+    const { engine } = await engineWith(['assistant-message']);
+    const r = await engine.run('assistant-message', {});
+    expect(r).toMatchObject({ status: 'failed', error: { code: 'EPROTOCOL' } });
+    expect(r.error?.message).toMatch(
+      /^invalid completion: messages\.0\.role: Invalid option: expected one of "user"\|"system" \(got "assistant"\)$/,
+    );
+    await expectStoreClean(engine);
   });
 });
