@@ -145,7 +145,13 @@ export const command: Command = {
       await store.dispose();
     }
     if ('bytes' in page) await writeOut(ctx.stdout, page.bytes);
-    else await writeOut(ctx.stdout, values.json ? `${jsonOf(page)}\n` : forTerminal(ctx.stdout, page.content));
+    else if (values.json) await writeOut(ctx.stdout, `${jsonOf(page)}\n`);
+    else {
+      // On a terminal the notes below share the screen: a last line without its newline gets one, so they
+      // start on their own line (piped, the page is its exact bytes, above).
+      const text = forTerminal(ctx.stdout, page.content);
+      await writeOut(ctx.stdout, text === '' || text.endsWith('\n') ? text : `${text}\n`);
+    }
     const note = values.json ? undefined : continuationNote(filePath, page);
     if (note !== undefined) await writeOut(ctx.stderr, note);
     // An empty page is also what a read past the end prints: say which it was (--json has the totals).
