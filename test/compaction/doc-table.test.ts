@@ -5,12 +5,12 @@
  */
 import { promises as fsp } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { isArtifactRead } from '../../engine/index.js';
+import { isArtifactRead, type ToolCallItem } from '../../engine/index.js';
 
 const DOC = new URL('../../docs/compaction.md', import.meta.url);
 
 /** `tool {json}` or `tool '<json text>'` (string arguments) as the table writes a call. */
-function parseCall(text: string): { tool: string; args: unknown } {
+function parseCall(text: string): Pick<ToolCallItem, 'tool' | 'args'> {
   const space = text.indexOf(' ');
   const tool = text.slice(0, space);
   const rest = text.slice(space + 1);
