@@ -26,8 +26,11 @@ const KEYS = new Set(['id', 'tool', 'args', 'session']);
 
 /** A line longer than the reader's bound, reported without ever being held whole. */
 export class OversizeLine {
-  /** `bytes`: how long the line was. */
-  constructor(readonly bytes: number) {}
+  /** `bytes`: how long the line was; `bound`: the most bytes a line may have. */
+  constructor(
+    readonly bytes: number,
+    readonly bound: number,
+  ) {}
 }
 
 /** What an input item turned out to be. */
@@ -47,7 +50,11 @@ function quote(v: unknown): string {
  */
 export function parseItem(value: unknown): ParsedItem {
   if (value instanceof OversizeLine) {
-    return { kind: 'bad', id: null, error: new BadArgumentsError(`the line is ${value.bytes} bytes, over the bound`) };
+    const error = new BadArgumentsError(
+      `the line is ${value.bytes} bytes, over the bound of ${value.bound} bytes on one batch line`,
+      { bytes: value.bytes, bound: value.bound },
+    );
+    return { kind: 'bad', id: null, error };
   }
   let item: unknown = value;
   if (typeof value === 'string') {

@@ -20,7 +20,7 @@ export async function* lines(
   let oversize = 0;
   const take = (): string | OversizeLine => {
     if (oversize > 0) {
-      const r = new OversizeLine(oversize);
+      const r = new OversizeLine(oversize, maxBytes);
       oversize = 0;
       return r;
     }

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BatchResult } from '../../engine/batch/batch.js';
 import { OversizeLine } from '../../engine/batch/items.js';
-import { lines } from '../../engine/batch/lines.js';
+import { lines, MAX_BATCH_LINE_BYTES } from '../../engine/batch/lines.js';
 import type { CallEvent } from '../../engine/result.js';
 import { batchResultSchema } from '../../engine/wire/schemas.js';
 import {
@@ -124,7 +124,7 @@ describe('Engine.batch', () => {
       '{"id":"t","tool":"nope"}',
       '{"id":"s","tool":"echo","args":{"text":"x"},"session":"bad session!"}',
       '{"id":"a","tool":"echo","args":{"text":1}}',
-      new OversizeLine(9 * 1024 * 1024),
+      new OversizeLine(9 * 1024 * 1024, MAX_BATCH_LINE_BYTES),
       { id: 7, tool: 'echo', args: { text: 'seven' } },
     ];
     const results = await collect(engine.batch(input, { ordered: true }));
@@ -142,7 +142,13 @@ describe('Engine.batch', () => {
     expect(by(9)).toMatchObject({ id: 's', error: { code: 'EBADARGS' } });
     // Arguments the tool rejects are the call's own failure, recorded like any call.
     expect(by(10)?.result).toMatchObject({ status: 'failed', error: { code: 'EBADARGS' } });
-    expect(by(11)).toMatchObject({ id: null, error: { code: 'EBADARGS', message: /9437184 bytes/ } });
+    expect(by(11)).toMatchObject({
+      id: null,
+      error: {
+        code: 'EBADARGS',
+        message: 'the line is 9437184 bytes, over the bound of 8388608 bytes on one batch line',
+      },
+    });
     expect(by(12)?.result).toMatchObject({ callId: '7', status: 'success' });
     // Every result, call or not, is a valid BatchResult of the wire contract.
     for (const r of results) expect(batchResultSchema.strict().safeParse(r).success, JSON.stringify(r)).toBe(true);
@@ -250,6 +256,6 @@ describe('batch lines', () => {
     }
     const got: unknown[] = [];
     for await (const l of lines(chunks(), 16)) got.push(l);
-    expect(got).toEqual(['{"a":1}', '{"b":2}', new OversizeLine(20), 'last']);
+    expect(got).toEqual(['{"a":1}', '{"b":2}', new OversizeLine(20, 16), 'last']);
   });
 });
