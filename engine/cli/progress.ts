@@ -4,6 +4,8 @@
  * most ten times a second and cleared before the command ends.
  */
 
+import { formatBytes } from '../protocol/units.js';
+
 /** Counts the line shows. */
 export interface ProgressCounts {
   done: number;
@@ -14,18 +16,6 @@ export interface ProgressCounts {
 }
 
 const WIDTH = 24;
-
-/** Formats a byte count with a binary unit. */
-export function formatBytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
-  let u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return u === 0 ? `${v} B` : `${v.toFixed(1)} ${units[u]}`;
-}
 
 function formatEta(seconds: number): string {
   if (!Number.isFinite(seconds)) return '?';

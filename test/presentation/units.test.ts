@@ -38,9 +38,21 @@ describe('byte units', () => {
     const offenders = ['engine', 'workers', 'store']
       .flatMap((d) => sources(join(ROOT, d)))
       .filter((f) => !f.endsWith(join('protocol', 'units.ts')))
-      .filter((f) => /[)}] (KiB|MiB|GiB)`|\$\{n\} B`/.test(readFileSync(f, 'utf8')))
+      .filter((f) => /[)}] (KiB|MiB|GiB)`|\$\{\w+\} B`/.test(readFileSync(f, 'utf8')))
       .map((f) => relative(ROOT, f));
     expect(offenders).toEqual([]);
+  });
+
+  it('docs/presentation.md writes the display sizes as formatBytes does', () => {
+    const doc = readFileSync(join(ROOT, 'docs', 'presentation.md'), 'utf8');
+    const at = doc.indexOf('as the display writes sizes');
+    expect(at).toBeGreaterThan(0);
+    const examples = [...doc.slice(at, doc.indexOf('\n\n', at)).matchAll(/`([^`]+)`/g)].map((m) => m[1]).slice(0, 3);
+    expect(examples).toEqual([formatBytes(70), formatBytes(575 * 1024), formatBytes(3 * 1024 * 1024)]);
+    // Every size in a shown hint or display example is one formatBytes can write.
+    for (const m of doc.matchAll(/\((\d+(?:\.\d)? (?:B|KiB|MiB|GiB)) total\)/g)) {
+      expect(m[1]).toMatch(/^(\d{1,4} B|\d+\.\d (KiB|MiB|GiB))$/);
+    }
   });
 
   it('a successful bash call and a cancelled one write sizes the same way', async () => {
