@@ -22,8 +22,14 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
+/**
+ * tmux runs a pane's command with $SHELL, else the user's login shell, which
+ * for an account such as `nobody` is nologin: the pane would exit at once.
+ */
+const TMUX_ENV = { ...process.env, SHELL: '/bin/sh' };
+
 function tmux(socket: string, args: string[]): string {
-  return execFileSync('tmux', ['-L', socket, ...args], { encoding: 'utf8' });
+  return execFileSync('tmux', ['-L', socket, ...args], { encoding: 'utf8', env: TMUX_ENV });
 }
 
 /** The visible screen, one string per row, trailing spaces trimmed. */
