@@ -45,6 +45,20 @@ export function formatSearchPage(page: SearchPage, uri: string, offset: number):
   return `${out.join('\n')}\n`;
 }
 
+/** Characters that make a pattern read as a regular expression (a `.` only before a quantifier: `1.2` is literal text). */
+const REGEX_LIKE = /[\^$\\|*+?()[\]{}]|\.[*+?]/;
+
+/**
+ * The note a page that found nothing ends with when its pattern was taken
+ * literally but reads as a regular expression (`^9999`, `a|b`, `\d+`): the
+ * search looked for those characters themselves, and `regex` would have
+ * matched them as a pattern. Undefined otherwise.
+ */
+export function literalPatternNote(pattern: string, regex: boolean, matches: number): string | undefined {
+  if (regex || matches > 0 || !REGEX_LIKE.test(pattern)) return undefined;
+  return `[The pattern ${JSON.stringify(pattern)} was searched as literal text; it looks like a regular expression: search with regex=true to match it as one]`;
+}
+
 /** The lines of a page's text form (see {@link formatSearchPage}), back as {@link SearchLine}s. */
 export function parseSearchText(text: string): SearchLine[] {
   const lines: SearchLine[] = [];

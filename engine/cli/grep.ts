@@ -1,4 +1,5 @@
 import { MAX_SEARCH_CONTEXT, MAX_SEARCH_LIMIT } from '../../store/search.js';
+import { literalPatternNote } from '../../store/search-text.js';
 import { parseArtifactUri } from '../../store/uri.js';
 import { Engine } from '../engine.js';
 import type { SearchResult } from '../engine-search.js';
@@ -95,6 +96,12 @@ export const command: Command = {
       await engine.close();
     }
     await writeOut(ctx.stdout, values.json ? `${jsonOf(result)}\n` : forTerminal(ctx.stdout, result.content));
+    if (!values.json && result.matches === 0 && !values.regex && literalPatternNote(pattern, false, 0) !== undefined) {
+      await writeOut(
+        ctx.stderr,
+        `sluice grep: ${JSON.stringify(pattern)} was searched as literal text; add --regex to match it as a regular expression\n`,
+      );
+    }
     if (!values.json && result.nextOffset !== null) {
       await writeOut(ctx.stderr, `sluice grep: more matches may follow; continue with --offset ${result.nextOffset}\n`);
     }

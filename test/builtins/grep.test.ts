@@ -86,6 +86,33 @@ describe('grep over artifacts', () => {
     await expectNoLeaks(storeDir);
   });
 
+  it('a literal search that finds nothing says so when its pattern reads as a regular expression', async () => {
+    const { engine, cwd, storeDir } = await openFixture();
+    const r = await engine.run('bash', { command: 'seq 9990 10010' });
+    if (r.output?.kind !== 'streams') throw new Error('bash has named streams');
+    const uri = `artifact://${r.output.manifest}/stdout`;
+    const literal = await engine.run('grep', { filePath: uri, pattern: '^9999' });
+    expect(literal.model).toBe(
+      `[No matches in ${uri}, lines 0-20 of 21 searched; line numbers are zero-based read offsets]\n` +
+        '[The pattern "^9999" was searched as literal text; it looks like a regular expression: search with regex=true to match it as one]\n',
+    );
+    const regex = await engine.run('grep', { filePath: uri, pattern: '^9999', regex: true });
+    expect(regex.model.startsWith('9:9999\n')).toBe(true);
+    // Plain text, or text with a dot as in a version number, gets no note.
+    for (const pattern of ['absent', '1.2']) {
+      const plain = await engine.run('grep', { filePath: uri, pattern });
+      expect(plain.model).not.toContain('searched as literal text');
+    }
+    const cli = await sluice(['grep', '^9999', uri, '--store', storeDir], { cwd });
+    expect(cli.code).toBe(1);
+    expect(cli.stderr).toBe(
+      'sluice grep: "^9999" was searched as literal text; add --regex to match it as a regular expression\n',
+    );
+    const found = await sluice(['grep', '--regex', '^9999', uri, '--store', storeDir], { cwd });
+    expect({ code: found.code, stderr: found.stderr }).toEqual({ code: 0, stderr: '' });
+    await expectNoLeaks(storeDir);
+  });
+
   it('GET /v1/search returns the same page as Engine.search, and errors with their status', async () => {
     const s = await startTestServer();
     const r = await s.engine.run('bash', { command: 'seq 1 1000' });

@@ -11,7 +11,7 @@
  */
 import { BadUriError } from '../../engine/protocol/errors.js';
 import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_CONTEXT, MAX_SEARCH_LIMIT } from '../../store/search.js';
-import { formatSearchPage } from '../../store/search-text.js';
+import { formatSearchPage, literalPatternNote } from '../../store/search-text.js';
 import { isArtifactUri, parseArtifactUri } from '../../store/uri.js';
 import { complete, defineTool, type PreparedOperation, z } from '../tool.js';
 
@@ -102,7 +102,8 @@ export default defineTool({
       offset,
       signal: ctx.signal,
     });
-    const text = formatSearchPage(page, args.filePath, offset);
+    const note = literalPatternNote(args.pattern, args.regex === true, page.matches);
+    const text = `${formatSearchPage(page, args.filePath, offset)}${note === undefined ? '' : `${note}\n`}`;
     return complete.full(text, {
       display: `grep ${JSON.stringify(args.pattern)} in ${args.filePath} · ${page.matches} ${page.matches === 1 ? 'match' : 'matches'}`,
       metadata: {
