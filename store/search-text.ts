@@ -48,6 +48,11 @@ export function formatSearchPage(page: SearchPage, uri: string, offset: number):
 /** Characters that make a pattern read as a regular expression (a `.` only before a quantifier: `1.2` is literal text). */
 const REGEX_LIKE = /[\^$\\|*+?()[\]{}]|\.[*+?]/;
 
+/** Whether `pattern` holds regular-expression syntax (see {@link literalPatternNote}). */
+export function readsAsRegex(pattern: string): boolean {
+  return REGEX_LIKE.test(pattern);
+}
+
 /**
  * The note a page that found nothing ends with when its pattern was taken
  * literally but reads as a regular expression (`^9999`, `a|b`, `\d+`): the
@@ -55,7 +60,7 @@ const REGEX_LIKE = /[\^$\\|*+?()[\]{}]|\.[*+?]/;
  * matched them as a pattern. Undefined otherwise.
  */
 export function literalPatternNote(pattern: string, regex: boolean, matches: number): string | undefined {
-  if (regex || matches > 0 || !REGEX_LIKE.test(pattern)) return undefined;
+  if (regex || matches > 0 || !readsAsRegex(pattern)) return undefined;
   return `[The pattern ${JSON.stringify(pattern)} was searched as literal text; it looks like a regular expression: search with regex=true to match it as one]`;
 }
 

@@ -1,5 +1,5 @@
 import { MAX_SEARCH_CONTEXT, MAX_SEARCH_LIMIT } from '../../store/search.js';
-import { literalPatternNote } from '../../store/search-text.js';
+import { readsAsRegex } from '../../store/search-text.js';
 import { parseArtifactUri } from '../../store/uri.js';
 import { Engine } from '../engine.js';
 import type { SearchResult } from '../engine-search.js';
@@ -96,7 +96,7 @@ export const command: Command = {
       await engine.close();
     }
     await writeOut(ctx.stdout, values.json ? `${jsonOf(result)}\n` : forTerminal(ctx.stdout, result.content));
-    if (!values.json && result.matches === 0 && !values.regex && literalPatternNote(pattern, false, 0) !== undefined) {
+    if (!values.json && result.matches === 0 && !values.regex && readsAsRegex(pattern)) {
       await writeOut(
         ctx.stderr,
         `sluice grep: ${JSON.stringify(pattern)} was searched as literal text; add --regex to match it as a regular expression\n`,
