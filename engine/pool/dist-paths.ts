@@ -17,7 +17,7 @@ export function distPath(relative: string): string {
   return p;
 }
 
-/** The piscina worker entry. */
+/** The file piscina loads in each thread (it imports `workers/entry.js`). */
 export function workerEntry(): string {
-  return distPath('workers/entry.js');
+  return distPath('workers/entry-loader.cjs');
 }

@@ -20,6 +20,8 @@ const ALLOWED: readonly RegExp[] = [
   /^dist\/web\/(index\.html|app\.js|app\.css|icon\.svg)$/,
   // zod as one CommonJS bundle and its V8 code cache (engine/protocol/zod-cache.ts).
   /^dist\/engine\/protocol\/zod-bundle\.(cjs|cache)$/,
+  // The CommonJS file piscina requires in each thread (workers/entry-loader.cts).
+  /^dist\/workers\/entry-loader\.(cjs|d\.cts)$/,
   // The posix_spawn spawn helper, run by a system Python (workers/spawner.ts).
   /^dist\/workers\/spawn-helper\.py$/,
   /^docs\/[a-z-]+\.md$/,
@@ -58,12 +60,13 @@ describe('the published tarball', () => {
     expect(PACKAGE.exports['./openapi']).toBe('./docs/schema/openapi.json');
     // The web view, built at package time: `sluice serve` serves it from here.
     for (const f of ['index.html', 'app.js', 'app.css', 'icon.svg']) expect(paths.has(`dist/web/${f}`), f).toBe(true);
+    expect(paths.has('dist/workers/entry-loader.cjs')).toBe(true);
     // Both spawn helpers: without the Python one every spawn would fork a Node (slower, never wrong).
     for (const f of ['spawn-helper.js', 'spawn-helper.py']) expect(paths.has(`dist/workers/${f}`), f).toBe(true);
   });
 
   it('no compiled file points at a source map, since none is shipped', () => {
-    for (const f of files.filter((x) => x.path.endsWith('.js'))) {
+    for (const f of files.filter((x) => /\.c?js$/.test(x.path))) {
       const text = readFileSync(join(ROOT, f.path), 'utf8');
       expect(text.includes('sourceMappingURL'), f.path).toBe(false);
     }
