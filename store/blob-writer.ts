@@ -15,9 +15,10 @@
  * batches.
  */
 import { createHash, type Hash } from 'node:crypto';
+import { constants } from 'node:fs';
 import { DigestMismatchError, toSluiceError } from '../engine/protocol/errors.js';
 import { crashPoint } from './crash-point.js';
-import type { StoreFile } from './file.js';
+import { StoreFile } from './file.js';
 import { rememberWritten } from './integrity.js';
 import { writeAll } from './io.js';
 import { encodeIndexHeader, INDEX_HEADER_BYTES, INDEX_MIN_BLOB_BYTES, LineScanner } from './line-index.js';
@@ -47,6 +48,9 @@ const MAX_BATCH_CHUNKS = 512;
  */
 const WRITEBACK_EVERY_BYTES = 32 * 1024 * 1024;
 
+/** Pieces in which commitWritten reads a cut capture back. */
+const READ_BACK_BYTES = 1024 * 1024;
+
 /** Spill index entries once this many are pending. */
 const INDEX_SPILL_ENTRIES = 4096;
 
@@ -67,8 +71,11 @@ export class BlobWriter {
   private indexPath: string | undefined;
   private indexEntries = 0;
   private indexBytesWritten = 0;
+  /** Bytes on the temporary file, counted per system call: after a failed write, the written prefix. */
   private position = 0;
   private syncedUpTo = 0;
+  /** A background fdatasync failed: the kernel may have dropped written pages, so no prefix is known good. */
+  private syncFailed = false;
   private writeback: Promise<void> | undefined;
   private readonly queue: Array<{ chunk: Uint8Array; resolve: () => void; reject: (e: unknown) => void }> = [];
   private flushing: Promise<void> | undefined;
@@ -131,19 +138,24 @@ export class BlobWriter {
   }
 
   private async flush(): Promise<void> {
+    // Never done synchronously: write() assigns this promise to `flushing` after the call returns, and
+    // the loop clears `flushing` when it ends, so a flush that could end before its first await (every
+    // batch failing at once) would leave a settled promise there that written() waits on forever.
+    await undefined;
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, MAX_BATCH_CHUNKS);
-      let total = 0;
-      for (const q of batch) total += q.chunk.length;
       try {
         if (this.failure !== undefined) throw this.failure;
+        // Opening the capture file makes the reserve again first if the store was full, which is
+        // what ends that state (store/space-reserve.ts).
         const fh = this.file ?? (await this.open());
-        await this.writevFully(
+        // The disk filled under another capture and has no room yet: this one stops too, so the
+        // freed reserve finishes calls instead of feeding whichever capture writes next.
+        if (this.placement.isFull) throw this.placement.fullError();
+        await this.writeBatch(
           fh,
           batch.map((q) => q.chunk),
-          this.position,
         );
-        this.position += total;
         if (
           this.position - this.syncedUpTo >= WRITEBACK_EVERY_BYTES &&
           !this.writeback &&
@@ -154,6 +166,7 @@ export class BlobWriter {
         for (const q of batch) q.resolve();
       } catch (err) {
         this.failure ??= toSluiceError(err, 'EDISK');
+        if ((err as { code?: unknown }).code === 'ENOSPC') await this.placement.diskFull();
         for (const q of batch) q.reject(this.failure);
       }
     }
@@ -174,9 +187,15 @@ export class BlobWriter {
         // Fails the blob: after a failed fsync the kernel may have dropped the dirty pages and
         // cleared the error, so a later fsync that succeeds would not prove the bytes are on disk.
         this.failure ??= toSluiceError(err, 'EDISK');
+        this.syncFailed = true;
         this.writeback = undefined;
       },
     );
+  }
+
+  /** Resolves when every chunk accepted so far has been written or has failed ({@link error} then says so). */
+  flushed(): Promise<void> {
+    return this.written();
   }
 
   /** Resolves when every accepted chunk has been written (or failed); a background fdatasync may still run. */
@@ -211,52 +230,123 @@ export class BlobWriter {
       const bytes = this.scanner.bytes;
       const lines = this.scanner.lines;
       if (this.small !== undefined) return await this.commitPacked(digest, bytes, lines, pin);
-      // Pinned before the blob is ours to reference (refreshed or placed), so a concurrent GC that
-      // sees it also sees the pin.
-      await pin?.add([digest]);
-      // On S3: pinned (the lease stored) THEN the tombstone check, the publisher's half of the handshake.
-      if (pin) await this.placement.settle(digest);
-      if (await this.placement.refreshBlob(digest, bytes)) {
-        // Already stored: our copy never needs to reach the disk. It is removed here, not in the
-        // best-effort cleanup, so a failing unlink fails the publish instead of leaving it in tmp/.
-        crashPoint('capture-written');
-        if (this.filePath !== undefined) await this.store.io.unlink(this.filePath);
-        this.filePath = undefined;
-        // Closed off the call's path: a close waits for the background fdatasync in flight, whose
-        // bytes nobody needs now (it still finishes; the kernel drops the unlinked file's other dirty
-        // pages at its last close). With 16 calls of one output at once, 15 used to wait 0.25-0.45 s
-        // here (docs/benchmarks.md).
-        const copy = this.file;
-        this.file = undefined;
-        void copy?.close().catch(() => {});
-        await pin?.vouch();
-        return { digest, bytes, lines, deduplicated: true };
-      }
-      // Our copy is the blob: its background fdatasync must have succeeded (after a failed one the
-      // kernel may have dropped the pages, so the final fsync alone would prove nothing).
-      await this.writeback;
-      if (this.failure !== undefined) throw this.failure;
-      const fh = this.file ?? (await this.open());
-      if (this.placement.placesLocally) await this.store.io.fsync(fh);
-      crashPoint('capture-written');
-      const placed = await this.placement.placeBlob(this.filePath as string, digest);
-      crashPoint('blob-renamed');
-      this.filePath = undefined;
-      // Hashed while written: the placed file is known good, so a later dedup or read need not hash it.
-      // Its identity is taken from the still-open descriptor, after the rename (which changes its ctime),
-      // or, in an S3 store, from the uploaded object.
-      await rememberWritten(this.store, digest, placed ?? fh, lines);
-      await fh.close();
-      this.file = undefined;
-      await this.placeIndex(digest, bytes, lines);
-      // A store fenced while it uploaded (its lease reclaimed) cannot say the blob will stay.
-      await pin?.vouch();
-      return { digest, bytes, lines, deduplicated: false };
+      return await this.placeFile(digest, bytes, lines, pin, true);
     } catch (err) {
       throw toSluiceError(err, 'EDISK');
     } finally {
       await this.cleanup();
     }
+  }
+
+  /**
+   * After a failed write (a full disk), publishes the prefix of the accepted
+   * bytes that reached the temporary file, the bytes past it being lost:
+   * the file is cut to that prefix, fsynced, read back to hash it and count
+   * its lines (each chunk read is also handed to `sink`, so a caller can
+   * rebuild what it derived from the lost bytes), and placed as the blob.
+   * Resolves to undefined when no prefix can be trusted (nothing reached
+   * the file, or a background fdatasync failed); throws when placing it
+   * fails. The temporary file is gone afterwards whatever happens.
+   */
+  async commitWritten(pin: Pin | undefined, sink: (chunk: Uint8Array) => void): Promise<BlobInfo | undefined> {
+    if (this.settled) throw new Error('BlobWriter already committed or aborted');
+    if (this.failure === undefined || this.small !== undefined) throw new Error('commitWritten is for a failed write');
+    this.settled = true;
+    try {
+      await this.drained();
+      const bytes = this.position;
+      if (this.syncFailed || bytes === 0 || this.file === undefined) return undefined;
+      await this.store.io.truncate(this.file, bytes);
+      if (this.placement.placesLocally) await this.store.io.fsync(this.file);
+      const { digest, lines } = await this.readBack(bytes, sink);
+      return await this.placeFile(digest, bytes, lines, pin, false);
+    } catch (err) {
+      throw toSluiceError(err, 'EDISK');
+    } finally {
+      await this.cleanup();
+    }
+  }
+
+  /** SHA-256 and line count of the first `bytes` of the temporary file, read in 1 MiB pieces. */
+  private async readBack(bytes: number, sink: (chunk: Uint8Array) => void): Promise<{ digest: string; lines: number }> {
+    const hash = createHash('sha256');
+    const scanner = new LineScanner();
+    const fh = await StoreFile.open(this.filePath as string, constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      let at = 0;
+      while (at < bytes) {
+        const buf = Buffer.allocUnsafe(Math.min(READ_BACK_BYTES, bytes - at));
+        const { bytesRead } = await fh.read(buf, 0, buf.length, at);
+        if (bytesRead === 0) throw Object.assign(new Error('capture file shorter than written'), { code: 'EIO' });
+        const piece = buf.subarray(0, bytesRead);
+        hash.update(piece);
+        scanner.push(piece);
+        sink(piece);
+        at += bytesRead;
+      }
+    } finally {
+      await fh.close();
+    }
+    return { digest: hash.digest('hex'), lines: scanner.lines };
+  }
+
+  /**
+   * Publishes the temporary file as blob `digest`: deduplicated against an
+   * intact stored copy, else placed and remembered as verified. A `complete`
+   * blob (every accepted byte) is fsynced here and gets its line index; a
+   * cut prefix was fsynced by commitWritten, and its index, which would
+   * describe bytes it does not have, is rebuilt on first read instead.
+   */
+  private async placeFile(
+    digest: string,
+    bytes: number,
+    lines: number,
+    pin: Pin | undefined,
+    complete: boolean,
+  ): Promise<BlobInfo> {
+    // Pinned before the blob is ours to reference (refreshed or placed), so a concurrent GC that
+    // sees it also sees the pin.
+    await pin?.add([digest]);
+    // On S3: pinned (the lease stored) THEN the tombstone check, the publisher's half of the handshake.
+    if (pin) await this.placement.settle(digest);
+    if (await this.placement.refreshBlob(digest, bytes)) {
+      // Already stored: our copy never needs to reach the disk. It is removed here, not in the
+      // best-effort cleanup, so a failing unlink fails the publish instead of leaving it in tmp/.
+      crashPoint('capture-written');
+      if (this.filePath !== undefined) await this.store.io.unlink(this.filePath);
+      this.filePath = undefined;
+      // Closed off the call's path: a close waits for the background fdatasync in flight, whose
+      // bytes nobody needs now (it still finishes; the kernel drops the unlinked file's other dirty
+      // pages at its last close). With 16 calls of one output at once, 15 used to wait 0.25-0.45 s
+      // here (docs/benchmarks.md).
+      const copy = this.file;
+      this.file = undefined;
+      void copy?.close().catch(() => {});
+      await pin?.vouch();
+      return { digest, bytes, lines, deduplicated: true };
+    }
+    if (complete) {
+      // Our copy is the blob: its background fdatasync must have succeeded (after a failed one the
+      // kernel may have dropped the pages, so the final fsync alone would prove nothing).
+      await this.writeback;
+      if (this.failure !== undefined) throw this.failure;
+    }
+    const fh = this.file ?? (await this.open());
+    if (complete && this.placement.placesLocally) await this.store.io.fsync(fh);
+    crashPoint('capture-written');
+    const placed = await this.placement.placeBlob(this.filePath as string, digest);
+    crashPoint('blob-renamed');
+    this.filePath = undefined;
+    // Hashed while written (or read back): the placed file is known good, so a later dedup or read
+    // need not hash it. Its identity is taken from the still-open descriptor, after the rename (which
+    // changes its ctime), or, in an S3 store, from the uploaded object.
+    await rememberWritten(this.store, digest, placed ?? fh, lines);
+    await fh.close();
+    this.file = undefined;
+    if (complete) await this.placeIndex(digest, bytes, lines);
+    // A store fenced while it uploaded (its lease reclaimed) cannot say the blob will stay.
+    await pin?.vouch();
+    return { digest, bytes, lines, deduplicated: false };
   }
 
   /**
@@ -347,20 +437,29 @@ export class BlobWriter {
     }
   }
 
-  /** Writes all of `bufs` at `position` with writev, finishing short writes with plain writes. */
-  private async writevFully(fh: StoreFile, bufs: Uint8Array[], position: number): Promise<void> {
-    if (bufs.length === 1) return writeAll(this.store.io, fh, bufs[0] as Uint8Array, position);
-    let done = await this.store.io.writev(fh, bufs, position);
-    let pos = position;
-    for (const b of bufs) {
-      if (done >= b.length) {
-        done -= b.length;
-        pos += b.length;
-        continue;
+  /**
+   * Writes all of `bufs` at {@link position} with writev, finishing short
+   * writes with plain writes. `position` advances with each system call, so
+   * when one fails it counts exactly the bytes that reached the file.
+   */
+  private async writeBatch(fh: StoreFile, bufs: Uint8Array[]): Promise<void> {
+    let i = 0;
+    let off = 0;
+    if (bufs.length > 1) {
+      let n = await this.store.io.writev(fh, bufs, this.position);
+      this.position += n;
+      while (i < bufs.length && n >= (bufs[i] as Uint8Array).length) n -= (bufs[i++] as Uint8Array).length;
+      off = n;
+    }
+    for (; i < bufs.length; i++, off = 0) {
+      const b = bufs[i] as Uint8Array;
+      while (off < b.length) {
+        const n = await this.store.io.write(fh, b, off, b.length - off, this.position);
+        // A write that makes no progress would loop forever, so it is the EIO it is.
+        if (!(n > 0)) throw Object.assign(new Error('write made no progress'), { code: 'EIO', syscall: 'write' });
+        off += n;
+        this.position += n;
       }
-      await writeAll(this.store.io, fh, b.subarray(done), pos + done);
-      pos += b.length;
-      done = 0;
     }
   }
 

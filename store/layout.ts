@@ -14,6 +14,7 @@
  *     <root>/quarantine/<digest>.<inode>      corrupt blobs `sluice verify --repair` moved aside (never read)
  *     <root>/procs/<pid>-<random>.pgids      process groups of engine <pid>'s calls (for the orphan reaper)
  *     <root>/cache/sha256/<2 hex>/<62 hex>.<16 hex>  (S3 store) local copies of blobs read (store/s3/read-cache.ts)
+ *     <root>/reserve                         space kept free to finish calls on a full disk (store/space-reserve.ts)
  */
 import { join } from 'node:path';
 
@@ -37,6 +38,8 @@ export class StoreLayout {
   readonly procs: string;
   /** An S3 store's read cache of blobs (store/s3/read-cache.ts). */
   readonly cache: string;
+  /** Space kept free to finish calls on a full disk (store/space-reserve.ts). */
+  readonly reserve: string;
 
   constructor(root: string) {
     this.root = root;
@@ -51,6 +54,7 @@ export class StoreLayout {
     this.quarantine = join(root, 'quarantine');
     this.procs = join(root, 'procs');
     this.cache = join(root, 'cache', 'sha256');
+    this.reserve = join(root, 'reserve');
   }
 
   /** Path of the blob with `digest` (which must already be validated as 64 lowercase hex). */

@@ -17,6 +17,7 @@ import type { StoreLayout } from './layout.js';
 import { ownedName } from './owners.js';
 import { PackIndex } from './pack-index.js';
 import { PackWriter } from './pack-writer.js';
+import { SpaceReserve } from './space-reserve.js';
 import type { Store } from './store.js';
 
 /**
@@ -53,6 +54,8 @@ export class Placement {
   readonly packs: PackIndex;
   /** This store's own pack, appended with group commit. */
   readonly packWriter: PackWriter;
+  /** Room to finish calls when the disk fills (a directory store's). */
+  private readonly reserve: SpaceReserve;
 
   /** Blobs of at most this many bytes are packed (0: none). */
   readonly packMaxBlobBytes: number;
@@ -73,6 +76,7 @@ export class Placement {
     this.dirSync = new DirSync(store.io);
     for (const d of createdDirs) this.knownDirs.add(d);
     this.packs = new PackIndex(store);
+    this.reserve = new SpaceReserve(store.io, this.layout.reserve);
     this.packWriter = new PackWriter(
       store.io,
       this.layout.packs,
@@ -187,12 +191,41 @@ export class Placement {
    */
   async createTemp(kind: string): Promise<{ handle: StoreFile; path: string }> {
     this.assertOpen();
-    const path = `${this.layout.tmp}/${this.tmpPrefix}${(this.tmpCounter++).toString(36)}.${kind}`;
+    if (kind === 'blob' && this.placesLocally) {
+      // A capture file: the reserve goes first (store/space-reserve.ts); on a full store it must
+      // be made again before captures write, so that one is awaited.
+      if (this.reserve.isFull) await this.reserve.ensure();
+      else void this.reserve.ensure();
+    }
+    const path = this.tempPath(kind);
     try {
       return { handle: await this.io.open(path, CREATE_FLAGS, 0o600), path };
     } catch (err) {
       throw toSluiceError(err, 'EDISK');
     }
+  }
+
+  private tempPath(kind: string): string {
+    return `${this.layout.tmp}/${this.tmpPrefix}${(this.tmpCounter++).toString(36)}.${kind}`;
+  }
+
+  /**
+   * True once a capture of this store hit ENOSPC, until there is room for
+   * the reserve again: captures then fail their next write with
+   * {@link fullError}, keeping what they wrote (store/space-reserve.ts).
+   */
+  get isFull(): boolean {
+    return this.reserve.isFull;
+  }
+
+  /** The ENOSPC a capture's write fails with while the store {@link isFull}. */
+  fullError(): Error {
+    return this.reserve.fullError();
+  }
+
+  /** At a capture's ENOSPC: frees the reserve for the writes that finish the calls in flight. */
+  diskFull(): Promise<void> {
+    return this.placesLocally ? this.reserve.release() : Promise.resolve();
   }
 
   /**

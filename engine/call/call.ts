@@ -17,6 +17,7 @@ import { isToolProcessGroup, killProcessGroup } from '../processes/process-group
 import { CallEndpoint } from '../protocol/call-endpoint.js';
 import {
   CancelledError,
+  makeError,
   ProtocolError,
   type SerializedError,
   type SluiceError,
@@ -39,7 +40,7 @@ import { FullTexts } from './full-text.js';
 import { Intake } from './intake.js';
 import { PageCapture } from './page-capture.js';
 import { ProgressTicker } from './progress.js';
-import { keepFullTexts, publishAccepted } from './publish.js';
+import { keepFullTexts, type Published, publishAccepted } from './publish.js';
 import { type Outcome, terminalStatus } from './terminal-status.js';
 import { parseCompletion } from './wire-completion.js';
 
@@ -363,11 +364,24 @@ export class Call {
     let output: OutputRef | null = null;
     let model = '';
     let pin: Pin | undefined;
+    let accepted: Array<{ name: string; bytes: number; lines: number }> | undefined;
     try {
-      ({ output, model, pin } = await publishAccepted(this.capture, this.deps.store, {
+      let cut: Published['cut'];
+      ({ output, model, pin, cut } = await publishAccepted(this.capture, this.deps.store, {
         ended: outcome.kind === 'done',
         pageMetadata: status === 'success' ? completion?.metadata : undefined,
       }));
+      if (cut) {
+        // Part of what was accepted never reached the disk: the call fails, keeping the rest, and its
+        // error says what each stream had accepted (the output's totals are what was kept).
+        accepted = cut.accepted;
+        const e = toSluiceError(cut.error, 'EDISK');
+        const streams = accepted.map((a) => ({ stream: a.name, bytes: a.bytes, lines: a.lines }));
+        error = makeError(e.code, e.message, { ...e.details, accepted: streams });
+        toolsOwnError = false;
+        status = 'failed';
+        complete = false;
+      }
     } catch (err) {
       error = toSluiceError(err, 'EDISK');
       toolsOwnError = false;
@@ -428,7 +442,7 @@ export class Call {
       tool: this.tool.name,
       status,
       complete,
-      display: this.finalDisplay(status, completion, error, durationMs, toolsOwnError, output),
+      display: this.finalDisplay(status, completion, error, durationMs, toolsOwnError, output, accepted),
       model,
       output,
       metadata: completion?.metadata ?? {},
@@ -477,6 +491,7 @@ export class Call {
     durationMs: number,
     ownError: boolean,
     output: OutputRef | null,
+    accepted?: Array<{ name: string; bytes: number; lines: number }>,
   ): string {
     const stands = completion?.display !== undefined && status !== 'cancelled' && (!error || ownError);
     return finalDisplay({
@@ -487,6 +502,7 @@ export class Call {
       reason: error ? `${error.code}: ${error.message}` : (completion?.note ?? 'the tool reported failure'),
       output,
       lost: output === null && this.capture.stats().some((c) => c.bytes > 0),
+      accepted: output === null ? undefined : accepted,
       args: this.args,
     });
   }

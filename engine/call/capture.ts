@@ -35,6 +35,11 @@ export interface CaptureLimits {
 export interface CapturedOutput {
   ref: OutputRef;
   view: OutputView;
+  /**
+   * Set when a write failed (a full disk): what each stream had accepted,
+   * of which the output holds only the prefix that reached the disk.
+   */
+  cut?: { error: unknown; accepted: Array<{ name: string; bytes: number; lines: number }> };
 }
 
 interface CapturedStream {
@@ -56,11 +61,12 @@ export class Capture {
     this.decl = decl;
     this.limits = limits;
     const names = decl.kind === 'single' ? [''] : decl.streams;
-    this.streams = names.map((name) => ({
-      name,
-      writer: store.writer(),
-      preview: new StreamPreviewBuilder(limits.maxLines, limits.maxBytes, limits.preview, limits.tailShare),
-    }));
+    this.streams = names.map((name) => ({ name, writer: store.writer(), preview: this.newPreview() }));
+  }
+
+  private newPreview(): StreamPreviewBuilder {
+    const l = this.limits;
+    return new StreamPreviewBuilder(l.maxLines, l.maxBytes, l.preview, l.tailShare);
   }
 
   /** Whether accepted chunks are kept after they are written: no, they are on disk (the preview copies). */
@@ -102,22 +108,46 @@ export class Capture {
 
   /**
    * Publishes every stream (waiting for pending writes first), adding each
-   * digest to `pin` before its blob becomes visible. On any failure nothing is
-   * returned and the remaining temporary files are removed.
+   * digest to `pin` before its blob becomes visible. A stream whose write
+   * failed (a full disk) keeps the prefix that reached its capture file, an
+   * empty one when none did, and its preview is rebuilt from that prefix;
+   * the output then says what was accepted beside it ({@link CapturedOutput.cut}).
+   * When nothing can be kept (no stream kept a byte, or a commit fails),
+   * nothing is returned and the remaining temporary files are removed.
    */
   async publish(pin: Pin): Promise<CapturedOutput> {
     this.settled = true;
+    // Writes still in flight may yet fail: which streams keep only a prefix is known once they end.
+    await Promise.all(this.streams.map((c) => c.writer.flushed()));
+    const writeError = this.writeError;
+    const accepted = writeError === undefined ? undefined : this.stats();
     const infos: BlobInfo[] = [];
+    const previewOf = this.streams.map((c) => c.preview);
     try {
-      for (const c of this.streams) infos.push(await c.writer.commit(undefined, pin));
+      for (const [i, c] of this.streams.entries()) {
+        if (c.writer.error === undefined) {
+          infos.push(await c.writer.commit(undefined, pin));
+          continue;
+        }
+        // The preview must show only kept bytes: it is rebuilt from the prefix as it is read back.
+        const rebuilt = this.newPreview();
+        previewOf[i] = rebuilt;
+        const kept = await c.writer.commitWritten(pin, (chunk) => rebuilt.push(chunk));
+        if (kept !== undefined) infos.push(kept);
+        else if (this.decl.kind === 'single') throw c.writer.error;
+        else infos.push(await this.store.publishBytes(new Uint8Array(0), undefined, pin));
+      }
+      // Only empty streams to show for output that was written: nothing was kept, and the call says so.
+      if (writeError !== undefined && infos.every((b) => b.bytes === 0)) throw writeError;
     } catch (err) {
       await this.discard();
       throw err;
     }
-    const previews: StreamPreview[] = this.streams.map((c, i) => {
+    const previews: StreamPreview[] = previewOf.map((p, i) => {
       const info = infos[i] as BlobInfo;
-      return c.preview.finish({ bytes: info.bytes, lines: info.lines });
+      return p.finish({ bytes: info.bytes, lines: info.lines });
     });
+    const cut = writeError === undefined ? {} : { cut: { error: writeError, accepted: accepted ?? [] } };
     if (this.decl.kind === 'single') {
       const info = infos[0] as BlobInfo;
       const shown = previews[0] as StreamPreview;
@@ -130,6 +160,7 @@ export class Capture {
           truncated: shown.preview.truncated,
         },
         view: { kind: 'single', digest: info.digest, ...shown },
+        ...cut,
       };
     }
     const entries = this.streams.map((c, i) => {
@@ -149,6 +180,7 @@ export class Capture {
         manifest: manifest.digest,
         streams: entries.map((e, i) => ({ name: e.name, ...(previews[i] as StreamPreview) })),
       },
+      ...cut,
     };
   }
 

@@ -17,14 +17,18 @@ export interface Published {
   output: OutputRef | null;
   model: string;
   pin: Pin | undefined;
+  /** A write failed: the output holds only what reached the disk of what each stream accepted. */
+  cut?: { error: unknown; accepted: Array<{ name: string; bytes: number; lines: number }> };
 }
 
 /**
  * Publishes what `capture` accepted. A call that ended abnormally
  * (`ended: false`) before producing anything publishes nothing: there is
- * nothing to retain, so no empty artifacts. On failure the capture is
- * discarded, the pin released, and the error thrown (the call turns it into
- * EDISK).
+ * nothing to retain, so no empty artifacts. After a failed write the
+ * output holds what reached the disk, and `cut` says so (the call fails
+ * with that error). When nothing can be published the capture is
+ * discarded, the pin released, and the error thrown (the call turns it
+ * into EDISK).
  */
 export async function publishAccepted(
   capture: Capture | PageCapture,
@@ -47,11 +51,10 @@ export async function publishAccepted(
   }
   let pin: Pin | undefined;
   try {
-    const writeError = capture.writeError;
-    if (writeError !== undefined) throw writeError;
     pin = await store.pin();
     const captured = await capture.publish(pin);
-    return { output: captured.ref, model: renderModelView(captured.view), pin };
+    const cut = captured.cut ? { cut: captured.cut } : {};
+    return { output: captured.ref, model: renderModelView(captured.view), pin, ...cut };
   } catch (err) {
     await capture.discard();
     await pin?.release();

@@ -187,6 +187,11 @@ export interface IncompleteCallInfo {
   streams: Array<{ name: string; bytes: number; lines: number }>;
   /** True when the tool wrote output but none of it could be kept (a disk error): the display must not claim any. */
   lost?: boolean;
+  /**
+   * What each stream accepted, in the order of `streams`, when only a prefix
+   * of it could be stored (a full disk): the display says both.
+   */
+  accepted?: Array<{ name: string; bytes: number; lines: number }>;
   /** Why it ended (an error message, "cancelled by the user", ...). */
   reason: string;
 }
@@ -222,6 +227,14 @@ function captured(s: { name: string; bytes: number; lines: number }): string {
   return `${name} ${formatBytes(s.bytes)} in ${plural(s.lines, 'line', 'lines')}`;
 }
 
+/** A stream's kept prefix, with what it accepted when that was more. */
+function keptOf(s: { name: string; bytes: number; lines: number }, accepted: { bytes: number } | undefined): string {
+  const kept = captured(s);
+  return accepted !== undefined && accepted.bytes > s.bytes
+    ? `${kept} of ${formatBytes(accepted.bytes)} accepted`
+    : kept;
+}
+
 /**
  * The display of a call that failed or was cancelled: what ran, how long it
  * ran, what was captured before it ended, and why it ended. The captured
@@ -232,6 +245,9 @@ function captured(s: { name: string; bytes: number; lines: number }): string {
  * Reason: exit status 2
  * Captured (incomplete): stdout 1.2 KiB in 12 lines, stderr empty
  * ```
+ *
+ * When the disk filled, the last line says what was kept of what was accepted:
+ * `Kept (incomplete): stdout 19.9 MiB in 1 line of 21.3 MiB accepted, stderr empty; the rest could not be stored`.
  */
 export function incompleteDisplay(info: IncompleteCallInfo): string {
   const verb = info.status === 'cancelled' ? 'was cancelled' : 'failed';
@@ -242,10 +258,13 @@ export function incompleteDisplay(info: IncompleteCallInfo): string {
   const reasonText = clip(info.reason.trim(), MAX_REASON_CHARS) || 'no reason given';
   const reason = `Reason: ${reasonText.replace(/\r?\n/g, '\n  ')}`;
   const total = info.streams.reduce((n, s) => n + s.bytes, 0);
+  const accepted = info.accepted;
   const what = info.lost
     ? 'Kept: nothing (the output could not be stored)'
-    : total === 0
-      ? 'Captured: nothing'
-      : `Captured (incomplete): ${info.streams.map(captured).join(', ')}`;
+    : accepted !== undefined
+      ? `Kept (incomplete): ${info.streams.map((s, i) => keptOf(s, accepted[i])).join(', ')}; the rest could not be stored`
+      : total === 0
+        ? 'Captured: nothing'
+        : `Captured (incomplete): ${info.streams.map(captured).join(', ')}`;
   return `${head}\n${reason}\n${what}`;
 }

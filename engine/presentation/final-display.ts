@@ -21,6 +21,8 @@ export interface FinalDisplayFacts {
   output: OutputRef | null;
   /** True when the tool wrote output but none of it could be kept. */
   lost: boolean;
+  /** What each stream accepted, when the output holds only the prefix that could be stored. */
+  accepted?: Array<{ name: string; bytes: number; lines: number }> | undefined;
   /** The call's arguments (their command, for a shell tool, says what the call was doing). */
   args: unknown;
 }
@@ -40,6 +42,7 @@ export function finalDisplay(f: FinalDisplayFacts): string {
     durationMs: f.durationMs,
     streams,
     lost: f.lost,
+    ...(f.accepted ? { accepted: f.accepted } : {}),
     reason: f.reason,
     summary: summarizeArgs(f.args),
   });

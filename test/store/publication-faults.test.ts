@@ -147,7 +147,7 @@ describe('faults at every step of a publication', () => {
       io.clearLog();
       const dry = await engine.run(scenario.tool, argsFor(), { session: `dry-${tag()}` });
       expect(dry).toMatchObject({ status: 'success', complete: true });
-      const ops = io.log.filter((r) => r.role !== 'other');
+      const ops = io.log.filter((r) => r.role !== 'other' && r.role !== 'reserve');
       // A new output is fsynced before it is placed; a deduplicated one writes no durable second copy.
       expect(ops.some((r) => r.op === 'fsync' && r.role === 'capture')).toBe(!scenario.dedup);
       expect(ops.some((r) => r.op === 'datasync' && r.role === 'log')).toBe(true);
@@ -192,6 +192,15 @@ describe('faults at every step of a publication', () => {
             });
             if (isRecordStep(inj, ops)) {
               // Outputs were published before the record failed: they stay valid (orphans until GC).
+              await expectPublished(engine, r.output);
+            } else if (r.output !== null && inj.role === 'capture') {
+              // One stream's capture file failed, another's was kept: published, with fewer bytes than
+              // were accepted, and the error saying what was.
+              const accepted = (r.error?.details as { accepted?: Array<{ bytes: number }> } | undefined)?.accepted;
+              const acceptedBytes = (accepted ?? []).reduce((n, a) => n + a.bytes, 0);
+              const kept = r.output.kind === 'streams' ? r.output.streams.reduce((n, st) => n + st.bytes, 0) : -1;
+              expect(kept, context).toBeGreaterThan(0);
+              expect(kept, context).toBeLessThan(acceptedBytes);
               await expectPublished(engine, r.output);
             } else {
               expect(r.output, context).toBeNull();

@@ -26,16 +26,30 @@ async function publishChunks(store: Store): Promise<unknown> {
 
 type Case = [label: string, errno: string, io: () => Partial<StoreIO>, blobLeft: boolean];
 
+/**
+ * Fails the `n`th `op` with `errno`. Operations on the store's reserve
+ * (store/space-reserve.ts, made in the background by the first capture
+ * file) are not counted: the faults here are the publication's own.
+ */
 function failNth<K extends keyof StoreIO>(op: K, n: number, errno: string, syscall: string): () => Partial<StoreIO> {
   return () => {
     let calls = 0;
+    const reserve = new WeakSet<StoreFile>();
     const real = realIO[op] as (...a: unknown[]) => Promise<unknown>;
+    const onReserve = (args: unknown[]) =>
+      (typeof args[0] === 'string' && args[0].endsWith('/reserve')) || reserve.has(args[0] as StoreFile);
     const wrapped = (...args: unknown[]) => {
-      calls++;
-      if (calls === n) return Promise.reject(fsError(errno, syscall));
+      if (!onReserve(args) && ++calls === n) return Promise.reject(fsError(errno, syscall));
       return real(...args);
     };
-    return { [op]: wrapped } as Partial<StoreIO>;
+    const open = async (path: string, flags: number, mode?: number) => {
+      const fh = await (op === 'open'
+        ? (wrapped(path, flags, mode) as Promise<StoreFile>)
+        : realIO.open(path, flags, mode));
+      if (path.endsWith('/reserve')) reserve.add(fh);
+      return fh;
+    };
+    return { [op]: wrapped, open } as Partial<StoreIO>;
   };
 }
 

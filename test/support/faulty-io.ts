@@ -37,6 +37,7 @@ export type Role =
   | 'pack' // packs/<pid>-<rand>.pack
   | 'pack-index' // packs/<pid>-<rand>.idx
   | 'packs-dir' // packs
+  | 'reserve' // reserve (store/space-reserve.ts)
   | 'other';
 
 /** One recorded operation. */
@@ -120,6 +121,8 @@ export function roleOf(root: string, path: string): Role {
   const [top, second, third] = rel;
   if (rel[0] === '..' || rel.length === 0) return 'other';
   switch (top) {
+    case 'reserve':
+      return rel.length === 1 ? 'reserve' : 'other';
     case 'tmp':
       if (second?.endsWith('.idx')) return 'index-tmp';
       return second === undefined ? 'other' : 'capture';
