@@ -61,7 +61,7 @@ export interface Machine {
 export interface Stamp {
   /** UTC, ISO 8601, when the benchmark ended. */
   date: string;
-  /** `git rev-parse --short HEAD` of the tree measured, `-dirty` when it had uncommitted changes. */
+  /** `git rev-parse --short HEAD` of the tree measured, `-dirty` when it had uncommitted changes ({@link commitOf}). */
   commit: string;
   node: string;
   machine: Machine;
@@ -82,12 +82,23 @@ export type BenchResult = Stamp & {
   [figure: string]: unknown;
 };
 
-/** The commit measured: results files themselves do not make the tree dirty. */
+/**
+ * The commit measured. What a benchmark run writes itself (the results
+ * files and the table in docs/benchmarks.md) does not make the tree dirty.
+ */
 export function commitOf(root = ROOT): string {
   try {
     const git = (...args: string[]) => execFileSync('git', args, { cwd: root, encoding: 'utf8' }).trim();
     const head = git('rev-parse', '--short', 'HEAD');
-    const changes = git('status', '--porcelain', '--untracked-files=no', '--', '.', ':(exclude)bench/results');
+    const changes = git(
+      'status',
+      '--porcelain',
+      '--untracked-files=no',
+      '--',
+      '.',
+      ':(exclude)bench/results',
+      ':(exclude)docs/benchmarks.md',
+    );
     return changes === '' ? head : `${head}-dirty`;
   } catch {
     return 'unknown';
