@@ -8,6 +8,7 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { distPath } from '../engine/pool/dist-paths.js';
+import { passes, target } from './targets.js';
 import { envInt, median, report } from './util.js';
 
 const CALLS = envInt('SLUICE_BENCH_CALLS', 20000);
@@ -59,6 +60,18 @@ for (let i = 0; i < 3; i++) {
 const none = median(runs.none);
 const fresh = median(runs.fresh);
 const shared = median(runs.shared);
+// The engine multiplexes one port per worker (engine/protocol/messages.ts): it has to be the faster transport.
+const targets = [
+  target(
+    'channel.shared-port',
+    'one long-lived port per worker ≥ 1.0× the calls/s of a fresh MessageChannel per call',
+    shared / fresh,
+    '>=',
+    1,
+    'x',
+    2,
+  ),
+];
 report({
   bench: 'channel',
   calls: CALLS,
@@ -69,4 +82,6 @@ report({
   sharedVsFresh: Math.round((shared / fresh) * 100) / 100,
   sharedVsBare: Math.round((shared / none) * 100) / 100,
   choice: shared >= fresh ? 'shared port per worker' : 'fresh channel per call',
+  targets,
+  pass: passes(targets),
 });

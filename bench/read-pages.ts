@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { MAX_PAGE_LINES } from '../store/pages.js';
 import { Store } from '../store/store.js';
+import { check, passes, target } from './targets.js';
 import { envInt, generatedChunks, median, report, tempDir, withPeakRss } from './util.js';
 
 const BYTES = envInt('SLUICE_BENCH_READ_BYTES', 1024 ** 3);
@@ -161,6 +162,18 @@ async function main(): Promise<void> {
     const lastPageMs = median(lastMs);
     const ratio = Math.round((lastPageMs / firstPageMs) * 1000) / 1000;
     const indexBytes = (await fsp.stat(reader.layout.indexPath(blob.digest)).catch(() => undefined))?.size ?? 0;
+    const targets = [
+      target('read-pages.last-page', 'last page of a 1 GiB artifact ≤ 3× its first page', ratio, '<=', 3, 'x'),
+      target(
+        'read-pages.memory',
+        `RSS growth reading the last page ≤ ${PAGE_MEMORY_FACTOR}× the page + ${READ_BUFFER_ALLOWANCE / 1024 / 1024} MiB`,
+        peakGrowth,
+        '<=',
+        memoryBound,
+        'bytes',
+      ),
+      check('read-pages.content', 'the last page equals a scan from the start', naiveMatches),
+    ];
     report({
       bench: 'read-pages',
       bytes: blob.bytes,
@@ -180,8 +193,8 @@ async function main(): Promise<void> {
       lastPageRssGrowthBytes: peakGrowth,
       lastPageMemoryBoundBytes: memoryBound,
       naiveMatches,
-      target: `lastPageMs <= 3x firstPageMs; last-page RSS growth <= ${PAGE_MEMORY_FACTOR}x the page + ${READ_BUFFER_ALLOWANCE / 1024 / 1024} MiB`,
-      pass: ratio <= 3 && naiveMatches && peakGrowth <= memoryBound,
+      targets,
+      pass: passes(targets),
     });
   } finally {
     tmp.remove();

@@ -13,6 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { searchArtifact } from '../store/search.js';
 import { Store } from '../store/store.js';
+import { check, passes, target } from './targets.js';
 import { envInt, generatedChunks, median, report, tempDir, withPeakRss } from './util.js';
 
 const BYTES = envInt('SLUICE_BENCH_SEARCH_BYTES', 1024 ** 3);
@@ -98,6 +99,34 @@ async function main(): Promise<void> {
     }
     const lit = figures.literal as NonNullable<(typeof figures)['literal']>;
     const re = figures.regex as NonNullable<(typeof figures)['regex']>;
+    const targets = [
+      target(
+        'search.literal',
+        `literal search of a 1 GiB artifact ≤ ${LITERAL_RATIO}× grep -c`,
+        lit.ratio,
+        '<=',
+        LITERAL_RATIO,
+        'x',
+      ),
+      target(
+        'search.regex',
+        `regex search of a 1 GiB artifact ≤ ${REGEX_RATIO}× grep -c`,
+        re.ratio,
+        '<=',
+        REGEX_RATIO,
+        'x',
+      ),
+      target(
+        'search.rss',
+        `RSS growth while searching < ${GROWTH_BOUND / 1024 / 1024} MiB`,
+        Math.max(lit.growth, re.growth) / 1024 / 1024,
+        '<',
+        GROWTH_BOUND / 1024 / 1024,
+        'MiB',
+        1,
+      ),
+      check('search.counts', 'match counts equal grep -c', lit.same && re.same),
+    ];
     report({
       bench: 'search',
       bytes: blob.bytes,
@@ -112,13 +141,8 @@ async function main(): Promise<void> {
       literalRssGrowthBytes: lit.growth,
       regexRssGrowthBytes: re.growth,
       sameCounts: lit.same && re.same,
-      target: `literal <= ${LITERAL_RATIO}x grep -c, regex <= ${REGEX_RATIO}x grep -c, RSS growth < ${GROWTH_BOUND / 1024 / 1024} MiB, counts equal to grep -c`,
-      pass:
-        lit.same &&
-        re.same &&
-        lit.ratio <= LITERAL_RATIO &&
-        re.ratio <= REGEX_RATIO &&
-        Math.max(lit.growth, re.growth) < GROWTH_BOUND,
+      targets,
+      pass: passes(targets),
     });
   } finally {
     tmp.remove();

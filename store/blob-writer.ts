@@ -44,7 +44,7 @@ const MAX_BATCH_CHUNKS = 512;
  * Start an fdatasync in the background after this many bytes. A capture is
  * CPU-bound well below what the disk takes, so flushing while it runs leaves
  * the final fsync (which the publication waits for) little to do; without it
- * a 1 GiB capture ends with seconds of writeback (docs/benchmarks.md).
+ * a 1 GiB capture ends with seconds of writeback (docs/benchmarks.md, "Capture").
  */
 const WRITEBACK_EVERY_BYTES = 32 * 1024 * 1024;
 
@@ -317,8 +317,8 @@ export class BlobWriter {
       this.filePath = undefined;
       // Closed off the call's path: a close waits for the background fdatasync in flight, whose
       // bytes nobody needs now (it still finishes; the kernel drops the unlinked file's other dirty
-      // pages at its last close). With 16 calls of one output at once, 15 used to wait 0.25-0.45 s
-      // here (docs/benchmarks.md).
+      // pages at its last close). With 16 calls of one output at once, 15 would wait 0.25-0.45 s
+      // each here.
       const copy = this.file;
       this.file = undefined;
       void copy?.close().catch(() => {});

@@ -4,9 +4,10 @@
  * Every publication renames a blob into one of 256 shard directories and must
  * then fsync that directory. Opening and closing it each time triples the
  * thread-pool round trips of that step, and on a small machine each round trip
- * costs the main thread far more than the syscall (docs/benchmarks.md). So a
- * store keeps the descriptors of the shard directories it published into open
- * while it is open: at most 256, one per shard. Both the open and the fsync go
+ * costs the main thread far more than the syscall (docs/benchmarks.md,
+ * "Per-call overhead"). So a store keeps the descriptors of the shard
+ * directories it published into open while it is open: at most 256, one per
+ * shard. Both the open and the fsync go
  * through the store's {@link StoreIO} (`open`, then `fsync` of the directory's
  * descriptor), so fault injection reaches this path like any other.
  *

@@ -5,7 +5,7 @@
  * FileHandle operation costs it about three times the callback one (promise
  * request objects, handle bookkeeping and a close that goes through both):
  * measured 135 vs 47 µs of main-thread time per open+write+close
- * (docs/benchmarks.md). Every method still runs on libuv's thread pool.
+ * (docs/benchmarks.md, "Per-call overhead"). Every method still runs on libuv's thread pool.
  */
 import {
   type BigIntStats,

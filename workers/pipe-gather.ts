@@ -39,11 +39,9 @@ const MAX_PARTS = 64;
  * its own, uncopied: a pipe read's buffer is exactly the read. With one
  * fast producer reads are mostly 16-25 KiB and still gathered; with 16
  * calls sharing two threads they are 32-64 KiB, and copying those into
- * sixteen 256 KiB gathering buffers (as the gatherer then had; 4 MiB, past
- * the cache) cost more than
- * the extra messages: 16 x 128 MiB used 4.2-4.9 s of the engine's CPU
- * instead of 5.3-6.5 s at half the message size (docs/benchmarks.md,
- * "Eighth session").
+ * sixteen 256 KiB gathering buffers (4 MiB, past the cache) costs more
+ * than the extra messages: 16 x 128 MiB use 4.2-4.9 s of the engine's CPU
+ * this way, 5.3-6.5 s gathered (docs/benchmarks.md, "Concurrent captures").
  */
 const HAND_OVER_READ_BYTES = 32 * 1024;
 
@@ -150,8 +148,9 @@ export class PipeGather {
     if (n === 0 || this.dst.destroyed || this.dst.writableEnded) return true;
     // One read goes as it is: a pipe read's buffer is exactly the read, so it moves uncopied. Several
     // are copied once, into a buffer of exactly their size, which moves. (A buffer of the message's
-    // size, allocated for the first byte, made every small call allocate 256 KiB per stream: external
-    // memory that started a Mark-Compact in each worker every ~80 calls, docs/benchmarks.md.)
+    // size, allocated for the first byte, would make every small call allocate 256 KiB per stream:
+    // external memory that starts a Mark-Compact in each worker every ~80 calls; docs/benchmarks.md,
+    // "Small calls and spawning".)
     if (parts.length === 1) return this.dst.write(handOver(parts[0] as Buffer));
     const buf = Buffer.allocUnsafeSlow(n);
     let at = 0;

@@ -6,7 +6,7 @@
 # that is ~0.4 ms of the helper's CPU and ~0.8 ms of the child's per spawn;
 # posix_spawn (glibc: clone with CLONE_VM|CLONE_VFORK) shares the address
 # space until exec and costs ~0.035 ms whatever the size (docs/benchmarks.md,
-# "Tenth session"). Python's os.posix_spawn is that call.
+# "Small calls and spawning"). Python's os.posix_spawn is that call.
 #
 # The protocol is the Node helper's, over the Node IPC channel the worker
 # opened (fd NODE_CHANNEL_FD, one JSON document per line): in

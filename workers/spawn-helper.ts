@@ -8,8 +8,8 @@
  * from an 854 MiB one; an engine with its worker threads is 180 MiB or more,
  * and 1,000 concurrent `sleep 5` calls spent 4 s per worker thread inside
  * `spawn`. This process stays at the size of a bare Node, so each spawn
- * costs what it costs from a small process (docs/benchmarks.md, "Harness
- * scale").
+ * costs what it costs from a small process (docs/benchmarks.md, "Small
+ * calls and spawning").
  *
  * Protocol (Node's IPC channel, JSON): the worker sends `{ t: 'env', env }`
  * once, first (the tools' environment: this process's own came through sh,

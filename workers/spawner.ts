@@ -15,8 +15,8 @@
  * `SLUICE_SPAWN_PYTHON`), the helper is workers/spawn-helper.py, which
  * starts processes with posix_spawn: no page tables copied at all, so a
  * spawn costs its CPU a tenth of a fork from a bare Node and the tool
- * process no copy to tear down at exec (docs/benchmarks.md, "Tenth
- * session"). Otherwise (or when that one cannot run) it is the Node helper,
+ * process no copy to tear down at exec (docs/benchmarks.md, "Small calls
+ * and spawning"). Otherwise (or when that one cannot run) it is the Node helper,
  * workers/spawn-helper.ts. `SLUICE_SPAWN_PYTHON=` (empty) picks the Node one.
  *
  * `SLUICE_SPAWN_HELPER=0` in the engine's environment turns the helper off

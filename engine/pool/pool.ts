@@ -68,7 +68,7 @@ export function defaultPoolOptions(): PoolOptions {
     concurrency: Math.max(16, cores * 2),
     // One core is left to the main thread, which captures every call's output: on this project's
     // 2-core machine one worker thread used ~10% less CPU than two for small bash calls, no-op
-    // calls and 16 concurrent captures alike, and each was as fast or faster (docs/benchmarks.md).
+    // calls and 16 concurrent captures alike, and each was as fast or faster (docs/benchmarks.md, "Small calls and spawning").
     threads: Math.max(1, cores - 1),
     callsPerThread: 256,
     minThreads: 1,

@@ -9,7 +9,7 @@
  * Largest chunk on the wire; larger writes are split (anywhere: chunks are bytes).
  * A worker sends writes that queued up behind a credit wait as one message,
  * up to a quarter of its call's window (capped here): fewer, larger messages
- * cost both threads less (docs/benchmarks.md). Version 1 allowed 64 KiB.
+ * cost both threads less (docs/benchmarks.md, "Capture"). Version 1 allowed 64 KiB.
  */
 export const MAX_CHUNK_BYTES = 256 * 1024;
 

@@ -6,7 +6,7 @@
  * Transport: each worker thread owns one MessagePort to the main thread for
  * its whole life (multiplexed: every message carries the call id), because a
  * fresh MessageChannel per call costs several times a whole no-op call (see
- * bench/channel.ts and docs/benchmarks.md). Tasks themselves go through
+ * bench/channel.ts and docs/benchmarks.md, "Per-call overhead"). Tasks themselves go through
  * piscina.
  *
  * Data plane: `chunk`, `display` and `text` messages spend credit, in bytes, from a

@@ -7,7 +7,7 @@
  * (engine/protocol/zod-cache.ts): zod's ~95 module files cost a cold thread
  * about twice the time one file with the same code does, and the cache takes
  * another ~15-40 ms off each thread a cold start waits for
- * (docs/benchmarks.md, target 6). Compiled by `tsc` alone it stays a plain
+ * (docs/benchmarks.md, "Cold start"). Compiled by `tsc` alone it stays a plain
  * re-export: slower, never wrong.
  */
 import { z } from 'zod';

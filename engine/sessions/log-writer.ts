@@ -10,7 +10,7 @@
  *
  * A line that need not be durable (`call.started`) waits behind a batch's
  * fsync too. Writing such lines while the fsync runs was built and measured
- * (docs/benchmarks.md, "Seventh session"): batches got smaller, costing
+ * (docs/benchmarks.md, "Session log writes"): batches got smaller, costing
  * about 0.6 more writes, 0.14 more fdatasyncs and 2 more futex calls per
  * recorded call, for no measurable throughput on a 2-core host, where CPU
  * is the limit.

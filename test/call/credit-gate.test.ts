@@ -4,7 +4,8 @@
  * and closing fails waiters and later acquires with ECANCELLED (or the reason
  * given). The closing error is made only when something needs it: every call
  * closes its gate, and building an error per call was ~1.6% of the workers'
- * CPU in the overhead benchmark's profile (docs/benchmarks.md).
+ * CPU in the overhead benchmark's profile (docs/benchmarks.md, "Per-call
+ * overhead").
  */
 import { describe, expect, it } from 'vitest';
 import { CreditGate } from '../../workers/credit.js';

@@ -1,6 +1,6 @@
 /**
  * What a starting worker loads before its first call is on the critical path
- * of every engine's first call (docs/benchmarks.md, target 6). messages.ts
+ * of every engine's first call (docs/benchmarks.md, "Cold start"). messages.ts
  * builds the wire schemas when it loads (~10 ms of zod per worker), and only
  * the main thread uses them, so the worker's start path takes values from
  * the light limits.ts and port.ts and only types from messages.ts; and it
