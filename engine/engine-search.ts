@@ -16,7 +16,7 @@ export const SEARCH_TOOL = 'grep';
 
 /** Options of `Engine.search`: what to match and which page, plus the ordinary call options. */
 export interface SearchOptions extends Omit<CallOptions, 'callId' | 'preview'> {
-  /** Treat the pattern as a JavaScript regular expression (matched within one line). @default false */
+  /** Treat the pattern as a regular expression: RE2 syntax, matched within one line in linear time. @default false */
   regex?: boolean;
   /** Ignore letter case. @default false */
   ignoreCase?: boolean;

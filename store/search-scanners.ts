@@ -1,8 +1,9 @@
 /**
  * The two ways a search reads one 1 MiB read of a blob: as bytes (a literal,
  * case-sensitive pattern, found with memchr-fast `indexOf`) or as text (a
- * regular expression or a case-insensitive search), behind one interface so
- * the search's line bookkeeping (store/search.ts) is written once.
+ * regular expression or a case-insensitive search, store/search-regex.ts),
+ * behind one interface so the search's line bookkeeping (store/search.ts) is
+ * written once.
  */
 import { detachString, utf8PrefixEnd } from '../engine/protocol/text.js';
 
@@ -38,15 +39,25 @@ function cutText(text: string, storedBytes: number): { text: string; cut?: numbe
   return { text: text.slice(0, end), cut: storedBytes };
 }
 
-export function byteScanner(buf: Buffer, len: number, needle: Buffer): Scanner {
+/**
+ * Candidates are the places `needle` occurs. With `line`, a regular
+ * expression every match of which contains the needle (store/search-regex.ts),
+ * a candidate's line is decoded and tested; without it the needle is the
+ * pattern.
+ */
+export function byteScanner(buf: Buffer, len: number, needle: Buffer, line?: (text: string) => boolean): Scanner {
+  const has = (start: number, end: number) => buf.subarray(start, end).indexOf(needle) !== -1;
+  const matches = line
+    ? (start: number, end: number) => has(start, end) && line(buf.toString('utf8', start, end))
+    : has;
   return {
     length: len,
     find: (from) => {
       const at = buf.indexOf(needle, from);
       return at === -1 || at + needle.length > len ? -1 : at;
     },
-    test: () => true,
-    matchLine: (start, end) => buf.subarray(start, end).indexOf(needle) !== -1,
+    test: line ? (start, end) => line(buf.toString('utf8', start, end)) : () => true,
+    matchLine: matches,
     next: (from) => {
       const at = buf.indexOf(LF, from);
       return at === -1 || at >= len ? -1 : at;
@@ -61,16 +72,13 @@ export function byteScanner(buf: Buffer, len: number, needle: Buffer): Scanner {
   };
 }
 
-export function textScanner(text: string, re: RegExp, line: RegExp): Scanner {
+/**
+ * The line bookkeeping of a read decoded to text (a regular expression or a
+ * case-insensitive search); store/search-regex.ts adds the matching.
+ */
+export function textLines(text: string): Omit<Scanner, 'find' | 'test' | 'matchLine'> {
   return {
     length: text.length,
-    find: (from) => {
-      re.lastIndex = from;
-      const m = re.exec(text);
-      return m ? m.index : -1;
-    },
-    test: (start, end) => line.test(text.slice(start, end)),
-    matchLine: (start, end) => line.test(text.slice(start, end)),
     next: (from) => text.indexOf('\n', from),
     prev: (before) => (before <= 0 ? -1 : text.lastIndexOf('\n', before - 1)),
     text: (start, end) => {

@@ -7,14 +7,23 @@
  * at its `offset` through the line index, not by rescanning from the start.
  *
  * A literal, case-sensitive pattern is searched in the bytes (memchr-fast);
- * a regular expression or a case-insensitive search runs on each read's
- * text. Either way a match is reported once per line, and a regular
- * expression only matches within one line (as grep's do).
+ * a regular expression (RE2 syntax, linear time: store/search-regex.ts) or
+ * a case-insensitive search runs on each read's text. Either way a match is
+ * reported once per line, and a regular expression only matches within one
+ * line (as grep's do).
+ *
+ * A page's work is bounded ({@link SEARCH_WORK_BUDGET}): bytes searched
+ * times the pattern's cost per byte. A page that would pass it ends where it
+ * got to: with its matches and `nextOffset` there, or, with none found yet,
+ * ERESOURCELIMIT carrying that offset. And a regular expression's text is
+ * searched in pieces with a turn of the event loop between them, so the
+ * other calls on the thread go on.
  */
-import { BadArgumentsError, IntegrityError } from '../engine/protocol/errors.js';
+import { BadArgumentsError, IntegrityError, ResourceLimitError } from '../engine/protocol/errors.js';
 import { openVerifiedBlob, type VerifiedBlob } from './integrity.js';
 import { lineStartByte, MAX_PAGE_BYTES, resolveArtifact } from './pages.js';
-import { byteScanner, countLf, textScanner } from './search-scanners.js';
+import { compileLinePattern, type LinePattern, literalPattern, regexScanner } from './search-regex.js';
+import { byteScanner, countLf } from './search-scanners.js';
 import type { Store } from './store.js';
 
 /** Most matches in one page. */
@@ -28,12 +37,20 @@ export { MAX_SHOWN_LINE_BYTES } from './search-scanners.js';
 export const SEARCH_LINE_WINDOW = 1024 * 1024;
 const READ_BYTES = 1024 * 1024;
 const LF = 0x0a;
+/**
+ * Work one page may do: bytes searched times the pattern's cost per byte
+ * (1 for a literal, the program's size over 4 for a regular expression):
+ * 16 GiB of text for a literal, 4 GiB for a regex of 16 instructions.
+ */
+export const SEARCH_WORK_BUDGET = 2 ** 34;
+/** Work between turns of the event loop while a regular expression is searched (about 1 MiB of a cost-1 pattern). */
+const SLICE_WORK = 1024 * 1024;
 
 /** What to search for, and which page of results. */
 export interface SearchOptions {
   /** The text to find (a regular expression with `regex`). Non-empty. */
   pattern: string;
-  /** Treat `pattern` as a JavaScript regular expression. @default false */
+  /** Treat `pattern` as a regular expression (RE2 syntax: docs/read.md, "Pattern dialect"). @default false */
   regex?: boolean;
   /** Ignore letter case. @default false */
   ignoreCase?: boolean;
@@ -89,25 +106,34 @@ function count(name: string, v: number | undefined, min: number, max: number, df
   return v;
 }
 
-function compile(opts: SearchOptions): { needle?: Buffer; re?: RegExp; line?: RegExp } {
+/**
+ * What a search matches with: the bytes of a literal, a compiled line
+ * pattern, or both (a pattern whose matches all contain the literal: its
+ * candidates are found in the bytes, and only their lines are decoded).
+ */
+type Matcher = { needle: Buffer; pattern?: LinePattern } | { needle?: Buffer; pattern: LinePattern };
+
+function compile(opts: SearchOptions): Matcher {
   if (typeof opts.pattern !== 'string' || opts.pattern.length === 0) {
     throw new BadArgumentsError('pattern must be a non-empty string', { pattern: String(opts.pattern) });
   }
-  if (!opts.regex && !opts.ignoreCase) {
-    if (opts.pattern.includes('\n'))
-      throw new BadArgumentsError('a pattern cannot contain a newline (lines are searched one by one)');
-    return { needle: Buffer.from(opts.pattern, 'utf8') };
+  if (!opts.regex && opts.pattern.includes('\n')) {
+    throw new BadArgumentsError('a pattern cannot contain a newline (lines are searched one by one)');
   }
-  const source = opts.regex ? opts.pattern : opts.pattern.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-  const flags = `u${opts.ignoreCase ? 'i' : ''}`;
-  try {
-    // `m` on the whole read, so ^ and $ find line starts and ends; each candidate is then tested on its line alone.
-    return { re: new RegExp(source, `gm${flags}`), line: new RegExp(source, flags) };
-  } catch (err) {
-    throw new BadArgumentsError(`pattern is not a valid regular expression: ${(err as Error).message}`, {
-      pattern: opts.pattern,
-    });
-  }
+  if (!opts.regex && !opts.ignoreCase) return { needle: Buffer.from(opts.pattern, 'utf8') };
+  const ignoreCase = opts.ignoreCase === true;
+  const pattern = opts.regex ? compileLinePattern(opts.pattern, ignoreCase) : literalPattern(opts.pattern, ignoreCase);
+  return pattern.literal === undefined ? { pattern } : { pattern, needle: Buffer.from(pattern.literal, 'utf8') };
+}
+
+/** Work units per byte searched with `m`. */
+function costPerByte(m: Matcher): number {
+  return m.pattern ? m.pattern.costPerByte : 1;
+}
+
+/** A turn of the event loop: the thread's other calls (and I/O) run before the search goes on. */
+function yieldTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** Collects the page: context bookkeeping, gaps, the match limit and the page's byte bound. */
@@ -201,10 +227,25 @@ async function scan(
   store: Store,
   blob: VerifiedBlob,
   offset: number,
-  m: { needle?: Buffer; re?: RegExp; line?: RegExp },
+  m: Matcher,
   page: Page,
   signal: AbortSignal | undefined,
 ): Promise<{ longLines: number; nextOffset: number | null }> {
+  const cost = costPerByte(m);
+  let work = 0;
+  /**
+   * Charges `bytes` of searching at `line` against the budget; false when the
+   * page must end there (it has matches), ERESOURCELIMIT when it has none.
+   */
+  const charge = (bytes: number, at: number): boolean => {
+    work += bytes * cost;
+    if (work <= SEARCH_WORK_BUDGET) return true;
+    if (page.matches > 0) return false;
+    throw new ResourceLimitError(
+      `the search used its work budget before finding a match; lines before ${at} were searched: continue with offset=${at}`,
+      { limit: 'searchWork', budget: SEARCH_WORK_BUDGET, offset: at },
+    );
+  };
   // One buffer for the whole pass: the unfinished line carried over, then the next read after it.
   const buf = Buffer.allocUnsafe(SEARCH_LINE_WINDOW + READ_BYTES);
   let position = await lineStartByte(store, blob, offset);
@@ -234,19 +275,29 @@ async function scan(
     const lastNl = buf.lastIndexOf(LF, end - 1);
     // Complete lines: up to the last newline, or everything at the end of the blob.
     const complete = atEof ? end : lastNl >= start ? lastNl + 1 : start;
-    if (complete > start) {
-      const chunk = buf.subarray(start, complete);
-      const r = searchChunk(chunk, line, m, page);
+    // A regular expression's text goes in slices of about SLICE_WORK, each ending at a newline.
+    const slice = m.pattern ? Math.max(4096, Math.floor(SLICE_WORK / cost)) : complete - start;
+    while (complete > start) {
+      const nl = start + slice >= complete ? complete - 1 : buf.indexOf(LF, start + slice);
+      const stop = nl === -1 || nl >= complete ? complete : nl + 1;
+      if (!charge(stop - start, line)) return { longLines, nextOffset: line < blob.lines ? line : null };
+      const r = searchChunk(buf.subarray(start, stop), line, m, page);
       if (page.full || (page.matches >= page.limit && page.after === 0)) {
         return { longLines, nextOffset: nextAfter(page, r.lines + line, blob.lines) };
       }
       line += r.lines;
+      start = stop;
+      if (m.pattern && start < complete) {
+        await yieldTurn();
+        signal?.throwIfAborted();
+      }
     }
     if (atEof) return { longLines, nextOffset: null };
     const rest = end - complete;
     if (rest >= SEARCH_LINE_WINDOW) {
       // A line longer than the window: search its first part alone, then skip the rest of it.
       longLines++;
+      if (!charge(SEARCH_LINE_WINDOW, line)) return { longLines, nextOffset: line };
       const part = buf.subarray(complete, complete + SEARCH_LINE_WINDOW);
       searchChunk(part, line, m, page, true);
       if (page.full || (page.matches >= page.limit && page.after === 0)) {
@@ -273,17 +324,11 @@ function nextAfter(page: Page, scanned: number, total: number): number | null {
  * returns how many lines it held. `partial`: the chunk is the first part of
  * one long line (no newline in it).
  */
-function searchChunk(
-  chunk: Buffer,
-  base: number,
-  m: { needle?: Buffer; re?: RegExp; line?: RegExp },
-  page: Page,
-  partial = false,
-): { lines: number } {
-  const text = m.needle ? undefined : chunk.toString('utf8');
+function searchChunk(chunk: Buffer, base: number, m: Matcher, page: Page, partial = false): { lines: number } {
+  const line = m.pattern?.line;
   const s = m.needle
-    ? byteScanner(chunk, chunk.length, m.needle)
-    : textScanner(text as string, m.re as RegExp, m.line as RegExp);
+    ? byteScanner(chunk, chunk.length, m.needle, line && ((text) => line.test(text)))
+    : regexScanner(chunk.toString('utf8'), m.pattern as LinePattern);
   const endsWithLf = chunk[chunk.length - 1] === LF;
   // Line bookkeeping: the line holding position `cursor` is `cursorLine`.
   let cursor = 0;

@@ -91,7 +91,7 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinName, ToolDescription>> = {
   grep: {
     name: 'grep',
     description:
-      'Searches the stored output of an earlier tool call (an artifact), like grep -n. filePath is artifact://<digest> or artifact://<digest>/<stream> exactly as a truncation hint gives it. pattern is literal text unless regex is true (a JavaScript regular expression, matched within one line). Each result line is N:text for a match and N-text for a context line, N the zero-based line number: read(filePath, offset=N) reads from that line. When more matches follow, the output ends with a [More: grep(...)] line giving the exact call that continues.',
+      'Searches the stored output of an earlier tool call (an artifact), like grep -n. filePath is artifact://<digest> or artifact://<digest>/<stream> exactly as a truncation hint gives it. pattern is literal text unless regex is true (a regular expression in RE2 syntax, matched within one line: no backreferences or lookaround). Each result line is N:text for a match and N-text for a context line, N the zero-based line number: read(filePath, offset=N) reads from that line. When more matches follow, the output ends with a [More: grep(...)] line giving the exact call that continues.',
     output: {
       kind: 'single',
     },
@@ -112,7 +112,7 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinName, ToolDescription>> = {
           description: 'The text to find (a regular expression with regex: true)',
         },
         regex: {
-          description: 'Treat pattern as a JavaScript regular expression (default false)',
+          description: 'Treat pattern as a regular expression, RE2 syntax (default false)',
           type: 'boolean',
         },
         ignoreCase: {

@@ -23,7 +23,7 @@ const USAGE = `Usage: sluice grep <pattern> <artifact-uri> [--regex] [--ignore-c
 Searches the stored output of a tool call, like grep -n, with zero-based line
 numbers: each one is an --offset for sluice read (and an offset for read).
 
-  <pattern>         the text to find (a JavaScript regular expression with --regex)
+  <pattern>         the text to find (a regular expression, RE2 syntax, with --regex)
   <artifact-uri>    artifact://<digest> or artifact://<digest>/<stream>
   --regex           treat <pattern> as a regular expression, matched within one line
   --ignore-case     ignore letter case

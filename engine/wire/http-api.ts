@@ -237,7 +237,7 @@ export const HTTP_ENDPOINTS: readonly HttpEndpoint[] = [
     query: [
       { name: 'filePath', type: 'string', required: true, description: 'artifact://<digest>[/<stream>]' },
       { name: 'pattern', type: 'string', required: true, description: 'the text to find, or a regular expression' },
-      { name: 'regex', type: 'flag', description: 'true: `pattern` is a JavaScript regular expression' },
+      { name: 'regex', type: 'flag', description: 'true: `pattern` is a regular expression (RE2 syntax, linear time)' },
       { name: 'ignoreCase', type: 'flag', description: 'true: ignore letter case' },
       { name: 'context', type: 'count', description: 'lines of context before and after each match, 0 to 10' },
       { name: 'limit', type: 'count', description: 'most matches in the page, 1 to 1000 (default 100)' },

@@ -27,6 +27,7 @@ const CONSUMER_TREE = [
   '@napi-rs/nice-<platform>',
   'comlink',
   'piscina',
+  're2js',
   'sluice',
   'xxhash-wasm',
   'zod',
@@ -63,13 +64,13 @@ describe('installing the packed tarball into a new project', () => {
     await expect(fsp.stat(dir)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
-  it('installs sluice and its four runtime dependencies only: no MCP SDK, no web framework', async () => {
+  it('installs sluice and its five runtime dependencies only: no MCP SDK, no web framework', async () => {
     // The one prebuilt binary npm picks for this machine has the platform in its name.
     const tree = (await installedPackages(app)).map((p) =>
       p.replace(/^@napi-rs\/nice-.+$/, '@napi-rs/nice-<platform>'),
     );
     expect(tree).toEqual(CONSUMER_TREE);
-    expect(Object.keys(PACKAGE.dependencies).sort()).toEqual(['comlink', 'piscina', 'xxhash-wasm', 'zod']);
+    expect(Object.keys(PACKAGE.dependencies).sort()).toEqual(['comlink', 'piscina', 're2js', 'xxhash-wasm', 'zod']);
   });
 
   it('prints no install-script warning', () => {

@@ -52,7 +52,7 @@ export default defineTool({
   description: [
     'Searches the stored output of an earlier tool call (an artifact), like grep -n.',
     'filePath is artifact://<digest> or artifact://<digest>/<stream> exactly as a truncation hint gives it.',
-    'pattern is literal text unless regex is true (a JavaScript regular expression, matched within one line).',
+    'pattern is literal text unless regex is true (a regular expression in RE2 syntax, matched within one line: no backreferences or lookaround).',
     'Each result line is N:text for a match and N-text for a context line, N the zero-based line number:',
     'read(filePath, offset=N) reads from that line. When more matches follow, the output ends with a',
     '[More: grep(...)] line giving the exact call that continues.',
@@ -60,7 +60,7 @@ export default defineTool({
   args: z.object({
     filePath: z.string().min(1).describe('artifact://<digest> or artifact://<digest>/<stream>'),
     pattern: z.string().min(1).describe('The text to find (a regular expression with regex: true)'),
-    regex: z.boolean().optional().describe('Treat pattern as a JavaScript regular expression (default false)'),
+    regex: z.boolean().optional().describe('Treat pattern as a regular expression, RE2 syntax (default false)'),
     ignoreCase: z.boolean().optional().describe('Ignore letter case (default false)'),
     context: z
       .number()

@@ -1,0 +1,219 @@
+/**
+ * Regular expressions over stored output, in linear time. A pattern is RE2
+ * syntax (re2js, the pure-JavaScript port of RE2): it matches in time
+ * proportional to the text, whatever the pattern, so no pattern a model or a
+ * request sends can stall the thread it runs on (JavaScript's RegExp
+ * backtracks: `(a+)+$` on 40 `a`s and a `b` runs for minutes). What RE2
+ * leaves out, because it cannot be matched in linear time (backreferences,
+ * lookaround, atomic groups, possessive quantifiers), is EBADARGS naming
+ * the construct.
+ *
+ * The scanner finds matching lines in one read's text in blocks of lines:
+ * RE2's DFA tests a whole block (multi-line, so `^` and `$` hold at each
+ * line) and returns at its first match, and only a block that matches is
+ * tested line by line. A sparse pattern costs about one DFA pass over the
+ * text; a dense one about one test per line. A block match is a superset of
+ * its lines' matches (a match may cross a newline), never a subset, except
+ * for `\A` and `\z`, which hold only at a block's ends: a pattern with them
+ * is tested line by line throughout.
+ */
+import { RE2JS } from 're2js';
+import { BadArgumentsError } from '../engine/protocol/errors.js';
+import { type Scanner, textLines } from './search-scanners.js';
+
+/** A compiled pattern: the per-line matcher, and the block filter unless the pattern has `\A` or `\z`. */
+export interface LinePattern {
+  /**
+   * Text every match contains, when the pattern shows one plainly (see
+   * {@link requiredLiteral}): lines without it are never decoded or tested.
+   */
+  readonly literal: string | undefined;
+  /** Matches one line (its text without the `\n`). */
+  readonly line: RE2JS;
+  /** Multi-line, for a block of lines; undefined when blocks cannot be filtered. */
+  readonly block: RE2JS | undefined;
+  /**
+   * Work units per byte searched, for the search's budget: the program's
+   * size over 4 (at least 1), an upper bound of what RE2's NFA does per byte
+   * in its slowest case (its DFA usually does far less).
+   */
+  readonly costPerByte: number;
+}
+
+/** Programs larger than this (RE2 instructions) are refused: each byte could cost that many steps. */
+export const MAX_PROGRAM_SIZE = 20_000;
+
+/** Bytes of lines tested as one block (a block ends at the first newline after this many). */
+const BLOCK_BYTES = 16 * 1024;
+
+/** What the constructs RE2 refuses are, by the text of its error. */
+const UNSUPPORTED: Array<[RegExp, string]> = [
+  [/invalid escape sequence: `\\[1-9]`/, 'a backreference (\\1 to \\9)'],
+  [/invalid escape sequence: `\\k`/, 'a named backreference (\\k<name>)'],
+  [/unsupported Perl syntax: `\(\?[=!]`/, 'a lookahead ((?=…) or (?!…))'],
+  [/invalid named capture: `\(\?<[=!]/, 'a lookbehind ((?<=…) or (?<!…))'],
+  [/unsupported Perl syntax: `\(\?>`/, 'an atomic group ((?>…))'],
+  [/invalid nested repetition operator: `[*+?}]\+`/, 'a possessive quantifier (*+, ++, ?+)'],
+  [/invalid escape sequence: `\\u`/, 'a \\u escape (write \\x{263A}, or the character itself)'],
+];
+
+/**
+ * Compiles `source` (RE2 syntax) for line search. EBADARGS for a pattern RE2
+ * refuses, naming the unsupported construct when it is one, and for a
+ * program over {@link MAX_PROGRAM_SIZE}.
+ */
+export function compileLinePattern(source: string, ignoreCase: boolean): LinePattern {
+  const flags = ignoreCase ? RE2JS.CASE_INSENSITIVE : 0;
+  let line: RE2JS;
+  try {
+    line = RE2JS.compile(source, flags);
+  } catch (err) {
+    const message = (err as Error).message.replace(/^error parsing regexp: /, '');
+    const construct = UNSUPPORTED.find(([re]) => re.test(message))?.[1];
+    if (construct) {
+      throw new BadArgumentsError(
+        `the pattern uses ${construct}, which sluice's regular expressions do not support: they are RE2 syntax, matched in linear time (docs/read.md, "Pattern dialect")`,
+        { pattern: source, unsupported: construct },
+      );
+    }
+    throw new BadArgumentsError(`pattern is not a valid regular expression (RE2 syntax): ${message}`, {
+      pattern: source,
+    });
+  }
+  const size = line.programSize();
+  if (size > MAX_PROGRAM_SIZE) {
+    throw new BadArgumentsError(
+      `the pattern compiles to ${size} RE2 instructions, over the bound of ${MAX_PROGRAM_SIZE}: use fewer or smaller counted repetitions`,
+      { pattern: source, programSize: size, bound: MAX_PROGRAM_SIZE },
+    );
+  }
+  // `\A` and `\z` (and a backslash before an A or z that is itself escaped, which only costs speed).
+  const absolute = /\\[Az]/.test(source);
+  const block = absolute ? undefined : RE2JS.compile(source, flags | RE2JS.MULTILINE);
+  const literal = ignoreCase ? undefined : requiredLiteral(source);
+  return { line, block, literal, costPerByte: Math.max(1, Math.ceil(size / 4)) };
+}
+
+/** Characters that are themselves in RE2 syntax outside a class. */
+const PLAIN = /[^\\.+*?()|[\]{}^$]/;
+
+/**
+ * The longest run of literal text that every match of `source` contains,
+ * read off the pattern conservatively: only its top level (no `|` there;
+ * groups, classes and escapes other than an escaped punctuation character
+ * end a run and are skipped), and a character followed by a quantifier
+ * that allows zero (`*`, `?`, `{0,…}`) or that starts a counted repetition
+ * is not counted. Undefined when there is no run of 2 or more, or the
+ * pattern sets a flag (`(?i)`). A wrong answer could only be too short (a
+ * slower search), never text a match might lack.
+ */
+export function requiredLiteral(source: string): string | undefined {
+  if (source.includes('(?')) return undefined;
+  let best = '';
+  let run = '';
+  const end = () => {
+    if (run.length > best.length) best = run;
+    run = '';
+  };
+  let depth = 0;
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i] as string;
+    if (c === '\\') {
+      const n = source[i + 1];
+      if (n === undefined) return undefined;
+      i++;
+      if (depth === 0 && /[!-/:-@[-`{-~]/.test(n)) run += n;
+      else {
+        // \d, \x41, \p{L}, \Q…\E and the like: not followed through.
+        if (n === 'Q' || n === 'x' || n === 'p' || n === 'P') return best.length >= 2 ? best : undefined;
+        if (depth === 0) end();
+      }
+      continue;
+    }
+    if (c === '[') {
+      // A class: skipped to its closing bracket (a ']' first, or after '^', is a member).
+      end();
+      let j = i + 1;
+      if (source[j] === '^') j++;
+      if (source[j] === ']') j++;
+      for (; j < source.length && source[j] !== ']'; j++) if (source[j] === '\\') j++;
+      i = j;
+      continue;
+    }
+    if (c === '(') {
+      depth++;
+      end();
+      continue;
+    }
+    if (c === ')') {
+      depth--;
+      continue;
+    }
+    if (depth > 0) {
+      continue;
+    }
+    if (c === '|') return undefined;
+    if (c === '*' || c === '?' || c === '{' || c === '+') {
+      // The quantifier applies to the run's last character: `+` keeps it (at least one), the rest drop it
+      // (both halves of a surrogate pair: a lone half would be no text at all).
+      if (c !== '+') run = run.slice(0, /[\uD800-\uDBFF][\uDC00-\uDFFF]$/.test(run) ? -2 : -1);
+      end();
+      if (c === '{') while (i < source.length && source[i] !== '}') i++;
+      continue;
+    }
+    if (PLAIN.test(c)) run += c;
+    else end();
+  }
+  if (depth !== 0) return undefined;
+  end();
+  return best.length >= 2 ? best : undefined;
+}
+
+/** A pattern that matches `literal` exactly (a case-insensitive literal search). */
+export function literalPattern(literal: string, ignoreCase: boolean): LinePattern {
+  return compileLinePattern(RE2JS.quote(literal), ignoreCase);
+}
+
+/**
+ * A {@link Scanner} over one read's `text` whose candidates are the starts of
+ * matching lines (see the module comment), so the caller's test of the
+ * candidate's line is already answered.
+ */
+export function regexScanner(text: string, p: LinePattern): Scanner {
+  const base = textLines(text);
+  /** The line start `find` returned last, whose line is known to match. */
+  let found = -1;
+  const testLine = (start: number, end: number) => p.line.test(text.slice(start, end));
+  /** First matching line at or after `pos`, in `[pos, stop)` (line-aligned), or -1. */
+  const lineIn = (pos: number, stop: number): number => {
+    for (let s = pos; s < stop; ) {
+      const nl = text.indexOf('\n', s);
+      const e = nl === -1 || nl >= stop ? stop : nl;
+      if (testLine(s, e)) return s;
+      s = e + 1;
+    }
+    return -1;
+  };
+  return {
+    ...base,
+    find: (from) => {
+      // `from` may be inside a line (after-context): that line's match was already decided.
+      let pos = from === 0 || text.charCodeAt(from - 1) === 0x0a ? from : text.indexOf('\n', from) + 1 || text.length;
+      while (pos < text.length) {
+        const nl = text.indexOf('\n', Math.min(pos + BLOCK_BYTES, text.length));
+        const stop = nl === -1 ? text.length : nl + 1;
+        if (p.block === undefined || p.block.test(text.slice(pos, stop))) {
+          const at = lineIn(pos, stop);
+          if (at !== -1) {
+            found = at;
+            return at;
+          }
+        }
+        pos = stop;
+      }
+      return -1;
+    },
+    test: (start, end) => start === found || testLine(start, end),
+    matchLine: testLine,
+  };
+}
