@@ -148,7 +148,7 @@ describe('injected disk faults', () => {
     expect(r).toMatchObject({ status: 'failed', complete: false, output: null, error: { code: 'EDISK' } });
     expect(r.error?.details).toMatchObject({ errno });
     expect(r.model).toContain('EDISK');
-    // Nothing was kept, so the display claims nothing (it used to list the bytes it had captured).
+    // Nothing was kept, so the display claims nothing: no size of bytes that no artifact holds.
     expect(r.display).toMatch(/\nKept: nothing \(the output could not be stored\)$/);
     expect(r.display).not.toContain('Captured');
     await expectStoreClean(engine);

@@ -4,9 +4,9 @@
  * Anything else fails the call with EBADOUTPUT naming the stream, and
  * nothing of the full output is published as success.
  *
- * Regression: values that were not strings used to be skipped silently, so
- * `complete.full({ results: Buffer.from('x\n') })` ended `success, complete`
- * with `results` empty.
+ * Values that are not strings must not be skipped silently: otherwise
+ * `complete.full({ results: Buffer.from('x\n') })` would end `success,
+ * complete` with `results` empty.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeEngines, engineWith, expectStoreClean, readBlob, sha256 } from '../support/engines.js';

@@ -5,8 +5,8 @@
  * continuations rebuilds the line byte for byte. Reads deep inside a long
  * line cost O(page), because the line index knows where the line ends.
  *
- * Regression: a single 3,000,000-byte line used to fail every read with
- * ERESOURCELIMIT ("use a smaller limit", though limit=1 was the smallest).
+ * A single 3,000,000-byte line must not fail every read with ERESOURCELIMIT
+ * ("use a smaller limit", though limit=1 is the smallest).
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';

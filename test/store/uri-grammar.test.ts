@@ -82,7 +82,7 @@ describe('artifact URI grammar', () => {
   });
 
   it('dispatches any artifact-scheme string as an artifact URI, whatever its case, so it is never read as a path', () => {
-    // Regression: `ARTIFACT://...` used to fall through to filesystem reads as a relative path.
+    // `ARTIFACT://...` must never fall through to a filesystem read as a relative path.
     for (const s of [`artifact://${D}`, `ARTIFACT://${D}`, `Artifact://x`, 'artifact:x', 'artifact:']) {
       expect(isArtifactUri(s), s).toBe(true);
     }
