@@ -18,8 +18,14 @@ const { join } = require('node:path') as typeof import('node:path');
 
 type TaskFunction = (task: unknown) => Promise<unknown>;
 
-// Marked as a transpiled ES module, so a loader's interop hands over `default` as it is.
+// Marked as a transpiled ES module, so a loader's interop hands over `default` as it is. A failed load
+// becomes a task function that fails with that error: piscina would otherwise catch the rejection and
+// report every task as "No handler function exported", hiding why.
 Object.defineProperty(exports, '__esModule', { value: true });
 exports.default = import(pathToFileURL(join(__dirname, 'entry.js')).href).then(
   (m: { default: TaskFunction }) => m.default,
+  (err: unknown): TaskFunction =>
+    async () => {
+      throw err;
+    },
 );

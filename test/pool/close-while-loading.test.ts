@@ -7,6 +7,9 @@
  * (workers/entry-loader.cts).
  */
 import { execFile } from 'node:child_process';
+import { promises as fsp } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
@@ -50,6 +53,30 @@ describe('closing while the first thread loads', () => {
     });
     await w.terminate();
     expect(messages).toEqual([[true, true], 'function']);
+  });
+
+  it('an entry that cannot load fails each task with its own error, not a missing handler', async () => {
+    const dir = await fsp.mkdtemp(join(tmpdir(), 'sluice-loader-'));
+    try {
+      await fsp.copyFile(workerEntry(), join(dir, 'entry-loader.cjs'));
+      await fsp.writeFile(join(dir, 'entry.js'), "import './missing-module.js';\n");
+      const w = new Worker(
+        `const { parentPort } = require('node:worker_threads');
+         require(${JSON.stringify(join(dir, 'entry-loader.cjs'))}).default
+           .then((task) => task({}))
+           .catch((e) => parentPort.postMessage(String(e.code) + ' ' + e.message));`,
+        { eval: true },
+      );
+      const message = await new Promise<string>((resolve, reject) => {
+        w.on('message', resolve);
+        w.on('error', reject);
+      });
+      await w.terminate();
+      expect(message).toMatch(/^ERR_MODULE_NOT_FOUND Cannot find module '.*missing-module\.js'/);
+    } finally {
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
+    await expect(fsp.stat(dir)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   it('threads stopped at any point of loading the file piscina requires leave the process running', async () => {
