@@ -18,7 +18,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { DigestMismatchError, toSluiceError } from '../engine/protocol/errors.js';
 import { crashPoint } from './crash-point.js';
-import { StoreFile } from './file.js';
+import type { StoreFile } from './file.js';
 import { rememberWritten } from './integrity.js';
 import { writeAll } from './io.js';
 import { encodeIndexHeader, INDEX_HEADER_BYTES, INDEX_MIN_BLOB_BYTES, LineScanner } from './line-index.js';
@@ -76,6 +76,10 @@ export class BlobWriter {
   private syncedUpTo = 0;
   /** A background fdatasync failed: the kernel may have dropped written pages, so no prefix is known good. */
   private syncFailed = false;
+  /** This writer's ENOSPC made the store full: the store is told when it has published or aborted. */
+  private cut = false;
+  /** Spilling the line index failed: it is dropped (rebuilt on first read) instead of failing the blob. */
+  private indexLost = false;
   private writeback: Promise<void> | undefined;
   private readonly queue: Array<{ chunk: Uint8Array; resolve: () => void; reject: (e: unknown) => void }> = [];
   private flushing: Promise<void> | undefined;
@@ -162,11 +166,21 @@ export class BlobWriter {
           this.placement.beginWriteback()
         )
           this.startWriteback(fh);
-        if (this.scanner.pendingEntries >= INDEX_SPILL_ENTRIES) await this.spillIndex();
+        if (this.scanner.pendingEntries >= INDEX_SPILL_ENTRIES) {
+          // The index is a cache, rebuilt on first read: failing to write it never fails the blob.
+          if (this.indexLost) this.scanner.takeEntries();
+          else
+            await this.spillIndex().catch(() => {
+              this.indexLost = true;
+            });
+        }
         for (const q of batch) q.resolve();
       } catch (err) {
+        const first = this.failure === undefined;
         this.failure ??= toSluiceError(err, 'EDISK');
-        if ((err as { code?: unknown }).code === 'ENOSPC') await this.placement.diskFull();
+        const noSpace = (this.failure as { details?: { errno?: unknown } }).details?.errno === 'ENOSPC';
+        // Counted once per writer as a cut capture: the store keeps its freed reserve for it until it is done.
+        if (first && noSpace && !this.cut) this.cut = await this.placement.diskFull();
         for (const q of batch) q.reject(this.failure);
       }
     }
@@ -271,7 +285,7 @@ export class BlobWriter {
   private async readBack(bytes: number, sink: (chunk: Uint8Array) => void): Promise<{ digest: string; lines: number }> {
     const hash = createHash('sha256');
     const scanner = new LineScanner();
-    const fh = await StoreFile.open(this.filePath as string, constants.O_RDONLY | constants.O_NOFOLLOW);
+    const fh = await this.store.io.open(this.filePath as string, constants.O_RDONLY | constants.O_NOFOLLOW);
     try {
       let at = 0;
       while (at < bytes) {
@@ -419,7 +433,7 @@ export class BlobWriter {
 
   /** Writes the index of a large blob beside it. It is a cache: failures here never fail the publish. */
   private async placeIndex(digest: string, bytes: number, lines: number): Promise<void> {
-    if (bytes < INDEX_MIN_BLOB_BYTES) return;
+    if (bytes < INDEX_MIN_BLOB_BYTES || this.indexLost) return;
     try {
       await this.spillIndex();
       if (this.indexFile === undefined) {
@@ -464,6 +478,10 @@ export class BlobWriter {
   }
 
   private async cleanup(): Promise<void> {
+    if (this.cut) {
+      this.cut = false;
+      this.placement.cutDone();
+    }
     for (const fh of [this.file, this.indexFile]) {
       if (fh) await fh.close().catch(() => {});
     }

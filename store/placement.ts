@@ -88,6 +88,7 @@ export class Placement {
 
   /** Seals and closes this store's pack, then closes the directory descriptors kept for fsync. */
   async close(): Promise<void> {
+    await this.reserve.close();
     await this.packWriter.close();
     this.dirSync.close();
   }
@@ -223,9 +224,21 @@ export class Placement {
     return this.reserve.fullError();
   }
 
-  /** At a capture's ENOSPC: frees the reserve for the writes that finish the calls in flight. */
-  diskFull(): Promise<void> {
-    return this.placesLocally ? this.reserve.release() : Promise.resolve();
+  /**
+   * At a capture's ENOSPC, or its write failing because the store is full:
+   * frees the reserve for the writes that finish the calls in flight. True
+   * when the capture is counted as cut: it must call {@link cutDone} once it
+   * has published or been discarded.
+   */
+  async diskFull(): Promise<boolean> {
+    if (!this.placesLocally) return false;
+    await this.reserve.release();
+    return true;
+  }
+
+  /** A capture counted by {@link diskFull} has published or been discarded. */
+  cutDone(): void {
+    this.reserve.endCut();
   }
 
   /**

@@ -17,6 +17,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TerminalResult } from '../../engine/index.js';
 import { Store } from '../../store/store.js';
+import { heldPins } from '../store/helpers.js';
 import { reportNotRun } from '../support/run.js';
 
 const run = promisify(execFile);
@@ -30,7 +31,6 @@ set -e
 mount -t tmpfs -o size=20m tmpfs "$1"
 "$3" "$4" run bash --store "$1/.sluice" --json --args "$5" > "$2/run.json" || echo "$?" > "$2/code"
 ls -A "$1/.sluice/tmp" > "$2/tmp.txt"
-df -k --output=avail "$1" | tail -n 1 > "$2/avail.txt"
 cp -a "$1/.sluice" "$2/store"
 `;
 
@@ -108,8 +108,9 @@ describe('a store on a disk that fills mid-capture', () => {
     } finally {
       await store.close();
     }
-    // Nothing left behind: no temporary file on the full disk, no process of the command.
+    // Nothing left behind: no temporary file on the full disk, no pin held, no process of the command.
     expect((await fsp.readFile(join(out, 'tmp.txt'), 'utf8')).trim()).toBe('');
+    expect(await heldPins(join(out, 'store'))).toEqual([]);
     const pgrep = await run('pgrep', ['-f', `head -c ${BYTES}`]).catch((e: { code?: number }) => e);
     expect((pgrep as { code?: number }).code).toBe(1);
   });
