@@ -14,8 +14,10 @@
  * tested line by line. A sparse pattern costs about one DFA pass over the
  * text; a dense one about one test per line. A block match is a superset of
  * its lines' matches (a match may cross a newline), never a subset, except
- * for `\A` and `\z`, which hold only at a block's ends: a pattern with them
- * is tested line by line throughout.
+ * for `\A` and `\z`, which hold only at a block's ends, and a flag group that
+ * clears `m`: a pattern with them is tested line by line throughout. A
+ * case-insensitive pattern with required text finds its candidate lines by
+ * that text instead (the byte search cannot ignore case).
  */
 import { RE2JS } from 're2js';
 import { BadArgumentsError } from '../engine/protocol/errors.js';
@@ -28,14 +30,20 @@ export interface LinePattern {
    * {@link requiredLiteral}): lines without it are never decoded or tested.
    */
   readonly literal: string | undefined;
+  /**
+   * For a case-insensitive pattern with such text: that text as a
+   * JavaScript RegExp ignoring case (a plain literal, which no input can
+   * make backtrack), which finds the candidate lines in a read's text.
+   */
+  readonly foldedLiteral: RegExp | undefined;
   /** Matches one line (its text without the `\n`). */
   readonly line: RE2JS;
   /** Multi-line, for a block of lines; undefined when blocks cannot be filtered. */
   readonly block: RE2JS | undefined;
   /**
-   * Work units per byte searched, for the search's budget: the program's
-   * size over 4 (at least 1), an upper bound of what RE2's NFA does per byte
-   * in its slowest case (its DFA usually does far less).
+   * Cost per byte searched, which sizes the slices between turns of the
+   * event loop: the program's size over 4 (at least 1), a rough bound of
+   * what RE2's NFA does per byte in its slowest case (its DFA does far less).
    */
   readonly costPerByte: number;
 }
@@ -87,11 +95,18 @@ export function compileLinePattern(source: string, ignoreCase: boolean): LinePat
       { pattern: source, programSize: size, bound: MAX_PROGRAM_SIZE },
     );
   }
-  // `\A` and `\z` (and a backslash before an A or z that is itself escaped, which only costs speed).
-  const absolute = /\\[Az]/.test(source);
+  // `\A` and `\z`, and `(?-m)` (which makes `^` and `$` the block's ends), hold differently in a block
+  // than in a line (so does a backslash before an A or z that is itself escaped: that only costs speed).
+  const absolute = /\\[Az]|\(\?[a-zA-Z]*-/.test(source);
   const block = absolute ? undefined : RE2JS.compile(source, flags | RE2JS.MULTILINE);
-  const literal = ignoreCase ? undefined : requiredLiteral(source);
-  return { line, block, literal, costPerByte: Math.max(1, Math.ceil(size / 4)) };
+  const required = requiredLiteral(source);
+  const literal = ignoreCase ? undefined : required;
+  // `u`: JavaScript folds case by Unicode's simple case folding then, as RE2 does (K and the Kelvin sign).
+  const foldedLiteral =
+    ignoreCase && required !== undefined
+      ? new RegExp(required.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'), 'giu')
+      : undefined;
+  return { line, block, literal, foldedLiteral, costPerByte: Math.max(1, Math.ceil(size / 4)) };
 }
 
 /** Characters that are themselves in RE2 syntax outside a class. */
@@ -103,9 +118,11 @@ const PLAIN = /[^\\.+*?()|[\]{}^$]/;
  * groups, classes and escapes other than an escaped punctuation character
  * end a run and are skipped), and a character followed by a quantifier
  * that allows zero (`*`, `?`, `{0,…}`) or that starts a counted repetition
- * is not counted. Undefined when there is no run of 2 or more, or the
- * pattern sets a flag (`(?i)`). A wrong answer could only be too short (a
- * slower search), never text a match might lack.
+ * is not counted. Undefined when there is no run of 2 or more, when the
+ * pattern has a group with `(?` (flags such as `(?i)`), or an escape whose
+ * extent is not followed (`\Q…\E`, `\x{…}`, `\p{…}`, octal). A wrong answer
+ * could only be too short (a slower search), never text a match might lack;
+ * test/builtins/grep-redos.test.ts checks that on random patterns.
  */
 export function requiredLiteral(source: string): string | undefined {
   if (source.includes('(?')) return undefined;
@@ -122,21 +139,28 @@ export function requiredLiteral(source: string): string | undefined {
       const n = source[i + 1];
       if (n === undefined) return undefined;
       i++;
+      // Escapes whose extent this reading does not follow (\Q…\E, \x{…}, \p{…}, octal \101): no literal.
+      if (/[0-9QxpP]/.test(n)) return undefined;
       if (depth === 0 && /[!-/:-@[-`{-~]/.test(n)) run += n;
-      else {
-        // \d, \x41, \p{L}, \Q…\E and the like: not followed through.
-        if (n === 'Q' || n === 'x' || n === 'p' || n === 'P') return best.length >= 2 ? best : undefined;
-        if (depth === 0) end();
-      }
+      else if (depth === 0) end();
       continue;
     }
     if (c === '[') {
-      // A class: skipped to its closing bracket (a ']' first, or after '^', is a member).
+      // A class: skipped to its closing bracket (a ']' first, or after '^', is a member; so is a
+      // `[:name:]` inside it, whose `]` does not close it).
       end();
       let j = i + 1;
       if (source[j] === '^') j++;
       if (source[j] === ']') j++;
-      for (; j < source.length && source[j] !== ']'; j++) if (source[j] === '\\') j++;
+      for (; j < source.length && source[j] !== ']'; j++) {
+        if (source[j] === '\\') j++;
+        else if (source[j] === '[' && source[j + 1] === ':') {
+          const close = source.indexOf(':]', j + 2);
+          if (close === -1) return undefined;
+          j = close + 1;
+        }
+      }
+      if (j >= source.length) return undefined;
       i = j;
       continue;
     }
@@ -161,7 +185,8 @@ export function requiredLiteral(source: string): string | undefined {
       if (c === '{') while (i < source.length && source[i] !== '}') i++;
       continue;
     }
-    if (PLAIN.test(c)) run += c;
+    // U+FFFD is also what invalid UTF-8 decodes to: as bytes it would miss those lines.
+    if (PLAIN.test(c) && c !== '\uFFFD') run += c;
     else end();
   }
   if (depth !== 0) return undefined;
@@ -199,6 +224,24 @@ export function regexScanner(text: string, p: LinePattern): Scanner {
     find: (from) => {
       // `from` may be inside a line (after-context): that line's match was already decided.
       let pos = from === 0 || text.charCodeAt(from - 1) === 0x0a ? from : text.indexOf('\n', from) + 1 || text.length;
+      const folded = p.foldedLiteral;
+      if (folded) {
+        // Only lines holding the text (ignoring case) can match: each one found is tested whole.
+        while (pos < text.length) {
+          folded.lastIndex = pos;
+          const hit = folded.exec(text);
+          if (!hit) return -1;
+          const s = text.lastIndexOf('\n', hit.index - 1) + 1;
+          const nl = text.indexOf('\n', hit.index);
+          const e = nl === -1 ? text.length : nl;
+          if (s >= pos && testLine(s, e)) {
+            found = s;
+            return s;
+          }
+          pos = e + 1;
+        }
+        return -1;
+      }
       while (pos < text.length) {
         const nl = text.indexOf('\n', Math.min(pos + BLOCK_BYTES, text.length));
         const stop = nl === -1 ? text.length : nl + 1;

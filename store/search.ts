@@ -12,11 +12,12 @@
  * reported once per line, and a regular expression only matches within one
  * line (as grep's do).
  *
- * A page's work is bounded ({@link SEARCH_WORK_BUDGET}): bytes searched
- * times the pattern's cost per byte. A page that would pass it ends where it
- * got to: with its matches and `nextOffset` there, or, with none found yet,
- * ERESOURCELIMIT carrying that offset. And a regular expression's text is
- * searched in pieces with a turn of the event loop between them, so the
+ * A page's matching time is bounded ({@link DEFAULT_SEARCH_BUDGET_MS}): a
+ * page over it ends where it got to, with its matches and `nextOffset`
+ * there, or, with none found yet, ERESOURCELIMIT carrying that offset. RE2
+ * is linear, so this bounds a search over a huge artifact with a slow
+ * expression, not a pathological pattern. A regular expression's text is
+ * searched in slices with a turn of the event loop between them, so the
  * other calls on the thread go on.
  */
 import { BadArgumentsError, IntegrityError, ResourceLimitError } from '../engine/protocol/errors.js';
@@ -38,12 +39,23 @@ export const SEARCH_LINE_WINDOW = 1024 * 1024;
 const READ_BYTES = 1024 * 1024;
 const LF = 0x0a;
 /**
- * Work one page may do: bytes searched times the pattern's cost per byte
- * (1 for a literal, the program's size over 4 for a regular expression):
- * 16 GiB of text for a literal, 4 GiB for a regex of 16 instructions.
+ * Milliseconds of matching one page may spend (the time the thread spends in
+ * the pattern, not waiting for reads), unless `SLUICE_SEARCH_BUDGET_MS` sets
+ * another: at the benchmark's rates ~9 GiB of a literal search, and more
+ * than 1 GiB for all but the slowest expressions.
  */
-export const SEARCH_WORK_BUDGET = 2 ** 34;
-/** Work between turns of the event loop while a regular expression is searched (about 1 MiB of a cost-1 pattern). */
+export const DEFAULT_SEARCH_BUDGET_MS = 10_000;
+
+function searchBudgetMs(): number {
+  const v = Number(process.env.SLUICE_SEARCH_BUDGET_MS);
+  return Number.isFinite(v) && v > 0 ? v : DEFAULT_SEARCH_BUDGET_MS;
+}
+
+/**
+ * Bytes times cost per byte between turns of the event loop while a regular
+ * expression is searched: 1 MiB of text for a small expression, 4 KiB (the
+ * least) for the largest.
+ */
 const SLICE_WORK = 1024 * 1024;
 
 /** What to search for, and which page of results. */
@@ -126,7 +138,7 @@ function compile(opts: SearchOptions): Matcher {
   return pattern.literal === undefined ? { pattern } : { pattern, needle: Buffer.from(pattern.literal, 'utf8') };
 }
 
-/** Work units per byte searched with `m`. */
+/** Cost per byte of searching with `m`, which sizes a regular expression's slices. */
 function costPerByte(m: Matcher): number {
   return m.pattern ? m.pattern.costPerByte : 1;
 }
@@ -232,18 +244,28 @@ async function scan(
   signal: AbortSignal | undefined,
 ): Promise<{ longLines: number; nextOffset: number | null }> {
   const cost = costPerByte(m);
-  let work = 0;
+  const budgetMs = searchBudgetMs();
+  let spentMs = 0;
+  /** Searches one slice, adding the time it took to the page's matching time. */
+  const timed = (f: () => { lines: number }): { lines: number } => {
+    const t = performance.now();
+    try {
+      return f();
+    } finally {
+      spentMs += performance.now() - t;
+    }
+  };
   /**
-   * Charges `bytes` of searching at `line` against the budget; false when the
-   * page must end there (it has matches), ERESOURCELIMIT when it has none.
+   * After a slice, with lines from `at` on still to search: true when the
+   * page must end there (over its budget, with matches), ERESOURCELIMIT when
+   * it is over its budget with none.
    */
-  const charge = (bytes: number, at: number): boolean => {
-    work += bytes * cost;
-    if (work <= SEARCH_WORK_BUDGET) return true;
-    if (page.matches > 0) return false;
+  const overBudget = (at: number): boolean => {
+    if (spentMs <= budgetMs) return false;
+    if (page.matches > 0) return true;
     throw new ResourceLimitError(
-      `the search used its work budget before finding a match; lines before ${at} were searched: continue with offset=${at}`,
-      { limit: 'searchWork', budget: SEARCH_WORK_BUDGET, offset: at },
+      `the search used its budget of ${budgetMs} ms of matching before finding a match; lines before ${at} were searched: continue with offset=${at}`,
+      { limit: 'searchTime', budgetMs, offset: at },
     );
   };
   // One buffer for the whole pass: the unfinished line carried over, then the next read after it.
@@ -280,13 +302,14 @@ async function scan(
     while (complete > start) {
       const nl = start + slice >= complete ? complete - 1 : buf.indexOf(LF, start + slice);
       const stop = nl === -1 || nl >= complete ? complete : nl + 1;
-      if (!charge(stop - start, line)) return { longLines, nextOffset: line < blob.lines ? line : null };
-      const r = searchChunk(buf.subarray(start, stop), line, m, page);
+      const from = start;
+      const r = timed(() => searchChunk(buf.subarray(from, stop), line, m, page));
       if (page.full || (page.matches >= page.limit && page.after === 0)) {
         return { longLines, nextOffset: nextAfter(page, r.lines + line, blob.lines) };
       }
       line += r.lines;
       start = stop;
+      if (!(atEof && start >= complete) && overBudget(line)) return { longLines, nextOffset: line };
       if (m.pattern && start < complete) {
         await yieldTurn();
         signal?.throwIfAborted();
@@ -297,12 +320,13 @@ async function scan(
     if (rest >= SEARCH_LINE_WINDOW) {
       // A line longer than the window: search its first part alone, then skip the rest of it.
       longLines++;
-      if (!charge(SEARCH_LINE_WINDOW, line)) return { longLines, nextOffset: line };
       const part = buf.subarray(complete, complete + SEARCH_LINE_WINDOW);
-      searchChunk(part, line, m, page, true);
+      timed(() => searchChunk(part, line, m, page, true));
       if (page.full || (page.matches >= page.limit && page.after === 0)) {
         return { longLines, nextOffset: nextAfter(page, line + 1, blob.lines) };
       }
+      // The long line was searched as far as it ever is: a page cut here continues after it.
+      if (line + 1 < blob.lines && overBudget(line + 1)) return { longLines, nextOffset: line + 1 };
       skipping = true;
       carried = 0;
       continue;

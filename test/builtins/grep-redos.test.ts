@@ -6,9 +6,10 @@
  * which the web view's search calls), each answered at once with its
  * matches; what RE2 syntax leaves out is EBADARGS naming it; other calls on
  * the same worker thread and requests to the same server go on meanwhile;
- * and a page that would pass the work budget ends with ERESOURCELIMIT and
- * the offset it reached, or with its matches and that offset.
+ * and a page over its matching-time budget ends with ERESOURCELIMIT and the
+ * offset it reached, or with its matches and that offset.
  */
+import { RE2JS } from 're2js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../../engine/engine.js';
 import { searchResultSchema } from '../../engine/wire/schemas.js';
@@ -20,7 +21,7 @@ afterEach(cleanup);
 
 /** Lines that make backtracking matchers explode (and two that do not), numbered 0 to 4. */
 const LINES = [
-  'a'.repeat(40) + 'b',
+  `${'a'.repeat(40)}b`,
   'a'.repeat(40),
   `${'a'.repeat(19)}${'x'.repeat(40)}`,
   `${'word '.repeat(12)}!`,
@@ -157,25 +158,58 @@ describe('regular expressions run in linear time', () => {
   });
 });
 
-describe('the work budget', () => {
-  it('a page that would pass it ends with ERESOURCELIMIT and the offset it reached, or with its matches there', async () => {
-    const { engine, storeDir } = await openFixture();
-    // 40 MB of lines without a match, for a pattern whose program costs about 2,500 units a byte:
-    // the budget (2^34 units) covers about 6.9 MB of it.
-    const r = await engine.run('bash', { command: 'yes abcdefghij | head -c 40000000' });
+describe('anchors', () => {
+  it('^ and $ hold at each line, also where a flag group clears m or the pattern says \\A and \\z', async () => {
+    const { engine } = await openFixture();
+    const r = await engine.run('bash', { command: "printf 'foo\\nx foo\\nbar\\nbar x\\n'" });
     if (r.output?.kind !== 'streams') throw new Error('bash has named streams');
     const uri = `artifact://${r.output.manifest}/stdout`;
-    const pattern = `(?:[a-j]{1000}|[k-z]{1000}|[0-9]{1000}|[A-Z]{1000}|[!-/]{1000}|[:-@]{1000}|[{-~]{1000}|[[-\`]{1000}|q{1000}|r{1000})`;
-    const err = await engine.search(uri, pattern, { regex: true }).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'ERESOURCELIMIT', details: { limit: 'searchWork', budget: 2 ** 34 } });
-    const offset = (err as { details: { offset: number } }).details.offset;
-    expect(offset).toBeGreaterThan(0);
-    expect(offset).toBeLessThan(40_000_000 / 11);
-    expect((err as Error).message).toContain(`continue with offset=${offset}`);
-    // Continuing from there is the next part of the same search.
-    const next = await engine.search(uri, pattern, { regex: true, offset }).catch((e: unknown) => e);
-    expect((next as { details: { offset: number } }).details.offset).toBeGreaterThan(offset);
-    await expectNoLeaks(storeDir);
+    const cases: Array<[string, number[]]> = [
+      ['^foo', [0]],
+      ['(?-m)^foo', [0]],
+      ['(?-m:^foo)', [0]],
+      ['bar(?-m)$', [2]],
+      ['\\Afoo', [0]],
+      ['bar\\z', [2]],
+      ['(?m)^bar$', [2]],
+    ];
+    for (const [pattern, lines] of cases) {
+      const page = await engine.search(uri, pattern, { regex: true });
+      expect(
+        page.lines.map((l) => l.line),
+        pattern,
+      ).toEqual(lines);
+    }
+  });
+});
+
+describe('the matching-time budget', () => {
+  it('a page over it ends with ERESOURCELIMIT and the offset it reached, or with its matches there', async () => {
+    // A budget of 1 ms (SLUICE_SEARCH_BUDGET_MS, read by the worker thread the engine starts now).
+    process.env.SLUICE_SEARCH_BUDGET_MS = '1';
+    try {
+      const { engine, storeDir } = await openFixture();
+      const r = await engine.run('bash', { command: 'yes abcdefghij | head -c 40000000' });
+      if (r.output?.kind !== 'streams') throw new Error('bash has named streams');
+      const uri = `artifact://${r.output.manifest}/stdout`;
+      const total = 40_000_000 / 11;
+      const err = await engine.search(uri, '[k-z]{3}x', { regex: true }).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'ERESOURCELIMIT', details: { limit: 'searchTime', budgetMs: 1 } });
+      const offset = (err as { details: { offset: number } }).details.offset;
+      expect(offset).toBeGreaterThan(0);
+      expect(offset).toBeLessThan(total);
+      expect((err as Error).message).toContain(`continue with offset=${offset}`);
+      // Continuing from there is the next part of the same search.
+      const next = await engine.search(uri, '[k-z]{3}x', { regex: true, offset }).catch((e: unknown) => e);
+      expect((next as { details: { offset: number } }).details.offset).toBeGreaterThan(offset);
+      // With matches, the page ends where it got to instead, and says where to go on.
+      const some = await engine.search(uri, 'a.c', { regex: true, limit: 1000 });
+      expect(some.matches).toBeGreaterThan(0);
+      expect(some.nextOffset).toBeGreaterThan(0);
+      await expectNoLeaks(storeDir);
+    } finally {
+      delete process.env.SLUICE_SEARCH_BUDGET_MS;
+    }
   });
 });
 
@@ -194,8 +228,65 @@ describe('the required literal of a pattern', () => {
       ['[]x]yz', 'yz'],
       ['😀😀?x', '😀'],
       ['\\Qa.b\\E', undefined],
+      ['[[:digit:]ab]+', undefined],
+      ['[[:^alpha:]xy]q', undefined],
+      ['ab.\\pL|cd', undefined],
+      ['ab.\\x41|cd', undefined],
+      ['\\101BC', undefined],
+      ['a\uFFFDbc', 'bc'],
     ];
     for (const [pattern, literal] of table) expect(requiredLiteral(pattern), pattern).toBe(literal);
+  });
+
+  it('on 5000 random patterns, every line RE2 matches contains the literal', () => {
+    let seed = 11;
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const atoms = [
+      'a',
+      'b',
+      'c',
+      'ab',
+      'abc',
+      'ba',
+      'ca',
+      '\\.',
+      '.',
+      '[ab]',
+      '[[:digit:]a]',
+      '[^a]',
+      '\\d',
+      '\\b',
+      ' ',
+    ];
+    const quantifiers = ['', '', '', '', '', '*', '+', '?', '{0,2}', '{2}', '*?'];
+    const piece = (depth: number): string => {
+      const r = rand(10);
+      if (r === 0 && depth < 2)
+        return `(${seq(depth + 1)}${rand(2) ? `|${seq(depth + 1)}` : ''})${quantifiers[rand(quantifiers.length)]}`;
+      return `${atoms[rand(atoms.length)]}${quantifiers[rand(quantifiers.length)]}`;
+    };
+    const seq = (depth: number): string => Array.from({ length: 1 + rand(5) }, () => piece(depth)).join('');
+    const alphabet = 'abc.1 ';
+    const lines = Array.from({ length: 200 }, () => Array.from({ length: rand(12) }, () => alphabet[rand(6)]).join(''));
+    let checked = 0;
+    for (let k = 0; k < 5000; k++) {
+      const pattern = rand(5) === 0 ? `${seq(0)}|${seq(0)}` : seq(0);
+      let re: RE2JS;
+      try {
+        re = RE2JS.compile(pattern);
+      } catch {
+        continue;
+      }
+      const literal = requiredLiteral(pattern);
+      if (literal === undefined) continue;
+      checked++;
+      for (const line of lines)
+        if (re.test(line)) expect(line.includes(literal), `${pattern} on ${JSON.stringify(line)}`).toBe(true);
+    }
+    expect(checked).toBeGreaterThan(1000);
   });
 
   it('a search with it finds exactly what one without it finds', async () => {
@@ -226,6 +317,19 @@ describe('the required literal of a pattern', () => {
         withLiteral.lines.map((l) => l.line),
         pattern,
       ).toEqual(expected.slice(0, 1000));
+      // Ignoring case, the text is found in each read's text instead: the same lines again.
+      const upper = pattern.toUpperCase().replace('\\D', '\\d').replace('\\S', '\\s');
+      const folded = await engine.search(uri, upper, { regex: true, ignoreCase: true, limit: 1000 });
+      const foldedWithout = await engine.search(uri, `(?:)${upper}`, { regex: true, ignoreCase: true, limit: 1000 });
+      expect(
+        folded.lines.map((l) => l.line),
+        upper,
+      ).toEqual(foldedWithout.lines.map((l) => l.line));
+      const expectedFolded = lines.flatMap((l, i) => (new RegExp(upper, 'iu').test(l) ? [i] : []));
+      expect(
+        folded.lines.map((l) => l.line),
+        upper,
+      ).toEqual(expectedFolded.slice(0, 1000));
     }
   });
 });
