@@ -13,8 +13,8 @@
  */
 import { join } from 'node:path';
 import { Engine } from '../engine/engine.js';
-import { loadOrCreateToken } from '../engine/server/auth.js';
-import { startServer } from '../engine/server/server.js';
+import { loadOrCreateToken } from '../server/auth.js';
+import { startServer } from '../server/server.js';
 import { Store } from '../store/store.js';
 import { passes, target } from './targets.js';
 import { envInt, median, report, tempDir } from './util.js';

@@ -120,7 +120,7 @@ export class Engine {
 
   /**
    * The engine's counters and the pool's state, for `GET /v1/metrics`
-   * (engine/server/metrics.ts renders them). @internal
+   * (server/metrics.ts renders them). @internal
    */
   metricsSnapshot(): { counters: Readonly<MetricsSnapshot>; pool: PoolStats } {
     return { counters: this.counters.snapshot(), pool: this.pool.stats() };

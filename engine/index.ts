@@ -3,16 +3,14 @@
  * tool authors import `sluice/tool`, the store is `sluice/store`, and the
  * wire schemas (zod) are `sluice/protocol`.
  */
-export type { BatchCall, BatchOptions, BatchResult } from './batch/batch.js';
-export { batchFailed } from './batch/batch.js';
-export type { ApprovalPolicy, CallOptions, CallRecorder } from './call/call-types.js';
+
 export {
   type ArtifactReadTarget,
   artifactReadTarget,
   isArtifactRead,
   READ_TOOL,
   SEARCH_TOOL,
-} from './compaction/artifact-read.js';
+} from '../compaction/artifact-read.js';
 export type {
   CompactionFailureReason,
   CompactionResult,
@@ -20,8 +18,8 @@ export type {
   CompactOptions,
   Summarizer,
   SummarizerInput,
-} from './compaction/compact.js';
-export { compact, isValidSummary, RETRY_CODES } from './compaction/compact.js';
+} from '../compaction/compact.js';
+export { compact, isValidSummary, RETRY_CODES } from '../compaction/compact.js';
 export type {
   AssistantItem,
   FinishedCall,
@@ -30,11 +28,16 @@ export type {
   ToolCallItem,
   ToolResultItem,
   UserItem,
-} from './compaction/history.js';
-export { historyFromCalls, historyItemSchema, historySchema, parseHistory } from './compaction/history.js';
-export type { JsonObject, JsonValue } from './compaction/json.js';
-export { ARTIFACT_READ_OMITTED, pruneForRetry } from './compaction/prune.js';
-export { renderHistory } from './compaction/render.js';
+} from '../compaction/history.js';
+export { historyFromCalls, historyItemSchema, historySchema, parseHistory } from '../compaction/history.js';
+export type { JsonObject, JsonValue } from '../compaction/json.js';
+export { ARTIFACT_READ_OMITTED, pruneForRetry } from '../compaction/prune.js';
+export { renderHistory } from '../compaction/render.js';
+export type { ServerOptions, ServerToken } from '../server/index.js';
+export { DEFAULT_HOST, DEFAULT_PORT, loadOrCreateToken, SluiceServer, startServer } from '../server/index.js';
+export type { BatchCall, BatchOptions, BatchResult } from './batch/batch.js';
+export { batchFailed } from './batch/batch.js';
+export type { ApprovalPolicy, CallOptions, CallRecorder } from './call/call-types.js';
 export type { CallHandle, EngineOpenOptions } from './engine.js';
 export { defaultApproval, Engine } from './engine.js';
 export type { ReadBytesResult, ReadOptions, ReadPageInfo, ReadResult } from './engine-read.js';
@@ -50,8 +53,6 @@ export type { OutputDeclaration } from './protocol/streams.js';
 export { MAX_STREAM_NAME_BYTES, MAX_STREAMS, validateDeclaration } from './protocol/streams.js';
 export type { ToolInfo } from './registry.js';
 export type { CallEvent, CallStatus, OutputRef, StreamRef, TerminalResult } from './result.js';
-export type { ServerOptions, ServerToken } from './server/index.js';
-export { DEFAULT_HOST, DEFAULT_PORT, loadOrCreateToken, SluiceServer, startServer } from './server/index.js';
 export type {
   EventLogContents,
   GcOptions,

@@ -2,7 +2,7 @@
  * The engine's counters, kept as plain numbers on the hot path (no metrics
  * library there): calls started and ended by tool and status, call
  * durations in fixed histogram buckets, bytes captured per stream, credit
- * waits, GC runs and bytes freed. `GET /v1/metrics` (engine/server/metrics.ts)
+ * waits, GC runs and bytes freed. `GET /v1/metrics` (server/metrics.ts)
  * renders them, with the pool's and the store's gauges, in the Prometheus
  * text format. Label values are bounded: tool names are registered names,
  * stream names are declared (at most 16 per tool), statuses are four.

@@ -41,7 +41,7 @@ export const OPTIONAL_DEPENDENCIES = {
     entry: '@modelcontextprotocol/sdk/client/index.js',
     feature: 'MCP servers (Engine.addMcpServer, --mcp, "mcpServers" in --config)',
   },
-  /** The Prometheus text renderer of `GET /v1/metrics` (engine/server/metrics.ts), loaded on the first scrape. */
+  /** The Prometheus text renderer of `GET /v1/metrics` (server/metrics.ts), loaded on the first scrape. */
   metrics: {
     name: 'prom-client',
     range: '^15.1.3',

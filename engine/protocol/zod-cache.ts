@@ -1,7 +1,7 @@
 /**
  * Loads the zod bundle from V8's code cache. `npm run build` bundles zod into
  * one CommonJS file (`dist/engine/protocol/zod-bundle.cjs`), writes its code
- * cache beside it (`zod-bundle.cache`, by engine/generate/zod-cache.ts) and
+ * cache beside it (`zod-bundle.cache`, by generate/zod-cache.ts) and
  * replaces the compiled `zod.js` with a module that loads the bundle through
  * {@link loadCachedBundle}. Node 20 keeps no compile cache for ES modules, and
  * zod is the largest module every thread of a cold start loads (the main
@@ -20,7 +20,7 @@ import { Script } from 'node:vm';
 export interface LoadedBundle {
   /** What the bundle's `module.exports` holds. */
   readonly exports: Record<string, unknown>;
-  /** The compiled script: engine/generate/zod-cache.ts writes its cache once the schemas have run. */
+  /** The compiled script: generate/zod-cache.ts writes its cache once the schemas have run. */
   readonly script: Script;
   /** True when the code cache was read and V8 accepted it; false when it was missing or rejected. */
   readonly cacheAccepted: boolean;

@@ -4,7 +4,7 @@
  * The OpenAPI document (engine/wire/openapi.ts) is generated from this table
  * and the wire schemas alone, so an endpoint appears in it by adding its
  * schemas to WIRE_SCHEMAS and its row here; test/server/openapi.test.ts fails
- * while a route of engine/server/routes.ts has no row (or a row no route).
+ * while a route of server/routes.ts has no row (or a row no route).
  */
 import type { WIRE_SCHEMAS } from './schemas.js';
 

@@ -108,7 +108,7 @@ export const storeResponseSchema = z.object({
   root: z.string(),
   blobs: count,
   bytes: count,
-  /** ISO time of the walk of blobs/ the counts come from (at most every 5 s, STORE_WALK_MS in engine/server/view-routes.ts). */
+  /** ISO time of the walk of blobs/ the counts come from (at most every 5 s, STORE_WALK_MS in server/view-routes.ts). */
   walkedAt: isoTime,
   /** The last collection this server ran, or null. */
   lastGc: z.object({ at: isoTime, report: gcReportSchema }).nullable(),

@@ -6,8 +6,8 @@
  */
 import { existsSync } from 'node:fs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ToolResultItem } from '../../engine/compaction/history.js';
-import { ARTIFACT_READ_OMITTED, pruneForRetry } from '../../engine/compaction/prune.js';
+import type { ToolResultItem } from '../../compaction/history.js';
+import { ARTIFACT_READ_OMITTED, pruneForRetry } from '../../compaction/prune.js';
 import { searchResultSchema } from '../../engine/wire/schemas.js';
 import { call, result } from '../compaction/support.js';
 import { cleanup, startTestServer } from '../server/helpers.js';

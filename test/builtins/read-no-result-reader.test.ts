@@ -55,7 +55,9 @@ describe('read is the only result-reading tool', () => {
   it('no source file, doc or README names a separate result-reading tool', async () => {
     const hits: string[] = [];
     let scanned = 0;
-    const roots = ['engine', 'workers', 'store', 'docs', 'README.md', 'AGENTS.md'].map((p) => join(ROOT, p));
+    const roots = ['engine', 'cli', 'server', 'compaction', 'workers', 'store', 'docs', 'README.md', 'AGENTS.md'].map(
+      (p) => join(ROOT, p),
+    );
     for (const root of roots.filter((p) => existsSync(p))) {
       const stat = await fsp.stat(root);
       const list = stat.isDirectory()

@@ -21,7 +21,7 @@ import { heldPins } from '../store/helpers.js';
 import { reportNotRun } from '../support/run.js';
 
 const run = promisify(execFile);
-const CLI = resolve('dist', 'engine', 'cli', 'main.js');
+const CLI = resolve('dist', 'cli', 'main.js');
 /** A size no other process writes, so pgrep finds only this command's head. */
 const BYTES = 60_000_017;
 

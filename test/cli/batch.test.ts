@@ -16,7 +16,7 @@ import type { BatchResult } from '../../engine/batch/batch.js';
 import { pgrep, sleep, uniqueSleep, waitNoProcess } from '../support/engines.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const MAIN = resolve(here, '..', '..', 'dist', 'engine', 'cli', 'main.js');
+const MAIN = resolve(here, '..', '..', 'dist', 'cli', 'main.js');
 const ECHO = resolve(here, '..', 'fixtures', 'tools', 'echo.mjs');
 
 const dirs: string[] = [];

@@ -1,5 +1,5 @@
 /**
- * What every command keeps true (engine/cli/common.ts, `Command`): it
+ * What every command keeps true (cli/common.ts, `Command`): it
  * declares its options and positionals (so completion knows them), its
  * usage text names each option, and docs/cli.md documents the command and
  * each of its options.
@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Command } from '../../engine/cli/common.js';
+import type { Command } from '../../cli/common.js';
 import { cleanupDirs, ROOT, sluice, tempDir } from './helpers.js';
 
 let names: string[];
@@ -20,13 +20,13 @@ beforeAll(async () => {
   names = [...help.stdout.matchAll(/^ {2}([a-z]+) {2,}/gm)].map((m) => m[1] as string);
   for (const name of names) {
     if (name === 'completion') {
-      const m = await import('../../engine/cli/completion-command.js');
+      const m = await import('../../cli/completion-command.js');
       commands.set(
         name,
         m.completionCommand(async () => []),
       );
     } else {
-      const m = (await import(/* @vite-ignore */ join(ROOT, 'engine', 'cli', `${name}.ts`))) as { command: Command };
+      const m = (await import(/* @vite-ignore */ join(ROOT, 'cli', `${name}.ts`))) as { command: Command };
       commands.set(name, m.command);
     }
   }

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LOSSY_NOTE, renderPageView } from '../../engine/presentation/page-view.js';
-import { sseFrame } from '../../engine/server/tracker.js';
+import { sseFrame } from '../../server/tracker.js';
 import { formatSearchPage } from '../../store/search-text.js';
 import { ROOT } from './helpers.js';
 

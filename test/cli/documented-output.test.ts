@@ -7,11 +7,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { continuationNote } from '../../cli/read.js';
+import { serveBanner } from '../../cli/serve.js';
+import { renderSessions } from '../../cli/sessions.js';
+import { renderTools } from '../../cli/tools.js';
 import { BUILTIN_TOOLS } from '../../engine/builtins/descriptions.js';
-import { continuationNote } from '../../engine/cli/read.js';
-import { serveBanner } from '../../engine/cli/serve.js';
-import { renderSessions } from '../../engine/cli/sessions.js';
-import { renderTools } from '../../engine/cli/tools.js';
 import { incompleteDisplay } from '../../engine/presentation/display.js';
 import { PROTOCOL_VERSION } from '../../engine/protocol/messages.js';
 import { formatBytes } from '../../engine/protocol/units.js';

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 /** The repository root. */
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The built CLI. */
-export const MAIN = join(ROOT, 'dist', 'engine', 'cli', 'main.js');
+export const MAIN = join(ROOT, 'dist', 'cli', 'main.js');
 
 const dirs: string[] = [];
 

@@ -6,7 +6,7 @@
  * display). The clock is injected: nothing here depends on timing.
  */
 import { describe, expect, it } from 'vitest';
-import { clip, LIVE_LINES, LiveView } from '../../engine/cli/live-view.js';
+import { clip, LIVE_LINES, LiveView } from '../../cli/live-view.js';
 
 function view(columns = 80, now = 0) {
   const writes: string[] = [];

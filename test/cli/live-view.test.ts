@@ -13,7 +13,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 
-const MAIN = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'engine', 'cli', 'main.js');
+const MAIN = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.js');
 const HAVE_TMUX = spawnSync('tmux', ['-V']).status === 0;
 const BOUND_MS = 60_000;
 

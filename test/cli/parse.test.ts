@@ -1,9 +1,9 @@
 /**
- * The shared command-line conventions (engine/cli/parse.ts) and the
+ * The shared command-line conventions (cli/parse.ts) and the
  * did-you-mean of engine/suggest.ts, on their own.
  */
 import { describe, expect, it } from 'vitest';
-import { type CommandOptions, parseOptions } from '../../engine/cli/parse.js';
+import { type CommandOptions, parseOptions } from '../../cli/parse.js';
 import { closest, didYouMean, editDistance } from '../../engine/suggest.js';
 
 const OPTIONS = {

@@ -6,7 +6,7 @@
  */
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { command } from '../../engine/cli/read.js';
+import { command } from '../../cli/read.js';
 import { tempStore, tmpEntries } from '../store/helpers.js';
 
 /** One terminal for both streams: what a person would see, in order. */

@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { TerminalResult } from '../../engine/index.js';
 import { sha256, uniqueSleep, waitNoProcess, waitProcess } from '../support/engines.js';
 
-const MAIN = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'engine', 'cli', 'main.js');
+const MAIN = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.js');
 
 const dirs: string[] = [];
 afterEach(async () => {

@@ -2,7 +2,7 @@
  * Rules 6 and 7 by construction: compaction cannot store the omission marker
  * or record the private retry anywhere, because nothing it loads (directly or
  * transitively) can reach a store, the filesystem, a process or the network.
- * If someone wires a store or a log into engine/compaction/, this fails.
+ * If someone wires a store or a log into compaction/, this fails.
  */
 import { promises as fsp } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -33,7 +33,7 @@ async function closure(entries: string[]): Promise<{ files: string[]; external: 
 
 describe('compaction is pure main-thread code', () => {
   it('reaches no store, filesystem, process or network module', async () => {
-    const dir = join(ROOT, 'engine', 'compaction');
+    const dir = join(ROOT, 'compaction');
     const entries = (await fsp.readdir(dir)).filter((f) => f.endsWith('.ts')).map((f) => join(dir, f));
     const { files, external } = await closure(entries);
     expect(external).toEqual(['zod']);
@@ -41,7 +41,7 @@ describe('compaction is pure main-thread code', () => {
     expect(
       files.every(
         (f) =>
-          f.startsWith('engine/compaction/') ||
+          f.startsWith('compaction/') ||
           f.startsWith('engine/protocol/') ||
           f === 'engine/result.ts' ||
           f === 'store/uri.ts',

@@ -3,7 +3,7 @@
  * input it receives, for the compaction tests.
  */
 import { createHash } from 'node:crypto';
-import type { JsonObject } from '../../engine/compaction/json.js';
+import type { JsonObject } from '../../compaction/json.js';
 import type {
   AssistantItem,
   OutputRef,

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { applyConfig, loadConfigFile, loadRunConfig, parseMcpFlag, splitCommand } from '../../engine/cli/config.js';
+import { applyConfig, loadConfigFile, loadRunConfig, parseMcpFlag, splitCommand } from '../../cli/config.js';
 import { parseMcpServerConfig, sluiceToolNames } from '../../engine/mcp/config.js';
 import { distPath } from '../../engine/pool/dist-paths.js';
 import { cleanup, finish, MCP_SERVER, openEngine, plugin, uniqueMarker, waitNoProcess } from '../support/mcp.js';
@@ -175,7 +175,7 @@ describe('sluice run with adapters', () => {
     const dir = await tempDir();
     const marker = uniqueMarker();
     try {
-      const cli = distPath('engine/cli/main.js');
+      const cli = distPath('cli/main.js');
       await fsp.writeFile(
         join(dir, 'sluice.json'),
         JSON.stringify({ mcpServers: { fx: { command: process.execPath, args: [MCP_SERVER, marker] } } }),
@@ -221,7 +221,7 @@ describe('sluice run with adapters', () => {
   it('a bad --mcp flag exits 2 with EBADOPTION before anything starts', async () => {
     const dir = await tempDir();
     try {
-      const cli = distPath('engine/cli/main.js');
+      const cli = distPath('cli/main.js');
       const r = await exec(process.execPath, [cli, 'run', 'x.y', '--store', join(dir, 'store'), '--mcp', 'Bad=cmd'], {
         cwd: dir,
       }).catch((e: { code: number; stderr: string }) => e);

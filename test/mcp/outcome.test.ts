@@ -52,7 +52,7 @@ describe('the MCP client stays off the main thread', () => {
   it('no module under engine/ imports the MCP SDK: only workers/mcp/ does', async () => {
     const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
     const offenders: string[] = [];
-    for (const dir of ['engine', 'workers']) {
+    for (const dir of ['engine', 'cli', 'server', 'compaction', 'workers']) {
       const files = (await fsp.readdir(join(root, dir), { recursive: true })).map(String);
       for (const f of files.filter((n) => n.endsWith('.ts'))) {
         const text = await fsp.readFile(join(root, dir, f), 'utf8');

@@ -16,7 +16,7 @@ const ALLOWED: readonly RegExp[] = [
   /^README\.md$/,
   /^LICENSE$/,
   /^cjs\/index\.cjs$/,
-  /^dist\/(engine|workers|store)\/([a-z0-9-]+\/)*[a-z0-9-]+\.(js|d\.ts)$/,
+  /^dist\/(engine|cli|server|compaction|workers|store)\/([a-z0-9-]+\/)*[a-z0-9-]+\.(js|d\.ts)$/,
   /^dist\/web\/(index\.html|app\.js|app\.css|icon\.svg)$/,
   // zod as one CommonJS bundle and its V8 code cache (engine/protocol/zod-cache.ts).
   /^dist\/engine\/protocol\/zod-bundle\.(cjs|cache)$/,
@@ -51,8 +51,8 @@ describe('the published tarball', () => {
     const license = readFileSync(join(ROOT, 'LICENSE'), 'utf8');
     expect(license.startsWith('MIT License\n')).toBe(true);
     expect(license).toContain('The sluice authors');
-    expect(PACKAGE.bin.sluice).toBe('dist/engine/cli/main.js');
-    expect(paths.has('dist/engine/cli/main.js')).toBe(true);
+    expect(PACKAGE.bin.sluice).toBe('dist/cli/main.js');
+    expect(paths.has('dist/cli/main.js')).toBe(true);
     const targets = Object.values(PACKAGE.exports).flatMap((t) => (typeof t === 'string' ? [t] : Object.values(t)));
     expect(targets.length).toBeGreaterThan(8);
     for (const t of targets) expect(paths.has(t.replace(/^\.\//, '')), t).toBe(true);

@@ -35,7 +35,7 @@ describe('byte units', () => {
   });
 
   it('no other module formats sizes with units of its own', () => {
-    const offenders = ['engine', 'workers', 'store']
+    const offenders = ['engine', 'cli', 'server', 'compaction', 'workers', 'store']
       .flatMap((d) => sources(join(ROOT, d)))
       .filter((f) => !f.endsWith(join('protocol', 'units.ts')))
       .filter((f) => /[)}] (KiB|MiB|GiB)`|\$\{\w+\} B`/.test(readFileSync(f, 'utf8')))

@@ -107,7 +107,7 @@ describe('the public API is documented', () => {
       'engine/result.d.ts': ['TerminalResult', 'StreamRef'],
       'engine/engine-read.d.ts': ['ReadOptions', 'ReadResult'],
       'engine/protocol/messages.d.ts': ['Attachment', 'EmittedMessage'],
-      'engine/server/server.d.ts': ['SluiceServer', 'ServerOptions'],
+      'server/server.d.ts': ['SluiceServer', 'ServerOptions'],
     };
     const missing: string[] = [];
     for (const [file, names] of Object.entries(core)) {

@@ -101,10 +101,10 @@ describe('the zod sluice loads', () => {
     expect(bad.error?.issues.map((i) => i.path.join('.')).sort()).toEqual(['inner', 'inner.command']);
   });
 
-  it('every module of engine/, workers/ and store/ imports zod through engine/protocol/zod.ts', async () => {
+  it('every module of engine/, its front ends, workers/ and store/ imports zod through engine/protocol/zod.ts', async () => {
     const shim = join(ROOT, 'engine', 'protocol', 'zod.ts');
     const offenders: string[] = [];
-    for (const dir of ['engine', 'workers', 'store']) {
+    for (const dir of ['engine', 'cli', 'server', 'compaction', 'workers', 'store']) {
       const files = (await fsp.readdir(join(ROOT, dir), { recursive: true }))
         .map(String)
         .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'));

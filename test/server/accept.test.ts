@@ -1,6 +1,6 @@
 /** GET /v1/read answers with bytes only when the client prefers them to JSON, by the Accept header's quality values. */
 import { describe, expect, it } from 'vitest';
-import { wantsBytes } from '../../engine/server/routes.js';
+import { wantsBytes } from '../../server/routes.js';
 
 describe('Accept negotiation of GET /v1/read', () => {
   it.each([

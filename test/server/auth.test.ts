@@ -7,7 +7,7 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PROTOCOL_VERSION } from '../../engine/protocol/messages.js';
-import { bearerMatches, loadOrCreateToken, TOKEN_FILE } from '../../engine/server/auth.js';
+import { bearerMatches, loadOrCreateToken, TOKEN_FILE } from '../../server/auth.js';
 import { cleanup, printedToken, spawnServe, startTestServer, tempDir } from './helpers.js';
 
 afterEach(cleanup);

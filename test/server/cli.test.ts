@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TOKEN_FILE } from '../../engine/server/auth.js';
+import { TOKEN_FILE } from '../../server/auth.js';
 import { CLI, cleanup, tempDir } from './helpers.js';
 
 const run = promisify(execFile);

@@ -12,15 +12,15 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import { Engine, type EngineOpenOptions } from '../../engine/index.js';
-import { loadOrCreateToken } from '../../engine/server/auth.js';
-import { type ServerOptions, type SluiceServer, startServer } from '../../engine/server/server.js';
+import { loadOrCreateToken } from '../../server/auth.js';
+import { type ServerOptions, type SluiceServer, startServer } from '../../server/server.js';
 import { expectNoLeaks as expectStoreNoLeaks } from '../store/helpers.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The repository root. */
 export const ROOT = resolve(here, '..', '..');
 /** The built CLI. */
-export const CLI = join(ROOT, 'dist', 'engine', 'cli', 'main.js');
+export const CLI = join(ROOT, 'dist', 'cli', 'main.js');
 
 /** Path of a fixture tool module: `tools/<name>.mjs` or `server/<name>.mjs` under test/fixtures. */
 export function fixture(name: string): string {

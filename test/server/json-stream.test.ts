@@ -10,7 +10,7 @@ import { once } from 'node:events';
 import { createServer, get, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sendJsonArrayStream } from '../../engine/server/http.js';
+import { sendJsonArrayStream } from '../../server/http.js';
 
 const servers: Server[] = [];
 afterEach(async () => {

@@ -6,7 +6,7 @@
  */
 import { createRequire } from 'node:module';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { storeWalk } from '../../engine/server/metrics.js';
+import { storeWalk } from '../../server/metrics.js';
 import { cleanup, startTestServer } from './helpers.js';
 
 interface Sample {

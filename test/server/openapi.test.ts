@@ -9,10 +9,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterEach, describe, expect, it } from 'vitest';
-import { routeTable } from '../../engine/server/routes.js';
 import { HTTP_ENDPOINTS } from '../../engine/wire/http-api.js';
 import { OPENAPI_PATH, openApiDocument, renderOpenApi } from '../../engine/wire/openapi.js';
 import { PROTOCOL_VERSION, WIRE_SCHEMAS } from '../../engine/wire/schemas.js';
+import { routeTable } from '../../server/routes.js';
 import { cleanup, ROOT, startTestServer } from './helpers.js';
 
 afterEach(cleanup);

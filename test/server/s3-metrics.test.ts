@@ -7,8 +7,8 @@
 import { createRequire } from 'node:module';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { renderMetrics, storeWalk } from '../../engine/server/metrics.js';
-import { s3Listing } from '../../engine/server/store-size.js';
+import { renderMetrics, storeWalk } from '../../server/metrics.js';
+import { s3Listing } from '../../server/store-size.js';
 import { requestsOf, twoHosts } from '../sessions/s3-hosts.js';
 import { s3Service } from '../support/s3.js';
 

@@ -1,13 +1,13 @@
 /**
  * The store walk behind `GET /v1/store` and the store gauges of
- * `GET /v1/metrics` (engine/server/store-size.ts): every blob once, whether
+ * `GET /v1/metrics` (server/store-size.ts): every blob once, whether
  * it is a file, packed, or both, counted from the store's own map of its
  * packed blobs, so a walk builds no set of every digest and an unchanged
  * pack is not read again.
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { walkStore } from '../../engine/server/store-size.js';
+import { walkStore } from '../../server/store-size.js';
 import { Store } from '../../store/store.js';
 import { tempDir, tmpEntries } from '../store/helpers.js';
 import { FaultyIO } from '../support/faulty-io.js';

@@ -5,8 +5,6 @@
  * served without the token under a strict Content-Security-Policy.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { CallTracker } from '../../engine/server/tracker.js';
-import { WEB_CSP } from '../../engine/server/web.js';
 import {
   callsResponseSchema,
   gcReportSchema,
@@ -17,6 +15,8 @@ import {
   terminalResultSchema,
   verifyReportSchema,
 } from '../../engine/wire/schemas.js';
+import type { CallTracker } from '../../server/tracker.js';
+import { WEB_CSP } from '../../server/web.js';
 import { cleanup, expectNoLeaks, readEvents, sleep, startTestServer } from './helpers.js';
 
 afterEach(cleanup);

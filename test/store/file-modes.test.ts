@@ -9,8 +9,8 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../engine/engine.js';
-import { loadOrCreateToken } from '../../engine/server/auth.js';
 import { collectGarbage } from '../../engine/sessions/gc.js';
+import { loadOrCreateToken } from '../../server/auth.js';
 import { ageBlobs, makeTempDir, removeDir } from '../support/invariants.js';
 
 // These tests damage, remove or count blob files: every blob gets a file of its own here (packs are

@@ -136,7 +136,7 @@ export function expectedPage(line: (i: number) => string, from: number, to: numb
 }
 
 /** The built CLI entry point (`npm test` builds before running tests). */
-export const CLI = fileURLToPath(new URL('../../dist/engine/cli/main.js', import.meta.url));
+export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
 /** The outcome of one `sluice` run. */
 export interface CliRun {
@@ -146,7 +146,7 @@ export interface CliRun {
 }
 
 /**
- * Runs `node dist/engine/cli/main.js ...args` with a clean environment (no
+ * Runs `node dist/cli/main.js ...args` with a clean environment (no
  * inherited $SLUICE_STORE); with `prefix`, under that command (such as
  * test/support/permissions.ts's route to a root without DAC override).
  */

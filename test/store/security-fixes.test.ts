@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { forTerminal, reportError } from '../../engine/cli/common.js';
+import { forTerminal, reportError } from '../../cli/common.js';
 import { Engine } from '../../engine/engine.js';
 import { distPath } from '../../engine/pool/dist-paths.js';
 import { uniqueSleep, waitNoProcess } from '../support/engines.js';

@@ -1,0 +1,167 @@
+/**
+ * `sluice batch <calls.jsonl | -> [--concurrency N] [--session ID] [--ordered]
+ * [--no-resume] [--store DIR]`: runs one call per input line
+ * (`{ "id", "tool", "args"?, "session"? }`) with bounded concurrency and
+ * writes one JSON result per line to stdout (engine/batch/batch.ts has the
+ * rules: order, memory bound, resume). A line that is not a valid call gets
+ * an error result; the batch goes on. On a terminal, stderr shows a progress
+ * line. Ctrl-C (SIGTERM, SIGHUP) stops cleanly: no new call starts, running
+ * ones are cancelled and their results written; a second signal exits at once.
+ */
+import { createReadStream, promises as fsp } from 'node:fs';
+import { type BatchResult, batchFailed } from '../engine/batch/batch.js';
+import { lines } from '../engine/batch/lines.js';
+import { Engine } from '../engine/engine.js';
+import { BadArgumentsError, NotFoundError } from '../engine/protocol/errors.js';
+import type { OutputRef } from '../engine/result.js';
+import { signalExitCode } from '../engine/signals.js';
+import {
+  type Command,
+  EXIT_FAILURE,
+  EXIT_OK,
+  HELP_OPTION,
+  parseCommandLine,
+  parseCount,
+  RUN_CONFIG_OPTIONS,
+  STORE_OPTION,
+  writeOut,
+} from './common.js';
+import { applyConfig, loadRunConfig } from './config.js';
+import { ProgressBar, type ProgressCounts } from './progress.js';
+
+const STOPPING: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+
+const USAGE = `Usage: sluice batch <FILE | -> [--concurrency N] [--session ID] [--ordered]
+                    [--no-resume] [--store DIR] [--config FILE] [--plugin PATH]...
+                    [--mcp NAME=COMMAND]...
+
+Runs one tool call per line of FILE (- reads stdin), each a JSON object
+{ "id": ID, "tool": NAME, "args": {...}, "session": ID }, and writes one JSON
+result per line to stdout: { "id", "index", "result" } with the call's
+terminal result, or { "id", "index", "error" } for a line that is not a call
+(bad JSON, missing id, duplicate id, unknown tool). "index" is the line's
+number minus one; blank lines are skipped.
+
+  FILE              JSON lines; an id is [A-Za-z0-9][A-Za-z0-9._:-]{0,127} or an integer
+  --concurrency N   calls running at once (default: the engine's concurrency)
+  --session ID      record calls in session ID (a line's own "session" wins); with a
+                    session, ids that already have a recorded outcome (not cancelled)
+                    are skipped and their recorded results written with "resumed": true
+  --ordered         results in input order (default: completion order); at most
+                    4 x N results wait for an earlier one
+  --no-resume       run every line, even ids already completed in the session
+  --store DIR       the store (default: $SLUICE_STORE, else ./.sluice)
+  --config FILE     JSON: { "mcpServers": {...}, "plugins": [PATH] } (as sluice run)
+  --plugin PATH     register a plugin tool module (repeatable)
+  --mcp NAME=COMMAND [ARGS]
+                    start an MCP server over stdio; its tools are NAME.<tool> (repeatable)
+
+On a terminal, stderr shows done/total, rate, ETA, failures and bytes captured.
+Exit status: 0 every call succeeded, 1 a call failed or a line was not a call,
+2 bad usage, 130 stopped by Ctrl-C (143 SIGTERM, 129 SIGHUP) after writing the
+results of the calls it cancelled; a second signal exits at once.
+`;
+
+const OPTIONS = {
+  concurrency: { type: 'string' },
+  session: { type: 'string', complete: 'session' },
+  ordered: { type: 'boolean' },
+  'no-resume': { type: 'boolean' },
+  ...RUN_CONFIG_OPTIONS,
+  ...STORE_OPTION,
+  ...HELP_OPTION,
+} as const;
+
+/** Bytes an output holds (every stream). */
+function outputBytes(o: OutputRef | null | undefined): number {
+  if (!o) return 0;
+  if (o.kind === 'streams') return o.streams.reduce((n, s) => n + s.bytes, 0);
+  return o.bytes;
+}
+
+/** Counts the lines of `path` that are not blank, streaming (for the progress total). */
+async function countLines(path: string): Promise<number> {
+  let n = 0;
+  for await (const line of lines(createReadStream(path))) if (typeof line !== 'string' || line.trim() !== '') n++;
+  return n;
+}
+
+/** The `batch` command. */
+export const command: Command = {
+  summary: 'run one tool call per JSON line; one JSON result per line (resumable with --session)',
+  usage: USAGE,
+  options: OPTIONS,
+  positionals: [{ name: '<FILE | ->', complete: 'file' }],
+  async run(argv, ctx) {
+    const { values, positionals } = parseCommandLine(argv, OPTIONS, 'batch');
+    if (values.help) {
+      await writeOut(ctx.stdout, USAGE);
+      return EXIT_OK;
+    }
+    if (positionals.length !== 1) {
+      throw new BadArgumentsError(
+        `sluice batch takes exactly one input file (- for stdin), got ${positionals.length} (see sluice batch --help)`,
+      );
+    }
+    const file = positionals[0] as string;
+    const concurrency = parseCount('concurrency', values.concurrency);
+    if (concurrency === 0) throw new BadArgumentsError('--concurrency must be at least 1, got "0"');
+    if (file !== '-') {
+      const st = await fsp.stat(file).catch(() => undefined);
+      if (!st) throw new NotFoundError(`no such batch file: ${file}`, { path: file });
+      if (st.isDirectory()) throw new BadArgumentsError(`${file} is a directory, not a file of JSON lines`);
+    }
+    const extra = await loadRunConfig(values, process.cwd());
+    const stderr = ctx.stderr as NodeJS.WriteStream;
+    // A regular file is counted first for the progress total; a pipe or FIFO is read once only.
+    const countable = file !== '-' && (await fsp.stat(file)).isFile();
+    const total = stderr.isTTY === true && countable ? await countLines(file) : undefined;
+    const engine = await Engine.open({
+      ...extra.engine,
+      ...(values.store ? { store: values.store } : {}),
+      ...(concurrency !== undefined ? { concurrency: Math.min(concurrency, 1024) } : {}),
+    });
+    const stop = new AbortController();
+    let first: NodeJS.Signals | undefined;
+    const onSignal = (sig: NodeJS.Signals) => {
+      // The process 'exit' hook kills the calls' process groups.
+      if (first) process.exit(signalExitCode(first));
+      first = sig;
+      stop.abort();
+    };
+    for (const s of STOPPING) process.on(s, onSignal);
+    const counts: ProgressCounts = { done: 0, total, failed: 0, bytes: 0 };
+    const bar = stderr.isTTY === true ? new ProgressBar(stderr) : undefined;
+    try {
+      await applyConfig(engine, extra);
+      const input = file === '-' ? process.stdin : createReadStream(file);
+      const results = engine.batch(lines(input), {
+        ...(concurrency !== undefined ? { concurrency } : {}),
+        ...(values.session !== undefined ? { session: values.session } : {}),
+        ordered: values.ordered === true,
+        resume: values['no-resume'] !== true,
+        signal: stop.signal,
+      });
+      let failed = false;
+      bar?.update(counts, true);
+      for await (const r of results as AsyncIterable<BatchResult>) {
+        // Writing waits for stdout: a slow reader slows the batch instead of filling memory.
+        await writeOut(ctx.stdout, `${JSON.stringify(r)}\n`);
+        counts.done++;
+        if (batchFailed(r)) {
+          counts.failed++;
+          failed = true;
+        }
+        counts.bytes += outputBytes(r.result?.output);
+        bar?.update(counts);
+      }
+      input.destroy();
+      bar?.finish(counts);
+      if (first) return signalExitCode(first);
+      return failed ? EXIT_FAILURE : EXIT_OK;
+    } finally {
+      for (const s of STOPPING) process.off(s, onSignal);
+      await engine.close();
+    }
+  },
+};

@@ -1,0 +1,211 @@
+/**
+ * Tools beyond the built-ins for `sluice run` (and any embedder): plugin
+ * modules and MCP servers, from a JSON config file and/or command-line flags.
+ *
+ * ```json
+ * {
+ *   "mcpServers": { "files": { "command": "npx", "args": ["-y", "some-mcp-server"], "env": { "TOKEN": "…" } } },
+ *   "plugins": ["./tools/search.mjs"],
+ *   "toolOutput": { "maxLines": 500, "maxBytes": 20000, "preview": "head+tail" },
+ *   "concurrency": 4
+ * }
+ * ```
+ *
+ * `toolOutput` and `concurrency` are the engine's options of the same names
+ * (engine/options.ts checks their ranges); `--max-lines`, `--max-bytes` and
+ * `--concurrency` override them.
+ *
+ * Relative paths in a file (plugins, a server's `cwd`) are relative to the
+ * file; on the command line, to the working directory. A server without `cwd`
+ * runs in the engine's working directory. `"type": "stdio"` is
+ * accepted (as other MCP hosts write it); any other transport is refused.
+ */
+import { promises as fsp } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type { Engine } from '../engine/engine.js';
+import { MCP_SERVER_NAME, type McpServerConfig, mcpServerFields } from '../engine/mcp/config.js';
+import { parseToolOutputOptions, type ToolOutputOptionsInput } from '../engine/presentation/options.js';
+import { BadOptionError, NotFoundError } from '../engine/protocol/errors.js';
+import { firstIssue } from '../engine/protocol/issues.js';
+import { z } from '../engine/protocol/zod.js';
+import type { ToolInfo } from '../engine/registry.js';
+import { limitFlags } from './common.js';
+
+/** The engine settings a config file (or the limit flags) may give. */
+export interface ConfigEngineSettings {
+  /** The engine's toolOutput options (limits per stream, preview). */
+  toolOutput?: ToolOutputOptionsInput;
+  /** Calls running at once. */
+  concurrency?: number;
+}
+
+/** What to add to an engine: plugin modules, then MCP servers, in order; and its settings. */
+export interface SluiceConfig {
+  /** Plugin module paths (absolute) or URLs. */
+  plugins: string[];
+  /** MCP servers, each with its name. */
+  mcpServers: McpServerConfig[];
+  /** Engine options, for Engine.open. */
+  engine: ConfigEngineSettings;
+}
+
+const serverSchema = z.strictObject({ type: z.literal('stdio').optional(), ...mcpServerFields });
+
+const positive = z.number().int().positive();
+
+const fileSchema = z.strictObject({
+  mcpServers: z.record(z.string(), serverSchema).optional(),
+  plugins: z.array(z.string().min(1)).optional(),
+  // Every engine toolOutput option (maxLines, maxBytes, maxModelBytes, preview, tailShare): checked by the
+  // engine's own parser below, so a bad value names the file.
+  toolOutput: z.record(z.string(), z.unknown()).optional(),
+  concurrency: positive.optional(),
+});
+
+/** `--config`, `--plugin`, `--mcp` and the limit flags, as `sluice run` parses them. */
+export interface ConfigFlags {
+  config?: string | undefined;
+  plugin?: string[] | undefined;
+  mcp?: string[] | undefined;
+  'max-lines'?: string | undefined;
+  'max-bytes'?: string | undefined;
+  concurrency?: string | undefined;
+}
+
+const isUrl = (s: string) => /^[a-z][a-z0-9+.-]*:/i.test(s);
+
+/** Validates a parsed config object; relative paths resolve against `baseDir`. EBADOPTION quotes the bad value. */
+export function parseConfig(input: unknown, baseDir: string, origin = 'config'): SluiceConfig {
+  const r = fileSchema.safeParse(input);
+  if (!r.success) {
+    const i = firstIssue(r.error, input);
+    const where = i.path || '(top level)';
+    throw new BadOptionError(`${origin}: ${where}: ${i.message} (${i.got})`, { option: where });
+  }
+  const c = r.data;
+  const mcpServers: McpServerConfig[] = [];
+  for (const [name, s] of Object.entries(c.mcpServers ?? {})) {
+    if (!MCP_SERVER_NAME.test(name)) {
+      throw new BadOptionError(
+        `${origin}: mcpServers: server name ${JSON.stringify(name)} must match ${MCP_SERVER_NAME}`,
+        {
+          option: `mcpServers.${name}`,
+        },
+      );
+    }
+    const { type: _t, ...rest } = s;
+    mcpServers.push({ ...rest, name, ...(s.cwd !== undefined ? { cwd: resolve(baseDir, s.cwd) } : {}) });
+  }
+  const plugins = (c.plugins ?? []).map((p) => (isUrl(p) ? p : resolve(baseDir, p)));
+  if (c.toolOutput !== undefined) parseToolOutputOptions(c.toolOutput, `${origin}: toolOutput`);
+  const engine: ConfigEngineSettings = {
+    ...(c.toolOutput ? { toolOutput: { ...(c.toolOutput as ToolOutputOptionsInput) } } : {}),
+    ...(c.concurrency !== undefined ? { concurrency: c.concurrency } : {}),
+  };
+  return { plugins, mcpServers, engine };
+}
+
+/** Reads and validates a JSON config file. ENOTFOUND when it is missing, EBADOPTION when it is not valid. */
+export async function loadConfigFile(file: string): Promise<SluiceConfig> {
+  const path = resolve(file);
+  let text: string;
+  try {
+    text = await fsp.readFile(path, 'utf8');
+  } catch (err) {
+    throw new NotFoundError(`config file ${path}: ${(err as Error).message}`, { file: path });
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new BadOptionError(`config file ${path} is not valid JSON: ${(err as Error).message}`, { file: path });
+  }
+  return parseConfig(json, dirname(path), `config file ${path}`);
+}
+
+/**
+ * Splits a command line the way a POSIX shell splits words, without running
+ * one: whitespace separates, single quotes keep everything, double quotes keep
+ * all but `\"` and `\\`, a backslash outside quotes escapes the next character.
+ */
+export function splitCommand(line: string): string[] {
+  const words: string[] = [];
+  let word = '';
+  let inWord = false;
+  let quote: "'" | '"' | undefined;
+  for (let i = 0; i < line.length; i++) {
+    const ch = line[i] as string;
+    if (quote === "'") {
+      if (ch === "'") quote = undefined;
+      else word += ch;
+    } else if (quote === '"') {
+      if (ch === '"') quote = undefined;
+      else if (ch === '\\' && (line[i + 1] === '"' || line[i + 1] === '\\')) word += line[++i];
+      else word += ch;
+    } else if (ch === "'" || ch === '"') {
+      quote = ch;
+      inWord = true;
+    } else if (ch === '\\' && i + 1 < line.length) {
+      word += line[++i];
+      inWord = true;
+    } else if (/\s/.test(ch)) {
+      if (inWord) words.push(word);
+      word = '';
+      inWord = false;
+    } else {
+      word += ch;
+      inWord = true;
+    }
+  }
+  if (quote) throw new BadOptionError(`unterminated ${quote} quote in ${JSON.stringify(line)}`);
+  if (inWord) words.push(word);
+  return words;
+}
+
+/** One `--mcp NAME=COMMAND [ARGS...]` flag. */
+export function parseMcpFlag(flag: string, cwd: string): McpServerConfig {
+  const eq = flag.indexOf('=');
+  const name = eq === -1 ? '' : flag.slice(0, eq);
+  const words = eq === -1 ? [] : splitCommand(flag.slice(eq + 1));
+  if (!MCP_SERVER_NAME.test(name) || words.length === 0) {
+    throw new BadOptionError(
+      `--mcp takes NAME=COMMAND [ARGS...] with NAME matching ${MCP_SERVER_NAME} (got ${JSON.stringify(flag)})`,
+      { option: 'mcp' },
+    );
+  }
+  const [command, ...args] = words as [string, ...string[]];
+  return { name, command, args, cwd };
+}
+
+/** The config from `--config FILE` (if any), then the `--plugin` and `--mcp` flags, and the limit flags over its settings. */
+export async function loadRunConfig(flags: ConfigFlags, cwd: string): Promise<SluiceConfig> {
+  // Flags are checked first: a bad one is reported before a config file is read.
+  const limits = limitFlags(flags);
+  const base: SluiceConfig = flags.config
+    ? await loadConfigFile(resolve(cwd, flags.config))
+    : { plugins: [], mcpServers: [], engine: {} };
+  for (const p of flags.plugin ?? []) base.plugins.push(isUrl(p) ? p : resolve(cwd, p));
+  for (const m of flags.mcp ?? []) base.mcpServers.push(parseMcpFlag(m, cwd));
+  const toolOutput = { ...base.engine.toolOutput, ...limits.toolOutput };
+  base.engine = {
+    ...base.engine,
+    ...(Object.keys(toolOutput).length > 0 ? { toolOutput } : {}),
+    ...(limits.concurrency !== undefined ? { concurrency: limits.concurrency } : {}),
+  };
+  return base;
+}
+
+/**
+ * Registers the plugins, then adds the MCP servers, in order; resolves to
+ * every tool registered. The first failure rejects (EBADMODULE, EBADDECL,
+ * EBADOPTION); what was added before it stays added.
+ */
+export async function applyConfig(
+  engine: Engine,
+  config: Pick<SluiceConfig, 'plugins' | 'mcpServers'>,
+): Promise<ToolInfo[]> {
+  const tools: ToolInfo[] = [];
+  for (const p of config.plugins) tools.push(await engine.register(p));
+  for (const s of config.mcpServers) tools.push(...(await engine.addMcpServer(s)));
+  return tools;
+}
