@@ -31,7 +31,6 @@ import { assertSpawnSettings } from './processes/spawn-settings.js';
 import { startWatchdog, type Watchdog } from './processes/watchdog.js';
 import type { Registry, ToolInfo } from './registry.js';
 import type { CallEvent, TerminalResult } from './result.js';
-import type { EngineSessionLog } from './session-log.js';
 import type {
   GcOptions,
   GcReport,
@@ -41,6 +40,7 @@ import type {
   SessionSummary,
   SessionVerifyReport,
 } from './sessions/index.js';
+import type { EngineSessionLog } from './sessions/lazy-recorder.js';
 import type { SignalOptions } from './signals.js';
 
 /** The modules Engine.open loads once the first worker has started (engine/runtime.ts). */

@@ -21,6 +21,6 @@ export { ProcessGuard } from './processes/process-guard.js';
 export { ClosedError, toSluiceError } from './protocol/errors.js';
 export { OPTIONAL_DEPENDENCIES, requireOptional } from './protocol/optional-dependencies.js';
 export { Registry } from './registry.js';
-export { EngineSessionLog } from './session-log.js';
+export { EngineSessionLog } from './sessions/lazy-recorder.js';
 export { assertSessionId } from './sessions/session-id.js';
 export { handleSignals } from './signals.js';

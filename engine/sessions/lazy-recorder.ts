@@ -4,12 +4,12 @@
  * sees one never loads the log's modules (framing, record schemas, writer):
  * Engine.open and the first call do not wait for them.
  */
-import type { Store } from '../store/store.js';
-import type { CallRecorder } from './call/call-types.js';
-import { ClosedError } from './protocol/errors.js';
-import type { ToolInfo } from './registry.js';
-import type { TerminalResult } from './result.js';
-import type { SessionRecorder } from './sessions/recorder.js';
+import type { Store } from '../../store/store.js';
+import type { CallRecorder } from '../call/call-types.js';
+import { ClosedError } from '../protocol/errors.js';
+import type { ToolInfo } from '../registry.js';
+import type { TerminalResult } from '../result.js';
+import type { SessionRecorder } from './recorder.js';
 
 /** A {@link SessionRecorder} created when a call with a session (or a revert) first needs it. */
 export class EngineSessionLog implements CallRecorder {
@@ -24,7 +24,7 @@ export class EngineSessionLog implements CallRecorder {
   /** The session recorder, loaded on the first request. ECLOSED once {@link close} has run. */
   get(): Promise<SessionRecorder> {
     if (this.closed) return Promise.reject(new ClosedError('the session log is closed'));
-    this.recorder ??= import('./sessions/recorder.js').then((m) => new m.SessionRecorder(this.store));
+    this.recorder ??= import('./recorder.js').then((m) => new m.SessionRecorder(this.store));
     return this.recorder;
   }
 
