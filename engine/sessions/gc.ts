@@ -45,7 +45,7 @@ export async function collectGarbage(store: Store, options: GcOptions = {}): Pro
   const backend = blobBackendOf(store);
   // An S3 store: leases, the lock object and tombstone markers, across every host on the bucket.
   const collect = backend
-    ? (await import('../../store/gc/s3-collect.js')).collectS3Store(store, backend as S3Blobs, hooks, options)
+    ? (await import('../../store/s3/collect.js')).collectS3Store(store, backend as S3Blobs, hooks, options)
     : collectStore(store, hooks, options);
   const { durationMs, ...report } = await collect;
   return { ...report, orphanGroupsKilled, durationMs };

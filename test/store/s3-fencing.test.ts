@@ -15,7 +15,7 @@ import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { collectS3Store } from '../../store/gc/s3-collect.js';
+import { collectS3Store } from '../../store/s3/collect.js';
 import { s3Service } from '../support/s3.js';
 import { s3Backend } from './backends.js';
 import { tempDir } from './helpers.js';

@@ -20,17 +20,17 @@
  * Why this loses nothing: docs/operations.md, "GC across hosts".
  */
 import { toSluiceError } from '../../engine/protocol/errors.js';
+import { manifestStreams } from '../gc/blobs.js';
+import type { RootScan } from '../gc/roots.js';
+import { emptySweep, type GcStep, type SweepResult } from '../gc/sweep.js';
 import { INDEX_MIN_BLOB_BYTES } from '../line-index.js';
 import { MAX_MANIFEST_BYTES } from '../manifest.js';
-import type { S3Blobs } from '../s3/blobs.js';
-import { youngOnServer } from '../s3/expiry.js';
-import type { S3GcLock } from '../s3/gc-lock.js';
-import { scanLeases } from '../s3/lease-scan.js';
-import { tombstoneKey } from '../s3/tombstones.js';
 import type { Store } from '../store.js';
-import { manifestStreams } from './blobs.js';
-import type { RootScan } from './roots.js';
-import { emptySweep, type GcStep, type SweepResult } from './sweep.js';
+import type { S3Blobs } from './blobs.js';
+import { youngOnServer } from './expiry.js';
+import type { S3GcLock } from './gc-lock.js';
+import { scanLeases } from './lease-scan.js';
+import { tombstoneKey } from './tombstones.js';
 
 /** An S3 blob as a listing saw it. */
 export interface ListedObjectBlob {

@@ -13,7 +13,7 @@
  * 4. Mark: roots, leased digests, blobs inside the grace period by the
  *    server's clock, then what marked manifests reference, transitively.
  * 5. Sweep by tombstone markers, re-check and deletes under a renewed lock
- *    (store/gc/s3-sweep.ts).
+ *    (store/s3/sweep.ts).
  * 6. Remove line-index objects whose blob is gone and that are past the
  *    grace period; reclaim this host's temporaries of dead owners.
  *
@@ -21,15 +21,7 @@
  * delete, and its tombstones are cleared: nothing was moved.
  */
 import { toSluiceError } from '../../engine/protocol/errors.js';
-import { MAX_MANIFEST_BYTES } from '../manifest.js';
-import { OwnerCheck } from '../owners.js';
-import type { S3Blobs } from '../s3/blobs.js';
-import { youngOnServer } from '../s3/expiry.js';
-import { DEFAULT_GC_LOCK_TTL_MS, S3GcLock } from '../s3/gc-lock.js';
-import { scanLeases } from '../s3/lease-scan.js';
-import { tombstonePrefix } from '../s3/tombstones.js';
-import type { Store } from '../store.js';
-import { manifestStreams } from './blobs.js';
+import { manifestStreams } from '../gc/blobs.js';
 import {
   type CollectHooks,
   emptyReport,
@@ -38,10 +30,18 @@ import {
   graceOf,
   markReachable,
   reclaimTemporaries,
-} from './collect.js';
-import type { RootScan } from './roots.js';
-import { listS3Blobs, sweepS3 } from './s3-sweep.js';
-import type { GcStep } from './sweep.js';
+} from '../gc/collect.js';
+import type { RootScan } from '../gc/roots.js';
+import type { GcStep } from '../gc/sweep.js';
+import { MAX_MANIFEST_BYTES } from '../manifest.js';
+import { OwnerCheck } from '../owners.js';
+import type { Store } from '../store.js';
+import type { S3Blobs } from './blobs.js';
+import { youngOnServer } from './expiry.js';
+import { DEFAULT_GC_LOCK_TTL_MS, S3GcLock } from './gc-lock.js';
+import { scanLeases } from './lease-scan.js';
+import { listS3Blobs, sweepS3 } from './sweep.js';
+import { tombstonePrefix } from './tombstones.js';
 
 const INDEX_KEY = /index\/sha256\/([0-9a-f]{2})\/([0-9a-f]{62})\.idx$/;
 
