@@ -48,6 +48,16 @@ const UNSUPPORTED: Array<[string, string]> = [
   ['a++b', 'possessive quantifier'],
 ];
 
+/** Patterns none of whose matches occur in {@link scanArtifact}: each search of it reads all of it. */
+const SCANNING = ['(a+)+$', '(a|aa)+$', '^(a+)+$'];
+
+/** `lines` copies of the line that makes {@link SCANNING} backtrack in JavaScript, which none of them matches. */
+async function scanArtifact(engine: Engine, lines: number): Promise<string> {
+  const r = await engine.run('bash', { command: `yes '${LINES[0]}' | head -n ${lines}` });
+  if (r.output?.kind !== 'streams') throw new Error(`expected named streams, got ${JSON.stringify(r.error)}`);
+  return `artifact://${r.output.manifest}/stdout`;
+}
+
 async function hostileArtifact(engine: Engine, repeat = 1): Promise<string> {
   // `yes` repeats the five lines (a command's argument is at most 128 KiB, the artifact is larger).
   const r = await engine.run('bash', { command: `yes '${LINES.join('\n')}' | head -n ${repeat * LINES.length}` });
@@ -123,19 +133,28 @@ describe('regular expressions run in linear time', () => {
   });
 
   it('20 bash calls on the worker thread a hostile search runs on finish meanwhile', async () => {
-    // One shared thread: the tool's search and every bash call run on it.
+    // One shared thread: the tool's searches and every bash call run on it. 42 MB of the line that makes
+    // them backtrack, searched whole (no line matches) ignoring case, so the searches are still going
+    // when the calls end, which the count below shows.
     const { engine, storeDir } = await openFixture({ threads: 1 });
-    const uri = await hostileArtifact(engine, 20_000);
-    const searches = CATALOGUE.map(([pattern]) =>
-      engine.run('grep', { filePath: uri, pattern, regex: true, limit: 1000 }),
+    const uri = await scanArtifact(engine, 1_000_000);
+    let searching = SCANNING.length;
+    const searches = SCANNING.map((pattern) =>
+      engine
+        .run('grep', { filePath: uri, pattern, regex: true, ignoreCase: true, limit: 1000 })
+        .finally(() => searching--),
     );
     const calls = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => engine.run('bash', { command: `echo call-${i}` })),
+      Array.from({ length: 20 }, async (_, i) => {
+        const r = await engine.run('bash', { command: `echo call-${i}` });
+        return { r, searching };
+      }),
     );
-    for (const [i, r] of calls.entries()) {
+    for (const [i, { r, searching: stillSearching }] of calls.entries()) {
       expect(r.status).toBe('success');
       expect(r.model).toContain(`call-${i}`);
       expect(r.durationMs).toBeLessThan(5000);
+      expect(stillSearching, `call ${i} ended while a search still ran`).toBeGreaterThan(0);
     }
     for (const r of await Promise.all(searches)) expect(r.status).toBe('success');
     await expectNoLeaks(storeDir);
@@ -143,16 +162,20 @@ describe('regular expressions run in linear time', () => {
 
   it('sluice serve answers other requests while hostile searches run', async () => {
     const s = await startTestServer();
-    const uri = await hostileArtifact(s.engine, 20_000);
-    const searches = CATALOGUE.map(([pattern]) =>
-      s.api(
-        `/v1/search?filePath=${encodeURIComponent(uri)}&pattern=${encodeURIComponent(pattern)}&regex=true&limit=1000`,
-      ),
+    const uri = await scanArtifact(s.engine, 1_000_000);
+    let searching = SCANNING.length;
+    const searches = SCANNING.map((pattern) =>
+      s
+        .api(
+          `/v1/search?filePath=${encodeURIComponent(uri)}&pattern=${encodeURIComponent(pattern)}&regex=true&ignoreCase=true&limit=1000`,
+        )
+        .finally(() => searching--),
     );
     for (let i = 0; i < 5; i++) {
       const info = await timed(() => s.api('/v1/info'));
       expect(info.value.status).toBe(200);
       expect(info.ms).toBeLessThan(1000);
+      expect(searching, `request ${i} answered while a search still ran`).toBeGreaterThan(0);
     }
     for (const res of await Promise.all(searches)) expect(res.status).toBe(200);
   });
