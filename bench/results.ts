@@ -46,7 +46,9 @@ export const ROOT = resolve(here, basename(resolve(here, '..')) === 'dist' ? '..
 export const RESULTS_DIR = join(ROOT, 'bench', 'results');
 /** The document whose table is generated. */
 export const DOC = join(ROOT, 'docs', 'benchmarks.md');
+/** The marker line before the generated table in {@link DOC}. */
 export const BEGIN = '<!-- figures:begin -->';
+/** The marker line after it. */
 export const END = '<!-- figures:end -->';
 
 /** The machine a run measured. */

@@ -9,11 +9,10 @@
  * fsync that followed its line's write.
  *
  * A line that need not be durable (`call.started`) waits behind a batch's
- * fsync too. Writing such lines while the fsync runs was built and measured
- * (docs/benchmarks.md, "Session log writes"): batches got smaller, costing
- * about 0.6 more writes, 0.14 more fdatasyncs and 2 more futex calls per
+ * fsync too: writing such lines while the fsync runs makes batches smaller,
+ * at about 0.6 more writes, 0.14 more fdatasyncs and 2 more futex calls per
  * recorded call, for no measurable throughput on a 2-core host, where CPU
- * is the limit.
+ * is the limit (docs/benchmarks.md, "Session log writes").
  *
  * A log whose last line was torn by a crash gets a newline before the first
  * new line, so the torn fragment stays one (skipped) line instead of
