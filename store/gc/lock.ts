@@ -20,26 +20,14 @@
  *   got in between our two steps makes the rmdir fail, harmlessly.
  *
  * So no interleaving of takers, breakers and releasers ever has two holders,
- * and no step rests on a timestamp (the earlier lock file, broken by
- * renaming it aside, could be replaced between a breaker's check and its
- * rename, and three breakers racing on one dead lock could end with two
- * holders).
- *
- * Locks written by older versions are a regular file `gc/lock` holding a
- * bare pid, a token, or `<pid>-<random>` (written without /proc). Such a
- * file makes the rename fail (ENOTDIR); it is judged by its content (the
- * token, else the old rule: the pid lives and did not start after the lock
- * was written; without a valid pid, abandoned after
- * {@link UNWRITTEN_STALE_MS}) and, when stale, broken by
- * {@link breakLegacy}: renamed aside over a file of ours (which a directory,
- * this version's lock, cannot be) and removed only if it is still the file
- * judged, else linked back (an older collector took the lock meanwhile).
+ * and no step rests on a timestamp. Anything else at `gc/lock` (a regular
+ * file, a FIFO, a symbolic link) is nobody's lock and is never broken.
  */
 import { constants } from 'node:fs';
 import { join } from 'node:path';
 import { TimeoutError, toSluiceError } from '../../engine/protocol/errors.js';
 import type { StoreIO } from '../io.js';
-import { OwnerCheck, ownedName, ownerPid, ownerToken } from '../owners.js';
+import { OwnerCheck, ownedName, ownerPid } from '../owners.js';
 import type { Store } from '../store.js';
 
 /** A held GC lock. */
@@ -50,27 +38,16 @@ export interface GcLock {
 const POLL_MS = 50;
 /** A lock directory being prepared: `gc/lock.prep-<owned name>`. */
 const PREP_PREFIX = 'lock.prep-';
-/** An older version's lock file moved aside to be broken: `gc/lock.stale-<owned name>` (older versions' too). */
-const STALE_PREFIX = 'lock.stale-';
 /** The owner file inside a lock directory. */
 const OWNER_SUFFIX = '.owner';
 
-/** Path of the GC lock of `store` (a directory; a regular file when an older version wrote it). */
+/** Path of the GC lock of `store` (a directory). */
 export function gcLockPath(store: Store): string {
   return join(store.layout.gc, 'lock');
 }
 
-/** What stands at `gc/lock` when the rename failed. */
-type Holder =
-  | { kind: 'gone' }
-  | { kind: 'dir'; stale: string[] | undefined; pid: number | undefined }
-  | { kind: 'file'; stale: boolean; pid: number | undefined; judged?: LegacyFile };
-
-/** An older version's lock file as it was read: its inode and its content. */
-interface LegacyFile {
-  ino: number;
-  text: string;
-}
+/** What stands at `gc/lock` when the rename failed: `stale` lists the dead owners' files to break. */
+type Holder = { kind: 'gone' } | { kind: 'held'; stale: string[] | undefined; pid: number | undefined };
 
 function errno(err: unknown): unknown {
   return (err as { code?: unknown })?.code;
@@ -111,13 +88,8 @@ export async function acquireGcLock(store: Store, timeoutMs: number): Promise<Gc
       }
       const holder = await readHolder(io, path, new OwnerCheck());
       if (holder.kind === 'gone') continue; // Released or broken since: try again at once.
-      if (holder.kind === 'dir' && holder.stale) {
+      if (holder.stale) {
         await breakDir(io, path, holder.stale);
-        continue;
-      }
-      if (holder.kind === 'file' && holder.stale) {
-        // Any failure here would fail every try alike, so it ends the collection rather than spin on it.
-        await breakLegacy(store, path, holder.judged);
         continue;
       }
       if (Date.now() >= deadline) {
@@ -208,13 +180,12 @@ async function readHolder(io: StoreIO, path: string, owners: OwnerCheck): Promis
   let names: string[];
   try {
     const st = await io.lstat(path);
-    if (st.isFile()) return readLegacyHolder(io, path, owners);
-    // A FIFO, a symbolic link or anything else in the lock's place is no holder, and is never broken.
-    if (!st.isDirectory()) return { kind: 'file', stale: false, pid: undefined };
+    // A file, a FIFO, a symbolic link or anything else in the lock's place is no holder, and is never broken.
+    if (!st.isDirectory()) return { kind: 'held', stale: undefined, pid: undefined };
     names = await io.readdir(path);
   } catch (err) {
     if (errno(err) === 'ENOENT') return { kind: 'gone' };
-    if (errno(err) === 'ENOTDIR') return readLegacyHolder(io, path, owners);
+    if (errno(err) === 'ENOTDIR') return { kind: 'held', stale: undefined, pid: undefined };
     throw err;
   }
   // An empty directory (a breaker or releaser between its two steps, or a crash there): the rename replaces it.
@@ -225,7 +196,7 @@ async function readHolder(io: StoreIO, path: string, owners: OwnerCheck): Promis
     const p = ownerPid(name);
     pid ??= p;
     // Not an owner file of ours: nobody's to break.
-    if (p === undefined || !name.endsWith(OWNER_SUFFIX)) return { kind: 'dir', stale: undefined, pid };
+    if (p === undefined || !name.endsWith(OWNER_SUFFIX)) return { kind: 'held', stale: undefined, pid };
     // A name with a token is judged by it alone; one without (no /proc) by the pid and the file's mtime, and
     // so is a token this process cannot check (its boot id unreadable): with a made-up mtime, a live owner
     // would look started after its file and so dead.
@@ -233,104 +204,27 @@ async function readHolder(io: StoreIO, path: string, owners: OwnerCheck): Promis
       (st) => st.mtimeMs,
       () => Date.now(),
     );
-    if (owners.alive(p, mtimeMs, name)) return { kind: 'dir', stale: undefined, pid: p };
+    if (owners.alive(p, mtimeMs, name)) return { kind: 'held', stale: undefined, pid: p };
     stale.push(name);
   }
-  return { kind: 'dir', stale, pid };
+  return { kind: 'held', stale, pid };
 }
 
 /**
- * An older version's lock file, never partial in recent versions; one
- * without a valid pid was being written by an older one, unless it has been
- * so for longer than this.
- */
-const UNWRITTEN_STALE_MS = 10_000;
-
-async function readLegacyHolder(io: StoreIO, path: string, owners: OwnerCheck): Promise<Holder> {
-  let fh: Awaited<ReturnType<StoreIO['open']>>;
-  try {
-    // Without blocking or following a link: replaced by a FIFO since the lstat, it is no holder.
-    fh = await io.open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
-  } catch (err) {
-    if (errno(err) === 'ENOENT') return { kind: 'gone' };
-    return { kind: 'file', stale: false, pid: undefined };
-  }
-  try {
-    const st = await fh.stat();
-    if (!st.isFile()) return { kind: 'file', stale: false, pid: undefined };
-    const text = (await fh.readFile()).toString('utf8').trim();
-    const judged = { ino: st.ino, text };
-    // A token (`<pid>-t…`); an owned name without one (`<pid>-<random>`), judged by the pid as a bare pid is.
-    const token = ownerToken(text) ? text : undefined;
-    const m = /^([1-9][0-9]{0,9})(?:-[0-9a-zA-Z]+)?$/.exec(text);
-    if (!m) return { kind: 'file', stale: Date.now() - st.mtimeMs > UNWRITTEN_STALE_MS, pid: undefined, judged };
-    const pid = Number(m[1]);
-    return { kind: 'file', stale: !owners.alive(pid, st.mtimeMs, token), pid, judged };
-  } catch {
-    return { kind: 'file', stale: false, pid: undefined };
-  } finally {
-    await fh.close().catch(() => {});
-  }
-}
-
-/**
- * Breaks an older version's lock file judged stale (`judged`: as it was read
- * then). Unlinking `gc/lock` by name could remove a lock an older
- * collector took since (it breaks the same file its own way, then links its
- * own), so the file is renamed aside instead, over a placeholder file of
- * ours: rename(2) will not put a directory over a file (ENOTDIR), so a lock
- * directory of this version taken since is never moved either. What was
- * moved is removed only when it is the file judged (same inode, same
- * content, which names its owner); anything else is linked back. Linking
- * back fails only if yet another collector took `gc/lock` in between: the
- * race older versions have among themselves, which no step of ours adds to.
- */
-async function breakLegacy(store: Store, path: string, judged: LegacyFile | undefined): Promise<void> {
-  const io = store.io;
-  const aside = join(store.layout.gc, `${STALE_PREFIX}${ownedName()}`);
-  const fh = await io.open(aside, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600);
-  try {
-    await fh.close();
-    try {
-      await io.rename(path, aside);
-    } catch (err) {
-      const code = errno(err);
-      // Broken by someone else, or a lock directory of this version stands there now: nothing to break.
-      if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') return;
-      throw err;
-    }
-    const moved = await readLegacyHolder(io, aside, new OwnerCheck());
-    if (judged && moved.kind === 'file' && moved.judged?.ino === judged.ino && moved.judged.text === judged.text) {
-      return;
-    }
-    await io.link(aside, path).catch(() => {});
-  } finally {
-    await io.unlink(aside).catch(() => {});
-  }
-}
-
-/**
- * Removes what dead collectors left beside the lock: directories they were
- * preparing (`gc/lock.prep-<owned name>`, left by a crash before their
- * rename) and lock files they had moved aside to break
- * (`gc/lock.stale-<owned name>`). A live owner's are left alone, and so
- * are older versions' files moved aside (`gc/lock.stale-<pid>-<random>`,
- * no token): judged by the pid and the file's mtime, which renaming kept
- * from the lock, a live breaker would look dead, and the file may be a
- * fresh lock it is about to link back.
+ * Removes the directories dead collectors were preparing
+ * (`gc/lock.prep-<owned name>`, left by a crash before their rename); a
+ * live owner's are left alone.
  */
 async function removeDeadPreps(store: Store, owners: OwnerCheck): Promise<void> {
   for (const name of await store.io.readdir(store.layout.gc)) {
-    const prep = name.startsWith(PREP_PREFIX);
-    if (!prep && !name.startsWith(STALE_PREFIX)) continue;
-    const stem = name.slice(prep ? PREP_PREFIX.length : STALE_PREFIX.length);
-    const pid = ownerPid(`${stem}${OWNER_SUFFIX}`);
-    if (pid === undefined || (!prep && !ownerToken(stem))) continue;
+    if (!name.startsWith(PREP_PREFIX)) continue;
+    const stem = name.slice(PREP_PREFIX.length);
+    const ownerName = `${stem}${OWNER_SUFFIX}`;
+    const pid = ownerPid(ownerName);
+    if (pid === undefined) continue;
     const at = join(store.layout.gc, name);
     const st = await store.io.lstat(at).catch(() => undefined);
-    if (!st || !(prep ? st.isDirectory() : st.isFile())) continue;
-    if (owners.alive(pid, st.mtimeMs, `${stem}${OWNER_SUFFIX}`)) continue;
-    if (prep) await removeDir(store.io, at, [`${stem}${OWNER_SUFFIX}`]);
-    else await store.io.unlink(at).catch(() => {});
+    if (!st?.isDirectory() || owners.alive(pid, st.mtimeMs, ownerName)) continue;
+    await removeDir(store.io, at, [ownerName]);
   }
 }

@@ -111,19 +111,21 @@ describe('GC and owned files', () => {
   it('breaks a lock left by a dead collection, and waits for a live one (ETIMEOUT)', async () => {
     const store = await tempStore();
     const lock = join(store.layout.gc, 'lock');
-    await fsp.mkdir(store.layout.gc, { recursive: true });
-    await fsp.writeFile(lock, `${await deadPid()}\n`);
+    await fsp.mkdir(lock, { recursive: true });
+    await fsp.writeFile(join(lock, `${await deadPid()}-0123456789ab.owner`), 'x\n');
     await store.publishBytes('old\n');
     await ageStore(store, 2 * HOUR);
     expect((await collectGarbage(store)).removed).toBe(1);
     // Neither the stale lock nor our own is left behind.
     expect((await fsp.readdir(store.layout.gc)).filter((n) => n.startsWith('lock'))).toEqual([]);
     const live = await liveChild();
-    await fsp.writeFile(lock, `${live}\n`);
+    const held = `${live}-0123456789ab.owner`;
+    await fsp.mkdir(lock);
+    await fsp.writeFile(join(lock, held), 'x\n');
     const t0 = Date.now();
     await expect(collectGarbage(store, { lockTimeoutMs: 200 })).rejects.toMatchObject({ code: 'ETIMEOUT' });
     expect(Date.now() - t0).toBeGreaterThanOrEqual(190);
-    expect(await fsp.readFile(lock, 'utf8')).toBe(`${live}\n`);
+    expect(await fsp.readdir(lock)).toEqual([held]);
     // A dry run takes no lock.
     expect((await collectGarbage(store, { dryRun: true, lockTimeoutMs: 0 })).dryRun).toBe(true);
   });

@@ -117,20 +117,22 @@ describe('owners are told apart by their start, not by timestamps', () => {
     await collector.close();
   });
 
-  it("an older version's GC lock file names its holder by token: a live collector's is kept however old it looks, a dead one's broken", async () => {
+  it("a GC lock names its holder by token: a live collector's is kept however old it looks, a dead one's broken", async () => {
     const { store, lock, noRoots } = await lockTestStore();
-    // A live collector (the sleeper stands for it) whose lock looks written in 2001, before it started.
+    // A live collector (the sleeper stands for it) whose owner file looks written in 2001, before it started.
     const c = sleeper();
     const pid = c.pid as number;
-    await fsp.writeFile(lock, `${pid}-t${ticksOf(pid)}b${boot}r0123456789ab\n`);
+    const live = join(lock, `${pid}-t${ticksOf(pid)}b${boot}r0123456789ab.owner`);
+    await fsp.mkdir(lock);
+    await fsp.writeFile(live, `${pid}\n`);
     const past = new Date('2001-01-01T00:00:00Z');
-    await fsp.utimes(lock, past, past);
+    await fsp.utimes(live, past, past);
     await expect(collectStore(store, noRoots, { graceMs: 0, lockTimeoutMs: 100 })).rejects.toMatchObject({
       code: 'ETIMEOUT',
       details: { pid },
     });
     // The same pid started at another tick is another process: that lock is broken and the collection runs.
-    await fsp.writeFile(lock, `${pid}-t${Number(ticksOf(pid)) + 1}b${boot}r0123456789ab\n`);
+    await fsp.rename(live, join(lock, `${pid}-t${Number(ticksOf(pid)) + 1}b${boot}r0123456789ab.owner`));
     const report = await collectStore(store, noRoots, { graceMs: 0, lockTimeoutMs: 100 });
     expect(report.dryRun).toBe(false);
     expect((await fsp.readdir(store.layout.gc)).filter((n) => n.startsWith('lock'))).toEqual([]);
@@ -138,18 +140,20 @@ describe('owners are told apart by their start, not by timestamps', () => {
     await store.close();
   });
 
-  it("an older version's lock file named without a token (no /proc) is its live holder's however old it is", async () => {
+  it("a GC lock whose owner file has no token (no /proc) is its live holder's however old it is", async () => {
     const { store, lock, noRoots } = await lockTestStore();
     // ownedName() without /proc: `<pid>-<random>`. The holder (this process) lives; the lock is a minute old.
-    await fsp.writeFile(lock, `${process.pid}-0123456789ab\n`);
+    const owner = join(lock, `${process.pid}-0123456789ab.owner`);
+    await fsp.mkdir(lock);
+    await fsp.writeFile(owner, `${process.pid}\n`);
     const minuteAgo = new Date(Date.now() - 60_000);
-    await fsp.utimes(lock, minuteAgo, minuteAgo);
+    await fsp.utimes(owner, minuteAgo, minuteAgo);
     await expect(collectStore(store, noRoots, { graceMs: 0, lockTimeoutMs: 100 })).rejects.toMatchObject({
       code: 'ETIMEOUT',
       details: { pid: process.pid },
     });
-    expect(await fsp.readFile(lock, 'utf8')).toBe(`${process.pid}-0123456789ab\n`);
-    await fsp.unlink(lock);
+    expect(await fsp.readdir(lock)).toEqual([`${process.pid}-0123456789ab.owner`]);
+    await fsp.rm(lock, { recursive: true });
     expect(await fsp.readdir(store.layout.tmp)).toEqual([]);
     await store.close();
   });
