@@ -3,7 +3,7 @@
  * each blob size, publishes SLUICE_BENCH_BLOBS distinct blobs, 16 in flight,
  * once as files of their own (`packMaxBlobBytes: 0`) and once into a pack,
  * and reports publishes per second and CPU µs per publish of both, with the
- * ratio. The default threshold (store/placement.ts) is the largest size at
+ * ratio. The default threshold (store/directory/packs.ts) is the largest size at
  * which the packed side is still at least as fast; the target is that ratio
  * (packed / files) >= 1 at every size up to it (docs/benchmarks.md, "Packs").
  *

@@ -27,8 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { Engine } from '../engine/index.js';
-import { blobBackendOf } from '../store/backend.js';
-import type { S3Blobs } from '../store/s3/blobs.js';
+import type { S3Bucket } from '../store/backend.js';
 import { leaseTiming } from '../store/s3/lease.js';
 import type { RequestCounts } from '../store/s3/objects.js';
 import { Store } from '../store/store.js';
@@ -166,7 +165,7 @@ async function pagesTarget(bucket: string, dir: string): Promise<Part> {
   const last = Math.max(0, head.totalLines - 2000);
   const first: number[] = [];
   const lastMs: number[] = [];
-  const requests = (blobBackendOf(b) as S3Blobs).objects.requests;
+  const requests = bucketOf(b).objects.requests;
   const before = { ...requests };
   for (let i = 0; i < 9; i++) {
     t = performance.now();
@@ -214,7 +213,7 @@ async function callsTarget(bucket: string, dir: string): Promise<Part> {
   await local.engine.close();
   process.env.SLUICE_STORE_LOCAL = join(dir, 'local-calls');
   const s3 = await calls(`s3://${bucket}/bench-calls`, dir, CALLS);
-  const r = (blobBackendOf(s3.engine.store) as S3Blobs).objects.requests;
+  const r = bucketOf(s3.engine.store).objects.requests;
   const measure = async (command: string, session?: string) => {
     const before: RequestCounts = { ...r };
     const t = performance.now();
@@ -317,4 +316,11 @@ if ('reason' in svc) {
     tmp.remove();
     svc.stop();
   }
+}
+
+/** The bucket of the S3 store `store`. */
+function bucketOf(store: Store): S3Bucket {
+  const bucket = store.backend.bucket;
+  if (!bucket) throw new Error(`${store.locator} is not an S3 store`);
+  return bucket;
 }

@@ -1,13 +1,10 @@
 /**
- * The store's blob count and bytes, by a walk of blobs/ one shard directory
- * at a time, then of the packs' locations (each digest counted once); for
- * an S3 store, by a paged listing of the bucket's blob prefix. `GET /v1/metrics` and
+ * The store's blob count and bytes, as its backend counts them (a walk of
+ * the directory store's files and packs, or a paged listing of an S3
+ * store's blob prefix: store/backend.ts, `totals`). `GET /v1/metrics` and
  * `GET /v1/store` both report it; each walks at most so often.
  */
-import { promises as fsp } from 'node:fs';
-import { join } from 'node:path';
-import { blobBackendOf } from '../store/backend.js';
-import { packIndexOf, type Store } from '../store/store.js';
+import type { Store } from '../store/store.js';
 
 /** Blobs and their bytes, and when they were counted (ms since the epoch). */
 export interface StoreSize {
@@ -16,41 +13,9 @@ export interface StoreSize {
   at: number;
 }
 
-const SHARD = /^[0-9a-f]{2}$/;
-const BLOB_REST = /^[0-9a-f]{62}$/;
-
-/**
- * Counts the blobs of `store` and their bytes: the blob files, then the
- * packed blobs (each digest once). Memory stays what the store already
- * holds: the packed blobs are counted from the store's own map of them
- * (store/pack-index.ts, refreshed here, one place per digest), and a blob
- * file is checked against that map, so no set of every digest is built.
- */
+/** Counts the blobs of `store` and their bytes, now. */
 export async function walkStore(store: Store): Promise<StoreSize> {
-  // An S3 store's blobs are objects: a paged listing of the bucket's blob prefix (nothing is local).
-  const backend = blobBackendOf(store);
-  if (backend?.totals) return { ...(await backend.totals()), at: Date.now() };
-  const packed = packIndexOf(store);
-  await packed.refresh().catch(() => {});
-  const totals = packed.totals();
-  let blobs = totals.blobs;
-  let bytes = totals.bytes;
-  const blobsDir = store.layout.blobs;
-  const shards = await fsp.readdir(blobsDir).catch(() => [] as string[]);
-  for (const shard of shards) {
-    if (!SHARD.test(shard)) continue;
-    const names = await fsp.readdir(join(blobsDir, shard)).catch(() => [] as string[]);
-    for (const name of names) {
-      if (!BLOB_REST.test(name)) continue;
-      // Packed as well (a threshold changed, a file published before packs): counted once, as packed.
-      if (packed.known(shard + name)) continue;
-      const st = await fsp.lstat(join(blobsDir, shard, name)).catch(() => undefined);
-      if (!st?.isFile()) continue;
-      blobs++;
-      bytes += st.size;
-    }
-  }
-  return { blobs, bytes, at: Date.now() };
+  return { ...(await store.backend.totals()), at: Date.now() };
 }
 
 /**
@@ -76,7 +41,7 @@ export class StoreSizeCache {
    * listing of the bucket, paid per request).
    */
   async get(maxAgeMs: number): Promise<StoreSize> {
-    const age = blobBackendOf(this.store) ? Math.max(maxAgeMs, s3Listing.intervalMs) : maxAgeMs;
+    const age = this.store.backend.totalsBy === 'listing' ? Math.max(maxAgeMs, s3Listing.intervalMs) : maxAgeMs;
     if (this.size && Date.now() - this.size.at < age) return this.size;
     this.walking ??= walkStore(this.store).finally(() => {
       this.walking = undefined;

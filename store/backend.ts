@@ -1,72 +1,121 @@
 /**
- * Where a store's blobs and line indexes live when they are not files
- * under its directory: the seam of the S3 store. A directory store has no
- * backend (its blobs are `layout.blobPath` files, read and placed as they
- * always were); an S3 store holds one, and the few places that open,
- * place, refresh or look for a blob or an index ask it first:
+ * Where a store keeps its blobs and line indexes, and everything that
+ * depends on where: opening and placing them, the publisher's dedup check,
+ * pins, counting, collecting and auditing. Two implementations: a local
+ * directory (store/directory/backend.ts) and an S3 bucket
+ * (store/s3/backend.ts, loaded only for an `s3://` store). A {@link Store}
+ * holds one from Store.open on; the rest of the store (pages, search,
+ * manifests, the integrity check, the writer) calls these methods and never
+ * asks which kind it has. What only one kind has is a capability that is
+ * undefined on the other ({@link StoreBackend.packs}, {@link StoreBackend.reserve},
+ * {@link StoreBackend.bucket}).
  *
- * - store/placement.ts: placeBlob, placeIndex (and refreshBlob, which
- *   checks an S3 blob through the integrity read path);
- * - store/integrity.ts: the blob open every read and audit goes through;
- * - store/index-file.ts: the index open;
- * - store/store.ts: hasBlob;
- * - engine/sessions/spill.ts: the spill blob open.
- *
- * Everything else (tmp/, pins/, sessions/, the capture) stays in the local
- * directory, so the directory store's behaviour is unchanged by the seam.
+ * tmp/, pins/ (of a directory store), sessions/ and the capture itself stay
+ * in the local directory for both (store/placement.ts).
  */
+import type { BlobHandle } from './blob-handle.js';
+import type { DirectoryPacks } from './directory/packs.js';
 import type { StoreFile } from './file.js';
+import type { CollectHooks, GcOptions, GcReport } from './gc/collect.js';
+import type { PinJournal } from './pins.js';
+import type { S3Objects } from './s3/objects.js';
+import type { SpaceReserve } from './space-reserve.js';
+import type { Store } from './store.js';
+import type { VerifyOptions, VerifyReport } from './verify.js';
 
-/** The blobs and indexes of a store kept elsewhere than its directory (see the module comment). */
-export interface BlobBackend {
-  /** How the backend is written in messages and by `--store` (`s3://bucket/prefix`). */
-  readonly url: string;
+/** A store's pins: the local pin journal (store/pins.ts), or an S3 store's lease (store/s3/lease.ts). */
+export type PinStore = Pick<PinJournal, 'pin' | 'close' | 'flushInMemory'>;
+
+/** The bucket of an S3 store, for what keeps objects of its own beside the blobs (session records). */
+export interface S3Bucket {
+  /** The object layer; its `requests` count what the store cost. */
+  readonly objects: S3Objects;
+  /** What every key of this store starts with: `''`, or the prefix and `/`. */
+  readonly keyBase: string;
+}
+
+/** The blobs and indexes of one store (see the module comment). */
+export interface StoreBackend {
+  /** The store's pins, which a collection of this backend reads. */
+  readonly pins: PinStore;
   /**
-   * Publishes the finished temporary file `tmpPath` as blob `digest` and
-   * removes it from tmp/; the caller found no intact copy there, so one that is there
-   * (corrupt, or being created by another host) is replaced. Returns a handle whose identity (stat) is the placed
-   * object's, for the integrity cache, or undefined when it cannot tell or
-   * when the file itself became the local copy reads open (an S3 store's
-   * read cache): the caller's descriptor of it then has that identity.
+   * False when placing a blob uploads it: its temporary file then needs no
+   * fsync (the object is durable when the upload returns) and gets no
+   * background writeback.
    */
-  placeBlob(tmpPath: string, digest: string): Promise<StoreFile | undefined>;
-  /** Publishes the index file `tmpPath` of blob `digest`; the caller then keeps the file as the local copy. */
-  placeIndex(tmpPath: string, digest: string): Promise<void>;
-  /** Opens blob `digest` for reading; ENOTFOUND when absent. */
-  openBlob(digest: string): Promise<StoreFile>;
-  /** Opens the index of blob `digest` (a local copy, fetched once), or undefined when there is none. */
+  readonly placesLocally: boolean;
+  /** How {@link totals} counts: a walk of local files, or a listing paid per request. */
+  readonly totalsBy: 'walk' | 'listing';
+  /** The packs of small blobs (a directory store's; an S3 store packs nothing). */
+  readonly packs: DirectoryPacks | undefined;
+  /** The room kept to finish calls when the disk fills (a directory store's: store/space-reserve.ts). */
+  readonly reserve: SpaceReserve | undefined;
+  /** The bucket (an S3 store's). */
+  readonly bucket: S3Bucket | undefined;
+
+  /**
+   * Opens any copy of blob `digest` for reading (not yet verified).
+   *
+   * @throws NotFoundError (ENOTFOUND) when no copy exists; IntegrityError (EINTEGRITY) for a symbolic link at its address; DiskError (EDISK).
+   */
+  openBlob(digest: string): Promise<BlobHandle>;
+  /**
+   * Opens the blob's own file or object, never a packed copy: what a
+   * deduplicating publisher and an audit of that copy check.
+   */
+  openBlobFile(digest: string): Promise<BlobHandle>;
+  /** Opens the line index of blob `digest`, or undefined when there is none (it is only a cache). */
   openIndex(digest: string): Promise<StoreFile | undefined>;
-  /**
-   * Called by a publisher after `digest` is pinned and before it
-   * deduplicates onto or places the blob: waits while a collection on
-   * another host may still delete it (store/s3/tombstones.ts).
-   */
-  settle(digest: string): Promise<void>;
+  /** True when blob `digest` is present (content not checked). */
+  hasBlob(digest: string): Promise<boolean>;
   /**
    * Removes a local copy of blob `digest` that {@link openBlob} may have
    * served (an S3 store's read cache) after it failed its integrity check;
    * true when there was one, so the caller opens the blob again.
    */
-  dropCached?(digest: string): Promise<boolean>;
+  dropCached(digest: string): Promise<boolean>;
+
   /**
-   * How many blobs the backend holds and their bytes, by a listing (an S3
-   * store: one ListObjectsV2 per 1000 blobs), for the store's gauges.
+   * A publisher's step after pinning `digest` and before deduplicating onto
+   * or placing it: waits while a collection elsewhere may still delete it.
    */
-  totals?(): Promise<{ blobs: number; bytes: number }>;
-  /** True when blob `digest` exists (content not checked). */
-  hasBlob(digest: string): Promise<boolean>;
-  /** Releases connections. */
-  close(): void;
+  settle(digest: string): Promise<void>;
+  /**
+   * True when blob `digest` is present, `bytes` long and intact (hashed
+   * unless this store verified that very copy), its age refreshed so a
+   * concurrent collection sees it as fresh. Anything else is false: the
+   * caller then places its own copy, which heals a corrupt one.
+   */
+  refreshBlob(digest: string, bytes: number): Promise<boolean>;
+  /**
+   * Publishes the finished temporary file `tmpPath` as blob `digest`; the
+   * caller found no intact copy, so whatever is there is replaced. Returns a
+   * handle whose identity is the placed copy's, for the integrity cache, or
+   * undefined when the caller's own descriptor of the file has it.
+   */
+  placeBlob(tmpPath: string, digest: string): Promise<StoreFile | undefined>;
+  /** Publishes the line-index file `tmpPath` of blob `digest` (no fsync: it is a cache, checked on use). */
+  placeIndex(tmpPath: string, digest: string): Promise<void>;
+
+  /** Blobs held and their bytes, for the store's gauges. */
+  totals(): Promise<{ blobs: number; bytes: number }>;
+  /**
+   * Collects the garbage: blobs not reachable from `hooks.roots`, the pins
+   * or the grace period (docs/operations.md, "Garbage collection").
+   *
+   * @throws BadOptionError (EBADOPTION); TimeoutError (ETIMEOUT) when another collection holds the lock; DiskError (EDISK).
+   */
+  collect(hooks: CollectHooks, options?: GcOptions): Promise<GcReport>;
+  /** Hashes every blob and reports what is corrupt or missing (see {@link Store.verify}). */
+  verify(options?: VerifyOptions): Promise<VerifyReport>;
+  /** Closes the pins and releases descriptors and connections. */
+  close(): Promise<void>;
 }
 
-const backends = new WeakMap<object, BlobBackend>();
-
-/** The backend of `store`, or undefined for a directory store. */
-export function blobBackendOf(store: object): BlobBackend | undefined {
-  return backends.get(store);
-}
-
-/** Gives `store` its backend (once, when it opens). */
-export function attachBlobBackend(store: object, backend: BlobBackend): void {
-  backends.set(store, backend);
+/** A backend made ready by Store.open before its store exists (an S3 store's connected bucket). */
+export interface BackendConnection {
+  /** The backend of `store`, which it holds from then on. */
+  bind(store: Store): StoreBackend;
+  /** Releases what connecting took, when the store cannot be opened after all. */
+  discard(): void;
 }

@@ -18,12 +18,13 @@ import { createHash, type Hash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { DigestMismatchError, toSluiceError } from '../engine/protocol/errors.js';
 import { crashPoint } from './crash-point.js';
+import type { DirectoryPacks } from './directory/packs.js';
 import type { StoreFile } from './file.js';
 import { rememberWritten } from './integrity.js';
 import { writeAll } from './io.js';
 import { encodeIndexHeader, INDEX_HEADER_BYTES, INDEX_MIN_BLOB_BYTES, LineScanner } from './line-index.js';
 import type { Placement } from './placement.js';
-import { type Pin, placementOf, type Store } from './store.js';
+import type { Pin, Store } from './store.js';
 
 /** What a committed blob is. */
 export interface BlobInfo {
@@ -61,8 +62,10 @@ const INDEX_SPILL_ENTRIES = 4096;
  */
 export class BlobWriter {
   private readonly store: Store;
-  /** The store's writing side (store/placement.ts). */
+  /** The store's local writing side (store/placement.ts). */
   private readonly placement: Placement;
+  /** The store's packs, when it packs small blobs (a directory store's). */
+  private readonly packs: DirectoryPacks | undefined;
   private readonly hash: Hash = createHash('sha256');
   private readonly scanner = new LineScanner();
   private file: StoreFile | undefined;
@@ -91,8 +94,10 @@ export class BlobWriter {
   /** @internal use {@link Store.writer}. */
   constructor(store: Store) {
     this.store = store;
-    this.placement = placementOf(store);
-    if (this.placement.packMaxBlobBytes === 0) this.small = undefined;
+    this.placement = store.placement;
+    const packs = store.backend.packs;
+    this.packs = packs && packs.maxBlobBytes > 0 ? packs : undefined;
+    if (!this.packs) this.small = undefined;
   }
 
   /** Bytes accepted so far. */
@@ -125,7 +130,7 @@ export class BlobWriter {
     this.hash.update(chunk);
     this.scanner.push(chunk);
     if (this.small !== undefined) {
-      if (this.scanner.bytes <= this.placement.packMaxBlobBytes) {
+      if (this.scanner.bytes <= (this.packs?.maxBlobBytes ?? 0)) {
         // Held in memory (bounded by the pack threshold), so the caller may reuse its chunk at once.
         this.small.push(Buffer.from(chunk));
         return Promise.resolve();
@@ -155,7 +160,8 @@ export class BlobWriter {
         const fh = this.file ?? (await this.open());
         // The disk filled under another capture and has no room yet: this one stops too, so the
         // freed reserve finishes calls instead of feeding whichever capture writes next.
-        if (this.placement.isFull) throw this.placement.fullError();
+        const full = this.placement.fullError();
+        if (full) throw full;
         await this.writeBatch(
           fh,
           batch.map((q) => q.chunk),
@@ -243,7 +249,7 @@ export class BlobWriter {
       }
       const bytes = this.scanner.bytes;
       const lines = this.scanner.lines;
-      if (this.small !== undefined) return await this.commitPacked(digest, bytes, lines, pin);
+      if (this.small !== undefined && this.packs) return await this.commitPacked(this.packs, digest, bytes, lines, pin);
       return await this.placeFile(digest, bytes, lines, pin, true);
     } catch (err) {
       throw toSluiceError(err, 'EDISK');
@@ -271,7 +277,7 @@ export class BlobWriter {
       const bytes = this.position;
       if (this.syncFailed || bytes === 0 || this.file === undefined) return undefined;
       await this.store.io.truncate(this.file, bytes);
-      if (this.placement.placesLocally) await this.store.io.fsync(this.file);
+      if (this.store.backend.placesLocally) await this.store.io.fsync(this.file);
       const { digest, lines } = await this.readBack(bytes, sink);
       return await this.placeFile(digest, bytes, lines, pin, false);
     } catch (err) {
@@ -322,8 +328,8 @@ export class BlobWriter {
     // sees it also sees the pin.
     await pin?.add([digest]);
     // On S3: pinned (the lease stored) THEN the tombstone check, the publisher's half of the handshake.
-    if (pin) await this.placement.settle(digest);
-    if (await this.placement.refreshBlob(digest, bytes)) {
+    if (pin) await this.store.backend.settle(digest);
+    if (await this.store.backend.refreshBlob(digest, bytes)) {
       // Already stored: our copy never needs to reach the disk. It is removed here, not in the
       // best-effort cleanup, so a failing unlink fails the publish instead of leaving it in tmp/.
       crashPoint('capture-written');
@@ -346,9 +352,9 @@ export class BlobWriter {
       if (this.failure !== undefined) throw this.failure;
     }
     const fh = this.file ?? (await this.open());
-    if (complete && this.placement.placesLocally) await this.store.io.fsync(fh);
+    if (complete && this.store.backend.placesLocally) await this.store.io.fsync(fh);
     crashPoint('capture-written');
-    const placed = await this.placement.placeBlob(this.filePath as string, digest);
+    const placed = await this.store.backend.placeBlob(this.filePath as string, digest);
     crashPoint('blob-renamed');
     this.filePath = undefined;
     // Hashed while written (or read back): the placed file is known good, so a later dedup or read
@@ -376,19 +382,25 @@ export class BlobWriter {
    * nothing to the pin journal. A blob file of the same content is not
    * looked for: a second, packed copy is harmless, a stat per publish is not.
    */
-  private async commitPacked(digest: string, bytes: number, lines: number, pin: Pin | undefined): Promise<BlobInfo> {
+  private async commitPacked(
+    packs: DirectoryPacks,
+    digest: string,
+    bytes: number,
+    lines: number,
+    pin: Pin | undefined,
+  ): Promise<BlobInfo> {
     const held = this.small as Uint8Array[];
     this.small = undefined;
     const inMemory = pin?.holdInOwnPack;
-    if (this.placement.ownActiveCopy(digest, bytes)) {
+    if (packs.ownActiveCopy(digest, bytes)) {
       if (inMemory) inMemory([digest]);
       else await pin?.add([digest]);
       crashPoint('capture-written');
       return { digest, bytes, lines, deduplicated: true };
     }
-    if (await this.placement.knowsPacked(digest)) {
+    if (await packs.knows(digest)) {
       await pin?.add([digest]);
-      if (await this.placement.refreshPacked(digest, bytes)) {
+      if (await packs.refresh(digest, bytes)) {
         crashPoint('capture-written');
         return { digest, bytes, lines, deduplicated: true };
       }
@@ -396,7 +408,7 @@ export class BlobWriter {
     else await pin?.add([digest]);
     crashPoint('capture-written');
     const content = held.length === 1 ? (held[0] as Uint8Array) : Buffer.concat(held);
-    await this.placement.appendPacked(digest, content, lines);
+    await packs.append(digest, content, lines);
     crashPoint('blob-renamed');
     return { digest, bytes, lines, deduplicated: false };
   }
@@ -444,7 +456,7 @@ export class BlobWriter {
       await writeAll(this.store.io, this.indexFile, encodeIndexHeader(bytes, lines, this.indexEntries), 0);
       await this.indexFile.close();
       this.indexFile = undefined;
-      await this.placement.placeIndex(this.indexPath as string, digest);
+      await this.store.backend.placeIndex(this.indexPath as string, digest);
       this.indexPath = undefined;
     } catch {
       // A missing index is rebuilt on first read.

@@ -6,9 +6,8 @@
  * one is swallowed, because a read can always fall back to scanning.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { blobBackendOf } from './backend.js';
 import type { BlobHandle } from './blob-handle.js';
-import { READ_STORE_FILE, type StoreFile } from './file.js';
+import type { StoreFile } from './file.js';
 import { writeAll } from './io.js';
 import {
   decodeIndexHeader,
@@ -19,7 +18,7 @@ import {
   INDEX_MIN_BLOB_BYTES,
 } from './line-index.js';
 import type { Placement } from './placement.js';
-import { placementOf, type Store } from './store.js';
+import type { Store } from './store.js';
 
 /** A known line start: zero-based line number and the byte offset where it begins. */
 export interface LineAnchor {
@@ -74,17 +73,6 @@ export function wantsIndex(bytes: number): boolean {
   return bytes >= INDEX_MIN_BLOB_BYTES;
 }
 
-async function openIndex(store: Store, digest: string): Promise<StoreFile | undefined> {
-  const backend = blobBackendOf(store);
-  if (backend) return backend.openIndex(digest);
-  try {
-    return await store.io.open(store.layout.indexPath(digest), READ_STORE_FILE);
-  } catch {
-    // Missing or unreadable: both mean "no usable index".
-    return undefined;
-  }
-}
-
 async function readExactly(fh: Pick<BlobHandle, 'read'>, buf: Buffer, position: number): Promise<boolean> {
   let off = 0;
   while (off < buf.length) {
@@ -121,7 +109,7 @@ export async function probeIndexHeader(
   digest: string,
   blobBytes: number,
 ): Promise<IndexHeaderInfo | undefined> {
-  const fh = await openIndex(store, digest);
+  const fh = await store.backend.openIndex(digest);
   if (!fh) return undefined;
   try {
     return await readHeader(fh, blobBytes);
@@ -156,7 +144,7 @@ export async function findAnchor(
   blobLines: number,
   line: number,
 ): Promise<IndexedAnchor | undefined> {
-  const fh = await openIndex(store, digest);
+  const fh = await store.backend.openIndex(digest);
   if (!fh) return undefined;
   try {
     const header = await readHeader(fh, blobBytes);
@@ -227,7 +215,7 @@ export class IndexBuilder {
   /** A builder writing into `store`'s tmp/. */
   constructor(store: Store) {
     this.store = store;
-    this.placement = placementOf(store);
+    this.placement = store.placement;
   }
 
   /** Appends encoded entries (as produced by `LineScanner.takeEntries`). */
@@ -250,7 +238,7 @@ export class IndexBuilder {
       const fh = this.fh as StoreFile;
       this.fh = undefined;
       await fh.close();
-      await this.placement.placeIndex(this.path as string, digest);
+      await this.store.backend.placeIndex(this.path as string, digest);
       this.path = undefined;
       return true;
     } catch {
@@ -298,7 +286,7 @@ export class IndexComparer {
    * and a header for `bytes` and `lines`.
    */
   async matches(store: Store, digest: string, bytes: number, lines: number): Promise<boolean> {
-    const fh = await openIndex(store, digest);
+    const fh = await store.backend.openIndex(digest);
     if (!fh) return false;
     try {
       const header = await readHeader(fh, bytes);

@@ -11,12 +11,11 @@
  */
 import { createHash } from 'node:crypto';
 import { BadUriError, IntegrityError, NotFoundError, toSluiceError } from '../engine/protocol/errors.js';
-import { blobBackendOf } from './backend.js';
-import { type BlobHandle, fileHandle, openBlob, openBlobFile, openPacked, otherCopies } from './blob-handle.js';
+import { type BlobHandle, fileHandle, openBlob } from './blob-handle.js';
 import { READ_STORE_FILE, type StoreFile } from './file.js';
 import { IndexBuilder, IndexComparer, probeIndexHeader, wantsIndex } from './index-file.js';
 import { LineScanner } from './line-index.js';
-import { packIndexOf, type Store } from './store.js';
+import type { Store } from './store.js';
 import { isDigest } from './uri.js';
 
 /** A blob opened for reading whose content matched its digest. */
@@ -44,42 +43,10 @@ export type BlobCheck =
     }
   | { status: 'missing' };
 
-interface Verified {
-  key: string;
-  lines: number;
-  /** Set when rebuilding the index failed since this verification (a read-only or full store). */
-  indexUnavailable?: boolean;
-}
-
 /** Read size of the hashing pass: large reads keep syscalls off the profile. */
 const HASH_CHUNK = 1024 * 1024;
 /** Hand index entries to the builder once this many are pending, so memory stays flat. */
 const SPILL_ENTRIES = 4096;
-/** Verified blobs remembered per store; the oldest are forgotten first (and simply hashed again). */
-const MAX_REMEMBERED = 8192;
-
-const remembered = new WeakMap<Store, Map<string, Verified>>();
-const inFlight = new WeakMap<Store, Map<string, Promise<number>>>();
-
-function cacheOf<T>(map: WeakMap<Store, Map<string, T>>, store: Store): Map<string, T> {
-  let m = map.get(store);
-  if (!m) {
-    m = new Map();
-    map.set(store, m);
-  }
-  return m;
-}
-
-function remember(store: Store, digest: string, v: Verified): void {
-  const m = cacheOf(remembered, store);
-  m.delete(digest);
-  m.set(digest, v);
-  if (m.size > MAX_REMEMBERED) {
-    const oldest = m.keys().next().value;
-    if (oldest !== undefined) m.delete(oldest);
-  }
-}
-
 /** The identity of the blob behind `h`: a later write, truncate, utimes or replacement changes it. */
 function fileKey(h: BlobHandle): Promise<{ key: string; size: number; isFile: boolean; ino: number }> {
   return h.identity();
@@ -210,16 +177,17 @@ export async function openVerifiedBlob(store: Store, digest: string): Promise<Ve
     const bad = h.packed;
     if (!(err instanceof IntegrityError)) throw err;
     // A damaged local copy of an S3 blob (store/s3/read-cache.ts) is removed, and the object read instead.
-    if (!bad && (await blobBackendOf(store)?.dropCached?.(digest))) {
+    if (!bad && (await store.backend.dropCached(digest))) {
       return verifyOpened(store, digest, await openBlob(store, digest));
     }
-    if (!bad) throw err;
+    const packs = store.backend.packs;
+    if (!bad || !packs) throw err;
     // A damaged packed copy: another copy (published again since) may be good; it is then the one remembered.
-    for await (const other of otherCopies(store, digest, bad)) {
+    for await (const other of packs.otherCopies(digest, bad)) {
       try {
         const v = await verifyOpened(store, digest, other);
         // Found by scanning: readable, but not known durable.
-        if (other.packed) packIndexOf(store).add(other.packed.path, { digest, ...other.packed }, false);
+        if (other.packed) packs.index.add(other.packed.path, { digest, ...other.packed }, false);
         return v;
       } catch {
         // Damaged too, or gone: the next one.
@@ -259,12 +227,12 @@ export async function verifyOpened(store: Store, digest: string, handle: BlobHan
   try {
     const { key, size, isFile } = await fileKey(handle);
     if (!isFile) throw new IntegrityError(`artifact ${digest} is not a regular file in the store`, { digest });
-    const known = cacheOf(remembered, store).get(digest);
+    const known = store.verified.get(digest);
     let lines: number;
     if (known?.key === key) {
       lines = known.lines;
     } else {
-      const flights = cacheOf(inFlight, store);
+      const flights = store.verified.inFlight;
       const flightKey = `${digest}@${key}`;
       let flight = flights.get(flightKey);
       if (!flight) {
@@ -273,7 +241,7 @@ export async function verifyOpened(store: Store, digest: string, handle: BlobHan
       }
       lines = await flight;
       // Remember only a file that did not change while it was hashed.
-      if ((await fileKey(handle)).key === key) remember(store, digest, { key, lines });
+      if ((await fileKey(handle)).key === key) store.verified.remember(digest, { key, lines });
     }
     return { digest, handle, bytes: size, lines, close };
   } catch (err) {
@@ -290,7 +258,7 @@ export async function verifyOpened(store: Store, digest: string, handle: BlobHan
 export async function checkBlob(
   store: Store,
   digest: string,
-  open: () => Promise<BlobHandle> = () => openBlobFile(store, digest),
+  open: () => Promise<BlobHandle> = () => store.backend.openBlobFile(digest),
 ): Promise<BlobCheck> {
   let blob: BlobHandle;
   try {
@@ -316,7 +284,7 @@ export async function checkBlob(
     });
     const actual = hash.digest('hex');
     if (actual !== digest) return { status: 'corrupt', actual, bytes, ino };
-    if ((await fileKey(blob)).key === key) remember(store, digest, { key, lines: scanner.lines });
+    if ((await fileKey(blob)).key === key) store.verified.remember(digest, { key, lines: scanner.lines });
     return { status: 'ok', bytes, lines: scanner.lines };
   } catch (err) {
     throw toSluiceError(err, 'EDISK');
@@ -331,13 +299,13 @@ export async function checkBlob(
  * time. Cleared when the blob is verified again (which retries the index).
  */
 export function markIndexUnavailable(store: Store, digest: string): void {
-  const v = remembered.get(store)?.get(digest);
+  const v = store.verified.get(digest);
   if (v) v.indexUnavailable = true;
 }
 
 /** True when {@link markIndexUnavailable} was called since `digest` was last verified by `store`. */
 export function isIndexUnavailable(store: Store, digest: string): boolean {
-  return remembered.get(store)?.get(digest)?.indexUnavailable === true;
+  return store.verified.get(digest)?.indexUnavailable === true;
 }
 
 /**
@@ -359,7 +327,7 @@ export async function refreshIntact(
 ): Promise<boolean> {
   let blob: VerifiedBlob;
   try {
-    blob = await verifyOpened(store, digest, await openBlobFile(store, digest));
+    blob = await verifyOpened(store, digest, await store.backend.openBlobFile(digest));
   } catch {
     // Missing, corrupt, unreadable (EIO): the publisher's own good copy goes in its place.
     return false;
@@ -367,12 +335,12 @@ export async function refreshIntact(
   try {
     if (blob.bytes !== bytes) return false;
     const before = (await fileKey(blob.handle)).key;
-    if (cacheOf(remembered, store).get(digest)?.key !== before) return false;
+    if (!store.verified.holds(digest, before)) return false;
     if (!(await refresh())) return false;
     // The refresh changed the file's times, and with them its identity: re-key what was verified.
     // (A write landing between the check above and the refresh would not be seen; nothing but a
     // foreign writer to the store's own files can make one.)
-    remember(store, digest, { key: (await fileKey(blob.handle)).key, lines: blob.lines });
+    store.verified.remember(digest, { key: (await fileKey(blob.handle)).key, lines: blob.lines });
     return true;
   } catch {
     return false;
@@ -389,60 +357,8 @@ export async function refreshIntact(
  */
 export async function rememberWritten(store: Store, digest: string, fh: StoreFile, lines: number): Promise<void> {
   try {
-    remember(store, digest, { key: (await fileKey(fileHandle(fh))).key, lines });
+    store.verified.remember(digest, { key: (await fileKey(fileHandle(fh))).key, lines });
   } catch {
     // Only a cache: a read hashes it instead.
   }
-}
-
-/**
- * For a publish that would deduplicate against a packed copy of `digest`:
- * true when this store knows one that is still in its pack, `bytes` long and
- * intact (hashed unless already verified). Opening the pack by its name is
- * the check a collection's tombstoning defeats (store/gc/repack.ts), as a
- * refresh of a blob file's mtime is for files. A packed copy's age is its
- * pack's, so `refresh` (the publisher's) touches the pack: the blob starts
- * a new grace period, as a deduplicated blob file does. Only a committed copy counts
- * (`PackLocation.committed`, store/pack-index.ts): one another process has written and
- * not yet synced would make this publish return before its bytes are
- * durable.
- */
-export async function packedIntact(
-  store: Store,
-  digest: string,
-  bytes: number,
-  refresh: (packPath: string) => Promise<boolean> = async () => true,
-): Promise<boolean> {
-  let blob: VerifiedBlob;
-  let path: string;
-  try {
-    const h = await openPacked(store, digest);
-    if (!h) return false;
-    // A record its owner may not have synced yet (found by scanning its pack) is no copy to lean on.
-    if (h.packed?.committed !== true) {
-      await h.close();
-      return false;
-    }
-    path = h.packed.path;
-    blob = await verifyOpened(store, digest, h);
-  } catch {
-    return false;
-  }
-  try {
-    return blob.bytes === bytes && (await refresh(path));
-  } catch {
-    return false;
-  } finally {
-    await blob.close();
-  }
-}
-
-/** Remembers a blob this store just appended to a pack (hashed while written) as verified. */
-export function rememberPacked(store: Store, digest: string, key: string, lines: number): void {
-  remember(store, digest, { key, lines });
-}
-
-/** True when this store still remembers `key` (see {@link rememberPacked}) as the verified copy of `digest`. */
-export function remembersPacked(store: Store, digest: string, key: string): boolean {
-  return cacheOf(remembered, store).get(digest)?.key === key;
 }

@@ -238,7 +238,7 @@ export class PackWriter {
    * Stops appending to the current pack; with `seal`, first writes a seal
    * record (best effort, no sync). The pack stops being the active one
    * before the in-memory pins are written out, so no hold taken after that
-   * can be for it ({@link Placement.ownActiveCopy} asks for the active pack).
+   * can be for it (DirectoryPacks.ownActiveCopy asks for the active pack).
    */
   private async retire(seal: boolean): Promise<void> {
     const pack = this.pack;

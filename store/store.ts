@@ -1,33 +1,27 @@
 /**
  * The store: content-addressed blobs, their line indexes, pins that protect
  * published objects until their references are durable, and the tmp/ area
- * where every write starts. Blobs and indexes live in its directory, or, for
- * an S3 store, in a bucket (store/backend.ts, store/s3/), with the directory
- * (local to this host) keeping everything else.
+ * where every write starts. Blobs and indexes live where its backend keeps
+ * them (store/backend.ts): its directory, or an S3 bucket, with the
+ * directory (local to this host) keeping everything else.
  */
 import { promises as fsp } from 'node:fs';
 import { BadOptionError, ClosedError, toSluiceError, UnsupportedPlatformError } from '../engine/protocol/errors.js';
-import { attachBlobBackend, type BlobBackend, blobBackendOf } from './backend.js';
-import { openPacked } from './blob-handle.js';
+import type { BackendConnection, StoreBackend } from './backend.js';
 import { type BlobInfo, BlobWriter } from './blob-writer.js';
+import { DirectoryBackend } from './directory/backend.js';
+import { DEFAULT_PACK_MAX_BLOB_BYTES } from './directory/packs.js';
 import { makeDirs, realIO, type StoreIO } from './io.js';
 import { StoreLayout } from './layout.js';
 import { INDEX_MIN_BLOB_BYTES } from './line-index.js';
-import {
-  describeLocation,
-  parseStoreLocation,
-  resolveStoreLocation,
-  type S3Location,
-  type StoreLocation,
-} from './location.js';
+import { describeLocation, parseStoreLocation, resolveStoreLocation, type StoreLocation } from './location.js';
 import type { Manifest } from './manifest.js';
 import { loadManifest } from './manifest-load.js';
-import type { PackIndex } from './pack-index.js';
 import type { ReadPage, ReadPageBytes, ReadPageOptions } from './pages.js';
-import { type Pin, PinJournal } from './pins.js';
-import { DEFAULT_PACK_MAX_BLOB_BYTES, Placement } from './placement.js';
-import type { S3Blobs } from './s3/blobs.js';
-import type { LeaseOptions, LeaseTiming } from './s3/lease.js';
+import type { Pin } from './pins.js';
+import { Placement } from './placement.js';
+import type { LeaseOptions } from './s3/lease.js';
+import { VerifiedBlobs } from './verified.js';
 import type { VerifyOptions, VerifyReport } from './verify.js';
 
 export { DEFAULT_STORE_DIR } from './location.js';
@@ -86,17 +80,6 @@ function defaultPackMax(env: NodeJS.ProcessEnv = process.env): number {
 
 export { MAX_BACKGROUND_WRITEBACKS } from './placement.js';
 
-/** The writing side of each open store (store/placement.ts), kept off its public face. */
-const placements = new WeakMap<Store, Placement>();
-
-/**
- * The writing side of `store`: for BlobWriter and the line-index writer
- * only; not part of `sluice/store`.
- */
-export function placementOf(store: Store): Placement {
-  return placements.get(store) as Placement;
-}
-
 /**
  * The read path (pages, and through it line indexes and text cuts): loaded on
  * the first read, since an engine's main thread publishes and records but
@@ -105,11 +88,6 @@ export function placementOf(store: Store): Placement {
  * use the same way.
  */
 const pagesModule = () => import('./pages.js');
-
-/** Where `store` knows its packed blobs to be (store/pack-index.ts): for the read seam, GC and verify. */
-export function packIndexOf(store: Store): PackIndex {
-  return placementOf(store).packs;
-}
 
 /**
  * Resolves the store directory the way the CLI does: an explicit value, else
@@ -133,15 +111,26 @@ export class Store {
   readonly io: StoreIO;
   /** Where the store is: its directory, or its bucket and prefix with the local directory. */
   readonly location: StoreLocation;
-  /** The local pin journal, or for an S3 store its lease (store/s3/lease.ts). */
-  private pins: Pick<PinJournal, 'pin' | 'close' | 'flushInMemory'>;
+  /** Where blobs and indexes are kept, with what depends on where (store/backend.ts). */
+  readonly backend: StoreBackend;
+  /** @internal The local writing side: temporary files, writeback slots (store/placement.ts). */
+  readonly placement: Placement;
+  /** @internal What this store has hashed and found intact (store/integrity.ts). */
+  readonly verified = new VerifiedBlobs();
   private closed = false;
 
-  private constructor(location: StoreLocation, io: StoreIO) {
+  private constructor(
+    location: StoreLocation,
+    layout: StoreLayout,
+    io: StoreIO,
+    createdDirs: readonly string[],
+    connection: BackendConnection,
+  ) {
     this.location = location;
-    this.layout = new StoreLayout(location.kind === 'directory' ? location.dir : location.localDir);
+    this.layout = layout;
     this.io = io;
-    this.pins = new PinJournal(this.layout.pins, io);
+    this.placement = new Placement(this, createdDirs);
+    this.backend = connection.bind(this);
   }
 
   /**
@@ -152,35 +141,24 @@ export class Store {
    */
   static async open(location: string | StoreLocation, options: StoreOptions = {}): Promise<Store> {
     const where = typeof location === 'string' ? parseStoreLocation(location, process.env, options.localDir) : location;
-    // An S3 store keeps one object per blob (docs/store.md, "S3 stores"): packs are a detail of the directory store.
-    const packMax = where.kind === 's3' ? 0 : (options.packMaxBlobBytes ?? defaultPackMax());
-    if (!Number.isInteger(packMax) || packMax < 0 || packMax >= INDEX_MIN_BLOB_BYTES) {
-      throw new BadOptionError(
-        `packMaxBlobBytes must be an integer from 0 to ${INDEX_MIN_BLOB_BYTES - 1}, got ${JSON.stringify(options.packMaxBlobBytes)}`,
-      );
-    }
-    // Checked before anything is opened or created. The lease's module loads only for an S3 store.
-    const timing = where.kind === 's3' ? (await import('./s3/lease.js')).leaseTiming(options.lease) : undefined;
-    const store = new Store(where, options.io ?? realIO);
-    const l = store.layout;
-    // The bucket first: a wrong location creates nothing locally.
-    const backend = where.kind === 's3' ? await openS3Backend(where, store, options) : undefined;
-    const dirs = [l.blobs, l.index, l.packs, l.tmp, l.pins, l.sessions];
+    const io = options.io ?? realIO;
+    const layout = new StoreLayout(where.kind === 'directory' ? where.dir : where.localDir);
+    // The bucket first: a wrong location creates nothing locally. The S3 backend's modules load only here.
+    const connection =
+      where.kind === 's3'
+        ? await (await import('./s3/backend.js')).connectS3(where, options)
+        : directoryConnection(packMaxOf(options));
+    const dirs = [layout.blobs, layout.index, layout.packs, layout.tmp, layout.pins, layout.sessions];
     for (const d of dirs) {
       try {
         await makeDirs(d);
       } catch (err) {
-        backend?.close();
+        connection.discard();
         // Not a directory, not writable, disk full: a typed EDISK naming the OS code, like every store write.
         throw toSluiceError(err, 'EDISK');
       }
     }
-    if (backend) {
-      attachBlobBackend(store, backend);
-      store.pins = backend.leaseJournal(timing as LeaseTiming);
-    }
-    placements.set(store, new Placement(store, () => store.assertOpen(), dirs, packMax));
-    return store;
+    return new Store(where, layout, io, dirs, connection);
   }
 
   /** The store's root directory (for an S3 store, its local directory). */
@@ -203,10 +181,7 @@ export class Store {
    */
   async close(): Promise<void> {
     this.closed = true;
-    await placementOf(this).close();
-    // Pins first: an S3 store's lease is deleted through the backend's client.
-    await this.pins.close();
-    blobBackendOf(this)?.close();
+    await this.backend.close();
   }
 
   /** Starts a streaming blob write. */
@@ -257,28 +232,16 @@ export class Store {
    * of their content restores them.
    */
   verify(options: VerifyOptions = {}): Promise<VerifyReport> {
-    const backend = blobBackendOf(this);
-    // An S3 store: every object hashed in ranged GETs; a repair deletes the corrupt version (store/s3/verify.ts).
-    if (backend) return import('./s3/verify.js').then((m) => m.verifyS3Store(this, backend as S3Blobs, options));
-    return import('./verify.js').then((m) => m.verifyStore(this, options));
+    return this.backend.verify(options);
   }
 
   /**
-   * True when a blob with `digest` is present, as a file or packed (content
-   * is not checked; a packed copy's record header is, so a location a
-   * collection has since removed does not count).
+   * True when a blob with `digest` is present, as a file, packed or as an
+   * object (content is not checked; a packed copy's record header is, so a
+   * location a collection has since removed does not count).
    */
-  async hasBlob(digest: string): Promise<boolean> {
-    const backend = blobBackendOf(this);
-    if (backend) return backend.hasBlob(digest);
-    try {
-      await fsp.access(this.layout.blobPath(digest));
-      return true;
-    } catch {
-      const h = await openPacked(this, digest).catch(() => undefined);
-      await h?.close();
-      return h !== undefined;
-    }
+  hasBlob(digest: string): Promise<boolean> {
+    return this.backend.hasBlob(digest);
   }
 
   /** True when a blob file with `digest` is at its address (packs are not looked at). */
@@ -300,30 +263,32 @@ export class Store {
    */
   pin(digests: readonly string[] = []): Promise<Pin> {
     this.assertOpen();
-    return this.pins.pin(digests);
+    return this.backend.pins.pin(digests);
   }
 
   /** @internal Writes the pins held in memory to the journal (the pack writer, before a seal; store/pins.ts). */
   flushInMemoryPins(): Promise<void> {
-    return this.pins.flushInMemory();
+    return this.backend.pins.flushInMemory();
   }
 
-  /** @throws ClosedError (ECLOSED) once the store is closed. */
-  private assertOpen(): void {
+  /** @internal @throws ClosedError (ECLOSED) once the store is closed: every write checks it first. */
+  assertOpen(): void {
     if (this.closed) throw new ClosedError('the store is closed');
   }
 }
 
-/** Connects the S3 backend of `store` (the SDK is loaded only here). */
-async function openS3Backend(
-  where: S3Location,
-  store: Store,
-  options: StoreOptions,
-): Promise<BlobBackend & { leaseJournal(timing: LeaseTiming): Pick<PinJournal, 'pin' | 'close' | 'flushInMemory'> }> {
-  const { S3Blobs } = await import('./s3/blobs.js');
-  const connect = {
-    ...(options.s3ClientConfig ? { clientConfig: options.s3ClientConfig } : {}),
-    ...(options.s3CacheBytes !== undefined ? { cacheBytes: options.s3CacheBytes } : {}),
-  };
-  return S3Blobs.open(where, store.layout, store.io, connect);
+/** The packing threshold `options` ask for. @throws BadOptionError (EBADOPTION) out of range. */
+function packMaxOf(options: StoreOptions): number {
+  const packMax = options.packMaxBlobBytes ?? defaultPackMax();
+  if (!Number.isInteger(packMax) || packMax < 0 || packMax >= INDEX_MIN_BLOB_BYTES) {
+    throw new BadOptionError(
+      `packMaxBlobBytes must be an integer from 0 to ${INDEX_MIN_BLOB_BYTES - 1}, got ${JSON.stringify(options.packMaxBlobBytes)}`,
+    );
+  }
+  return packMax;
+}
+
+/** A directory store's backend, which needs nothing before its store exists. */
+function directoryConnection(packMaxBlobBytes: number): BackendConnection {
+  return { bind: (store) => new DirectoryBackend(store, packMaxBlobBytes), discard: () => {} };
 }

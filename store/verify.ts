@@ -8,7 +8,7 @@
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { NotFoundError, toSluiceError } from '../engine/protocol/errors.js';
-import { openPackedAt } from './blob-handle.js';
+import { openPackedAt } from './directory/read.js';
 import { checkBlob, verifyOpened } from './integrity.js';
 import { decodeVerified, tryLoadManifest } from './manifest-load.js';
 import { listPacks } from './pack-index.js';

@@ -4,14 +4,7 @@
  * under the collector's lock, the reaping of process groups whose engine
  * died (engine/processes/orphans.ts).
  */
-import { blobBackendOf } from '../../store/backend.js';
-import {
-  type CollectHooks,
-  collectStore,
-  type GcOptions,
-  type GcReport as StoreGcReport,
-} from '../../store/gc/collect.js';
-import type { S3Blobs } from '../../store/s3/blobs.js';
+import type { CollectHooks, GcOptions, GcReport as StoreGcReport } from '../../store/gc/collect.js';
 import type { Store } from '../../store/store.js';
 import { reapOrphans } from '../processes/orphans.js';
 import { scanSessions } from './roots.js';
@@ -42,11 +35,6 @@ export async function collectGarbage(store: Store, options: GcOptions = {}): Pro
       orphanGroupsKilled = (await reapOrphans(store)).killed;
     },
   };
-  const backend = blobBackendOf(store);
-  // An S3 store: leases, the lock object and tombstone markers, across every host on the bucket.
-  const collect = backend
-    ? (await import('../../store/s3/collect.js')).collectS3Store(store, backend as S3Blobs, hooks, options)
-    : collectStore(store, hooks, options);
-  const { durationMs, ...report } = await collect;
+  const { durationMs, ...report } = await store.backend.collect(hooks, options);
   return { ...report, orphanGroupsKilled, durationMs };
 }

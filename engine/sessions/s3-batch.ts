@@ -17,8 +17,6 @@
  * as one corrupt line (see {@link normalizeBatch}).
  */
 import type { XXHashAPI } from 'xxhash-wasm';
-import { blobBackendOf } from '../../store/backend.js';
-import { S3Blobs } from '../../store/s3/blobs.js';
 import type { S3Objects } from '../../store/s3/objects.js';
 import type { Store } from '../../store/store.js';
 import { checksumOf } from './frame.js';
@@ -51,8 +49,8 @@ export interface S3Records {
 
 /** The S3 side of `store`'s sessions, or undefined for a directory store. */
 export function s3RecordsOf(store: Store): S3Records | undefined {
-  const backend = blobBackendOf(store);
-  return backend instanceof S3Blobs ? { objects: backend.objects, base: backend.keyBase } : undefined;
+  const bucket = store.backend.bucket;
+  return bucket && { objects: bucket.objects, base: bucket.keyBase };
 }
 
 /** Prefix of every session's batches: `<prefix>/sessions/`. */

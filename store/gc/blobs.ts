@@ -12,7 +12,8 @@
  */
 import { join } from 'node:path';
 import { toSluiceError } from '../../engine/protocol/errors.js';
-import { type BlobHandle, fileHandle, openBlob, openPackedAt } from '../blob-handle.js';
+import { type BlobHandle, fileHandle, openBlob } from '../blob-handle.js';
+import { openPackedAt } from '../directory/read.js';
 import { READ_STORE_FILE } from '../file.js';
 import { verifyOpened } from '../integrity.js';
 import { MANIFEST_KIND, MAX_MANIFEST_BYTES } from '../manifest.js';

@@ -26,11 +26,12 @@
  */
 import { join } from 'node:path';
 import { BadOptionError, toSluiceError } from '../../engine/protocol/errors.js';
+import type { DirectoryPacks } from '../directory/packs.js';
 import { MAX_MANIFEST_BYTES } from '../manifest.js';
 import { readdirOrEmpty } from '../owned-files.js';
 import { OwnerCheck, ownerPid } from '../owners.js';
 import { listPacks } from '../pack-index.js';
-import { placementOf, type Store } from '../store.js';
+import type { Store } from '../store.js';
 import { insideGrace, type ListedBlob, listBlobs, manifestStreams, packedManifestStreams } from './blobs.js';
 import { acquireGcLock } from './lock.js';
 import { scanPins } from './pin-scan.js';
@@ -113,12 +114,18 @@ const PREFIX = /^[0-9a-f]{2}$/;
 const INDEX_NAME = /^([0-9a-f]{62})\.idx$/;
 
 /**
- * Collects the garbage of `store`. Safe against concurrent publishers in
- * this and other processes, even with a grace period of 0.
+ * Collects the garbage of the directory store `store`, whose packs (its
+ * backend's) are `own`. Safe against concurrent publishers in this and
+ * other processes, even with a grace period of 0.
  *
  * @throws BadOptionError (EBADOPTION) for a bad option; TimeoutError (ETIMEOUT) when another collection holds the lock; DiskError (EDISK).
  */
-export async function collectStore(store: Store, hooks: CollectHooks, options: GcOptions = {}): Promise<GcReport> {
+export async function collectStore(
+  store: Store,
+  own: DirectoryPacks,
+  hooks: CollectHooks,
+  options: GcOptions = {},
+): Promise<GcReport> {
   const started = Date.now();
   const graceMs = graceOf(options);
   const dryRun = options.dryRun === true;
@@ -132,7 +139,7 @@ export async function collectStore(store: Store, hooks: CollectHooks, options: G
     report.trashRecovered = dryRun ? 0 : await recoverTrash(store);
     if (!dryRun) await hooks.whileLocked?.();
     // This store's own pack is sealed first, so that what it holds can be rewritten like any other's.
-    if (!dryRun) await placementOf(store).packWriter.seal();
+    if (!dryRun) await own.writer.seal();
     // The order below is the safety argument: blobs first, then pins, then records.
     const listed = await listBlobs(store);
     // Packed blobs are listed with the files, at the same point of the argument; a packed blob's age is its pack's.
@@ -182,7 +189,12 @@ export async function collectStore(store: Store, hooks: CollectHooks, options: G
       report.removed += packedDead.size;
       for (const n of packedDead.values()) report.bytesFreed += n;
     } else {
-      const swept = await sweep(store, candidates, listed, { graceMs, roots, step, packs: { packs: repack, marked } });
+      const swept = await sweep(store, candidates, listed, {
+        graceMs,
+        roots,
+        step,
+        packs: { packs: repack, marked, index: own.index },
+      });
       report.removed = swept.removed;
       report.bytesFreed = swept.bytesFreed;
       report.restored = swept.restored;

@@ -26,13 +26,13 @@
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { join } from 'node:path';
-import { openPackedAt } from '../blob-handle.js';
+import { openPackedAt } from '../directory/read.js';
 import type { StoreFile } from '../file.js';
 import { writeAll } from '../io.js';
 import { type OwnerCheck, ownedName } from '../owners.js';
 import { encodeIndexEntry, encodeRecordHeader, PACK_INDEX_MAGIC, PACK_MAGIC, type PackEntry } from '../pack-format.js';
-import { type ListedPack, PACK_NAME, packIndexPath } from '../pack-index.js';
-import { packIndexOf, type Store } from '../store.js';
+import { type ListedPack, PACK_NAME, type PackIndex, packIndexPath } from '../pack-index.js';
+import type { Store } from '../store.js';
 
 /** True when a collection may rewrite `pack`: sealed, or its owner dead (never this store's active pack). */
 export function mayRepack(pack: ListedPack, owners: OwnerCheck): boolean {
@@ -71,9 +71,12 @@ export class RepackTarget {
   private readonly entries: PackEntry[] = [];
   private readonly has = new Set<string>();
   private dirty = false;
+  private readonly index: PackIndex;
 
-  constructor(store: Store) {
+  /** A new pack in `store`, whose copies `index` (the store's map of packed blobs) learns once synced. */
+  constructor(store: Store, index: PackIndex) {
     this.store = store;
+    this.index = index;
     this.path = join(store.layout.packs, `${ownedName()}gc.pack`);
   }
 
@@ -114,8 +117,7 @@ export class RepackTarget {
     await this.store.io.datasync(this.fh);
     await this.store.io.fsyncDir(this.store.layout.packs);
     this.dirty = false;
-    const index = packIndexOf(this.store);
-    for (const e of this.entries) index.add(this.path, e, true);
+    for (const e of this.entries) this.index.add(this.path, e, true);
   }
 
   /** Seals the pack (nothing more goes in: the next collection may rewrite it) and writes its index; best effort. */
@@ -143,8 +145,8 @@ export class RepackTarget {
   }
 }
 
-/** Moves pack `path` (and its index) into `trash`; false when it is gone already. */
-export async function tombstonePack(store: Store, path: string, trash: string): Promise<boolean> {
+/** Moves pack `path` (and its index) into `trash`, forgetting it in `index`; false when it is gone already. */
+export async function tombstonePack(store: Store, path: string, trash: string, index: PackIndex): Promise<boolean> {
   const name = path.slice(path.lastIndexOf('/') + 1);
   try {
     await store.io.rename(path, join(trash, name));
@@ -152,7 +154,7 @@ export async function tombstonePack(store: Store, path: string, trash: string): 
     if ((err as { code?: unknown }).code === 'ENOENT') return false;
     throw err;
   }
-  packIndexOf(store).forgetPack(path);
+  index.forgetPack(path);
   return true;
 }
 

@@ -34,7 +34,7 @@ import { crashPoint } from '../crash-point.js';
 import { INDEX_MIN_BLOB_BYTES } from '../line-index.js';
 import { readdirOrEmpty } from '../owned-files.js';
 import { OwnerCheck, ownedName, ownerPid } from '../owners.js';
-import { type ListedPack, listPacks, PACK_NAME } from '../pack-index.js';
+import { type ListedPack, listPacks, PACK_NAME, type PackIndex } from '../pack-index.js';
 import type { Store } from '../store.js';
 import { insideGrace, type ListedBlob, manifestStreams, packedManifestStreams, placedSince } from './blobs.js';
 import { scanPins } from './pin-scan.js';
@@ -74,6 +74,8 @@ export function emptySweep(): SweepResult {
 export interface PackSweep {
   packs: readonly ListedPack[];
   marked: ReadonlySet<string>;
+  /** The store's map of packed blobs, told of what the sweep moves and copies. */
+  index: PackIndex;
 }
 
 /** A blob of a moved pack: where it is now. */
@@ -90,15 +92,15 @@ export async function sweep(
   store: Store,
   candidates: readonly string[],
   listed: ReadonlyMap<string, ListedBlob>,
-  opts: { graceMs: number; roots: RootScan; step: (s: GcStep) => Promise<void>; packs?: PackSweep },
+  opts: { graceMs: number; roots: RootScan; step: (s: GcStep) => Promise<void>; packs: PackSweep },
 ): Promise<SweepResult> {
   const result = emptySweep();
-  const packs = opts.packs?.packs ?? [];
+  const packs = opts.packs.packs;
   if (candidates.length === 0 && packs.length === 0) return result;
   const trash = join(store.layout.trash, ownedName());
   await store.io.mkdir(trash);
   const moved = new Set<string>();
-  const target = new RepackTarget(store);
+  const target = new RepackTarget(store, opts.packs.index);
   /** Moved packs (trash path), and the blobs in them no other moved pack or the target holds. */
   const movedPacks: string[] = [];
   const movedPacked = new Map<string, MovedPacked>();
@@ -106,7 +108,7 @@ export async function sweep(
   const movedEntries: Array<{ trashPath: string; entries: readonly { digest: string }[] }> = [];
   try {
     // Packs: the marked blobs first go to a new pack, durably (store/gc/repack.ts, step 1).
-    const marked = opts.packs?.marked ?? new Set<string>();
+    const marked = opts.packs.marked;
     const rewritable: ListedPack[] = [];
     for (const p of packs) {
       const live: Array<{ digest: string; content: Buffer }> = [];
@@ -130,7 +132,7 @@ export async function sweep(
     await opts.step('repacked');
     for (const p of rewritable) {
       await opts.step('tombstone');
-      if (!(await tombstonePack(store, p.path, trash))) continue;
+      if (!(await tombstonePack(store, p.path, trash, opts.packs.index))) continue;
       const trashPath = join(trash, p.name);
       movedPacks.push(trashPath);
       movedEntries.push({ trashPath, entries: p.entries });

@@ -36,7 +36,7 @@ import type { GcStep } from '../gc/sweep.js';
 import { MAX_MANIFEST_BYTES } from '../manifest.js';
 import { OwnerCheck } from '../owners.js';
 import type { Store } from '../store.js';
-import type { S3Blobs } from './blobs.js';
+import type { S3Backend } from './backend.js';
 import { youngOnServer } from './expiry.js';
 import { DEFAULT_GC_LOCK_TTL_MS, S3GcLock } from './gc-lock.js';
 import { scanLeases } from './lease-scan.js';
@@ -54,7 +54,7 @@ const INDEX_KEY = /index\/sha256\/([0-9a-f]{2})\/([0-9a-f]{62})\.idx$/;
  */
 export async function collectS3Store(
   store: Store,
-  backend: S3Blobs,
+  backend: S3Backend,
   hooks: CollectHooks,
   options: GcOptions = {},
 ): Promise<GcReport> {
@@ -136,7 +136,7 @@ export async function collectS3Store(
  * blob is absent now (a fresh HEAD): an index is placed after its blob, so
  * it is an orphan, and at worst a cache a later read rebuilds.
  */
-async function removeOrphanIndexObjects(backend: S3Blobs, graceMs: number): Promise<number> {
+async function removeOrphanIndexObjects(backend: S3Backend, graceMs: number): Promise<number> {
   const { objects } = backend;
   let removed = 0;
   for await (const o of objects.list(`${backend.keyBase}index/sha256/`)) {

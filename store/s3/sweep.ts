@@ -26,7 +26,7 @@ import { emptySweep, type GcStep, type SweepResult } from '../gc/sweep.js';
 import { INDEX_MIN_BLOB_BYTES } from '../line-index.js';
 import { MAX_MANIFEST_BYTES } from '../manifest.js';
 import type { Store } from '../store.js';
-import type { S3Blobs } from './blobs.js';
+import type { S3Backend } from './backend.js';
 import { youngOnServer } from './expiry.js';
 import type { S3GcLock } from './gc-lock.js';
 import { scanLeases } from './lease-scan.js';
@@ -48,7 +48,7 @@ const PARALLEL = 8;
 const BLOB_KEY = /blobs\/sha256\/([0-9a-f]{2})\/([0-9a-f]{62})$/;
 
 /** Every blob of the S3 store, by digest (other keys under blobs/ are left alone). */
-export async function listS3Blobs(backend: S3Blobs): Promise<Map<string, ListedObjectBlob>> {
+export async function listS3Blobs(backend: S3Backend): Promise<Map<string, ListedObjectBlob>> {
   const out = new Map<string, ListedObjectBlob>();
   const prefix = `${backend.keyBase}blobs/sha256/`;
   for await (const o of backend.objects.list(prefix)) {
@@ -71,7 +71,7 @@ async function each<T>(items: readonly T[], fn: (item: T) => Promise<void>): Pro
 /** Tombstones `candidates`, re-checks them, deletes the rest (see the module comment). */
 export async function sweepS3(
   store: Store,
-  backend: S3Blobs,
+  backend: S3Backend,
   lock: S3GcLock,
   candidates: readonly string[],
   listed: ReadonlyMap<string, ListedObjectBlob>,

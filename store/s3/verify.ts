@@ -18,15 +18,14 @@ import { fileHandle } from '../blob-handle.js';
 import { checkBlob } from '../integrity.js';
 import type { Store } from '../store.js';
 import { countIntact, emptyVerifyReport, type VerifyOptions, type VerifyReport } from '../verify.js';
-import type { S3Blobs } from './blobs.js';
-import type { RemoteFile } from './remote-file.js';
+import type { S3Backend } from './backend.js';
 
 const BLOB_KEY = /^blobs\/sha256\/([0-9a-f]{2})\/([0-9a-f]{62})$/;
 
 /** Hashes every blob of the S3 store `store` (see the module comment). */
 export async function verifyS3Store(
   store: Store,
-  backend: S3Blobs,
+  backend: S3Backend,
   options: VerifyOptions = {},
 ): Promise<VerifyReport> {
   const report = emptyVerifyReport();
@@ -41,18 +40,19 @@ export async function verifyS3Store(
       continue;
     }
     const digest = `${m[1]}${m[2]}`;
-    let opened: RemoteFile | undefined;
+    let etag: string | undefined;
     const check = await checkBlob(store, digest, async () => {
-      opened = (await backend.openBlob(digest)) as RemoteFile;
-      return fileHandle(opened);
+      const opened = await backend.openObject(digest);
+      etag = opened.head.etag;
+      return fileHandle(opened.file);
     });
     // Deleted while we looked (a collection): never there for this report.
     if (check.status === 'missing') continue;
     report.scanned++;
     if (check.status === 'corrupt') {
       report.corrupt.push(digest);
-      if (options.repair && opened) {
-        const failed = await removeCorrupt(backend, digest, opened.head.etag);
+      if (options.repair && etag !== undefined) {
+        const failed = await removeCorrupt(backend, digest, etag);
         if (failed) {
           report.repairFailed.push(`${digest}: ${failed}`);
           present.add(digest);
@@ -73,7 +73,7 @@ export async function verifyS3Store(
 }
 
 /** Deletes the corrupt version `etag` of blob `digest` and its index; a reason when it was not. */
-async function removeCorrupt(backend: S3Blobs, digest: string, etag: string): Promise<string | undefined> {
+async function removeCorrupt(backend: S3Backend, digest: string, etag: string): Promise<string | undefined> {
   try {
     const now = await backend.objects.head(backend.blobKey(digest));
     if (!now) return undefined;

@@ -25,7 +25,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { SessionRecorder } from '../../engine/sessions/recorder.js';
 import { verifyWithSessions } from '../../engine/sessions/verify-references.js';
 import { encodeManifest } from '../../store/manifest.js';
-import { placementOf, Store } from '../../store/store.js';
+import { Store } from '../../store/store.js';
 import { heldPins, tempStore } from '../store/helpers.js';
 import { allBlobsIntact, streamsResult, unreadable } from './helpers.js';
 import { type CoarseFs, mountCoarseFs } from './mounts.js';
@@ -92,7 +92,7 @@ async function race(store: Store, packs = false): Promise<void> {
   const worker = async () => {
     for (let i = next++; i < CALLS; i = next++) {
       if (i > 0 && i % SYNC_EVERY === 0) {
-        if (packs) await placementOf(store).packWriter.seal();
+        if (packs) await store.backend.packs?.writer.seal();
         await gc.wholeRun();
       }
       const reverting = i % 4 === 0;
@@ -125,7 +125,7 @@ async function race(store: Store, packs = false): Promise<void> {
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
   // One more whole run after everything, so garbage of the last reverts is collected too.
-  if (packs) await placementOf(store).packWriter.seal();
+  if (packs) await store.backend.packs?.writer.seal();
   await gc.wholeRun();
   await recorder.close();
   gc.stop();

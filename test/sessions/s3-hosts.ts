@@ -9,12 +9,11 @@ import { join } from 'node:path';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { expect, onTestFinished } from 'vitest';
 import { Engine } from '../../engine/index.js';
-import { blobBackendOf } from '../../store/backend.js';
-import type { S3Blobs } from '../../store/s3/blobs.js';
 import type { RequestCounts } from '../../store/s3/objects.js';
 import { Store } from '../../store/store.js';
 import { deletePrefix, s3StoreConfig } from '../store/backends.js';
 import { tempDir } from '../store/helpers.js';
+import { bucketOf } from '../store/s3-gc-helpers.js';
 import type { S3Service } from '../support/s3.js';
 
 /** Two engines on one new prefix of the run's bucket, each with its own local directory (closed and deleted after the test). */
@@ -75,7 +74,7 @@ export async function twoStores(s3: S3Service): Promise<{ a: Store; b: Store; di
 
 /** The request counters of an S3 store. */
 export function requestsOf(store: Store): RequestCounts {
-  return (blobBackendOf(store) as S3Blobs).objects.requests;
+  return bucketOf(store).objects.requests;
 }
 
 /** What `fn` cost in requests on `store`. */

@@ -142,7 +142,7 @@ export function s3Backend(s3: S3Service): StoreBackend {
   };
 }
 
-/** The key of blob `digest` in S3 store `store` (store/s3/blobs.ts). */
+/** The key of blob `digest` in S3 store `store` (store/s3/backend.ts). */
 export function blobKey(store: Store, digest: string): string {
   if (store.location.kind !== 's3') throw new Error('not an S3 store');
   return `${store.location.prefix}/blobs/sha256/${digest.slice(0, 2)}/${digest.slice(2)}`;

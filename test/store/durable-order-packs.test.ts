@@ -14,7 +14,7 @@ import { Engine } from '../../engine/engine.js';
 import { scanPins } from '../../store/gc/pin-scan.js';
 import { OwnerCheck } from '../../store/owners.js';
 import { listPacks } from '../../store/pack-index.js';
-import { placementOf, Store } from '../../store/store.js';
+import { Store } from '../../store/store.js';
 import { FaultyIO, type OpRecord } from '../support/faulty-io.js';
 import { makeTempDir, removeDir, tag } from '../support/invariants.js';
 
@@ -89,7 +89,7 @@ describe('durable operation order with packs', () => {
     // Held in memory: another process's collection reads no pin, and may not rewrite the unsealed pack.
     expect(io.log.filter((x) => x.role === 'pin')).toEqual([]);
     io.clearLog();
-    await placementOf(store).packWriter.seal();
+    await store.backend.packs?.writer.seal();
     const log = [...io.log];
     const pinWrite = log.find((x) => x.role === 'pin' && x.op === 'write');
     const sealWrite = log.find((x) => x.role === 'pack' && x.op === 'write');
@@ -109,14 +109,14 @@ describe('durable operation order with packs', () => {
     const pin = await store.pin();
     const blob = await store.publishBytes(`unsealed ${tag()}\n`, undefined, pin);
     const fault = io.inject({ role: 'pin', op: 'open', errno: 'ENOSPC' });
-    await placementOf(store).packWriter.seal();
+    await store.backend.packs?.writer.seal();
     expect(fault.fired).toBe(1);
     const [first] = await listPacks(store);
     expect(first?.sealed).toBe(false);
     expect(await journalPins(store)).toEqual([]);
     // Still held in memory: the next seal (of the next pack) writes it out, then seals.
     const second = await store.publishBytes(`next ${tag()}\n`, undefined, pin);
-    await placementOf(store).packWriter.seal();
+    await store.backend.packs?.writer.seal();
     const packs = await listPacks(store);
     expect(packs.map((p) => p.sealed)).toEqual(packs.map((p) => p.path !== first?.path));
     expect(await journalPins(store)).toEqual([blob.digest, second.digest].sort());

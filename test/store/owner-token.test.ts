@@ -10,7 +10,6 @@ import { promises as fsp, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { collectStore } from '../../store/gc/collect.js';
 import { OwnerCheck, ownedName, ownerPid, ownerToken } from '../../store/owners.js';
 import { Store } from '../../store/store.js';
 import { FaultyIO } from '../support/faulty-io.js';
@@ -105,8 +104,7 @@ describe('owners are told apart by their start, not by timestamps', () => {
     const past = new Date('2001-01-01T00:00:00Z');
     await fsp.utimes(join(root, 'packs', packs[0] as string), past, past);
     const collector = await Store.open(root);
-    const report = await collectStore(
-      collector,
+    const report = await collector.backend.collect(
       { roots: async () => ({ digests: new Set(), appended: async () => new Set(), close: async () => {} }) },
       { graceMs: 0 },
     );
@@ -127,13 +125,13 @@ describe('owners are told apart by their start, not by timestamps', () => {
     await fsp.writeFile(live, `${pid}\n`);
     const past = new Date('2001-01-01T00:00:00Z');
     await fsp.utimes(live, past, past);
-    await expect(collectStore(store, noRoots, { graceMs: 0, lockTimeoutMs: 100 })).rejects.toMatchObject({
+    await expect(store.backend.collect(noRoots, { graceMs: 0, lockTimeoutMs: 100 })).rejects.toMatchObject({
       code: 'ETIMEOUT',
       details: { pid },
     });
     // The same pid started at another tick is another process: that lock is broken and the collection runs.
     await fsp.rename(live, join(lock, `${pid}-t${Number(ticksOf(pid)) + 1}b${boot}r0123456789ab.owner`));
-    const report = await collectStore(store, noRoots, { graceMs: 0, lockTimeoutMs: 100 });
+    const report = await store.backend.collect(noRoots, { graceMs: 0, lockTimeoutMs: 100 });
     expect(report.dryRun).toBe(false);
     expect((await fsp.readdir(store.layout.gc)).filter((n) => n.startsWith('lock'))).toEqual([]);
     expect(await fsp.readdir(store.layout.tmp)).toEqual([]);
@@ -148,7 +146,7 @@ describe('owners are told apart by their start, not by timestamps', () => {
     await fsp.writeFile(owner, `${process.pid}\n`);
     const minuteAgo = new Date(Date.now() - 60_000);
     await fsp.utimes(owner, minuteAgo, minuteAgo);
-    await expect(collectStore(store, noRoots, { graceMs: 0, lockTimeoutMs: 100 })).rejects.toMatchObject({
+    await expect(store.backend.collect(noRoots, { graceMs: 0, lockTimeoutMs: 100 })).rejects.toMatchObject({
       code: 'ETIMEOUT',
       details: { pid: process.pid },
     });
@@ -171,12 +169,12 @@ describe('owners are told apart by their start, not by timestamps', () => {
     };
     // The release's first step fails: the directory, still ours, is renamed aside and removed instead.
     const fault = io.inject({ op: 'unlink', when: (r) => /\/gc\/lock\/[^/]+\.owner$/.test(r.path), errno: 'EIO' });
-    const first = await collectStore(store, noRoots, { graceMs: 0, lockTimeoutMs: 100 });
+    const first = await store.backend.collect(noRoots, { graceMs: 0, lockTimeoutMs: 100 });
     expect(fault.fired).toBe(1);
     expect(first.dryRun).toBe(false);
     io.reset();
     // This process lives: a lock it left would make every later collection time out.
-    const report = await collectStore(store, noRoots, { graceMs: 0, lockTimeoutMs: 100 });
+    const report = await store.backend.collect(noRoots, { graceMs: 0, lockTimeoutMs: 100 });
     expect(report.dryRun).toBe(false);
     expect((await fsp.readdir(store.layout.gc)).filter((n) => n.startsWith('lock'))).toEqual([]);
     expect(await fsp.readdir(store.layout.tmp)).toEqual([]);
@@ -187,8 +185,7 @@ describe('owners are told apart by their start, not by timestamps', () => {
     const root = join(await tempDir(), 'store');
     const store = await Store.open(root);
     const seen: { names: string[]; text: string }[] = [];
-    await collectStore(
-      store,
+    await store.backend.collect(
       {
         roots: async () => {
           const lock = join(store.layout.gc, 'lock');

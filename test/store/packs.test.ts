@@ -2,7 +2,6 @@ import { execFileSync } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { collectStore } from '../../store/gc/collect.js';
 import type { RootSource } from '../../store/gc/roots.js';
 import { encodeManifest } from '../../store/manifest.js';
 import { PACK_MAGIC } from '../../store/pack-format.js';
@@ -333,7 +332,7 @@ describe('GC of packs', () => {
     await store.close();
     const [oldPack] = await packPaths(store);
     const gcStore = await packStore(store.root);
-    const report = await collectStore(gcStore, { roots: roots([m.digest]) }, { graceMs: 0 });
+    const report = await gcStore.backend.collect({ roots: roots([m.digest]) }, { graceMs: 0 });
     expect(report).toMatchObject({ removed: 1, packsRemoved: 1, packedCopied: 2 });
     await expect(fsp.stat(oldPack as string)).rejects.toMatchObject({ code: 'ENOENT' });
     expect(await text(gcStore, live.digest)).toBe('live\n');
@@ -348,7 +347,7 @@ describe('GC of packs', () => {
     const publisher = await packStore(store.root);
     expect((await publisher.publishBytes('published again\n')).deduplicated).toBe(true);
     const gcStore = await packStore(store.root);
-    const report = await collectStore(gcStore, { roots: roots([]) }, { graceMs: 3600_000 });
+    const report = await gcStore.backend.collect({ roots: roots([]) }, { graceMs: 3600_000 });
     expect(report).toMatchObject({ removed: 0, packsRemoved: 0 });
     expect(await text(gcStore, again.digest)).toBe('published again\n');
     await publisher.close();
@@ -361,8 +360,7 @@ describe('GC of packs', () => {
     const publisher = await packStore(store.root);
     const gcStore = await packStore(store.root);
     let deduplicated: boolean | undefined;
-    await collectStore(
-      gcStore,
+    await gcStore.backend.collect(
       { roots: roots([]) },
       {
         graceMs: 3600_000,
@@ -389,7 +387,9 @@ describe('GC of packs', () => {
     expect(await text(reader, live.digest)).toBe('moved\n');
     expect(await reader.hasBlob(dead.digest)).toBe(true);
     const gcStore = await packStore(first.root);
-    expect(await collectStore(gcStore, { roots: roots([live.digest]) }, { graceMs: 0 })).toMatchObject({ removed: 1 });
+    expect(await gcStore.backend.collect({ roots: roots([live.digest]) }, { graceMs: 0 })).toMatchObject({
+      removed: 1,
+    });
     // The reader's memory still points into the removed pack: the record header check finds it gone.
     expect(await reader.hasBlob(dead.digest)).toBe(false);
     await expect(reader.readPage(`artifact://${dead.digest}`)).rejects.toMatchObject({ code: 'ENOTFOUND' });
@@ -404,7 +404,7 @@ describe('GC of packs', () => {
     const dead = await store.publishBytes('not referenced\n');
     const collector = await packStore(store.root);
     const own = await collector.publishBytes("the collector's own\n");
-    const report = await collectStore(collector, { roots: roots([]) }, { graceMs: 0 });
+    const report = await collector.backend.collect({ roots: roots([]) }, { graceMs: 0 });
     // The other store's pack is still being appended to; the collector's own was sealed and rewritten.
     expect(report).toMatchObject({ removed: 1, packsRemoved: 1 });
     expect(await text(store, dead.digest)).toBe('not referenced\n');
@@ -436,8 +436,7 @@ describe('GC of packs', () => {
       const publisher = await packStore(first.root);
       let pin: Awaited<ReturnType<Store['pin']>> | undefined;
       let deduped: boolean | undefined;
-      await collectStore(
-        gcStore,
+      await gcStore.backend.collect(
         { roots: roots([]) },
         {
           graceMs: 0,
@@ -469,13 +468,13 @@ describe('GC of packs', () => {
       const gcStore = await packStore(first.root, io);
       io.inject({ role: ['pack', 'pack-index', 'packs-dir', 'trash'], nth, errno: 'EIO' });
       const keep = live.map((l) => l.digest);
-      await collectStore(gcStore, { roots: roots(keep) }, { graceMs: 0 }).catch((err) => {
+      await gcStore.backend.collect({ roots: roots(keep) }, { graceMs: 0 }).catch((err) => {
         expect(err).toMatchObject({ code: 'EDISK' });
       });
       await gcStore.close();
       const reader = await packStore(first.root);
       for (const [i, l] of live.entries()) expect(await text(reader, l.digest), `nth ${nth}`).toBe(`live ${i}\n`);
-      const again = await collectStore(reader, { roots: roots(keep) }, { graceMs: 0 });
+      const again = await reader.backend.collect({ roots: roots(keep) }, { graceMs: 0 });
       expect(again.removed).toBeGreaterThanOrEqual(0);
       for (const [i, l] of live.entries()) expect(await text(reader, l.digest), `nth ${nth}`).toBe(`live ${i}\n`);
       expect(await fsp.readdir(reader.layout.trash)).toEqual([]);
@@ -498,7 +497,6 @@ describe('SIGKILL during pack appends and repacks', () => {
     }
   };
   const storeJs = new URL('../../dist/store/store.js', import.meta.url).href;
-  const collectJs = new URL('../../dist/store/gc/collect.js', import.meta.url).href;
 
   it('mid-group-commit: every publish that returned reads back after the kill', async () => {
     for (const crashAt of ['pack-written:1', 'pack-written:3', 'pack-synced:2', 'pack-synced:4']) {
@@ -562,15 +560,14 @@ describe('SIGKILL during pack appends and repacks', () => {
       const keep = JSON.stringify(live.map((l) => l.digest));
       const script = `
         import { Store } from '${storeJs}';
-        import { collectStore } from '${collectJs}';
         const store = await Store.open(process.argv[1]);
         const digests = new Set(${keep});
-        await collectStore(store, { roots: async () => ({ digests, appended: async () => new Set(), close: async () => {} }) }, { graceMs: 0 });`;
+        await store.backend.collect({ roots: async () => ({ digests, appended: async () => new Set(), close: async () => {} }) }, { graceMs: 0 });`;
       const r = child(first.root, script, crashAt);
       expect(r.killed, crashAt).toBe(true);
       const reader = await packStore(first.root);
       for (const [i, l] of live.entries()) expect(await text(reader, l.digest), crashAt).toBe(`live ${i}\n`);
-      const report = await collectStore(reader, { roots: roots(live.map((l) => l.digest)) }, { graceMs: 0 });
+      const report = await reader.backend.collect({ roots: roots(live.map((l) => l.digest)) }, { graceMs: 0 });
       expect(report.trashRecovered, crashAt).toBe(crashAt === 'repack-tombstoned' ? 1 : 0);
       for (const [i, l] of live.entries()) expect(await text(reader, l.digest), crashAt).toBe(`live ${i}\n`);
       await expect(reader.readPage(`artifact://${dead.digest}`)).rejects.toMatchObject({ code: 'ENOTFOUND' });

@@ -8,11 +8,10 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { collectStore } from '../../store/gc/collect.js';
 import { scanPins } from '../../store/gc/pin-scan.js';
 import { OwnerCheck } from '../../store/owners.js';
 import { listPacks } from '../../store/pack-index.js';
-import { placementOf, Store } from '../../store/store.js';
+import { Store } from '../../store/store.js';
 import { FaultyIO } from '../support/faulty-io.js';
 import { expectNoLeftovers, sha256, tag } from '../support/invariants.js';
 import { tempDir } from './helpers.js';
@@ -58,7 +57,7 @@ describe('a torn pin journal line', () => {
     const first = await store.pin();
     const a = await store.publishBytes(`first ${tag()}\n`, undefined, first);
     tearNextJournalWrite(io);
-    await placementOf(store).packWriter.seal();
+    await store.backend.packs?.writer.seal();
     const [unsealed] = await listPacks(store);
     expect(unsealed?.sealed).toBe(false);
     // Another pin keeps the journal from being cut (which would heal it) when the first goes.
@@ -66,7 +65,7 @@ describe('a torn pin journal line', () => {
     await first.release();
     const b = await store.publishBytes(`second ${tag()}\n`, undefined, second);
     expect(b.deduplicated).toBe(false);
-    await placementOf(store).packWriter.seal();
+    await store.backend.packs?.writer.seal();
     const sealed = (await listPacks(store)).find((p) => p.path !== unsealed?.path);
     expect(sealed?.sealed).toBe(true);
     expect(await journalPins(store)).toEqual([b.digest]);
@@ -76,7 +75,7 @@ describe('a torn pin journal line', () => {
       appended: async () => new Set<string>(),
       close: async () => {},
     });
-    const report = await collectStore(store, { roots: noRoots }, { graceMs: 0 });
+    const report = await store.backend.collect({ roots: noRoots }, { graceMs: 0 });
     expect(report.pinned).toBe(1);
     expect(await store.hasBlob(b.digest)).toBe(true);
     // The first pack, unsealed (its owner lives), is not rewritten either.

@@ -15,11 +15,10 @@ import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { collectS3Store } from '../../store/s3/collect.js';
 import { s3Service } from '../support/s3.js';
 import { s3Backend } from './backends.js';
 import { tempDir } from './helpers.js';
-import { backendOf, keysUnder, SetRoots, until } from './s3-gc-helpers.js';
+import { keysUnder, SetRoots, until } from './s3-gc-helpers.js';
 
 const s3 = await s3Service();
 const HOST = fileURLToPath(new URL('../fixtures/store/lease-host.mjs', import.meta.url));
@@ -65,7 +64,7 @@ describe.runIf(s3)('a host stalled past its lease on an S3 store', () => {
       host.child.kill('SIGSTOP');
       // Until B's collection finds the lease expired by the server's clock, reclaims it, and deletes the blob.
       const roots = new SetRoots();
-      const collect = () => collectS3Store(b, backendOf(b), roots.hooks(), { graceMs: 0 });
+      const collect = () => b.backend.collect(roots.hooks(), { graceMs: 0 });
       let report = await collect();
       await until(async () => {
         if (report.pinsReclaimed > 0) return true;

@@ -8,10 +8,9 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { expect, onTestFinished } from 'vitest';
-import { blobBackendOf } from '../../store/backend.js';
+import type { S3Bucket } from '../../store/backend.js';
 import type { CollectHooks } from '../../store/gc/collect.js';
 import type { RootScan } from '../../store/gc/roots.js';
-import type { S3Blobs } from '../../store/s3/blobs.js';
 import { Store, type StoreOptions } from '../../store/store.js';
 import type { S3Service } from '../support/s3.js';
 import { s3Backend, s3StoreConfig } from './backends.js';
@@ -40,9 +39,11 @@ export class SetRoots {
   }
 }
 
-/** The S3 backend of `store`. */
-export function backendOf(store: Store): S3Blobs {
-  return blobBackendOf(store) as S3Blobs;
+/** The bucket of the S3 store `store`. */
+export function bucketOf(store: Store): S3Bucket {
+  const bucket = store.backend.bucket;
+  if (!bucket) throw new Error(`${store.locator} is not an S3 store`);
+  return bucket;
 }
 
 /** Host A (a fresh store, cleaned up after the test) and host B on the same prefix, with its own local directory. */
@@ -63,7 +64,7 @@ export async function twoHosts(s3: S3Service, a: StoreOptions = {}, b: StoreOpti
 
 /** Keys under `<store prefix>/<under>` (leases/, gc/tombstones/, gc/lock). */
 export async function keysUnder(s3: S3Service, store: Store, under: string): Promise<string[]> {
-  const base = backendOf(store).keyBase;
+  const base = bucketOf(store).keyBase;
   const out: string[] = [];
   let token: string | undefined;
   do {

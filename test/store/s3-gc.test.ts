@@ -11,16 +11,15 @@
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { GcStep } from '../../store/gc/collect.js';
+import type { GcOptions, GcStep } from '../../store/gc/collect.js';
 import { encodeManifest } from '../../store/manifest.js';
-import { collectS3Store } from '../../store/s3/collect.js';
 import { readGcLock, S3GcLock } from '../../store/s3/gc-lock.js';
 import { tombstoneKey } from '../../store/s3/tombstones.js';
 import { Store } from '../../store/store.js';
 import { s3Service } from '../support/s3.js';
 import { s3Backend } from './backends.js';
 import { tempDir } from './helpers.js';
-import { backendOf, keysUnder, SetRoots, twoHosts, until } from './s3-gc-helpers.js';
+import { bucketOf, keysUnder, SetRoots, twoHosts, until } from './s3-gc-helpers.js';
 
 const s3 = await s3Service();
 
@@ -41,8 +40,8 @@ const STEPS: ReadonlyArray<[GcStep, 'kept' | 'restored' | 'reuploaded']> = [
 ];
 
 /** A collection of `store` reading `roots`. */
-function collect(store: Store, roots: SetRoots, options: Parameters<typeof collectS3Store>[3] = {}) {
-  return collectS3Store(store, backendOf(store), roots.hooks(), { graceMs: 0, ...options });
+function collect(store: Store, roots: SetRoots, options: GcOptions = {}) {
+  return store.backend.collect(roots.hooks(), { graceMs: 0, ...options });
 }
 
 /** Nothing of a collection is left in the bucket: no tombstone, no lock. */
@@ -122,7 +121,7 @@ describe.runIf(s3)('GC of an S3 store across hosts', () => {
         let publishing: Promise<void> | undefined;
         let deduplicated: boolean | undefined;
         let ended = false;
-        const requests = backendOf(a).objects.requests;
+        const requests = bucketOf(a).objects.requests;
         const report = await collect(b, roots, {
           onStep: async (s) => {
             if (s !== at || publishing) return;
@@ -189,7 +188,7 @@ describe.runIf(s3)('GC of an S3 store across hosts', () => {
     const [a, b] = await twoHosts(s3!);
     try {
       const garbage = await a.publishBytes('garbage\n');
-      const backend = backendOf(b);
+      const backend = bucketOf(b);
       await expect(
         collect(b, new SetRoots(), {
           lockTtlMs: 1000,
@@ -200,7 +199,7 @@ describe.runIf(s3)('GC of an S3 store across hosts', () => {
               const held = await readGcLock(backend.objects, backend.keyBase);
               return held?.expired === true;
             }, 'the lock to expire');
-            const taken = await S3GcLock.acquire(backendOf(a).objects, backendOf(a).keyBase, 60_000, 0);
+            const taken = await S3GcLock.acquire(bucketOf(a).objects, bucketOf(a).keyBase, 60_000, 0);
             await taken.release();
           },
         }),
@@ -252,7 +251,7 @@ describe.runIf(s3)('GC of an S3 store across hosts', () => {
       const recorded = await a.publishBytes('recorded\n');
       roots.record(recorded.digest);
       const wanted = await a.publishBytes('published again\n');
-      const backend = backendOf(b);
+      const backend = bucketOf(b);
       // What a collector killed after tombstoning leaves: its lock (1 s TTL) and its tombstones.
       const dead = await S3GcLock.acquire(backend.objects, backend.keyBase, 1000, 0);
       for (const d of [recorded.digest, wanted.digest]) {

@@ -9,20 +9,19 @@ import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { blobBackendOf } from '../../store/backend.js';
-import type { S3Blobs } from '../../store/s3/blobs.js';
 import type { RequestCounts } from '../../store/s3/objects.js';
 import { Store } from '../../store/store.js';
 import { s3Service } from '../support/s3.js';
 import { s3Backend, s3StoreConfig } from './backends.js';
 import { expectedPage, flipBit, publishGenerated, tempDir } from './helpers.js';
+import { bucketOf } from './s3-gc-helpers.js';
 
 const s3 = await s3Service();
 
 const line = (i: number) => `cached line ${i} ${'y'.repeat(i % 23)}\n`;
 
 function requestsOf(store: Store): RequestCounts {
-  return (blobBackendOf(store) as S3Blobs).objects.requests;
+  return bucketOf(store).objects.requests;
 }
 
 /** GETs and GET bytes `fn` cost on `store`. */

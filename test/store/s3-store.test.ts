@@ -8,18 +8,17 @@
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { blobBackendOf } from '../../store/backend.js';
-import type { S3Blobs } from '../../store/s3/blobs.js';
 import type { RequestCounts } from '../../store/s3/objects.js';
 import { Store } from '../../store/store.js';
 import { s3Service } from '../support/s3.js';
 import { s3Backend, s3StoreConfig } from './backends.js';
 import { expectedPage, publishGenerated, tempDir } from './helpers.js';
+import { bucketOf } from './s3-gc-helpers.js';
 
 const s3 = await s3Service();
 
 function requestsOf(store: Store): RequestCounts {
-  return (blobBackendOf(store) as S3Blobs).objects.requests;
+  return bucketOf(store).objects.requests;
 }
 
 /** What `fn` cost in requests on `store`. */

@@ -1,6 +1,8 @@
 /**
  * The S3 backend of a store (store/backend.ts): blobs and line indexes as
- * objects under the store's prefix, one object per blob.
+ * objects under the store's prefix, one object per blob; pins are a lease
+ * object (store/s3/lease.ts), collection and audit span every host on the
+ * bucket (store/s3/collect.ts, store/s3/verify.ts, loaded on first use).
  *
  *     <prefix>/blobs/sha256/<2 hex>/<62 hex>       content, created once, never rewritten
  *     <prefix>/index/sha256/<2 hex>/<62 hex>.idx   line index of a blob of 1 MiB or more
@@ -18,14 +20,18 @@
  */
 import { constants } from 'node:fs';
 import { dirname } from 'node:path';
-import { BadOptionError, NotFoundError, toSluiceError } from '../../engine/protocol/errors.js';
-import type { BlobBackend } from '../backend.js';
+import { NotFoundError, toSluiceError } from '../../engine/protocol/errors.js';
+import type { BackendConnection, S3Bucket, StoreBackend } from '../backend.js';
+import { assertDigest, type BlobHandle, fileHandle } from '../blob-handle.js';
 import { READ_STORE_FILE, type StoreFile } from '../file.js';
-import { makeDirs, type StoreIO, writeAll } from '../io.js';
-import type { StoreLayout } from '../layout.js';
+import type { CollectHooks, GcOptions, GcReport } from '../gc/collect.js';
+import { refreshIntact } from '../integrity.js';
+import { makeDirs, writeAll } from '../io.js';
 import type { S3Location } from '../location.js';
-import { LeaseJournal, type LeaseTiming } from './lease.js';
-import { type S3ConnectOptions, S3Objects } from './objects.js';
+import type { Store, StoreOptions } from '../store.js';
+import type { VerifyOptions, VerifyReport } from '../verify.js';
+import { LeaseJournal, type LeaseTiming, leaseTiming } from './lease.js';
+import { type ObjectHead, S3Objects } from './objects.js';
 import { ReadCache, s3CacheBytes } from './read-cache.js';
 import { RemoteFile } from './remote-file.js';
 import { loadS3Sdk } from './sdk.js';
@@ -37,52 +43,64 @@ const BLOB_KEY_REST = /^[0-9a-f]{2}\/[0-9a-f]{62}$/;
 /** Bytes per GET when copying an index object to the local directory. */
 const COPY_CHUNK = 4 * 1024 * 1024;
 
+/**
+ * Connects to the bucket of `location` for a store opening there: checks
+ * the lease and cache options first (EBADOPTION), loads the SDK
+ * (EMISSINGDEP without it), and checks that the bucket answers (ENOTFOUND
+ * when it does not exist, EDISK when it cannot be reached or read).
+ */
+export async function connectS3(location: S3Location, options: StoreOptions): Promise<BackendConnection> {
+  const timing = leaseTiming(options.lease);
+  const cacheBytes = s3CacheBytes(options.s3CacheBytes);
+  const sdk = await loadS3Sdk();
+  const objects = S3Objects.connect(sdk, location.bucket, {
+    ...(options.s3ClientConfig ? { clientConfig: options.s3ClientConfig } : {}),
+  });
+  try {
+    await objects.checkBucket();
+  } catch (err) {
+    objects.destroy();
+    throw err;
+  }
+  return {
+    bind: (store) => new S3Backend(store, objects, location, timing, cacheBytes),
+    discard: () => objects.destroy(),
+  };
+}
+
 /** See the module comment. */
-export class S3Blobs implements BlobBackend {
+export class S3Backend implements StoreBackend {
+  readonly pins: LeaseJournal;
+  readonly placesLocally = false;
+  readonly totalsBy = 'listing';
+  readonly packs = undefined;
+  readonly reserve = undefined;
+  readonly bucket: S3Bucket;
+  /** How the store is written in messages and by `--store` (`s3://bucket/prefix`). */
   readonly url: string;
   /** What every key of this store starts with: `''`, or the prefix and `/`. */
   readonly keyBase: string;
-  private copies = 0;
-
   /** The local read cache, undefined when its bound is 0. */
   readonly cache: ReadCache | undefined;
+  private readonly store: Store;
+  private copies = 0;
 
-  private constructor(
+  /** The backend of `store`, on the bucket `objects` reaches. */
+  constructor(
+    store: Store,
     /** The object layer (its `requests` count what this store cost). */
     readonly objects: S3Objects,
     location: S3Location,
-    private readonly layout: StoreLayout,
-    private readonly io: StoreIO,
+    timing: LeaseTiming,
     cacheBytes: number,
   ) {
+    this.store = store;
     this.url = location.url;
     this.keyBase = location.prefix === '' ? '' : `${location.prefix}/`;
+    this.bucket = { objects, keyBase: this.keyBase };
+    this.pins = new LeaseJournal(objects, this.keyBase, timing);
+    const { layout, io } = store;
     this.cache = cacheBytes > 0 ? new ReadCache(layout.cache, layout.tmp, io, cacheBytes) : undefined;
-  }
-
-  /**
-   * Loads the SDK (EMISSINGDEP without it), connects, and checks that the
-   * bucket answers (ENOTFOUND when it does not exist, EDISK when it cannot
-   * be reached or read).
-   */
-  static async open(
-    location: S3Location,
-    layout: StoreLayout,
-    io: StoreIO,
-    options: S3ConnectOptions & { cacheBytes?: number } = {},
-  ): Promise<S3Blobs> {
-    if (location.kind !== 's3') throw new BadOptionError(`not an S3 location: ${JSON.stringify(location)}`);
-    const cacheBytes = s3CacheBytes(options.cacheBytes, options.env);
-    const sdk = await loadS3Sdk();
-    const objects = S3Objects.connect(sdk, location.bucket, options);
-    const blobs = new S3Blobs(objects, location, layout, io, cacheBytes);
-    try {
-      await objects.checkBucket();
-    } catch (err) {
-      objects.destroy();
-      throw err;
-    }
-    return blobs;
   }
 
   /** Key of blob `digest`. */
@@ -96,7 +114,8 @@ export class S3Blobs implements BlobBackend {
   }
 
   async placeBlob(tmpPath: string, digest: string): Promise<StoreFile | undefined> {
-    const size = (await this.io.stat(tmpPath)).size;
+    const io = this.store.io;
+    const size = (await io.stat(tmpPath)).size;
     const key = this.blobKey(digest);
     // The publisher checked that no intact copy is there: a create-once PUT that finds one is either
     // another host's good copy of the same bytes or a corrupt object. Overwriting heals the latter
@@ -107,22 +126,37 @@ export class S3Blobs implements BlobBackend {
     // Kept as the read cache's copy of the new object: the caller's descriptor of it is then the identity
     // it remembers as verified, the very file later opens on this host read.
     if (await this.cache?.keepPublished(tmpPath, digest, head)) return undefined;
-    await this.io.unlink(tmpPath);
+    await io.unlink(tmpPath);
     return etag ? new RemoteFile(this.objects, key, head) : undefined;
   }
 
+  /** Uploads the index, then keeps the file as this host's copy. */
   async placeIndex(tmpPath: string, digest: string): Promise<void> {
-    const size = (await this.io.stat(tmpPath)).size;
+    const size = (await this.store.io.stat(tmpPath)).size;
     await this.objects.uploadFile(this.indexKey(digest), tmpPath, size);
+    await this.store.placement.moveIntoPlace(tmpPath, this.store.layout.indexPath(digest));
   }
 
-  async openBlob(digest: string): Promise<StoreFile> {
+  async openBlob(digest: string): Promise<BlobHandle> {
+    return fileHandle((await this.openObject(digest)).file);
+  }
+
+  async openBlobFile(digest: string): Promise<BlobHandle> {
+    assertDigest(digest);
+    return this.openBlob(digest);
+  }
+
+  /**
+   * Opens blob `digest` as the version its HEAD finds: a local copy of that
+   * very object (store/s3/read-cache.ts), else the object, copied to the
+   * cache as it is read whole. ENOTFOUND when absent.
+   */
+  async openObject(digest: string): Promise<{ file: StoreFile; head: ObjectHead }> {
     const key = this.blobKey(digest);
     const head = await this.objects.head(key);
     if (!head) throw new NotFoundError(`artifact ${digest} is not in the store at ${this.url}`, { digest });
-    // A local copy of this very object (store/s3/read-cache.ts), else the object, copied as it is read whole.
     const cached = await this.cache?.open(digest, head);
-    return cached ?? new RemoteFile(this.objects, key, head, this.cache?.tee(digest, head));
+    return { file: cached ?? new RemoteFile(this.objects, key, head, this.cache?.tee(digest, head)), head };
   }
 
   async dropCached(digest: string): Promise<boolean> {
@@ -130,15 +164,15 @@ export class S3Blobs implements BlobBackend {
   }
 
   async openIndex(digest: string): Promise<StoreFile | undefined> {
-    const local = this.layout.indexPath(digest);
+    const local = this.store.layout.indexPath(digest);
     try {
-      return await this.io.open(local, READ_STORE_FILE);
+      return await this.store.io.open(local, READ_STORE_FILE);
     } catch {
       // Not copied here yet (or unreadable): fetch it.
     }
     try {
       if (!(await this.copyIndex(digest, local))) return undefined;
-      return await this.io.open(local, READ_STORE_FILE);
+      return await this.store.io.open(local, READ_STORE_FILE);
     } catch {
       // The index is a cache: without it the read scans.
       return undefined;
@@ -150,32 +184,34 @@ export class S3Blobs implements BlobBackend {
     const key = this.indexKey(digest);
     const head = await this.objects.head(key);
     if (!head) return false;
-    const tmp = `${this.layout.tmp}/${process.pid}-idxcopy${(this.copies++).toString(36)}.idx`;
-    const fh = await this.io.open(tmp, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600);
+    const io = this.store.io;
+    const tmp = `${this.store.layout.tmp}/${process.pid}-idxcopy${(this.copies++).toString(36)}.idx`;
+    const fh = await io.open(tmp, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600);
     try {
       for (let at = 0; at < head.size; at += COPY_CHUNK) {
         const chunk = await this.objects.getRange(key, at, Math.min(head.size, at + COPY_CHUNK), head.etag);
-        await writeAll(this.io, fh, chunk, at);
+        await writeAll(io, fh, chunk, at);
       }
       await fh.close();
       await makeDirs(dirname(local));
-      await this.io.rename(tmp, local);
+      await io.rename(tmp, local);
       return true;
     } catch (err) {
       await fh.close().catch(() => {});
-      await this.io.unlink(tmp).catch(() => {});
+      await io.unlink(tmp).catch(() => {});
       throw toSluiceError(err, 'EDISK');
     }
-  }
-
-  /** This store's pins: a lease object under `leases/` (store/s3/lease.ts). */
-  leaseJournal(timing: LeaseTiming): LeaseJournal {
-    return new LeaseJournal(this.objects, this.keyBase, timing);
   }
 
   /** Waits until no collection may delete blob `digest` (store/s3/tombstones.ts); the caller leased it first. */
   settle(digest: string): Promise<void> {
     return settle(this.objects, this.keyBase, digest);
+  }
+
+  /** An object is immutable once created: the same intact-content check as a file, and nothing to refresh. */
+  refreshBlob(digest: string, bytes: number): Promise<boolean> {
+    this.store.assertOpen();
+    return refreshIntact(this.store, digest, bytes, async () => true);
   }
 
   /** Blobs under `<prefix>/blobs/sha256/` and their bytes: one ListObjectsV2 per 1000 (indexes are not counted). */
@@ -195,7 +231,19 @@ export class S3Blobs implements BlobBackend {
     return (await this.objects.head(this.blobKey(digest))) !== undefined;
   }
 
-  close(): void {
+  async collect(hooks: CollectHooks, options?: GcOptions): Promise<GcReport> {
+    const { collectS3Store } = await import('./collect.js');
+    return collectS3Store(this.store, this, hooks, options);
+  }
+
+  async verify(options?: VerifyOptions): Promise<VerifyReport> {
+    const { verifyS3Store } = await import('./verify.js');
+    return verifyS3Store(this.store, this, options);
+  }
+
+  /** Deletes the lease (through this backend's client), then releases the connections. */
+  async close(): Promise<void> {
+    await this.pins.close();
     this.objects.destroy();
   }
 }
