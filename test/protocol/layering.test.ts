@@ -12,7 +12,12 @@
  *   compaction/, except engine/index.ts, the package root that exports the
  *   server and compaction with the rest of the API; workers/ and store/
  *   import none of them either; the server does not import the CLI;
- * - the generators (generate/) are imported by nothing that ships.
+ * - the generators (generate/) are imported by nothing that ships;
+ * - the static imports among store/ files that load at run time (not
+ *   `import type`, not `import()`) form no cycle, and nothing that ships
+ *   reaches store/s3/ that way from outside it: a directory store never
+ *   loads the S3 backend, which store/store.ts imports dynamically for an
+ *   S3 store.
  */
 import { promises as fsp } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -48,6 +53,72 @@ async function importsUnder(dir: string): Promise<Array<{ from: string; to: stri
     }
   }
   expect(files.length, `${dir} has sources`).toBeGreaterThan(3);
+  return out;
+}
+
+/**
+ * The relative specifiers a source loads when it is evaluated: static imports
+ * and re-exports, side-effect imports included, but not `import type` /
+ * `export type` (erased) and not `import()` (loaded on demand).
+ */
+function runtimeSpecifiers(source: string): string[] {
+  const specs: string[] = [];
+  const patterns = [
+    /^\s*(?:import|export)\s+(?!type\s)[^'";]*?\sfrom\s*['"]([^'"]+)['"]/gm,
+    /^\s*import\s*['"]([^'"]+)['"]/gm,
+  ];
+  for (const re of patterns) for (const m of source.matchAll(re)) specs.push(m[1] as string);
+  return specs.filter((s) => s.startsWith('.'));
+}
+
+/** The run-time import graph of the sources under `dir` (repository-relative `.ts` paths). */
+async function runtimeGraph(dir: string): Promise<Map<string, string[]>> {
+  const base = join(ROOT, dir);
+  const files = (await fsp.readdir(base, { recursive: true }))
+    .map(String)
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'));
+  const graph = new Map<string, string[]>();
+  for (const f of files) {
+    const path = join(base, f);
+    const to = runtimeSpecifiers(await fsp.readFile(path, 'utf8')).map((spec) =>
+      relative(ROOT, resolve(dirname(path), spec)).replace(/\.js$/, '.ts'),
+    );
+    graph.set(relative(ROOT, path), to);
+  }
+  return graph;
+}
+
+/** The strongly connected components of `graph` with more than one file, or a file importing itself (Tarjan). */
+function cycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const out: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue;
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v) as number, low.get(w) as number));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v) as number, index.get(w) as number));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop() as string;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1 || graph.get(v)?.includes(v)) out.push(component.sort());
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
   return out;
 }
 
@@ -116,5 +187,41 @@ describe('layering', () => {
     ];
     const shipped = edges.filter((e) => !inside(e.from, 'generate'));
     expect(offenders(shipped, (to) => inside(to, 'generate'))).toEqual([]);
+  });
+
+  it('the cycle finder finds a cycle and ignores type-only and dynamic imports', () => {
+    expect(
+      runtimeSpecifiers(
+        [
+          "import { a } from './a.js';",
+          "import type { B } from './b.js';",
+          "export type { C } from './c.js';",
+          "import { type D } from './d.js';",
+          "const e = await import('./e.js');",
+          "import './f.js';",
+        ].join('\n'),
+      ),
+    ).toEqual(['./a.js', './d.js', './f.js']);
+    const graph = new Map([
+      ['a', ['b']],
+      ['b', ['c']],
+      ['c', ['a', 'd']],
+      ['d', []],
+    ]);
+    expect(cycles(graph)).toEqual([['a', 'b', 'c']]);
+    expect(cycles(new Map([['a', ['a']]]))).toEqual([['a']]);
+  });
+
+  it('store/ has no import cycle, and only store/s3/ loads store/s3/', async () => {
+    const graph = await runtimeGraph('store');
+    expect(graph.size).toBeGreaterThan(40);
+    expect(cycles(graph)).toEqual([]);
+    const shipped = [graph, ...(await Promise.all(['engine', 'server', 'cli', 'workers'].map(runtimeGraph)))];
+    const reachesS3 = shipped
+      .flatMap((g) => [...g])
+      .flatMap(([from, to]) =>
+        inside(from, 'store/s3') ? [] : to.filter((t) => inside(t, 'store/s3')).map((t) => `${from} imports ${t}`),
+      );
+    expect(reachesS3).toEqual([]);
   });
 });
