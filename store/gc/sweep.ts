@@ -87,35 +87,78 @@ interface MovedPacked {
 
 const isMissing = (err: unknown) => (err as { code?: unknown }).code === 'ENOENT';
 
+/** What {@link sweep} is given besides its candidates. */
+export interface SweepOptions {
+  graceMs: number;
+  roots: RootScan;
+  step: (s: GcStep) => Promise<void>;
+  packs: PackSweep;
+}
+
 /** Tombstones `candidates`, re-checks them (see the module comment), puts back what must stay, deletes the rest. */
 export async function sweep(
   store: Store,
   candidates: readonly string[],
   listed: ReadonlyMap<string, ListedBlob>,
-  opts: { graceMs: number; roots: RootScan; step: (s: GcStep) => Promise<void>; packs: PackSweep },
+  opts: SweepOptions,
 ): Promise<SweepResult> {
-  const result = emptySweep();
-  const packs = opts.packs.packs;
-  if (candidates.length === 0 && packs.length === 0) return result;
+  if (candidates.length === 0 && opts.packs.packs.length === 0) return emptySweep();
   const trash = join(store.layout.trash, ownedName());
   await store.io.mkdir(trash);
-  const moved = new Set<string>();
-  const target = new RepackTarget(store, opts.packs.index);
-  /** Moved packs (trash path), and the blobs in them no other moved pack or the target holds. */
-  const movedPacks: string[] = [];
-  const movedPacked = new Map<string, MovedPacked>();
-  /** Each moved pack's blobs, for the grace re-check by the pack's own mtime. */
-  const movedEntries: Array<{ trashPath: string; entries: readonly { digest: string }[] }> = [];
+  const run = new SweepRun(store, trash, listed, opts);
   try {
-    // Packs: the marked blobs first go to a new pack, durably (store/gc/repack.ts, step 1).
-    const marked = opts.packs.marked;
+    await run.tombstonePacks(await run.copyLivePacked());
+    await run.tombstoneBlobs(candidates);
+    const keep = await run.recheck();
+    await run.keepYoung(keep);
+    await run.restoreKept(keep);
+    await run.deleteRest();
+  } catch (err) {
+    // Whatever is still tombstoned goes back: a failed collection must not lose a blob.
+    await run.putBack();
+    throw toSluiceError(err, 'EDISK');
+  } finally {
+    await run.finish();
+  }
+  return run.result;
+}
+
+/** One sweep's tombstones and outcome; each step of {@link sweep} is a method. */
+class SweepRun {
+  readonly result = emptySweep();
+  /** Blob files moved into the trash, by digest. */
+  private readonly moved = new Set<string>();
+  private readonly target: RepackTarget;
+  /** Moved packs (trash path). */
+  private readonly movedPacks: string[] = [];
+  /** The blobs in the moved packs that no other moved pack or the target holds. */
+  private readonly movedPacked = new Map<string, MovedPacked>();
+  /** Each moved pack's blobs, for the grace re-check by the pack's own mtime. */
+  private readonly movedEntries: Array<{ trashPath: string; entries: readonly { digest: string }[] }> = [];
+
+  constructor(
+    private readonly store: Store,
+    private readonly trash: string,
+    private readonly listed: ReadonlyMap<string, ListedBlob>,
+    private readonly opts: SweepOptions,
+  ) {
+    this.target = new RepackTarget(store, opts.packs.index);
+  }
+
+  /**
+   * Copies the marked blobs of the packs to rewrite into the collection's new
+   * pack, durably (store/gc/repack.ts, step 1); returns the packs whose live
+   * blobs all read back intact: only those may go.
+   */
+  async copyLivePacked(): Promise<ListedPack[]> {
+    const { packs, marked } = this.opts.packs;
     const rewritable: ListedPack[] = [];
     for (const p of packs) {
       const live: Array<{ digest: string; content: Buffer }> = [];
       let intact = true;
       for (const e of p.entries) {
-        if (!marked.has(e.digest) || target.holds(e.digest)) continue;
-        const content = await readPackedChecked(store, p.path, e);
+        if (!marked.has(e.digest) || this.target.holds(e.digest)) continue;
+        const content = await readPackedChecked(this.store, p.path, e);
         // A live blob that does not hash right is left where it is, for verify to report; so is its pack.
         if (!content) {
           intact = false;
@@ -124,68 +167,90 @@ export async function sweep(
         live.push({ digest: e.digest, content });
       }
       if (!intact) continue;
-      for (const l of live) await target.add(l.digest, l.content);
+      for (const l of live) await this.target.add(l.digest, l.content);
       rewritable.push(p);
     }
-    await target.sync();
+    await this.target.sync();
     crashPoint('repack-copied');
-    await opts.step('repacked');
+    await this.opts.step('repacked');
+    return rewritable;
+  }
+
+  /** Moves the packs `rewritable` into the trash. */
+  async tombstonePacks(rewritable: readonly ListedPack[]): Promise<void> {
     for (const p of rewritable) {
-      await opts.step('tombstone');
-      if (!(await tombstonePack(store, p.path, trash, opts.packs.index))) continue;
-      const trashPath = join(trash, p.name);
-      movedPacks.push(trashPath);
-      movedEntries.push({ trashPath, entries: p.entries });
+      await this.opts.step('tombstone');
+      if (!(await tombstonePack(this.store, p.path, this.trash, this.opts.packs.index))) continue;
+      const trashPath = join(this.trash, p.name);
+      this.movedPacks.push(trashPath);
+      this.movedEntries.push({ trashPath, entries: p.entries });
       for (const e of p.entries) {
-        if (!target.holds(e.digest) && !movedPacked.has(e.digest)) {
-          movedPacked.set(e.digest, { trashPath, offset: e.offset, length: e.length });
+        if (!this.target.holds(e.digest) && !this.movedPacked.has(e.digest)) {
+          this.movedPacked.set(e.digest, { trashPath, offset: e.offset, length: e.length });
         }
       }
     }
-    if (movedPacks.length > 0) crashPoint('repack-tombstoned');
+    if (this.movedPacks.length > 0) crashPoint('repack-tombstoned');
+  }
+
+  /** Moves the blob files of `candidates` into the trash (one gone already is no candidate). */
+  async tombstoneBlobs(candidates: readonly string[]): Promise<void> {
     for (const d of candidates) {
-      await opts.step('tombstone');
+      await this.opts.step('tombstone');
       try {
-        await store.io.rename(store.layout.blobPath(d), join(trash, d));
-        moved.add(d);
+        await this.store.io.rename(this.store.layout.blobPath(d), join(this.trash, d));
+        this.moved.add(d);
       } catch (err) {
         if (!isMissing(err)) throw err;
       }
     }
-    await opts.step('recheck');
+  }
+
+  /** The re-check of the module comment: what the pins, the new roots and the manifests placed since name. */
+  async recheck(): Promise<Set<string>> {
+    const { store, listed } = this;
+    await this.opts.step('recheck');
     // A fresh owner check: a pid found dead earlier may belong to a new publisher by now.
     const keep = new Set((await scanPins(store, new OwnerCheck())).digests);
-    for (const d of await opts.roots.appended()) keep.add(d);
-    await opts.step('relisted');
-    for (const d of await placedSince(store, listed, moved)) {
+    for (const d of await this.opts.roots.appended()) keep.add(d);
+    await this.opts.step('relisted');
+    for (const d of await placedSince(store, listed, this.moved)) {
       for (const s of await manifestStreams(store, d)) keep.add(s);
     }
     // Packed blobs published since the listing (or again after their pack was moved) that are manifests.
-    if (movedPacked.size > 0) {
+    if (this.movedPacked.size > 0) {
       for (const p of await listPacks(store)) {
-        if (p.path === target.path || !PACK_NAME.test(p.name)) continue;
+        if (p.path === this.target.path || !PACK_NAME.test(p.name)) continue;
         for (const e of p.entries) {
-          if (listed.has(e.digest) && !movedPacked.has(e.digest)) continue;
+          if (listed.has(e.digest) && !this.movedPacked.has(e.digest)) continue;
           for (const s of await packedManifestStreams(store, e.digest, p.path, e)) keep.add(s);
         }
       }
     }
+    return keep;
+  }
+
+  /** Adds to `keep` the tombstones inside the grace period by their own mtime (refreshed since the listing). */
+  async keepYoung(keep: Set<string>): Promise<void> {
+    const { graceMs } = this.opts;
+    if (graceMs <= 0) return;
     const now = Date.now();
-    if (opts.graceMs > 0) {
-      // Inside the grace period by the tombstone's own mtime (refreshed since the listing): kept as young.
-      for (const d of moved) {
-        const st = await store.io.stat(join(trash, d));
-        if (insideGrace(now, st.mtimeMs, opts.graceMs)) keep.add(d);
-      }
-      // A moved pack touched since the listing (a publisher deduplicated onto one of its blobs before
-      // the move) is young again, with every blob in it.
-      for (const m of movedEntries) {
-        const st = await store.io.stat(m.trashPath);
-        if (insideGrace(now, st.mtimeMs, opts.graceMs))
-          for (const e of m.entries) if (movedPacked.has(e.digest)) keep.add(e.digest);
-      }
+    for (const d of this.moved) {
+      const st = await this.store.io.stat(join(this.trash, d));
+      if (insideGrace(now, st.mtimeMs, graceMs)) keep.add(d);
     }
-    // Kept tombstones go back, and so does whatever a kept manifest among them references.
+    // A moved pack touched since the listing (a publisher deduplicated onto one of its blobs before
+    // the move) is young again, with every blob in it.
+    for (const m of this.movedEntries) {
+      const st = await this.store.io.stat(m.trashPath);
+      if (insideGrace(now, st.mtimeMs, graceMs))
+        for (const e of m.entries) if (this.movedPacked.has(e.digest)) keep.add(e.digest);
+    }
+  }
+
+  /** Puts back the kept tombstones, and whatever a kept manifest among them references, transitively. */
+  async restoreKept(keep: ReadonlySet<string>): Promise<void> {
+    const { store, moved, movedPacked } = this;
     const back = [...keep].filter((d) => moved.has(d) || movedPacked.has(d));
     while (back.length > 0) {
       const d = back.pop() as string;
@@ -199,51 +264,56 @@ export async function sweep(
         }
         const content = await readPackedChecked(store, packed.trashPath, e);
         if (!content) throw Object.assign(new Error(`packed blob ${d} no longer reads back`), { code: 'EIO' });
-        await target.add(d, content);
-        result.restored++;
+        await this.target.add(d, content);
+        this.result.restored++;
         continue;
       }
       if (!moved.delete(d)) continue;
-      const path = join(trash, d);
+      const path = join(this.trash, d);
       for (const s of await manifestStreams(store, d, path)) if (moved.has(s) || movedPacked.has(s)) back.push(s);
       await restore(store, path, d);
-      result.restored++;
+      this.result.restored++;
     }
-    // Whatever the old packs held that is kept is durable in the new one before they go (step 4).
-    await target.sync();
-    for (const d of [...moved].sort()) {
-      const path = join(trash, d);
-      const size = listed.get(d)?.bytes ?? 0;
-      await opts.step('unlink');
-      await store.io.unlink(path);
-      moved.delete(d);
+  }
+
+  /** Deletes the remaining tombstones, once whatever the old packs held that is kept is durable in the new one (step 4). */
+  async deleteRest(): Promise<void> {
+    const { store, result } = this;
+    await this.target.sync();
+    for (const d of [...this.moved].sort()) {
+      const size = this.listed.get(d)?.bytes ?? 0;
+      await this.opts.step('unlink');
+      await store.io.unlink(join(this.trash, d));
+      this.moved.delete(d);
       result.removed++;
       result.bytesFreed += size;
       // Only large blobs get an index; a stray one of a small blob is left to the orphan-index pass.
       if (size >= INDEX_MIN_BLOB_BYTES && (await removeIndexOfAbsentBlob(store, d))) result.indexRemoved++;
     }
-    for (const [, m] of movedPacked) {
+    for (const [, m] of this.movedPacked) {
       result.removed++;
       result.bytesFreed += m.length;
     }
-    result.packedCopied = target.copied;
-    while (movedPacks.length > 0) {
-      const trashPath = movedPacks[movedPacks.length - 1] as string;
-      await opts.step('unlink');
-      await dropPack(store, trashPath);
-      movedPacks.pop();
+    result.packedCopied = this.target.copied;
+    while (this.movedPacks.length > 0) {
+      await this.opts.step('unlink');
+      await dropPack(store, this.movedPacks[this.movedPacks.length - 1] as string);
+      this.movedPacks.pop();
       result.packsRemoved++;
     }
-  } catch (err) {
-    // Whatever is still tombstoned goes back: a failed collection must not lose a blob.
-    for (const d of moved) await restore(store, join(trash, d), d).catch(() => {});
-    for (const p of movedPacks) await restorePack(store, p).catch(() => {});
-    throw toSluiceError(err, 'EDISK');
-  } finally {
-    await target.finish();
-    await store.io.rmdir(trash).catch(() => {});
   }
-  return result;
+
+  /** After a failure: every tombstone still standing goes back. */
+  async putBack(): Promise<void> {
+    for (const d of this.moved) await restore(this.store, join(this.trash, d), d).catch(() => {});
+    for (const p of this.movedPacks) await restorePack(this.store, p).catch(() => {});
+  }
+
+  /** Seals the new pack and removes the trash directory (when empty). */
+  async finish(): Promise<void> {
+    await this.target.finish();
+    await this.store.io.rmdir(this.trash).catch(() => {});
+  }
 }
 
 /** Removes the line index of `digest` unless its blob is present (again). True when one was removed. */
