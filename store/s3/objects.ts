@@ -5,7 +5,8 @@
  *
  * - create-once put (`If-None-Match: *`): a 412 means the object is already
  *   there, which for content-addressed keys is success;
- * - multipart upload from a local file for large blobs, parts streamed from file ranges;
+ * - multipart upload from a local file for large blobs, parts streamed from
+ *   file ranges (store/s3/multipart.ts);
  * - ranged GET, HEAD, ListObjectsV2 (paged), DeleteObject;
  * - compare-and-swap put (`If-Match`) and whole small GETs, for leases and
  *   the GC lock (store/s3/lease.ts, store/s3/gc-lock.ts), with the server's
@@ -21,17 +22,13 @@
 import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
 import type { ListObjectsV2CommandOutput, S3Client } from '@aws-sdk/client-s3';
-import { DiskError, NotFoundError, type SluiceError } from '../../engine/protocol/errors.js';
+import { DiskError } from '../../engine/protocol/errors.js';
+import { isNotFound, nameOf, s3Error, statusOf } from './errors.js';
+import { uploadParts } from './multipart.js';
 import type { S3Sdk } from './sdk.js';
 
 /** Above this size a file is uploaded in parts (parallel, resumable per part) instead of one PUT. */
 export const MULTIPART_THRESHOLD = 64 * 1024 * 1024;
-/** Part size of a multipart upload (S3's minimum is 5 MiB; 10,000 parts of 16 MiB is 156 GiB). */
-const PART_BYTES = 16 * 1024 * 1024;
-/** Parts in flight per upload. */
-const PART_QUEUE = 4;
-/** Tries of one part before the upload fails. */
-const PART_ATTEMPTS = 3;
 
 /** What HEAD (or a listing) says about one object. */
 export interface ObjectHead {
@@ -82,46 +79,6 @@ export interface S3ConnectOptions {
   readonly env?: NodeJS.ProcessEnv;
 }
 
-interface SdkErrorShape {
-  name?: string;
-  Code?: string;
-  code?: string;
-  message?: string;
-  $metadata?: { httpStatusCode?: number };
-}
-
-function statusOf(err: unknown): number | undefined {
-  return (err as SdkErrorShape | null)?.$metadata?.httpStatusCode;
-}
-
-function nameOf(err: unknown): string {
-  const e = err as SdkErrorShape | null;
-  return e?.name ?? e?.Code ?? e?.code ?? 'Error';
-}
-
-/** True when `err` says the key (or the bucket) does not exist. */
-export function isNotFound(err: unknown): boolean {
-  const name = nameOf(err);
-  return name === 'NoSuchKey' || name === 'NotFound' || name === 'NoSuchBucket' || statusOf(err) === 404;
-}
-
-/**
- * Maps an SDK failure to a sluice error: a missing key or bucket is
- * ENOTFOUND; anything else (denied, throttled, unreachable, 5xx) is EDISK,
- * the store's "could not do I/O", with the service's code and status in
- * `details`, as a filesystem failure carries its errno.
- */
-export function s3Error(err: unknown, op: string, bucket: string, key: string): SluiceError {
-  const name = nameOf(err);
-  const status = statusOf(err);
-  const details = { bucket, key, s3: name, ...(status !== undefined ? { status } : {}) };
-  const where = `s3://${bucket}/${key}`;
-  if (name === 'NoSuchBucket') return new NotFoundError(`S3 bucket ${bucket} does not exist (${op} ${where})`, details);
-  if (isNotFound(err)) return new NotFoundError(`${where} does not exist (${op})`, details);
-  const message = (err as SdkErrorShape | null)?.message ?? String(err);
-  return new DiskError(`S3 ${op} of ${where} failed: ${name}${status ? ` (HTTP ${status})` : ''}: ${message}`, details);
-}
-
 const ignore = (): void => {};
 const SILENT = { debug: ignore, info: ignore, warn: ignore, error: ignore, trace: ignore };
 
@@ -133,7 +90,8 @@ export class S3Objects {
   private lastServerDate: Date | undefined;
 
   private constructor(
-    private readonly sdk: S3Sdk,
+    /** The SDK's modules (its commands). */
+    readonly sdk: S3Sdk,
     /** The SDK client (shared by every request of this store). */
     readonly client: S3Client,
     /** The bucket. */
@@ -295,78 +253,7 @@ export class S3Objects {
         throw s3Error(err, 'PUT', this.bucket, key);
       }
     }
-    return this.uploadParts(key, path, size);
-  }
-
-  /**
-   * A multipart upload read straight from the file: each part a ranged read
-   * stream of known length, {@link PART_QUEUE} at a time, so memory is a few
-   * stream buffers whatever the size (lib-storage's Upload would hold each
-   * part in memory). A streamed part is not retried by the SDK, so each is
-   * tried up to {@link PART_ATTEMPTS} times here; any other failure aborts
-   * the upload, leaving no parts behind.
-   */
-  private async uploadParts(key: string, path: string, size: number): Promise<string> {
-    const {
-      CreateMultipartUploadCommand,
-      UploadPartCommand,
-      CompleteMultipartUploadCommand,
-      AbortMultipartUploadCommand,
-    } = this.sdk.client;
-    const Bucket = this.bucket;
-    this.requests.puts++;
-    let uploadId: string | undefined;
-    try {
-      uploadId = (await this.client.send(new CreateMultipartUploadCommand({ Bucket, Key: key }))).UploadId;
-      const count = Math.ceil(size / PART_BYTES);
-      const etags: string[] = new Array(count);
-      let next = 0;
-      const worker = async (): Promise<void> => {
-        while (next < count) {
-          const i = next++;
-          const start = i * PART_BYTES;
-          const length = Math.min(PART_BYTES, size - start);
-          for (let attempt = 1; ; attempt++) {
-            this.requests.puts++;
-            try {
-              const out = await this.client.send(
-                new UploadPartCommand({
-                  Bucket,
-                  Key: key,
-                  UploadId: uploadId,
-                  PartNumber: i + 1,
-                  ContentLength: length,
-                  Body: createReadStream(path, { start, end: start + length - 1, highWaterMark: 1024 * 1024 }),
-                }),
-              );
-              etags[i] = out.ETag ?? '';
-              break;
-            } catch (err) {
-              if (attempt >= PART_ATTEMPTS || statusOf(err) === 403 || statusOf(err) === 404) throw err;
-            }
-          }
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(PART_QUEUE, count) }, worker));
-      this.requests.puts++;
-      const done = await this.client.send(
-        new CompleteMultipartUploadCommand({
-          Bucket,
-          Key: key,
-          UploadId: uploadId,
-          MultipartUpload: { Parts: etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) },
-        }),
-      );
-      // Ceph's completion answer may carry no ETag the SDK reads: ask.
-      return done.ETag || ((await this.head(key))?.etag ?? '');
-    } catch (err) {
-      if (uploadId !== undefined) {
-        await this.client
-          .send(new AbortMultipartUploadCommand({ Bucket, Key: key, UploadId: uploadId }))
-          .catch(() => {});
-      }
-      throw s3Error(err, 'multipart upload', this.bucket, key);
-    }
+    return uploadParts(this, key, path, size);
   }
 
   /** Checks that the bucket exists and answers: ENOTFOUND when it does not exist, EDISK when refused or unreachable. */
