@@ -30,7 +30,10 @@ export interface S3Location {
   readonly prefix: string;
   /** The canonical URL, `s3://bucket` or `s3://bucket/prefix`. */
   readonly url: string;
-  /** Absolute path of the local directory of this host's temporaries and caches (see {@link defaultLocalDir}). */
+  /**
+   * Absolute path of the local directory of this host's temporaries and
+   * caches (by default in the user's cache directory: defaultLocalDir below).
+   */
   readonly localDir: string;
 }
 
@@ -96,7 +99,7 @@ export function parseS3Url(value: string): { bucket: string; prefix: string; url
  * Per user, never the working directory: a relative default would scatter
  * caches over every directory sluice is run in.
  */
-export function defaultLocalDir(bucket: string, prefix: string, env: NodeJS.ProcessEnv = process.env): string {
+function defaultLocalDir(bucket: string, prefix: string, env: NodeJS.ProcessEnv = process.env): string {
   const explicit = env.SLUICE_STORE_LOCAL;
   if (explicit) return resolve(explicit);
   const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || 'aws';

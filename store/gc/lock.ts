@@ -42,7 +42,7 @@ const PREP_PREFIX = 'lock.prep-';
 const OWNER_SUFFIX = '.owner';
 
 /** Path of the GC lock of `store` (a directory). */
-export function gcLockPath(store: Store): string {
+function gcLockPath(store: Store): string {
   return join(store.layout.gc, 'lock');
 }
 

@@ -8,9 +8,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { acquireGcLock, gcLockPath } from '../../store/gc/lock.js';
+import { acquireGcLock } from '../../store/gc/lock.js';
 import { Store } from '../../store/store.js';
 import { tempDir } from './helpers.js';
+
+/** Where the GC lock of `store` stands (store/gc/lock.ts). */
+const lockPath = (store: Store) => join(store.layout.gc, 'lock');
 
 const BOOT_ID = '/proc/sys/kernel/random/boot_id';
 
@@ -45,7 +48,7 @@ describe('the GC lock when this boot id cannot be read', () => {
     const stat = realFs.readFileSync(`/proc/${pid}/stat`, 'latin1');
     const ticks = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] as string;
     const store = await Store.open(join(await tempDir('sluice-gc-lock-'), 'store'));
-    const lock = gcLockPath(store);
+    const lock = lockPath(store);
     const name = `${pid}-t${ticks}b${boot}r0123456789ab.owner`;
     await realFs.promises.mkdir(lock, { recursive: true });
     await realFs.promises.writeFile(join(lock, name), `${name.slice(0, -6)}\n`);

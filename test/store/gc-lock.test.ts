@@ -9,12 +9,15 @@ import { spawnSync } from 'node:child_process';
 import { promises as fsp, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { acquireGcLock, type GcLock, gcLockPath } from '../../store/gc/lock.js';
+import { acquireGcLock, type GcLock } from '../../store/gc/lock.js';
 import { realIO, type StoreIO } from '../../store/io.js';
 import { Store } from '../../store/store.js';
 import { deadPid } from '../sessions/helpers.js';
 import { FaultyIO } from '../support/faulty-io.js';
 import { tempDir } from './helpers.js';
+
+/** Where the GC lock of `store` stands (store/gc/lock.ts). */
+const lockPath = (store: Store) => join(store.layout.gc, 'lock');
 
 const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'latin1')
   .replace(/[^0-9a-f]/g, '')
@@ -65,7 +68,7 @@ function heldIO(at: (path: string) => boolean, g: ReturnType<typeof gate>): Stor
 /** A lock directory left by a dead collector (its owner file named by a token of a dead pid). */
 async function deadLock(store: Store): Promise<string> {
   const name = `${await deadPid()}-t12345b${boot}r0123456789ab.owner`;
-  const lock = gcLockPath(store);
+  const lock = lockPath(store);
   await fsp.mkdir(lock, { recursive: true });
   await fsp.writeFile(join(lock, name), `${name.slice(0, -6)}\n`);
   return name;
@@ -99,14 +102,14 @@ describe('the GC lock with racing collectors', () => {
     await g.reached;
     // A breaks the same dead lock and takes it.
     const aLock = await acquireGcLock(a, 1000);
-    const aHolds = await fsp.readdir(gcLockPath(a));
+    const aHolds = await fsp.readdir(lockPath(a));
     expect(aHolds).toHaveLength(1);
     expect(aHolds[0]).not.toBe(stale);
     // B goes on: the dead owner's file is gone and the directory is not empty, so B waits for A.
     g.open();
     // C, arriving now, finds A holding the lock too.
     await expect(acquireGcLock(c, 200)).rejects.toMatchObject({ code: 'ETIMEOUT', details: { pid: process.pid } });
-    expect(await fsp.readdir(gcLockPath(a))).toEqual(aHolds);
+    expect(await fsp.readdir(lockPath(a))).toEqual(aHolds);
     let bDone = false;
     void bTaking.then(() => {
       bDone = true;
@@ -115,7 +118,7 @@ describe('the GC lock with racing collectors', () => {
     expect(bDone).toBe(false);
     await aLock.release();
     const bLock = await bTaking;
-    const bHolds = await fsp.readdir(gcLockPath(b));
+    const bHolds = await fsp.readdir(lockPath(b));
     expect(bHolds).toHaveLength(1);
     expect(bHolds).not.toEqual(aHolds);
     await bLock.release();
@@ -135,7 +138,7 @@ describe('the GC lock with racing collectors', () => {
           const lock: GcLock = await acquireGcLock(s, 20_000);
           inside++;
           most = Math.max(most, inside);
-          const names = await fsp.readdir(gcLockPath(s));
+          const names = await fsp.readdir(lockPath(s));
           expect(names).toHaveLength(1);
           holders.push(names[0] as string);
           await new Promise((r) => setImmediate(r));
@@ -154,7 +157,7 @@ describe('the GC lock with racing collectors', () => {
   it("an empty lock directory and a dead collector's half-prepared lock are taken over and removed", async () => {
     const { stores } = await openStores(1);
     const s = stores[0] as Store;
-    const lock = gcLockPath(s);
+    const lock = lockPath(s);
     await fsp.mkdir(lock, { recursive: true });
     // A collector killed while it prepared its lock directory, and one killed between a release's two steps.
     const dead = `${await deadPid()}-t12345b${boot}r00aa11bb22cc`;
@@ -180,7 +183,7 @@ describe('the GC lock with racing collectors', () => {
     const name = `${await deadPid()}-t12345b${boot}r0123456789ab.owner`;
     await fsp.writeFile(join(elsewhere, name), 'x\n');
     await fsp.mkdir(s.layout.gc, { recursive: true });
-    await fsp.symlink(elsewhere, gcLockPath(s));
+    await fsp.symlink(elsewhere, lockPath(s));
     await expect(acquireGcLock(s, 100)).rejects.toMatchObject({ code: 'ETIMEOUT' });
     expect(await fsp.readdir(elsewhere)).toEqual([name]);
     // Nothing of ours is left beside it.
@@ -211,11 +214,11 @@ describe('the GC lock with racing collectors', () => {
     await g.reached;
     // Between A's unlink and its error, B takes the lock (the directory was empty).
     const bLock = await acquireGcLock(b, 1000);
-    const bHolds = await fsp.readdir(gcLockPath(b));
+    const bHolds = await fsp.readdir(lockPath(b));
     g.open();
     await releasing;
     // A's release moved nothing of B's: B still holds, and C waits.
-    expect(await fsp.readdir(gcLockPath(b))).toEqual(bHolds);
+    expect(await fsp.readdir(lockPath(b))).toEqual(bHolds);
     await expect(acquireGcLock(c, 200)).rejects.toMatchObject({ code: 'ETIMEOUT' });
     await bLock.release();
     expect(await lockEntries(a)).toEqual([]);
@@ -252,7 +255,7 @@ describe('the GC lock with racing collectors', () => {
   it('a regular file, a FIFO, or a directory holding anything but one owner file, at the lock is never broken', async () => {
     const { stores } = await openStores(1);
     const s = stores[0] as Store;
-    const lock = gcLockPath(s);
+    const lock = lockPath(s);
     await fsp.mkdir(s.layout.gc, { recursive: true });
     // A regular file naming a dead pid: nobody's lock, kept as it is.
     await fsp.writeFile(lock, `${await deadPid()}\n`);

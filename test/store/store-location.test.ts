@@ -7,9 +7,16 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SluiceError } from '../../engine/protocol/errors.js';
-import { defaultLocalDir, parseStoreLocation, resolveStoreLocation } from '../../store/location.js';
+import { parseStoreLocation, resolveStoreLocation } from '../../store/location.js';
 import { resolveStoreDir, Store } from '../../store/store.js';
 import { filesUnder, tempDir } from './helpers.js';
+
+/** The local directory an `s3://bkt/<prefix>` store gets by default under `env`. */
+function defaultLocalDir(bucket: string, prefix: string, env: NodeJS.ProcessEnv): string {
+  const location = parseStoreLocation(`s3://${bucket}/${prefix}`, env);
+  if (location.kind !== 's3') throw new Error(`not an S3 location: ${location.dir}`);
+  return location.localDir;
+}
 
 function codeOf(fn: () => unknown): string | undefined {
   try {
