@@ -44,8 +44,8 @@ const MAX_BATCH_CHUNKS = 512;
 /**
  * Start an fdatasync in the background after this many bytes. A capture is
  * CPU-bound well below what the disk takes, so flushing while it runs leaves
- * the final fsync (which the publication waits for) little to do; without it
- * a 1 GiB capture ends with seconds of writeback (docs/benchmarks.md, "Capture").
+ * the final fsync (which the publication waits for) little to do
+ * (docs/benchmarks.md, "Capture").
  */
 const WRITEBACK_EVERY_BYTES = 32 * 1024 * 1024;
 
@@ -327,7 +327,8 @@ export class BlobWriter {
     // Pinned before the blob is ours to reference (refreshed or placed), so a concurrent GC that
     // sees it also sees the pin.
     await pin?.add([digest]);
-    // On S3: pinned (the lease stored) THEN the tombstone check, the publisher's half of the handshake.
+    // Pinned (an S3 store: the lease stored) THEN the backend's wait for a collection elsewhere: the
+    // publisher's half of the handshake.
     if (pin) await this.store.backend.settle(digest);
     if (await this.store.backend.refreshBlob(digest, bytes)) {
       // Already stored: our copy never needs to reach the disk. It is removed here, not in the
@@ -337,8 +338,7 @@ export class BlobWriter {
       this.filePath = undefined;
       // Closed off the call's path: a close waits for the background fdatasync in flight, whose
       // bytes nobody needs now (it still finishes; the kernel drops the unlinked file's other dirty
-      // pages at its last close). With 16 calls of one output at once, 15 would wait 0.25-0.45 s
-      // each here.
+      // pages at its last close; docs/benchmarks.md, "Capture").
       const copy = this.file;
       this.file = undefined;
       void copy?.close().catch(() => {});

@@ -2,10 +2,11 @@
  * Integrity of stored blobs: a blob is trusted only after its whole content
  * has been hashed (streaming, bounded memory) and found equal to its name.
  *
- * Each {@link Store} instance remembers which blobs it verified, keyed by the
- * digest and the identity of the file it hashed (device, inode, size, mtime,
- * ctime from fstat of the open descriptor): a blob modified or replaced later
- * no longer matches the key and is hashed again. The same pass counts lines
+ * Each {@link Store} instance remembers which blobs it verified
+ * (store/verified.ts), keyed by the digest and the identity of the file it
+ * hashed (device, inode, size, mtime, ctime from fstat of the open
+ * descriptor): a blob modified or replaced later no longer matches the key
+ * and is hashed again. The same pass counts lines
  * and, for a large blob, checks or rebuilds its cached line index, so a first
  * read costs one sequential read of the blob.
  */

@@ -23,7 +23,7 @@ export class Placement {
   private readonly knownDirs = new Set<string>();
   /**
    * Temporary names are `<pid>-<12 hex of this store><counter>.<kind>`: unique
-   * without a random draw per file (the owner pattern GC reads is unchanged).
+   * without a random draw per file, of the owner pattern GC reads (store/owners.ts).
    */
   private readonly tmpPrefix = ownedName();
   private tmpCounter = 0;

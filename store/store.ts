@@ -84,8 +84,8 @@ export { MAX_BACKGROUND_WRITEBACKS } from './placement.js';
  * The read path (pages, and through it line indexes and text cuts): loaded on
  * the first read, since an engine's main thread publishes and records but
  * reads pages only for `Engine.read`, and every module a cold open loads is
- * on the path to its first call. Verify and an S3 store's lease load on first
- * use the same way.
+ * on the path to its first call. A backend's collector and audit load on
+ * first use the same way.
  */
 const pagesModule = () => import('./pages.js');
 
@@ -257,7 +257,8 @@ export class Store {
   /**
    * Pins `digests` against garbage collection. The pin is a file in pins/
    * owned by this process (its pid is in the name), one digest per line, so
-   * a pin left by a dead process is recognisable and reclaimable. Publishers
+   * a pin left by a dead process is recognisable and reclaimable (an S3
+   * store's pins are its lease object, store/s3/lease.ts). Publishers
    * add a digest *before* placing the blob, so a GC that sees the blob also
    * sees the pin (see docs/operations.md).
    */

@@ -7,16 +7,12 @@
  *     <prefix>/blobs/sha256/<2 hex>/<62 hex>       content, created once, never rewritten
  *     <prefix>/index/sha256/<2 hex>/<62 hex>.idx   line index of a blob of 1 MiB or more
  *
- * Requests per operation (docs/store.md, "S3"): publishing a new blob is 1
- * HEAD + 1 PUT (+ 1 PUT for its index when it is large; a multipart upload
- * is 2 + ceil(size / 16 MiB) PUTs); deduplicating is 1 HEAD, plus hashing
- * the object once per store (its GETs) unless this store verified or
- * published it; opening a blob
- * is 1 HEAD, then one GET per block read (store/s3/remote-file.ts); a
- * large blob's index is fetched once per host (1 HEAD + 1 GET per 4 MiB) and
- * kept in the local directory. Blobs read whole are copied to a bounded
- * local read cache (store/s3/read-cache.ts), from which later opens on the
- * host read with no GET.
+ * Every operation is a few requests, and what each costs is in
+ * docs/store.md ("What a call costs in requests"). Opening a blob reads it
+ * in ranged GETs (store/s3/remote-file.ts); a large blob's index is fetched
+ * once per host and kept in the local directory; blobs read whole are copied
+ * to a bounded local read cache (store/s3/read-cache.ts), from which later
+ * opens on the host need no GET.
  */
 import { constants } from 'node:fs';
 import { dirname } from 'node:path';

@@ -17,7 +17,7 @@
  * overridden (services other than AWS rarely resolve `bucket.host`) and
  * checksums only when an operation requires them: Ceph Pacific refuses the
  * SDK's default aws-chunked bodies with checksum trailers (411
- * MissingContentLength; test/support/s3.ts has the measurements).
+ * MissingContentLength).
  */
 import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
@@ -146,7 +146,7 @@ export class S3Objects {
    * absent key too, and 404 is taken the same way).
    */
   putIfMatch(key: string, body: Uint8Array, etag: string): Promise<string | undefined> {
-    // Ceph compares the ETag without its quotes (a quoted one never matches: measured).
+    // Ceph compares the ETag without its quotes: a quoted one never matches.
     return this.putBody(key, body, { IfMatch: etag.replace(/^"|"$/g, '') });
   }
 
@@ -299,7 +299,7 @@ export class S3Objects {
           Bucket: this.bucket,
           Key: key,
           Range: `bytes=${start}-${end - 1}`,
-          // Ceph wants the ETag without its quotes (measured: ../shared/reference/ceph-s3/README.md).
+          // Ceph wants the ETag without its quotes.
           ...(etag ? { IfMatch: etag.replace(/^"|"$/g, '') } : {}),
         }),
       );
