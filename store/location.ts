@@ -1,10 +1,10 @@
 /**
  * Where a store lives: a local directory, or an S3 bucket and key prefix
  * (`s3://bucket/prefix`) with a local directory beside it for what must stay
- * on this host (capture temporaries, copies of line indexes, pins of this
- * host's processes). One parser for `--store`, `$SLUICE_STORE` and the SDK's
- * `store` option, so a value meant as S3 is never taken for a path: before
- * it, `SLUICE_STORE=s3://b/p` quietly created a directory `./s3:/b/p`.
+ * on this host (capture temporaries, copies of line indexes, the read
+ * cache, mirrors of session records). One parser for `--store`, `$SLUICE_STORE` and the SDK's
+ * `store` option, so a value meant as S3 is never taken for a path (which
+ * would quietly create a directory `./s3:/b/p`).
  */
 import { createHash } from 'node:crypto';
 import { homedir, tmpdir, userInfo } from 'node:os';
