@@ -10,21 +10,17 @@
  * 30 s ({@link storeWalk}): a scrape in between reports the last walk
  * (`sluice_store_walk_timestamp_seconds` says when it was).
  */
-import type { Registry } from 'prom-client';
+import type { Aggregator, LabelValues, Registry } from 'prom-client';
 import type { Engine } from '../engine/engine.js';
-import { DURATION_BUCKETS } from '../engine/metrics.js';
+import { DURATION_BUCKETS, type MetricsSnapshot } from '../engine/metrics.js';
+import type { PoolStats } from '../engine/pool/pool.js';
 import { importOptional, OPTIONAL_DEPENDENCIES } from '../engine/protocol/optional-dependencies.js';
 import { type StoreSize, StoreSizeCache } from './store-size.js';
 
 /** Least time between two walks of the store for its blob gauges (tests set it to 0). @internal */
 export const storeWalk = { intervalMs: 30_000 };
 
-interface Custom {
-  name: string;
-  help: string;
-  type: 'counter' | 'gauge' | 'histogram';
-  values: () => Array<{ value: number; labels?: Record<string, string | number>; metricName?: string }>;
-}
+type Prom = typeof import('prom-client');
 
 /** The metrics of one engine. */
 class EngineRegistry {
@@ -50,115 +46,166 @@ class EngineRegistry {
 
 const registries = new WeakMap<Engine, Promise<EngineRegistry>>();
 
-function customMetrics(e: EngineRegistry, engine: Engine): Custom[] {
-  const snap = () => engine.metricsSnapshot();
-  return [
-    {
-      name: 'sluice_calls_started_total',
-      help: 'Calls started, by tool.',
-      type: 'counter',
-      values: () => [...snap().counters.started].map(([tool, value]) => ({ value, labels: { tool } })),
-    },
-    {
-      name: 'sluice_calls_ended_total',
-      help: 'Calls ended, by tool and terminal status.',
-      type: 'counter',
-      values: () =>
-        [...snap().counters.ended].flatMap(([tool, byStatus]) =>
-          [...byStatus].map(([status, value]) => ({ value, labels: { tool, status } })),
-        ),
-    },
-    {
-      name: 'sluice_call_duration_seconds',
-      help: 'Call durations from start to terminal result, by tool.',
-      type: 'histogram',
-      values: () =>
-        [...snap().counters.durations].flatMap(
-          ([tool, h]): ReturnType<Custom['values']> => [
-            ...DURATION_BUCKETS.map((le, i) => ({
-              metricName: 'sluice_call_duration_seconds_bucket',
-              value: h.buckets[i] ?? 0,
-              labels: { tool, le },
-            })),
-            { metricName: 'sluice_call_duration_seconds_bucket', value: h.count, labels: { tool, le: '+Inf' } },
-            { metricName: 'sluice_call_duration_seconds_sum', value: h.sum, labels: { tool } },
-            { metricName: 'sluice_call_duration_seconds_count', value: h.count, labels: { tool } },
-          ],
-        ),
-    },
-    {
-      name: 'sluice_captured_bytes_total',
-      help: 'Output bytes captured and published, by stream (single for single-output tools).',
-      type: 'counter',
-      values: () => [...snap().counters.bytes].map(([stream, value]) => ({ value, labels: { stream } })),
-    },
-    {
-      name: 'sluice_credit_waits_total',
-      help: "Times a call's bytes in flight reached its credit window, so its worker waited for the disk.",
-      type: 'counter',
-      values: () => [{ value: snap().counters.creditWaits }],
-    },
-    {
-      name: 'sluice_queue_depth',
-      help: 'Calls waiting for a slot under the concurrency bound.',
-      type: 'gauge',
-      values: () => [{ value: snap().pool.queued }],
-    },
-    {
-      name: 'sluice_calls_running',
-      help: 'Calls holding a slot (running, or handed to a thread that is starting).',
-      type: 'gauge',
-      values: () => [{ value: snap().pool.running }],
-    },
-    {
-      name: 'sluice_threads',
-      help: 'Live worker threads.',
-      type: 'gauge',
-      values: () => [{ value: snap().pool.threads }],
-    },
-    {
-      name: 'sluice_threads_busy',
-      help: 'Worker threads carrying at least one started call.',
-      type: 'gauge',
-      values: () => [{ value: snap().pool.busyThreads }],
-    },
-    {
-      name: 'sluice_store_blobs',
-      help: 'Blobs in the store, as of the last walk.',
-      type: 'gauge',
-      values: () => [{ value: e.storeSize().blobs }],
-    },
-    {
-      name: 'sluice_store_bytes',
-      help: 'Bytes of the blobs in the store, as of the last walk.',
-      type: 'gauge',
-      values: () => [{ value: e.storeSize().bytes }],
-    },
-    {
-      name: 'sluice_store_walk_timestamp_seconds',
-      help: 'When the store was last walked for sluice_store_blobs and sluice_store_bytes.',
-      type: 'gauge',
-      values: () => [{ value: e.storeSize().at / 1000 }],
-    },
-    {
-      name: 'sluice_gc_runs_total',
-      help: 'Garbage collections run by this engine (dry runs excluded).',
-      type: 'counter',
-      values: () => [{ value: snap().counters.gcRuns }],
-    },
-    {
-      name: 'sluice_gc_freed_bytes_total',
-      help: 'Bytes of the blobs garbage collections removed.',
-      type: 'counter',
-      values: () => [{ value: snap().counters.gcBytesFreed }],
-    },
-    {
-      name: 'sluice_gc_removed_blobs_total',
-      help: 'Blobs garbage collections removed.',
-      type: 'counter',
-      values: () => [{ value: snap().counters.gcBlobsRemoved }],
-    },
-  ];
+/** prom-client's Counter and Gauge on one registry, their values read at scrape time (the collect callback). */
+interface Metrics {
+  counter<L extends string>(
+    name: string,
+    help: string,
+    labelNames: L[],
+    values: () => Array<[LabelValues<L>, number]>,
+  ): void;
+  gauge(name: string, help: string, value: () => number): void;
+}
+
+function metricsOn(prom: Prom, registry: Registry): Metrics {
+  const registers = [registry];
+  return {
+    counter: (name, help, labelNames, values) =>
+      void new prom.Counter({
+        name,
+        help,
+        labelNames,
+        registers,
+        collect() {
+          this.reset();
+          for (const [labels, value] of values()) this.inc(labels, value);
+        },
+      }),
+    gauge: (name, help, value) =>
+      void new prom.Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(value());
+        },
+      }),
+  };
+}
+
+/**
+ * Registers the engine's metrics on `registry`: each reads the engine's
+ * counters at scrape time instead of mirroring every update into
+ * prom-client, which the engine does not load.
+ */
+function registerEngineMetrics(prom: Prom, registry: Registry, e: EngineRegistry, engine: Engine): void {
+  const m = metricsOn(prom, registry);
+  const counts = () => engine.metricsSnapshot().counters;
+  callCounters(m, counts);
+  durationHistogram(prom, registry, counts);
+  captureCounters(m, counts);
+  poolGauges(m, () => engine.metricsSnapshot().pool);
+  storeGauges(m, () => e.storeSize());
+  gcCounters(m, counts);
+}
+
+type Counts = () => Readonly<MetricsSnapshot>;
+
+function callCounters(m: Metrics, counts: Counts): void {
+  m.counter('sluice_calls_started_total', 'Calls started, by tool.', ['tool'], () =>
+    [...counts().started].map(([tool, n]) => [{ tool }, n]),
+  );
+  m.counter('sluice_calls_ended_total', 'Calls ended, by tool and terminal status.', ['tool', 'status'], () =>
+    [...counts().ended].flatMap(([tool, byStatus]) =>
+      [...byStatus].map(([status, n]): [LabelValues<'tool' | 'status'>, number] => [{ tool, status }, n]),
+    ),
+  );
+}
+
+function captureCounters(m: Metrics, counts: Counts): void {
+  m.counter(
+    'sluice_captured_bytes_total',
+    'Output bytes captured and published, by stream (single for single-output tools).',
+    ['stream'],
+    () => [...counts().bytes].map(([stream, n]) => [{ stream }, n]),
+  );
+  m.counter(
+    'sluice_credit_waits_total',
+    "Times a call's bytes in flight reached its credit window, so its worker waited for the disk.",
+    [],
+    () => [[{}, counts().creditWaits]],
+  );
+}
+
+function poolGauges(m: Metrics, pool: () => PoolStats): void {
+  m.gauge('sluice_queue_depth', 'Calls waiting for a slot under the concurrency bound.', () => pool().queued);
+  m.gauge(
+    'sluice_calls_running',
+    'Calls holding a slot (running, or handed to a thread that is starting).',
+    () => pool().running,
+  );
+  m.gauge('sluice_threads', 'Live worker threads.', () => pool().threads);
+  m.gauge('sluice_threads_busy', 'Worker threads carrying at least one started call.', () => pool().busyThreads);
+}
+
+function storeGauges(m: Metrics, size: () => StoreSize): void {
+  m.gauge('sluice_store_blobs', 'Blobs in the store, as of the last walk.', () => size().blobs);
+  m.gauge('sluice_store_bytes', 'Bytes of the blobs in the store, as of the last walk.', () => size().bytes);
+  m.gauge(
+    'sluice_store_walk_timestamp_seconds',
+    'When the store was last walked for sluice_store_blobs and sluice_store_bytes.',
+    () => size().at / 1000,
+  );
+}
+
+function gcCounters(m: Metrics, counts: Counts): void {
+  const total = (name: string, help: string, n: (c: Readonly<MetricsSnapshot>) => number) =>
+    m.counter(name, help, [], () => [[{}, n(counts())]]);
+  total('sluice_gc_runs_total', 'Garbage collections run by this engine (dry runs excluded).', (c) => c.gcRuns);
+  total('sluice_gc_freed_bytes_total', 'Bytes of the blobs garbage collections removed.', (c) => c.gcBytesFreed);
+  total('sluice_gc_removed_blobs_total', 'Blobs garbage collections removed.', (c) => c.gcBlobsRemoved);
+}
+
+/** One sample of the exposition as prom-client's registry writes it. */
+interface Sample {
+  metricName: string;
+  labels: Record<string, string | number>;
+  sharedLabels: Record<string, never>;
+  value: number;
+}
+
+const NO_SHARED_LABELS: Record<string, never> = Object.freeze({});
+
+/**
+ * The call-duration histogram: a prom-client Histogram (its name, labels and
+ * buckets validated as such) whose series are the engine's own counts.
+ * prom-client's histogram counts only what `observe` feeds it, and the
+ * engine counts from its open, before prom-client is loaded (at the first
+ * scrape); it would also write `le` before `tool`. So the series the
+ * registry writes (`getForPromString`, which prom-client's registry asks a
+ * histogram for) are built from the engine's buckets at scrape time.
+ */
+function durationHistogram(prom: Prom, registry: Registry, counts: Counts): void {
+  const name = 'sluice_call_duration_seconds';
+  const help = 'Call durations from start to terminal result, by tool.';
+  class EngineDurations extends prom.Histogram<'tool'> {
+    async getForPromString(): Promise<{
+      name: string;
+      help: string;
+      type: 'histogram';
+      aggregator: Aggregator;
+      values: Sample[];
+    }> {
+      return { name, help, type: 'histogram', aggregator: 'sum', values: durationSamples(counts()) };
+    }
+  }
+  new EngineDurations({ name, help, labelNames: ['tool'], buckets: [...DURATION_BUCKETS], registers: [registry] });
+}
+
+/** Each tool's cumulative buckets, `+Inf`, sum and count (Prometheus `le` semantics). */
+function durationSamples(counts: Readonly<MetricsSnapshot>): Sample[] {
+  const sample = (suffix: string, labels: Sample['labels'], value: number): Sample => ({
+    metricName: `sluice_call_duration_seconds_${suffix}`,
+    labels,
+    sharedLabels: NO_SHARED_LABELS,
+    value,
+  });
+  return [...counts.durations].flatMap(([tool, h]) => [
+    ...DURATION_BUCKETS.map((le, i) => sample('bucket', { tool, le }, h.buckets[i] ?? 0)),
+    sample('bucket', { tool, le: '+Inf' }, h.count),
+    sample('sum', { tool }, h.sum),
+    sample('count', { tool }, h.count),
+  ]);
 }
 
 async function registryFor(engine: Engine): Promise<EngineRegistry> {
@@ -166,23 +213,12 @@ async function registryFor(engine: Engine): Promise<EngineRegistry> {
   if (!p) {
     p = (async () => {
       // An optional peer dependency: a server that is never scraped never needs it (EMISSINGDEP when missing).
-      const mod = await importOptional<typeof import('prom-client') & { default?: typeof import('prom-client') }>(
-        OPTIONAL_DEPENDENCIES.metrics,
-      );
-      const prom = mod.Registry ? mod : (mod.default as typeof import('prom-client'));
+      const mod = await importOptional<Prom & { default?: Prom }>(OPTIONAL_DEPENDENCIES.metrics);
+      const prom = mod.Registry ? mod : (mod.default as Prom);
       const registry = new prom.Registry();
       prom.collectDefaultMetrics({ register: registry, prefix: 'sluice_' });
       const e = new EngineRegistry(engine, registry);
-      for (const m of customMetrics(e, engine)) {
-        // prom-client's registry formats any object with a name, a type and get(): these read the
-        // engine's counters at scrape time instead of mirroring every update into prom-client.
-        registry.registerMetric({
-          name: m.name,
-          help: m.help,
-          type: m.type,
-          get: async () => ({ name: m.name, help: m.help, type: m.type, values: m.values(), aggregator: 'sum' }),
-        } as unknown as Parameters<Registry['registerMetric']>[0]);
-      }
+      registerEngineMetrics(prom, registry, e, engine);
       return e;
     })();
     p.catch(() => registries.delete(engine));

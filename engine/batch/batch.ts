@@ -79,57 +79,40 @@ export async function* runBatch(
   input: Iterable<unknown> | AsyncIterable<unknown>,
   options: BatchOptions = {},
 ): AsyncGenerator<BatchResult, void, undefined> {
-  const limit = Math.max(1, Math.floor(options.concurrency ?? engine.options.concurrency));
-  const ordered = options.ordered === true;
-  const resume = options.resume !== false;
-  const ids = new Set<string>();
-  const indexes = new Map<string, { index: Promise<CompletedIndex>; users: number }>();
-  const running = new Set<CallHandle>();
-  /** Results ready to return: in completion order, or (ordered) by index. */
-  const ready: BatchResult[] = [];
-  const byIndex = new Map<number, BatchResult | null>();
-  let nextIndex = 0;
-  let read = 0;
-  let inflight = 0;
-  let readerDone = false;
-  let readerError: unknown;
-  let stopped = false;
-  let waiters: Array<() => void> = [];
-  const changed = () => new Promise<void>((r) => waiters.push(r));
-  const signalChange = () => {
-    const w = waiters;
-    waiters = [];
-    for (const r of w) r();
-  };
-
-  const stop = () => {
-    if (stopped) return;
-    stopped = true;
-    for (const h of running) h.cancel('the batch was stopped');
-    signalChange();
-  };
+  const run = new BatchRun(engine, options);
+  const stop = () => run.stop();
   if (options.signal?.aborted) stop();
   options.signal?.addEventListener('abort', stop, { once: true });
+  // Not awaited: the reader may be waiting for input that never comes (a terminal's stdin); once
+  // stopped it reads nothing more and starts nothing more.
+  void run.read(input);
+  try {
+    yield* run.results();
+  } finally {
+    // A consumer that stops early (break, return) stops the batch: nothing keeps running unseen.
+    stop();
+    options.signal?.removeEventListener('abort', stop);
+    await run.settled();
+  }
+}
 
-  const deliver = (index: number, r: BatchResult | null) => {
-    if (ordered) byIndex.set(index, r);
-    else if (r) ready.push(r);
-    signalChange();
-  };
-  const hasRoom = () =>
-    ordered ? read - nextIndex < limit * ORDERED_WINDOW && inflight < limit : inflight + ready.length < limit;
+/** Session logs a batch keeps open for resume, the most recently used last. */
+class OpenIndexes {
+  private readonly indexes = new Map<string, { index: Promise<CompletedIndex>; users: number }>();
+
+  constructor(private readonly store: Store) {}
 
   /** Runs `fn` on `session`'s index, opening it if needed; at most MAX_OPEN_INDEXES logs stay open. */
-  const withIndex = async <T>(session: string, fn: (idx: CompletedIndex) => Promise<T>): Promise<T> => {
-    let entry = indexes.get(session);
-    if (entry) indexes.delete(session);
-    entry ??= { index: openCompletedIndex(engine.store, session), users: 0 };
+  async with<T>(session: string, fn: (idx: CompletedIndex) => Promise<T>): Promise<T> {
+    let entry = this.indexes.get(session);
+    if (entry) this.indexes.delete(session);
+    entry ??= { index: openCompletedIndex(this.store, session), users: 0 };
     // Map order is recency: the entry goes last.
-    indexes.set(session, entry);
-    for (const [s, e] of indexes) {
-      if (indexes.size <= MAX_OPEN_INDEXES) break;
+    this.indexes.set(session, entry);
+    for (const [s, e] of this.indexes) {
+      if (this.indexes.size <= MAX_OPEN_INDEXES) break;
       if (e.users > 0 || e === entry) continue;
-      indexes.delete(s);
+      this.indexes.delete(s);
       void e.index.then((i) => i.close()).catch(() => {});
     }
     entry.users++;
@@ -138,91 +121,168 @@ export async function* runBatch(
     } finally {
       entry.users--;
     }
-  };
+  }
 
-  const runItem = async (index: number, value: unknown): Promise<void> => {
-    const parsed = parseItem(value);
-    if (parsed.kind === 'blank') return deliver(index, null);
-    if (parsed.kind === 'bad') return deliver(index, failure(parsed.id, index, parsed.error));
-    const { call } = parsed;
-    if (ids.has(call.id)) {
-      return deliver(index, failure(call.id, index, badArgs(`duplicate id ${JSON.stringify(call.id)} in this batch`)));
-    }
-    ids.add(call.id);
-    const session = call.session ?? options.session;
-    try {
-      let callId = call.id;
-      if (session !== undefined) {
-        // Even without resume, a call id the session has seen is never reused (see completed-index.ts).
-        const found = await withIndex(session, async (idx) =>
-          resume && idx.has(call.id) ? { recorded: await idx.result(call.id) } : { callId: idx.nextCallId(call.id) },
-        );
-        if ('recorded' in found) return deliver(index, { id: call.id, index, result: found.recorded, resumed: true });
-        callId = found.callId;
-      }
-      if (stopped) return deliver(index, null);
-      const handle = engine.call(call.tool, call.args, { callId, ...(session !== undefined ? { session } : {}) });
-      running.add(handle);
-      try {
-        deliver(index, { id: call.id, index, result: await handle.result });
-      } finally {
-        running.delete(handle);
-      }
-    } catch (err) {
-      deliver(index, failure(call.id, index, toSluiceError(err, 'EBADARGS')));
-    }
-  };
+  async closeAll(): Promise<void> {
+    for (const e of this.indexes.values()) await e.index.then((i) => i.close()).catch(() => {});
+  }
+}
 
-  const reader = (async () => {
+/** One batch's state: the items read and running, and the results not yet returned. */
+class BatchRun {
+  private readonly limit: number;
+  private readonly ordered: boolean;
+  private readonly resume: boolean;
+  private readonly session: string | undefined;
+  private readonly ids = new Set<string>();
+  private readonly indexes: OpenIndexes;
+  private readonly running = new Set<CallHandle>();
+  /** Results ready to return, in completion order (unordered batches). */
+  private readonly ready: BatchResult[] = [];
+  /** Results by index (ordered batches); null for an item that gives none (a blank line). */
+  private readonly byIndex = new Map<number, BatchResult | null>();
+  private nextIndex = 0;
+  private readCount = 0;
+  private inflight = 0;
+  private readerDone = false;
+  private readerError: unknown;
+  private stopped = false;
+  private waiters: Array<() => void> = [];
+
+  constructor(
+    private readonly engine: BatchEngine,
+    options: BatchOptions,
+  ) {
+    this.limit = Math.max(1, Math.floor(options.concurrency ?? engine.options.concurrency));
+    this.ordered = options.ordered === true;
+    this.resume = options.resume !== false;
+    this.session = options.session;
+    this.indexes = new OpenIndexes(engine.store);
+  }
+
+  /** Stops the batch: no further item is read, running calls are cancelled. */
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const h of this.running) h.cancel('the batch was stopped');
+    this.signalChange();
+  }
+
+  /** Reads `input` while there is room, starting each item. */
+  async read(input: Iterable<unknown> | AsyncIterable<unknown>): Promise<void> {
     try {
       for await (const value of input) {
-        while (!stopped && !hasRoom()) await changed();
-        if (stopped) break;
-        const index = read++;
-        inflight++;
-        void runItem(index, value).finally(() => {
-          inflight--;
-          signalChange();
+        while (!this.stopped && !this.hasRoom()) await this.changed();
+        if (this.stopped) break;
+        const index = this.readCount++;
+        this.inflight++;
+        void this.runItem(index, value).finally(() => {
+          this.inflight--;
+          this.signalChange();
         });
       }
     } catch (err) {
-      readerError = err;
+      this.readerError = err;
     } finally {
-      readerDone = true;
-      signalChange();
+      this.readerDone = true;
+      this.signalChange();
     }
-  })();
+  }
 
-  try {
+  /** The results as they become ready to return; then the reader's error, if it failed. */
+  async *results(): AsyncGenerator<BatchResult, void, undefined> {
     for (;;) {
-      if (ordered) {
-        while (byIndex.has(nextIndex)) {
-          const r = byIndex.get(nextIndex);
-          byIndex.delete(nextIndex);
-          nextIndex++;
-          signalChange();
-          if (r) yield r;
-        }
-      } else {
-        while (ready.length > 0) {
-          const r = ready.shift() as BatchResult;
-          signalChange();
-          yield r;
-        }
-      }
-      if (readerDone && inflight === 0 && ready.length === 0 && !byIndex.has(nextIndex)) break;
-      await changed();
+      for (let r = this.take(); r !== undefined; r = this.take()) if (r) yield r;
+      if (this.readerDone && this.inflight === 0 && this.ready.length === 0 && !this.byIndex.has(this.nextIndex)) break;
+      await this.changed();
     }
-    if (readerError !== undefined) throw readerError;
-  } finally {
-    // A consumer that stops early (break, return) stops the batch: nothing keeps running unseen.
-    stop();
-    options.signal?.removeEventListener('abort', stop);
-    // The reader is not awaited: it may be waiting for input that never comes (a terminal's
-    // stdin); once stopped it reads nothing more and starts nothing more.
-    void reader;
-    while (inflight > 0) await changed();
-    for (const e of indexes.values()) await e.index.then((i) => i.close()).catch(() => {});
+    if (this.readerError !== undefined) throw this.readerError;
+  }
+
+  /** Resolves once no item runs any more and the session logs are closed. */
+  async settled(): Promise<void> {
+    while (this.inflight > 0) await this.changed();
+    await this.indexes.closeAll();
+  }
+
+  /** The next result to return: null for an item that gives none, undefined when none is ready. */
+  private take(): BatchResult | null | undefined {
+    let r: BatchResult | null | undefined;
+    if (this.ordered) {
+      if (!this.byIndex.has(this.nextIndex)) return undefined;
+      r = this.byIndex.get(this.nextIndex) ?? null;
+      this.byIndex.delete(this.nextIndex);
+      this.nextIndex++;
+    } else {
+      r = this.ready.shift();
+      if (r === undefined) return undefined;
+    }
+    this.signalChange();
+    return r;
+  }
+
+  private changed(): Promise<void> {
+    return new Promise<void>((r) => this.waiters.push(r));
+  }
+
+  private signalChange(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const r of w) r();
+  }
+
+  private deliver(index: number, r: BatchResult | null): void {
+    if (this.ordered) this.byIndex.set(index, r);
+    else if (r) this.ready.push(r);
+    this.signalChange();
+  }
+
+  private hasRoom(): boolean {
+    return this.ordered
+      ? this.readCount - this.nextIndex < this.limit * ORDERED_WINDOW && this.inflight < this.limit
+      : this.inflight + this.ready.length < this.limit;
+  }
+
+  private async runItem(index: number, value: unknown): Promise<void> {
+    const parsed = parseItem(value);
+    if (parsed.kind === 'blank') return this.deliver(index, null);
+    if (parsed.kind === 'bad') return this.deliver(index, failure(parsed.id, index, parsed.error));
+    const { call } = parsed;
+    if (this.ids.has(call.id)) {
+      const err = badArgs(`duplicate id ${JSON.stringify(call.id)} in this batch`);
+      return this.deliver(index, failure(call.id, index, err));
+    }
+    this.ids.add(call.id);
+    const session = call.session ?? this.session;
+    try {
+      const found = session === undefined ? { callId: call.id } : await this.lookUp(session, call.id);
+      if ('recorded' in found)
+        return this.deliver(index, { id: call.id, index, result: found.recorded, resumed: true });
+      if (this.stopped) return this.deliver(index, null);
+      const handle = this.engine.call(call.tool, call.args, {
+        callId: found.callId,
+        ...(session !== undefined ? { session } : {}),
+      });
+      this.running.add(handle);
+      try {
+        this.deliver(index, { id: call.id, index, result: await handle.result });
+      } finally {
+        this.running.delete(handle);
+      }
+    } catch (err) {
+      this.deliver(index, failure(call.id, index, toSluiceError(err, 'EBADARGS')));
+    }
+  }
+
+  /**
+   * The recorded result of item `id` in `session` when it is resumed, else the
+   * call id to run it as: even without resume, a call id the session has seen
+   * is never reused (see completed-index.ts).
+   */
+  private lookUp(session: string, id: string): Promise<{ recorded: TerminalResult } | { callId: string }> {
+    return this.indexes.with(session, async (idx) =>
+      this.resume && idx.has(id) ? { recorded: await idx.result(id) } : { callId: idx.nextCallId(id) },
+    );
   }
 }
 

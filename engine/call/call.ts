@@ -6,18 +6,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { MessagePort } from 'node:worker_threads';
-import type { Pin } from '../../store/store.js';
 import { EventHub } from '../events/hub.js';
 import { displayFrames, LiveDisplay } from '../presentation/display.js';
-import { clipDisplay, finalDisplay } from '../presentation/final-display.js';
-import { assertModelViewWithinBound, previewBudget } from '../presentation/model-view.js';
+import { clipDisplay } from '../presentation/final-display.js';
+import { previewBudget } from '../presentation/model-view.js';
 import { MODEL_STATUS_RESERVE } from '../presentation/options.js';
-import { withStatusLine } from '../presentation/status-line.js';
 import { isToolProcessGroup, killProcessGroup } from '../processes/process-group.js';
 import { CallEndpoint } from '../protocol/call-endpoint.js';
 import {
   CancelledError,
-  makeError,
   ProtocolError,
   type SerializedError,
   type SluiceError,
@@ -25,22 +22,22 @@ import {
   TimeoutError,
   toSluiceError,
 } from '../protocol/errors.js';
-import type { TextKind, WireCompletion, WorkerMessage } from '../protocol/messages.js';
+import type { TextKind, WorkerMessage } from '../protocol/messages.js';
 import { Comlink, installErrorTransfer } from '../protocol/rpc.js';
 import type { ToolInfo } from '../registry.js';
-import type { CallEvent, CallStatus, OutputRef, TerminalResult } from '../result.js';
+import type { CallEvent, TerminalResult } from '../result.js';
 import { callerAbortError } from './abort-reason.js';
 import { approvalService } from './approval.js';
-import { boundArrivedError, oversizedCompletion, textWithCutMarker, withCutMarker } from './arrived.js';
+import { boundArrivedError, oversizedCompletion } from './arrived.js';
 import type { ApprovalPolicy, CallDeps, CallOptions, InternalCallOptions } from './call-types.js';
 import { assertPreview, assertTimeout } from './call-types.js';
 import { Capture } from './capture.js';
 import { asksOnly } from './default-approval.js';
+import { finishCall } from './finish.js';
 import { FullTexts } from './full-text.js';
 import { Intake } from './intake.js';
 import { PageCapture } from './page-capture.js';
 import { ProgressTicker } from './progress.js';
-import { keepFullTexts, type Published, publishAccepted } from './publish.js';
 import { type Outcome, terminalStatus } from './terminal-status.js';
 import { parseCompletion } from './wire-completion.js';
 
@@ -350,161 +347,36 @@ export class Call {
     this.unlinkSignal?.();
     this.deps.pool.detach(this.callId);
     this.killProcessGroups();
-
     const decided = terminalStatus({
       outcome,
       failure: preset ?? this.failure,
       cancelRequested: this.cancelRequested,
       tool: this.tool.name,
     });
-    let { status, error, toolsOwnError, reportedError, complete } = decided;
-    const completion = outcome.kind === 'done' ? outcome.completion : undefined;
-
-    // Publish what was accepted.
-    let output: OutputRef | null = null;
-    let model = '';
-    let pin: Pin | undefined;
-    let accepted: Array<{ name: string; bytes: number; lines: number }> | undefined;
-    try {
-      let cut: Published['cut'];
-      ({ output, model, pin, cut } = await publishAccepted(this.capture, this.deps.store, {
-        ended: outcome.kind === 'done',
-        pageMetadata: status === 'success' ? completion?.metadata : undefined,
-      }));
-      if (cut) {
-        // Part of what was accepted never reached the disk: the call fails, keeping the rest, and its
-        // error says what each stream had accepted (the output's totals are what was kept).
-        accepted = cut.accepted;
-        const e = toSluiceError(cut.error, 'EDISK');
-        const streams = accepted.map((a) => ({ stream: a.name, bytes: a.bytes, lines: a.lines }));
-        error = makeError(e.code, e.message, { ...e.details, accepted: streams });
-        toolsOwnError = false;
-        status = 'failed';
-        complete = false;
-      }
-    } catch (err) {
-      error = toSluiceError(err, 'EDISK');
-      toolsOwnError = false;
-      status = 'failed';
-      complete = false;
-    }
-    // Texts the worker cut to their bounds are kept whole only when the result shows them.
-    const showsToolDisplay = completion?.display !== undefined && status !== 'cancelled' && (!error || toolsOwnError);
-    const kept = await keepFullTexts(this.texts, this.deps.store, pin, {
-      ...(error !== undefined && error === reportedError ? { error: this.textSizes.error } : {}),
-      ...(showsToolDisplay ? { display: this.textSizes.display } : {}),
-    });
-    pin = kept.pin;
-    let fullText = kept.refs;
-    try {
-      // An S3 store's lease may have been reclaimed while this host stalled (store/s3/lease.ts): then
-      // what it pinned may be gone, and no reference to it is recorded or returned.
-      await pin?.vouch();
-    } catch (err) {
-      error = toSluiceError(err, 'EDISK');
-      toolsOwnError = false;
-      status = 'failed';
-      complete = false;
-      output = null;
-      fullText = {};
-    }
-    if (error !== undefined && error === reportedError) {
-      error = withCutMarker(error, this.textSizes.error, fullText.error);
-      if (toolsOwnError) reportedError = error;
-    }
-    if (completion && showsToolDisplay) {
-      completion.display = textWithCutMarker(completion.display as string, this.textSizes.display, fullText.display);
-    }
-    /** The view without its status line: a failed recording gives it another one, never a second. */
-    let view = model;
-    model = withStatusLine(view, { status, complete, error, note: completion?.note, wholeError: fullText.error });
-    try {
-      // A page is bounded by its tool and PageCapture, never by toolOutput: configuration cannot cut or fail it.
-      if (!(this.capture instanceof PageCapture)) {
-        assertModelViewWithinBound(model, this.deps.settings.toolOutput.maxModelBytes);
-      }
-    } catch (err) {
-      // Cannot happen with the reserve the status line has; if it ever does, the view is replaced
-      // by the status line alone (never cut), and a success becomes a failure that says why.
-      if (status === 'success') {
-        status = 'failed';
-        error = toSluiceError(err);
-        toolsOwnError = false;
-      }
-      complete = false;
-      view = '';
-      model = withStatusLine(view, { status, complete, error, note: completion?.note });
-    }
-
-    const durationMs = Date.now() - this.startedAt;
-    const result: TerminalResult = {
-      callId: this.callId,
-      tool: this.tool.name,
-      status,
-      complete,
-      display: this.finalDisplay(status, completion, error, durationMs, toolsOwnError, output, accepted),
-      model,
-      output,
-      metadata: completion?.metadata ?? {},
-      attachments: status === 'success' || status === 'failed' ? (completion?.attachments ?? []) : [],
-      messages: completion?.messages ?? [],
-      startedAt: new Date(this.startedAt).toISOString(),
-      durationMs,
-    };
-    if (this.session !== undefined) result.session = this.session;
-    if (error) result.error = serializeError(error);
-    if (fullText.error || fullText.display) result.fullText = fullText;
-    if (this.capture instanceof PageCapture) {
-      if (this.keepPage && status === 'success') this.pageBytes = this.capture.bytes();
-      this.capture.discard();
-    }
-
-    try {
-      await this.deps.recorder?.completed(result);
-    } catch (err) {
-      // Not recorded (or not durably): the call fails, and its model view and display say why.
-      const e = toSluiceError(err, 'EDISK');
-      result.status = 'failed';
-      result.complete = false;
-      result.error = serializeError(e);
-      result.model = withStatusLine(view, { status: 'failed', complete: false, error: e });
-      result.display = this.finalDisplay('failed', completion, e, result.durationMs, false, result.output);
-      // Once more, with the failure the caller gets: a write that failed part-way left at most a torn
-      // line, which replay skips, and would otherwise show this call as interrupted.
-      await this.deps.recorder?.completed(result).catch(() => {});
-    } finally {
-      // Terminal references are durable (or recording failed): the publication protection can go.
-      await pin?.release();
-    }
+    const { result, pageBytes } = await finishCall(
+      {
+        callId: this.callId,
+        tool: this.tool,
+        args: this.args,
+        session: this.session,
+        startedAt: this.startedAt,
+        capture: this.capture,
+        texts: this.texts,
+        textSizes: this.textSizes,
+        store: this.deps.store,
+        maxModelBytes: this.deps.settings.toolOutput.maxModelBytes,
+        recorder: this.deps.recorder,
+        keepPage: this.keepPage,
+      },
+      decided,
+      outcome.kind === 'done' ? outcome.completion : undefined,
+    );
+    this.pageBytes = pageBytes;
     const ev: CallEvent = { type: 'completed', callId: this.callId, result };
     this.hub.close(ev);
     this.deps.engineHub.publish(ev);
     this.deps.onSettled(this);
     this.resolve(result);
-  }
-
-  /** The final display (engine/presentation/final-display.ts) of a call that ended so. */
-  private finalDisplay(
-    status: CallStatus,
-    completion: WireCompletion | undefined,
-    error: SluiceError | undefined,
-    durationMs: number,
-    ownError: boolean,
-    output: OutputRef | null,
-    accepted?: Array<{ name: string; bytes: number; lines: number }>,
-  ): string {
-    const stands = completion?.display !== undefined && status !== 'cancelled' && (!error || ownError);
-    return finalDisplay({
-      tool: this.tool.name,
-      status,
-      durationMs,
-      toolDisplay: stands ? completion?.display : undefined,
-      reason: error ? `${error.code}: ${error.message}` : (completion?.note ?? 'the tool reported failure'),
-      output,
-      lost: output === null && this.capture.stats().some((c) => c.bytes > 0),
-      accepted: output === null ? undefined : accepted,
-      args: this.args,
-    });
   }
 
   /** Kills every process group the tool registered (synchronous: also used from a process 'exit' hook). */

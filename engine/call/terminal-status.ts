@@ -1,7 +1,7 @@
 /**
  * How a call ended, as a status: the table "Terminal status" of
  * docs/architecture.md, as one pure function of what the call saw. Publishing
- * can still turn the result into a disk failure afterwards (call.ts); that
+ * can still turn the result into a disk failure afterwards (finish.ts); that
  * row of the table is the call's, not this function's.
  */
 import { deserializeError, type SerializedError, type SluiceError, WorkerCrashError } from '../protocol/errors.js';

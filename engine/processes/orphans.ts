@@ -1,7 +1,7 @@
 /**
  * The orphan reaper: process groups of calls whose engine died and whose
  * watchdog died with it (both killed at once) still run. Each watchdog
- * journals the groups it tracks in `procs/<engine pid>-<random>.pgids`
+ * journals the groups it tracks in `procs/<engine pid>-<token>.pgids`
  * (engine/processes/process-guard.ts); when the engine that owns a journal is dead (the
  * owner check of store/owners.ts, pid reuse included), every group
  * the journal still tracks is SIGKILLed and the journal removed. Engine.open
@@ -18,22 +18,22 @@
  * /proc/uptime, and /proc/<pid>/stat gives start times on the same clock,
  * so no wall clock is read and a clock stepped back cannot make a new group
  * look old. A journal of another boot (its name carries the boot's id)
- * names no process now alive: nothing is killed. What is left: the pid
+ * names no process now alive: nothing is killed. A group named by an
+ * unstamped line, or in a journal whose name carries no boot id, has
+ * nothing to prove it by: it is not killed. What is left: the pid
  * handed out again between the call's spawn and the stamp of its line
  * (`pid_max` forks, 32,768 or more, in that moment), or a process that
  * started by then and later joined a new group of the same id (setpgid,
- * within its own session). Journals without stamps or token (older
- * versions, no /proc) keep the earlier rule, the journal's mtime plus the
- * owner check's slack. Without /proc nothing is killed.
+ * within its own session). Without /proc nothing is killed.
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { readRegularFile } from '../../store/owned-files.js';
-import { bootId, OwnerCheck, ownerPid, ownerToken, procInfo, START_SLACK_MS } from '../../store/owners.js';
+import { bootId, OwnerCheck, ownerPid, ownerToken, procInfo } from '../../store/owners.js';
 import type { Store } from '../../store/store.js';
 import { killProcessGroup } from './process-group.js';
 
-/** A group a journal still tracks, and by when (ticks since boot) the journal had named it, if stamped. */
+/** A group a journal still tracks, and by when (ticks since boot) the journal had named it, if its line was stamped. */
 export interface TrackedGroup {
   pgid: number;
   ticks: number | undefined;
@@ -45,13 +45,11 @@ export interface TrackedGroup {
  * untracked: the group existed then. A later line's stamp says nothing of
  * that group (it may have ended and its id gone to another before the
  * engine untracked it), and a `+` line repeated by a new watchdog (the
- * last one died) names a group already tracked. An unstamped `+` line is
- * bounded by the next stamp in the journal, which was written after it.
- * A last line without its newline is not read.
+ * last one died) names a group already tracked. A last line without its
+ * newline is not read.
  */
 export function readJournal(text: string): TrackedGroup[] {
   const tracked = new Map<number, TrackedGroup>();
-  const unstamped: TrackedGroup[] = [];
   // What follows the last newline is no line: a write cut short (a full disk), whose digits may be the first
   // few of another group's id.
   const lines = text.split('\n');
@@ -61,28 +59,20 @@ export function readJournal(text: string): TrackedGroup[] {
     if (!m) continue;
     const pgid = Number(m[2]);
     const ticks = m[3] === undefined ? undefined : Number(m[3]);
-    if (ticks !== undefined) for (const g of unstamped.splice(0)) g.ticks ??= ticks;
     if (m[1] === '-') tracked.delete(pgid);
-    else if (!tracked.has(pgid)) {
-      const g = { pgid, ticks };
-      tracked.set(pgid, g);
-      if (ticks === undefined) unstamped.push(g);
-    }
+    else if (!tracked.has(pgid)) tracked.set(pgid, { pgid, ticks });
   }
   return [...tracked.values()];
 }
 
-/** How old a member must be to prove its group is the journal's: started by this tick since boot, or this wall time. */
-type StartBound = { ticks: number } | { ms: number };
-
-function startedBy(p: NonNullable<ReturnType<typeof procInfo>>, bound: StartBound): boolean {
-  return 'ticks' in bound ? Number(p.startTicks) <= bound.ticks : p.startMs <= bound.ms;
+function startedBy(p: NonNullable<ReturnType<typeof procInfo>>, ticks: number): boolean {
+  return Number(p.startTicks) <= ticks;
 }
 
-/** True when group `pgid` has a live member that started by `bound`. */
-function groupStillThere(pgid: number, bound: StartBound): boolean {
+/** True when group `pgid` has a live member that started by `ticks` since boot. */
+function groupStillThere(pgid: number, ticks: number): boolean {
   const leader = procInfo(pgid);
-  if (leader && !leader.zombie && leader.pgrp === pgid) return startedBy(leader, bound);
+  if (leader && !leader.zombie && leader.pgrp === pgid) return startedBy(leader, ticks);
   // The leader is gone (or is another process now): look for members.
   let pids: string[];
   try {
@@ -93,7 +83,7 @@ function groupStillThere(pgid: number, bound: StartBound): boolean {
   for (const name of pids) {
     if (!/^[0-9]+$/.test(name)) continue;
     const p = procInfo(Number(name));
-    if (p && !p.zombie && p.pgrp === pgid && startedBy(p, bound)) return true;
+    if (p && !p.zombie && p.pgrp === pgid && startedBy(p, ticks)) return true;
   }
   return false;
 }
@@ -133,13 +123,11 @@ export async function reapOrphans(store: Store): Promise<ReapReport> {
     if (!read || owners.alive(pid, read.mtimeMs, name)) continue;
     const token = ownerToken(name);
     const boot = bootId();
-    // Another boot's processes are all gone; the pids its journal names belong to others now.
-    const otherBoot = token !== undefined && boot !== null && token.boot !== boot;
-    const onBootClock = token !== undefined && boot !== null;
-    for (const g of otherBoot ? [] : readJournal(read.text)) {
-      const bound: StartBound =
-        onBootClock && g.ticks !== undefined ? { ticks: g.ticks } : { ms: read.mtimeMs + START_SLACK_MS };
-      if (!groupStillThere(g.pgid, bound)) continue;
+    // Another boot's processes are all gone (the pids its journal names belong to others now), and a
+    // journal without the boot's id cannot be placed on this boot's clock.
+    const onBootClock = token !== undefined && boot !== null && token.boot === boot;
+    for (const g of onBootClock ? readJournal(read.text) : []) {
+      if (g.ticks === undefined || !groupStillThere(g.pgid, g.ticks)) continue;
       killProcessGroup(g.pgid);
       report.killed++;
     }

@@ -174,26 +174,21 @@ describe('tool processes and the death of their engine', () => {
     await s.close();
   });
 
-  it('the reaper never kills a group that started after the journal last changed (a reused pid)', async () => {
-    const store = await Store.open(join(await tempDir(), 'store'));
-    await fsp.mkdir(store.layout.procs, { recursive: true });
-    const dead = await deadPid();
-    const fresh = detachedSleep();
-    const stale = join(store.layout.procs, `${dead}-0aa.pgids`);
-    await fsp.writeFile(stale, `+${fresh}\n`);
-    const hourAgo = new Date(Date.now() - 60 * 60 * 1000);
-    await fsp.utimes(stale, hourAgo, hourAgo);
+  it('nothing proves a group named by an unstamped line, or in a journal without the boot id: it stays', async () => {
+    const { store, dead, journal, fresh, started } = await stampedSetup();
+    // Written now, after the group started, but without the stamp of the line that named it.
+    await fsp.writeFile(journal('0aa'), `+${fresh}\n-1234567 ${uptimeTicks()}\n`);
     expect(await reapOrphans(store)).toEqual({ killed: 0, journals: 1 });
     expect(running(fresh)).toBe(true);
-    // Written now, after the group started: it is that group, and it goes.
-    await fsp.writeFile(join(store.layout.procs, `${dead}-0bb.pgids`), `+${fresh}\n-1234567\n`);
-    expect(await reapOrphans(store)).toEqual({ killed: 1, journals: 1 });
-    expect(await eventually(() => !running(fresh))).toBe(true);
-    // Untracked groups are not touched.
-    const other = detachedSleep();
-    await fsp.writeFile(join(store.layout.procs, `${dead}-0cc.pgids`), `+${other}\n-${other}\n`);
+    // Stamped, in a journal whose name carries no boot id: its ticks may be of another boot.
+    await fsp.writeFile(join(store.layout.procs, `${dead}-0bb.pgids`), `+${fresh} ${started}\n`);
     expect(await reapOrphans(store)).toEqual({ killed: 0, journals: 1 });
-    expect(running(other)).toBe(true);
+    expect(running(fresh)).toBe(true);
+    // Untracked groups are not touched.
+    await fsp.writeFile(journal('0cc'), `+${fresh} ${started}\n-${fresh} ${uptimeTicks()}\n`);
+    expect(await reapOrphans(store)).toEqual({ killed: 0, journals: 1 });
+    expect(running(fresh)).toBe(true);
+    expect(await fsp.readdir(store.layout.procs)).toEqual([]);
     await store.close();
   });
 
@@ -232,11 +227,10 @@ describe('tool processes and the death of their engine', () => {
     await fsp.writeFile(journal('0bb'), `+${fresh} ${started - 1}\n+${fresh} ${uptimeTicks()}\n`);
     expect(await reapOrphans(store)).toEqual({ killed: 0, journals: 1 });
     expect(running(fresh)).toBe(true);
-    // Untracked, then named again after it started: that group, and it goes. An unstamped line is bounded by
-    // the next stamp.
+    // Untracked, then named again after it started: that group, and it goes.
     await fsp.writeFile(
       journal('0cc'),
-      `+${fresh} ${started - 1}\n-${fresh} ${started - 1}\n+${fresh}\n-1234567 ${uptimeTicks()}\n`,
+      `+${fresh} ${started - 1}\n-${fresh} ${started - 1}\n+${fresh} ${started}\n-1234567 ${uptimeTicks()}\n`,
     );
     expect(await reapOrphans(store)).toEqual({ killed: 1, journals: 1 });
     expect(await eventually(() => !running(fresh))).toBe(true);

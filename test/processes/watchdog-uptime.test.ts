@@ -2,9 +2,9 @@
  * The watchdog's stamps under dash (/bin/sh) with an odd /proc/uptime: a
  * `+` line's stamp is the time since boot in clock ticks, taken only from the
  * kernel's `<seconds>.<2 digits>`; anything else (no fraction, another
- * precision, junk, nothing) leaves the line unstamped, so the reaper falls
- * back to the mtime rule instead of trusting a made-up tick (a stamp too
- * late would let a reused pid's group look old enough to kill). Each case
+ * precision, junk, nothing) leaves the line unstamped, so the reaper does
+ * not kill that group rather than trust a made-up tick (a stamp too late
+ * would let a reused pid's group look old enough to kill). Each case
  * runs the real script in a mount namespace of its own with a file bound
  * over /proc/uptime (root only).
  */
