@@ -5,6 +5,7 @@ import type { BatchOptions, BatchResult } from './batch/batch.js';
 import { BUILTIN_NAMES, builtinTool } from './builtins/names.js';
 import type { Call } from './call/call.js';
 import type { ApprovalPolicy, CallHandle, CallOptions, CallRecorder, InternalCallOptions } from './call/call-types.js';
+import type { RunningCalls } from './call/running-calls.js';
 
 export type { CallHandle } from './call/call-types.js';
 export { defaultApproval } from './call/default-approval.js';
@@ -65,16 +66,6 @@ export interface EngineOpenOptions extends EngineOptions {
   io?: StoreIO;
 }
 
-/**
- * Open engines, for the process 'exit' hook: a host that exits without closing
- * (a second Ctrl-C, process.exit) must not leave tool processes behind. Tools'
- * process groups are detached from the terminal, so no signal reaches them.
- */
-const openEngines = new Set<Engine>();
-process.on('exit', () => {
-  for (const e of openEngines) e.killAllProcesses();
-});
-
 /** The sluice engine. */
 export class Engine {
   /** The artifact store. */
@@ -86,7 +77,7 @@ export class Engine {
   private mcp: McpServers | undefined;
   /** Loads the MCP adapter (on the first {@link addMcpServer}) and resolves to {@link mcp}. */
   private mcpLoad: Promise<McpServers> | undefined;
-  private readonly calls = new Map<string, Call>();
+  private readonly calls: RunningCalls;
   private readonly hub: EventHub<CallEvent>;
   private readonly approve: ApprovalPolicy;
   private readonly recorder: CallRecorder | undefined;
@@ -116,6 +107,18 @@ export class Engine {
     this.recorder = init.recorder ?? this.sessionLog;
     this.processes = new runtime.ProcessGuard(store.layout.procs, watchdog);
     this.counters = new runtime.EngineMetrics();
+    this.calls = new runtime.RunningCalls(
+      {
+        pool,
+        processes: this.processes,
+        store,
+        settings: options,
+        approve: this.approve,
+        ...(this.recorder ? { recorder: this.recorder } : {}),
+        engineHub: this.hub,
+      },
+      this.counters,
+    );
   }
 
   /**
@@ -161,7 +164,7 @@ export class Engine {
           engine.registry.add(runtime.BUILTIN_TOOLS[name], builtinTool(name), 'builtin');
         }
       }
-      openEngines.add(engine);
+      engine.calls.guardExit();
       // Groups left running by an engine that died with its watchdog: killed without delaying the open.
       void runtime.reapOrphans(store).catch(() => {});
       return engine;
@@ -244,43 +247,8 @@ export class Engine {
     internal: InternalCallOptions = {},
   ): { handle: CallHandle; call: Call } {
     this.assertOpen();
-    const info = this.registry.get(tool);
-    if (options.session !== undefined) this.runtime.assertSessionId(options.session);
-    this.runtime.assertJsonArgs(tool, args);
-    const call = new this.runtime.Call(
-      {
-        pool: this.pool,
-        processes: this.processes,
-        store: this.store,
-        settings: this.options,
-        approve: this.approve,
-        ...(this.recorder ? { recorder: this.recorder } : {}),
-        engineHub: this.hub,
-        onSettled: (c) => this.calls.delete(c.callId),
-        metrics: this.counters,
-      },
-      info,
-      args,
-      options,
-      internal,
-    );
-    this.calls.set(call.callId, call);
-    this.counters.callStarted(info.name);
-    void call.result.then((r) => this.counters.callEnded(r));
-    void call.start();
-    const handle: CallHandle = {
-      callId: call.callId,
-      result: call.result,
-      events: () => call.hub.subscribe(),
-      cancel: (reason?: string) => call.cancel(reason),
-      get liveDisplay() {
-        return call.liveDisplay;
-      },
-      get maxInFlight() {
-        return call.maxInFlight;
-      },
-    };
-    return { handle, call };
+    const call = this.calls.start(tool, this.registry.get(tool), args, options, internal);
+    return { handle: call.handle(), call };
   }
 
   /** Runs a call to its end. */
@@ -420,21 +388,7 @@ export class Engine {
 
   /** A running call by id. */
   running(callId: string): CallHandle | undefined {
-    const call = this.calls.get(callId);
-    if (!call) return undefined;
-    return {
-      callId,
-      result: call.result,
-      events: () => call.hub.subscribe(),
-      cancel: (reason?: string) => call.cancel(reason),
-      // Getters, as in call(): a handle looked up mid-call must not freeze these at lookup time.
-      get liveDisplay() {
-        return call.liveDisplay;
-      },
-      get maxInFlight() {
-        return call.maxInFlight;
-      },
-    };
+    return this.calls.get(callId)?.handle();
   }
 
   /** Number of live worker threads. */
@@ -444,12 +398,12 @@ export class Engine {
 
   /** Kills the process groups of every running call, synchronously. @internal */
   killAllProcesses(): void {
-    for (const c of this.calls.values()) c.killProcessGroups();
+    this.calls.killAllProcesses();
   }
 
   /** Cancels every running call with `reason`. @internal */
   cancelAll(reason: string): void {
-    for (const c of this.calls.values()) c.cancel(reason);
+    this.calls.cancelAll(reason);
   }
 
   /**
@@ -477,7 +431,7 @@ export class Engine {
     if (this.closed) return;
     this.closed = true;
     this.unhandleSignals?.();
-    const pending = [...this.calls.values()];
+    const pending = this.calls.list();
     for (const c of pending) c.cancel('the engine is closing');
     await Promise.all(pending.map((c) => c.result));
     // Every call has published its completed event: subscribers of all calls can finish now.
@@ -494,7 +448,7 @@ export class Engine {
       await this.processes.close();
       // Whatever failed above, the store's descriptors and its pin journal go.
       await this.store.close();
-      openEngines.delete(this);
+      this.calls.releaseExit();
     }
   }
 

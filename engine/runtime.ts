@@ -10,8 +10,7 @@
 export { resolveStoreLocation } from '../store/location.js';
 export { Store } from '../store/store.js';
 export { BUILTIN_TOOLS } from './builtins/descriptions.js';
-export { Call } from './call/call.js';
-export { assertJsonArgs } from './call/json-args.js';
+export { RunningCalls } from './call/running-calls.js';
 export { READ_TOOL, readArgs, readCallOptions, readResultOf } from './engine-read.js';
 export { EventHub } from './events/hub.js';
 export { EngineMetrics } from './metrics.js';
@@ -22,5 +21,4 @@ export { ClosedError, toSluiceError } from './protocol/errors.js';
 export { OPTIONAL_DEPENDENCIES, requireOptional } from './protocol/optional-dependencies.js';
 export { Registry } from './registry.js';
 export { EngineSessionLog } from './sessions/lazy-recorder.js';
-export { assertSessionId } from './sessions/session-id.js';
 export { handleSignals } from './signals.js';

@@ -29,7 +29,7 @@ import type { CallEvent, TerminalResult } from '../result.js';
 import { callerAbortError } from './abort-reason.js';
 import { approvalService } from './approval.js';
 import { boundArrivedError, oversizedCompletion } from './arrived.js';
-import type { ApprovalPolicy, CallDeps, CallOptions, InternalCallOptions } from './call-types.js';
+import type { ApprovalPolicy, CallDeps, CallHandle, CallOptions, InternalCallOptions } from './call-types.js';
 import { assertPreview, assertTimeout } from './call-types.js';
 import { Capture } from './capture.js';
 import { asksOnly } from './default-approval.js';
@@ -392,6 +392,23 @@ export class Call {
   /** The live display so far (bounded). */
   get liveDisplay(): string {
     return this.live.text;
+  }
+
+  /** A handle on this call; getters, so that one taken mid-call does not freeze them. */
+  handle(): CallHandle {
+    const call = this;
+    return {
+      callId: this.callId,
+      result: this.result,
+      events: () => call.hub.subscribe(),
+      cancel: (reason?: string) => call.cancel(reason),
+      get liveDisplay() {
+        return call.liveDisplay;
+      },
+      get maxInFlight() {
+        return call.maxInFlight;
+      },
+    };
   }
 }
 
