@@ -14,7 +14,7 @@
 import { ClosedError } from '../protocol/errors.js';
 
 /** Default {@link EventHubOptions.queueLimit}. */
-export const DEFAULT_QUEUE_LIMIT = 1024;
+const DEFAULT_QUEUE_LIMIT = 1024;
 
 /** Tells a subscriber that it fell behind and `dropped` events were discarded from its queue. */
 export interface LaggedMarker {

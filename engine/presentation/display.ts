@@ -11,7 +11,7 @@ import { detachString, unitCutBefore, unitPrefix, utf8SuffixStart } from '../pro
 import { formatBytes } from '../protocol/units.js';
 
 /** Default bound of a {@link LiveDisplay}: 64 KiB. */
-export const DEFAULT_LIVE_DISPLAY_BYTES = 64 * 1024;
+const DEFAULT_LIVE_DISPLAY_BYTES = 64 * 1024;
 
 /** The elision marker that starts a live display whose oldest text was dropped. */
 export function elisionMarker(elidedBytes: number): string {
