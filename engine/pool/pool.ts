@@ -16,11 +16,7 @@ import { PORT_HANDSHAKE } from '../protocol/port.js';
 import { Admission } from './admission.js';
 import { workerEntry } from './dist-paths.js';
 
-/**
- * piscina is CommonJS: required directly, it loads ~10 ms sooner in a cold
- * process than through its ESM wrapper (which has Node lex the module for
- * its exports), and Engine.open can start the first worker only once it has.
- */
+/** Required as CommonJS: its ESM wrapper loads later, and Engine.open can start the first worker only once it has (docs/benchmarks.md, "Cold start"). */
 const { Piscina } = createRequire(import.meta.url)('piscina') as typeof import('piscina');
 
 /** piscina's balancer hook (its type is not exported from the package root). */
@@ -66,9 +62,7 @@ export function defaultPoolOptions(): PoolOptions {
   const cores = availableParallelism();
   return {
     concurrency: Math.max(16, cores * 2),
-    // One core is left to the main thread, which captures every call's output: on this project's
-    // 2-core machine one worker thread used ~10% less CPU than two for small bash calls, no-op
-    // calls and 16 concurrent captures alike, and each was as fast or faster (docs/benchmarks.md, "Small calls and spawning").
+    // One core is left to the main thread, which captures every call's output (docs/benchmarks.md, "Small calls and spawning").
     threads: Math.max(1, cores - 1),
     callsPerThread: 256,
     minThreads: 1,
@@ -87,12 +81,10 @@ export interface PoolSettings {
 }
 
 /**
- * Pool options from engine settings that have not been validated yet, when
- * the pool's own settings are plainly valid (absent, or integers within the
- * bounds the option schema enforces); undefined otherwise. Engine.open uses
- * it to start the first worker before it loads the option schema (zod), so
- * the worker boots while the main thread loads the rest; the full validation
- * still runs, and settings it rejects close this pool.
+ * Pool options from engine settings not validated yet, when the pool's own
+ * settings are plainly valid (absent, or integers within the schema's
+ * bounds); undefined otherwise. Lets Engine.open start the first worker
+ * before it loads the option schema; settings the full validation rejects close the pool.
  */
 export function earlyPoolOptions(s: PoolSettings): PoolOptions | undefined {
   const d = defaultPoolOptions();
@@ -162,8 +154,7 @@ export class WorkerPool {
   constructor(opts: PoolOptions) {
     this.options = { ...opts };
     this.admission = new Admission(opts.concurrency);
-    // Calls spread over the threads before any thread carries its full share: a thread takes at
-    // most concurrency / threads calls while another may still be started.
+    // A thread takes at most concurrency / threads calls while another may still be started.
     const spread = Math.min(opts.callsPerThread, Math.ceil(opts.concurrency / opts.threads));
     this.piscina = this.makePiscina({
       minThreads: Math.min(opts.minThreads, opts.threads),
@@ -182,14 +173,11 @@ export class WorkerPool {
     const p = new Piscina({
       filename: workerEntry(),
       ...shape,
-      // Calls beyond the limit wait their turn instead of failing.
       maxQueue: Number.POSITIVE_INFINITY,
       idleTimeout: this.options.idleTimeout,
-      // An idle piscina worker blocks in Atomics.wait, which would freeze the event loop a shared
-      // thread's other calls (and the idle leftover check) run on: messages wake workers instead.
+      // An idle worker blocking in Atomics.wait would freeze the event loop a shared thread's other calls run on.
       atomics: shape.concurrentTasksPerWorker > 1 ? 'disabled' : 'sync',
-      // A small young generation: a worker moving output allocates and drops many pipe-read buffers,
-      // and with V8's default each of 16 threads grows tens of MiB of nursery (bench/concurrency.ts).
+      // Workers allocate and drop many pipe-read buffers; V8's default nursery grows large per thread.
       resourceLimits: { maxOldGenerationSizeMb: this.options.maxOldGenerationSizeMb, maxYoungGenerationSizeMb: 4 },
       // The worker must see process.env changes made by the host (PATH, HOME).
       env: process.env,
@@ -200,7 +188,6 @@ export class WorkerPool {
     return p;
   }
 
-  /** Isolated threads start on the first call that needs one. */
   private isolatedPool(): PiscinaPool {
     this.isolated ??= this.makePiscina({
       minThreads: 0,
@@ -230,8 +217,7 @@ export class WorkerPool {
         sink.onMessage(msg, port);
         return;
       }
-      // Messages for a call that already ended (late chunks after a crash or cancel) are dropped on purpose,
-      // except a process group reported too late to be killed with its call: nothing may outlive a call.
+      // A late message of an ended call is dropped, except a process group: nothing may outlive a call.
       if (msg?.t === 'proc') killProcessGroup(msg.pid);
     });
     port.on('close', () => {
@@ -270,8 +256,7 @@ export class WorkerPool {
    */
   abandon(callId: string, port: MessagePort, graceMs: number): void {
     port.postMessage({ t: 'abandon', c: callId } satisfies EngineMessage);
-    // The answer needs only a turn of the worker's event loop, but a busy thread on a loaded machine
-    // can take a while: terminating it too early would fail innocent thread-mates.
+    // A busy thread on a loaded machine can take a while to answer: terminating it too early fails its thread-mates.
     const timer = setTimeout(
       () => {
         this.abandonTimers.delete(timer);
@@ -287,7 +272,7 @@ export class WorkerPool {
       try {
         return await pool.run(task, signal ? { signal } : {});
       } catch (err) {
-        // A call that ended (detached) is never run again, whatever its task's fate.
+        // A detached call is never run again, whatever its task's fate.
         const unstarted = callId === undefined || (this.sinks.has(callId) && !this.heard.has(callId));
         if (!this.closed && unstarted && attempt < MAX_RETIRED_RETRIES && isRetirement(err)) continue;
         throw err;
@@ -348,10 +333,9 @@ export class WorkerPool {
 const ISOLATED_THREADS = Math.max(16, availableParallelism() * 2);
 
 /**
- * piscina's least-busy choice, with a soft cap: a thread that carries
- * `spread` calls takes more only when no thread can be started (the
- * balancer returning null makes piscina start one), so calls use every
- * thread before they pile onto one; `max` is the hard cap.
+ * piscina's least-busy choice with a soft cap: a thread carrying `spread`
+ * calls takes more only when no thread can be started (returning null makes
+ * piscina start one); `max` is the hard cap.
  */
 function spreadBalancer(spread: number, max: number, threads: number): PiscinaLoadBalancer {
   return (_task, workers) => {
