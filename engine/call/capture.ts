@@ -1,10 +1,8 @@
 /**
- * The capture coordinator for one call: every accepted chunk is appended to
- * its stream's temporary capture file in the store, hashed and line-scanned
- * while streaming (store/blob-writer.ts), and fed to a bounded preview. At the
- * end the streams are published as blobs (plus a manifest for named
- * streams). Memory per call is the credit window plus the previews, whatever
- * the output size.
+ * The capture of one call: each accepted chunk is appended to its stream's
+ * temporary file in the store, hashed and line-scanned as it streams
+ * (store/blob-writer.ts), and fed to a bounded preview, so memory per call
+ * is the credit window plus the previews, whatever the output size.
  */
 
 import type { BlobInfo, BlobWriter } from '../../store/blob-writer.js';
@@ -35,10 +33,7 @@ export interface CaptureLimits {
 export interface CapturedOutput {
   ref: OutputRef;
   view: OutputView;
-  /**
-   * Set when a write failed (a full disk): what each stream had accepted,
-   * of which the output holds only the prefix that reached the disk.
-   */
+  /** Set when a write failed (a full disk): what each stream had accepted, of which the output holds what reached the disk. */
   cut?: { error: unknown; accepted: Array<{ name: string; bytes: number; lines: number }> };
 }
 
@@ -83,9 +78,9 @@ export class Capture {
   }
 
   /**
-   * Accepts a chunk for stream `index`. Throws {@link SizeLimitError} (and
-   * accepts nothing of the chunk) when it would pass the size bound. The
-   * promise settles when the bytes are on disk: that is when credit may go back.
+   * Accepts a chunk for stream `index`; SizeLimitError, accepting none of it,
+   * when it would pass the size bound. Settles when the bytes are on disk:
+   * then credit may go back.
    */
   accept(index: number, bytes: Uint8Array): Promise<void> {
     const ch = this.streams[index];
@@ -107,13 +102,10 @@ export class Capture {
   }
 
   /**
-   * Publishes every stream (waiting for pending writes first), adding each
-   * digest to `pin` before its blob becomes visible. A stream whose write
-   * failed (a full disk) keeps the prefix that reached its capture file, an
-   * empty one when none did, and its preview is rebuilt from that prefix;
-   * the output then says what was accepted beside it ({@link CapturedOutput.cut}).
-   * When nothing can be kept (no stream kept a byte, or a commit fails),
-   * nothing is returned and the remaining temporary files are removed.
+   * Publishes every stream, adding each digest to `pin` before its blob is
+   * visible. A stream whose write failed keeps the prefix that reached the
+   * disk, its preview rebuilt from it ({@link CapturedOutput.cut}); when
+   * nothing can be kept, nothing is returned and the temporary files go.
    */
   async publish(pin: Pin): Promise<CapturedOutput> {
     this.settled = true;

@@ -1,11 +1,8 @@
 /**
- * The tail of a head+tail preview: a bounded ring of the last bytes of one
- * stream, kept while capturing, never the whole stream. At the end it gives
- * the longest run of whole last lines that fits the tail's line and byte
- * limits, starting on a line start, so the line the tail starts at is an
- * exact zero-based read offset. A tail never starts inside a line: when the
- * last line alone is longer than the ring, there is no tail (the head's read
- * hint covers it).
+ * The tail of a head+tail preview: a bounded ring of a stream's last bytes,
+ * kept while capturing. It gives the longest run of whole last lines within
+ * the tail's limits, starting on a line start so that it is an exact read
+ * offset; when the last line alone passes the ring, there is no tail.
  */
 import { countNewlines, linesOfString } from '../../store/lines.js';
 
@@ -28,11 +25,7 @@ export interface TailText {
   startByte: number;
 }
 
-/**
- * Keeps the last `maxBytes` bytes of a stream (plus the one before them, to
- * know whether they start a line). Memory: at most `maxBytes + 1` bytes,
- * whatever the stream's size.
- */
+/** Keeps the last `maxBytes` bytes of a stream, plus the one before them to know whether they start a line. */
 export class TailRing {
   /** Most bytes the tail may show. */
   readonly maxBytes: number;
@@ -99,11 +92,9 @@ export class TailRing {
   }
 
   /**
-   * The tail of the whole stream (`totalLines` lines, every byte pushed):
-   * the most whole last lines within `maxLines` lines and `maxBytes` bytes
-   * (as decoded text, U+FFFD counting three), none starting before byte
-   * `notBefore` (the end of what the head shows whole). Undefined when no
-   * whole line fits.
+   * The tail of the whole stream: the most whole last lines within
+   * `maxLines` and `maxBytes` (as decoded text), none starting before byte
+   * `notBefore` (the end of what the head shows whole); undefined when none fits.
    */
   finish(totalLines: number, maxLines: number, notBefore: number): TailText | undefined {
     const data = this.ordered();

@@ -1,22 +1,12 @@
 /**
- * Appending to one session's event log, with group commit.
- *
- * Lines are appended with O_APPEND in the order `append` was called. While
- * one batch is being written (and fsynced, when any of its lines must be
- * durable), newly appended lines wait; the next batch takes all of them in
- * one write and at most one fsync. So N completions at once cost about two
- * writes and two fsyncs, not N, and a durable append resolves only after an
- * fsync that followed its line's write.
- *
- * A line that need not be durable (`call.started`) waits behind a batch's
- * fsync too: writing such lines while the fsync runs makes batches smaller,
- * at about 0.6 more writes, 0.14 more fdatasyncs and 2 more futex calls per
- * recorded call, for no measurable throughput on a 2-core host, where CPU
- * is the limit (docs/benchmarks.md, "Session log writes").
- *
- * A log whose last line was torn by a crash gets a newline before the first
- * new line, so the torn fragment stays one (skipped) line instead of
- * swallowing the next record.
+ * Appending to one session's event log, with group commit: while one batch
+ * is written (and fsynced when any of its lines must be durable), new lines
+ * wait, and the next batch takes them all in one write and at most one
+ * fsync, so N completions at once cost about two fsyncs, not N. A line that
+ * need not be durable waits behind the fsync too: writing it meanwhile saved
+ * nothing where CPU is the limit (docs/benchmarks.md, "Session log writes").
+ * A log whose last line was torn gets a newline first, so the torn fragment
+ * stays one skipped line instead of swallowing the next record.
  */
 import { constants, promises as fsp } from 'node:fs';
 import { dirname } from 'node:path';
@@ -52,11 +42,7 @@ export class EventLogWriter implements SessionLogWriter {
   readonly stats: LogWriterStats = { appends: 0, syncs: 0 };
   private readonly handle: StoreFile;
   private readonly io: StoreIO;
-  /**
-   * Set when a write failed: part of a line may be in the file. The next batch
-   * starts with `\n`, so that fragment stays one (skipped) line instead of
-   * swallowing the next record (an empty line is skipped silently).
-   */
+  /** Set when a write failed, so that the next batch starts with `\n` and the fragment stays one skipped line. */
   private torn = false;
   private pending: Array<{ buf: Buffer; durable: boolean; resolve: () => void; reject: (e: unknown) => void }> = [];
   private flushing: Promise<void> | undefined;
@@ -107,10 +93,7 @@ export class EventLogWriter implements SessionLogWriter {
     return this.flushing !== undefined;
   }
 
-  /**
-   * Appends `line` (which ends with `\n`). With `durable`, resolves only once
-   * the line is on stable storage.
-   */
+  /** Appends `line` (ending with `\n`); with `durable`, resolves only once it is on stable storage. */
   append(line: string | Buffer, durable: boolean): Promise<void> {
     if (this.closed) return Promise.reject(toSluiceError(new Error('session log is closed'), 'ECLOSED'));
     return new Promise((resolve, reject) => {
