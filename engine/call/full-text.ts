@@ -1,9 +1,7 @@
 /**
  * The whole of a text the worker cut to its bound (an error's message, a
- * final display): its `text` messages are written to a temporary blob as
- * they arrive, like a stream's chunks, and published with the call's
- * output, so the bounded result can say where the whole text is. Nothing
- * holds the text in memory.
+ * final display), written to a temporary blob as its `text` messages arrive
+ * and published with the output, so the bounded result can say where it is.
  */
 import type { BlobWriter } from '../../store/blob-writer.js';
 import type { Pin, Store } from '../../store/store.js';
@@ -28,12 +26,7 @@ export class FullTexts {
     this.maxBytes = limits.maxBytes;
   }
 
-  /**
-   * Accepts part of the whole text of `kind`; settles once it is written
-   * (when its credit may go back). Past the size bound of a stream the text
-   * is dropped, not the call failed: the result then says how much was cut,
-   * without an address.
-   */
+  /** Accepts part of the text of `kind`, settling once written; past a stream's size bound the text is dropped, never the call failed. */
   accept(kind: TextKind, bytes: Uint8Array): Promise<void> {
     if (this.dropped.has(kind)) return Promise.resolve();
     let w = this.writers.get(kind);
@@ -55,10 +48,9 @@ export class FullTexts {
   }
 
   /**
-   * Publishes each text whose size is the one the worker announced
-   * (`expected`), under `pin`; a text that is short (the call ended while it
-   * was being sent) or failed to be written is dropped. Returns the refs of
-   * those kept. Never throws: a whole text is an extra, not the result.
+   * Publishes under `pin` each text whose size is the one the worker
+   * announced; a short or unwritten one is dropped. Never throws: a whole
+   * text is an extra.
    */
   async publish(pin: Pin, expected: Partial<Record<TextKind, number>>): Promise<Partial<Record<TextKind, TextRef>>> {
     const kept: Partial<Record<TextKind, TextRef>> = {};

@@ -1,9 +1,8 @@
 /**
- * What a call takes in from its worker while it runs: stream chunks into the
- * capture and whole texts into their spill files, with the credit of each
- * going back once its bytes are on disk (or dropped), batched per microtask.
- * Credit is the worker's backpressure: a writer waits for it, so every path
- * here returns it, the failing ones included.
+ * What a call takes in from its worker while it runs: chunks into the
+ * capture and whole texts into their files, each one's credit going back once
+ * its bytes are on disk or dropped. Credit is the worker's backpressure, so
+ * every path returns it, the failing ones included.
  */
 import { ProtocolError, type SluiceError, toSluiceError } from '../protocol/errors.js';
 import type { TextKind } from '../protocol/messages.js';
@@ -54,8 +53,7 @@ export class Intake {
     }
     const len = bytes.length;
     if (this.host.failed()) {
-      // The call has failed: the chunk is dropped, but its credit goes back, so a writer blocked on
-      // credit wakes up, sees the abort and lets the tool end by itself instead of waiting out graceMs.
+      // Dropped, but its credit goes back: a writer blocked on credit wakes, sees the abort and ends by itself.
       this.credit(len);
       return;
     }
@@ -75,13 +73,12 @@ export class Intake {
       () => {
         this.inFlight -= len;
         this.credit(len);
-        // Written (and hashed, scanned, previewed) and not kept by the capture: free the memory now.
         if (!this.capture.keepsChunks) freeChunk(bytes);
       },
       (err: unknown) => {
         this.inFlight -= len;
         this.host.fail(toSluiceError(err, 'EDISK'));
-        // Not on disk and never will be, but no longer in flight either (see the dropped-chunk case above).
+        // Not on disk and never will be, but no longer in flight either.
         this.credit(len);
       },
     );
@@ -95,7 +92,7 @@ export class Intake {
     }
     const len = bytes.length;
     if (this.host.stopping()) {
-      // Stopping: the text will not be kept, but its credit goes back so the sender is not stuck.
+      // Not kept, but its credit goes back so the sender is not stuck.
       this.credit(len);
       return;
     }
@@ -115,16 +112,11 @@ export class Intake {
   }
 
   /**
-   * Returns credit. Chunks written by one writev settle together: their credit
-   * goes back as one message, not one each. A quarter window or more goes at
-   * the end of the microtask queue, as soon as it is due (a writer may be
-   * waiting for it). Less waits until the messages the worker has already
-   * posted have been handled (`setImmediate`, after this turn's I/O): when
-   * they include the call's completion the call has ended and no credit
-   * message is sent at all. A small call's output then costs no message
-   * back to its worker, and that message would mostly have woken an idle
-   * thread for nothing. Waiting never withholds credit: it is sent in the
-   * same turn of the event loop.
+   * Returns credit, one message per batch of settled writes. A quarter
+   * window or more goes at the end of the microtask queue (a writer may be
+   * waiting); less waits until the worker's already-posted messages are
+   * handled (`setImmediate`), so that when they hold the completion no
+   * credit message is sent at all and no idle thread is woken for nothing.
    */
   credit(n: number): void {
     if (n <= 0) return;

@@ -1,20 +1,11 @@
 /**
- * Appending to a session of an S3 store, with group commit: each batch of
- * lines (what accumulated while the previous PUT was in flight) becomes one
- * batch object `<prefix>/sessions/<id>/<seq>` (s3-batch.ts), created with
- * `If-None-Match: *`, and every append of the batch, durable or not,
- * resolves only once that PUT returned 200: other hosts see a record as
- * soon as its append resolved. So N records at once cost about two PUTs,
- * never one per record.
- *
- * Sequence numbers are dense and shared by every host writing the session:
- * a writer takes the number after the last key it listed (or wrote), and a
- * 412 means another host took it, so it lists again and takes the next
- * (or the same one when the listing shows nothing there: AWS answers 409 to
- * a conditional PUT that raced another, whichever lands). A
- * 412 on a PUT whose earlier try did land (the SDK retried after a lost
- * answer) is recognised by the listed ETag, the MD5 of the body, so a batch
- * is never stored twice.
+ * Appending to a session of an S3 store with group commit: each batch of
+ * lines becomes one batch object created with `If-None-Match: *`, and every
+ * append resolves only once that PUT returned, so other hosts see a record
+ * once its append resolved. Sequence numbers are dense and shared by every
+ * host: a 412 means another host took the number, so the writer lists again;
+ * a 412 on its own earlier try that landed is recognised by the ETag, so a
+ * batch is never stored twice (docs/store.md, "Session records on S3").
  */
 import { createHash } from 'node:crypto';
 import type { XXHashAPI } from 'xxhash-wasm';
@@ -111,8 +102,8 @@ export class S3LogWriter implements SessionLogWriter {
         this.next = seq + 1;
         return;
       }
-      // Taken: the number after the last one listed. Nothing there (a racing conditional write that failed,
-      // answered 409; an object deleted since): this number again, so numbers stay dense.
+      // Taken: the number after the last one listed; nothing there (a racing write answered 409, or a
+      // delete since): this number again, so numbers stay dense.
       seq = seen.last >= seq ? seen.last + 1 : seq;
     }
   }
