@@ -1,9 +1,8 @@
 /**
- * The engine's bound on calls running at once (the `concurrency` option): a
- * FIFO of waiting calls in front of the thread pools. It lives here rather
- * than in piscina's queue because a task piscina holds cannot be withdrawn
- * without an AbortSignal, and piscina never shares a thread with an
- * abortable task: calls on shared threads carry no signal into piscina.
+ * The engine's bound on calls running at once (`concurrency`): a FIFO of
+ * waiting calls in front of the pools, here rather than in piscina's queue
+ * because a task piscina holds can be withdrawn only with an AbortSignal,
+ * and piscina never shares a thread with an abortable task.
  */
 
 interface Waiter {
@@ -30,10 +29,7 @@ export class Admission {
     return this.waiting.length;
   }
 
-  /**
-   * Resolves with a release function once a slot is free; rejects with the
-   * signal's reason if it aborts first (the wait is withdrawn, nothing held).
-   */
+  /** Resolves with a release function once a slot is free; rejects with the signal's reason if it aborts first, holding nothing. */
   acquire(signal?: AbortSignal): Promise<() => void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.running < this.limit && this.waiting.length === 0) {

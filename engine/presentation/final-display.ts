@@ -1,8 +1,7 @@
 /**
- * The display a call ends with (it replaces the live one): the tool's own
- * final display when it gave one and it stands, else a line for a success
- * or the incomplete-call display (display.ts) for a failure or a
- * cancellation. Also bounds a tool's final display like the live one.
+ * The display a call ends with, replacing the live one: the tool's own final
+ * display when it stands, else a line for a success or the incomplete-call
+ * display (display.ts).
  */
 import { clipUtf8 } from '../protocol/text.js';
 import type { CallStatus, OutputRef } from '../result.js';

@@ -1,10 +1,7 @@
 /**
- * The preview of one stream in either mode. `head`: the longest prefix
- * within the limits (preview.ts). `head+tail`: when the stream does not fit
- * whole, the view shows a shorter head and the stream's last whole lines,
- * the two sharing the same limits (the tail takes `tailShare` of the lines
- * and bytes), so the aggregate bound holds in both modes. The tail comes
- * from a bounded ring kept while capturing (tail.ts), never the whole stream.
+ * The preview of one stream in either mode. With `head+tail`, a stream that
+ * does not fit whole shows a shorter head and its last whole lines, sharing
+ * the same limits, so the aggregate bound holds in both modes.
  */
 
 import type { PreviewMode } from '../protocol/streams.js';

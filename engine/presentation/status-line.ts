@@ -1,9 +1,7 @@
 /**
- * The one line that ends the model view of a call that did not succeed:
- * `[Status: failed. exit code 3.]`, `[Status: cancelled. ECANCELLED: …
- * Output is incomplete.]` (docs/architecture.md, "Terminal status"). Its
- * detail is clipped so the line stays inside MODEL_STATUS_RESERVE, the part
- * of the model-view bound held back for it.
+ * The one line that ends the model view of a call that did not succeed,
+ * `[Status: failed. exit code 3.]` (docs/architecture.md, "Terminal status"),
+ * its detail clipped to stay inside MODEL_STATUS_RESERVE.
  */
 import type { SluiceError } from '../protocol/errors.js';
 import { clipUtf8 } from '../protocol/text.js';

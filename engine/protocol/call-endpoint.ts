@@ -1,8 +1,7 @@
 /**
- * The endpoint comlink talks through for one call: its messages travel on
- * the shared per-worker port, tagged with the call id, so no channel is made
- * per call (rpc.ts). Imports comlink's types only: a worker makes one for
- * every call and loads comlink itself only when a tool asks the host.
+ * The endpoint comlink talks through for one call, on the shared per-worker
+ * port tagged with the call id, so no channel is made per call. Imports
+ * comlink's types only: a worker loads comlink itself only when a tool asks the host.
  */
 import type * as Comlink from 'comlink';
 

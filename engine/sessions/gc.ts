@@ -1,9 +1,4 @@
-/**
- * Garbage collection as the engine runs it: the store's collector
- * (store/gc/collect.ts) with the sessions' live records as its roots, and,
- * under the collector's lock, the reaping of process groups whose engine
- * died (engine/processes/orphans.ts).
- */
+/** Garbage collection as the engine runs it: the store's collector with the sessions' live records as roots, and the orphan reaper under its lock. */
 import { blobBackendOf } from '../../store/backend.js';
 import {
   type CollectHooks,
@@ -17,7 +12,7 @@ import { reapOrphans } from '../processes/orphans.js';
 import { scanSessions } from './roots.js';
 
 export type { GcOptions, GcStep } from '../../store/gc/collect.js';
-/** Default grace period of a collection: one hour. */
+/** Default grace period of a collection. */
 export { DEFAULT_GC_GRACE_MS } from '../../store/gc/collect.js';
 
 /** What a collection found and did (with `dryRun`: would do). */
@@ -28,11 +23,9 @@ export interface GcReport extends Omit<StoreGcReport, 'durationMs'> {
 }
 
 /**
- * Collects the garbage of `store`: blobs not referenced by live session
- * records or pins and older than the grace period. Safe against concurrent
- * publishers in this and other processes, even with a grace period of 0.
- *
- * @throws BadOptionError (EBADOPTION) for a bad option; TimeoutError (ETIMEOUT) when another collection holds the lock; DiskError (EDISK).
+ * Collects blobs not referenced by live session records or pins and older
+ * than the grace period, safe against concurrent publishers even with a
+ * grace period of 0. EBADOPTION, ETIMEOUT when another collection holds the lock, EDISK.
  */
 export async function collectGarbage(store: Store, options: GcOptions = {}): Promise<GcReport> {
   let orphanGroupsKilled = 0;
