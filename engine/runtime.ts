@@ -1,11 +1,7 @@
 /**
- * What an open engine runs on beyond engine.ts and its worker pool: zod
- * (through the option and wire schemas), the store, the call path, the
- * registry. Engine.open imports this module only after it has started the
- * first worker, so that the worker boots and loads its own modules on another
- * core while this thread loads these; engine.ts imports nothing else
- * statically but the pool and the watchdog's spawn (docs/architecture.md,
- * "Opening an engine").
+ * What an open engine runs on beyond engine.ts and its pool, imported by
+ * Engine.open once the first worker has started, so that the worker boots on
+ * another core while this thread loads these (docs/architecture.md, "Opening an engine").
  */
 export { resolveStoreLocation } from '../store/location.js';
 export { Store } from '../store/store.js';
