@@ -20,7 +20,6 @@ export type ApprovalPolicy = (
 
 /** Where call records go (the session event log implements it). */
 export interface CallRecorder {
-  /** A call started. */
   started(info: { callId: string; tool: ToolInfo; args: unknown; session?: string; at: string }): Promise<void>;
   /**
    * A call ended; durable when the promise resolves (the publication pin is

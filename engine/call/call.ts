@@ -182,11 +182,8 @@ export class Call {
     const isolation = this.tool.isolation;
     this.deps.pool.run(task, { signal: this.piscinaAbort.signal, callId: this.callId, sink: this, isolation }).then(
       () => {
-        // The task returned; its done/fail message was posted before, on another port, and the
-        // two ports are not ordered: give it time to land before calling it a protocol breach.
-        // Usually it is already waiting and handled in this turn of the event loop: the timer is
-        // armed only if it was not (most calls' results arrive first, and a timer per call cost
-        // an allocation and two timer-list updates for nothing).
+        // The done/fail message was posted before, on another port, and the two ports are not
+        // ordered: a timer waits for it only when it has not landed by the next turn.
         setImmediate(() => {
           if (this.ended) return;
           this.settleTimer = setTimeout(() => {

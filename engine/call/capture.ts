@@ -17,9 +17,7 @@ import type { OutputRef } from '../result.js';
 
 /** Limits a capture applies. */
 export interface CaptureLimits {
-  /** Preview lines per stream. */
   maxLines: number;
-  /** Preview bytes per stream. */
   maxBytes: number;
   /** Hard bound on each stream's size; a chunk that would pass it fails the call. */
   maxStreamBytes: number;
@@ -67,7 +65,6 @@ export class Capture {
   /** Whether accepted chunks are kept after they are written: no, they are on disk (the preview copies). */
   readonly keepsChunks = false;
 
-  /** Number of streams. */
   get size(): number {
     return this.streams.length;
   }
@@ -182,7 +179,6 @@ export class Capture {
     await Promise.all(this.streams.map((c) => c.writer.abort()));
   }
 
-  /** True once published or discarded. */
   get done(): boolean {
     return this.settled;
   }

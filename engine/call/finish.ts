@@ -28,7 +28,6 @@ export interface Finishing {
   readonly tool: ToolInfo;
   readonly args: unknown;
   readonly session: string | undefined;
-  /** When the call started (epoch ms). */
   readonly startedAt: number;
   readonly capture: Capture | PageCapture;
   /** Whole texts of fields the worker cut to their bounds. */
@@ -167,7 +166,6 @@ function modelView(f: Finishing, e: Ending, completion?: WireCompletion): { endi
   }
 }
 
-/** The terminal result of an ending. */
 function terminalResult(f: Finishing, e: Ending, model: string, completion?: WireCompletion): TerminalResult {
   const { status, complete, error } = e.verdict;
   const durationMs = Date.now() - f.startedAt;

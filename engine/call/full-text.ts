@@ -42,7 +42,6 @@ export class FullTexts {
     return w.write(bytes);
   }
 
-  /** True when some text arrived. */
   get any(): boolean {
     return this.writers.size > 0 || this.dropped.size > 0;
   }

@@ -17,11 +17,9 @@ export interface IntakeHost {
   failed(): boolean;
   /** True once the call is stopping (failed or cancel requested): texts are dropped. */
   stopping(): boolean;
-  /** Fails the call. */
   fail(err: SluiceError): void;
   /** Sends `n` bytes of credit to the worker (when it is still there). */
   sendCredit(n: number): void;
-  /** The call's credit window in bytes. */
   readonly window: number;
   /** The bytes in flight reached the window: the worker waits for credit (counted in engine/metrics.ts). */
   creditWait?(): void;
@@ -45,7 +43,6 @@ export class Intake {
     this.host = host;
   }
 
-  /** One chunk of stream `index`. */
   chunk(index: number, bytes: Uint8Array): void {
     if (!(bytes instanceof Uint8Array)) {
       this.host.fail(new ProtocolError('a chunk without bytes'));

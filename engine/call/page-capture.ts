@@ -15,7 +15,6 @@ export class PageCapture {
   private readonly parts: Uint8Array[] = [];
   private total = 0;
 
-  /** Accepts a chunk (stream index is always 0: self-paginating tools have single output). */
   /** Whether accepted chunks are kept after they are written: yes, they make up the page. */
   readonly keepsChunks = true;
 
@@ -30,7 +29,6 @@ export class PageCapture {
     return Promise.resolve();
   }
 
-  /** Bytes so far. */
   stats(): Array<{ name: string; bytes: number; lines: number }> {
     return [{ name: 'page', bytes: this.total, lines: 0 }];
   }
@@ -48,7 +46,6 @@ export class PageCapture {
     return { text, bytes: Buffer.byteLength(text, 'utf8'), lines: linesOfString(text) };
   }
 
-  /** Drops the page. */
   discard(): void {
     this.parts.length = 0;
     this.total = 0;

@@ -47,12 +47,10 @@ export class RunningCalls {
     return call;
   }
 
-  /** The running call `callId`, if any. */
   get(callId: string): Call | undefined {
     return this.calls.get(callId);
   }
 
-  /** The running calls now. */
   list(): Call[] {
     return [...this.calls.values()];
   }
@@ -72,7 +70,6 @@ export class RunningCalls {
     for (const c of this.calls.values()) c.killProcessGroups();
   }
 
-  /** Cancels every running call with `reason`. */
   cancelAll(reason: string): void {
     for (const c of this.calls.values()) c.cancel(reason);
   }

@@ -30,7 +30,6 @@ export interface StatusInput {
 /** The decided status of a call. */
 export interface TerminalStatus {
   status: CallStatus;
-  /** The error the result carries, if any. */
   error: SluiceError | undefined;
   /** The error as the tool (or its worker) reported it: the one a cut message belongs to. */
   reportedError: SluiceError | undefined;

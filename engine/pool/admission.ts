@@ -16,15 +16,12 @@ export class Admission {
   private running = 0;
   private readonly waiting: Waiter[] = [];
 
-  /** `limit` is the most holders at once. */
   constructor(private readonly limit: number) {}
 
-  /** Calls holding a slot. */
   get active(): number {
     return this.running;
   }
 
-  /** Calls waiting for a slot. */
   get queued(): number {
     return this.waiting.length;
   }

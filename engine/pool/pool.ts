@@ -24,7 +24,6 @@ type PiscinaLoadBalancer = NonNullable<ConstructorParameters<typeof PiscinaPool>
 
 /** Receives the messages of one call. */
 export interface CallSink {
-  /** Called for every message of the call, with the port it came on. */
   onMessage(m: WorkerMessage, port: MessagePort): void;
 }
 
@@ -36,7 +35,6 @@ export interface PoolOptions {
   threads: number;
   /** Most calls one shared thread carries at once. */
   callsPerThread: number;
-  /** Threads kept warm. */
   minThreads: number;
   /** Heap limit of each worker in MiB (a tool exhausting it fails the calls on its thread). */
   maxOldGenerationSizeMb: number;
@@ -121,13 +119,10 @@ export interface RunOptions {
 
 /** What the pool is doing, for metrics. */
 export interface PoolStats {
-  /** Live worker threads (both kinds). */
   threads: number;
-  /** Threads carrying at least one task. */
   busyThreads: number;
   /** Calls holding a slot (running, or handed to a thread that is starting). */
   running: number;
-  /** Calls waiting for a slot. */
   queued: number;
 }
 
@@ -135,7 +130,6 @@ export interface PoolStats {
 export class WorkerPool {
   /** The pool of shared threads (also runs describe tasks). */
   readonly piscina: PiscinaPool;
-  /** The options the pool was started with. */
   readonly options: PoolOptions;
   private isolated: PiscinaPool | undefined;
   private readonly admission: Admission;
@@ -147,7 +141,6 @@ export class WorkerPool {
   private readonly ports = new Map<number, MessagePort>();
   private readonly portThreads = new Map<MessagePort, number>();
   private closed = false;
-  /** Calls whose task has not settled yet. */
   private readonly unsettled = new Set<string>();
   private readonly abandonTimers = new Set<NodeJS.Timeout>();
 
@@ -228,11 +221,7 @@ export class WorkerPool {
     port.unref();
   }
 
-  /**
-   * Runs a task once the concurrency bound admits it; messages of `callId`
-   * go to `sink` until {@link detach}. A thread that retires (it found
-   * leftovers when idle) before starting the task hands it to another.
-   */
+  /** Runs a task once the concurrency bound admits it, routing `callId`'s messages to `sink`; a thread that retires before starting it hands it on. */
   async run(task: Task, options: RunOptions = {}): Promise<unknown> {
     const { callId, sink, signal } = options;
     if (callId && sink) this.sinks.set(callId, sink);
@@ -249,10 +238,9 @@ export class WorkerPool {
   }
 
   /**
-   * Lets go of a shared call that did not stop when asked: its worker stops
-   * waiting for the tool and retires its thread once idle. If the task has
-   * not settled after `graceMs`, and at least {@link MIN_ABANDON_ANSWER_MS}
-   * (the thread's event loop is blocked), the thread is terminated.
+   * Lets go of a shared call that did not stop when asked: its worker retires
+   * the thread once idle. A task still unsettled after max(`graceMs`,
+   * {@link MIN_ABANDON_ANSWER_MS}) means a blocked event loop: the thread is terminated.
    */
   abandon(callId: string, port: MessagePort, graceMs: number): void {
     port.postMessage({ t: 'abandon', c: callId } satisfies EngineMessage);
@@ -280,23 +268,17 @@ export class WorkerPool {
     }
   }
 
-  /** Stops routing messages of `callId`. */
   detach(callId: string): void {
     this.sinks.delete(callId);
     this.heard.delete(callId);
     this.callThreads.delete(callId);
   }
 
-  /** Sends a message to the worker owning `port`. */
   send(port: MessagePort, m: EngineMessage): void {
     port.postMessage(m);
   }
 
-  /**
-   * Terminates the thread owning `port`, failing every call it carries
-   * (EWORKERCRASH for those that did not ask to stop): the last resort for
-   * a shared thread whose event loop no longer answers.
-   */
+  /** Terminates the thread owning `port`, failing every call it carries: the last resort for a shared thread that no longer answers. */
   async terminate(port: MessagePort): Promise<void> {
     const id = this.portThreads.get(port);
     if (id === undefined) return;
@@ -304,12 +286,10 @@ export class WorkerPool {
     await worker?.terminate();
   }
 
-  /** Number of live worker threads. */
   get threads(): number {
     return this.piscina.threads.length + (this.isolated?.threads.length ?? 0);
   }
 
-  /** Threads, busy threads, running and queued calls. */
   stats(): PoolStats {
     return {
       threads: this.threads,
@@ -319,7 +299,6 @@ export class WorkerPool {
     };
   }
 
-  /** Terminates every worker. */
   async close(): Promise<void> {
     this.closed = true;
     for (const t of this.abandonTimers) clearTimeout(t);

@@ -7,7 +7,6 @@
 import { detachString, unitCutBefore, unitPrefix, utf8SuffixStart } from '../protocol/text.js';
 import { formatBytes } from '../protocol/units.js';
 
-/** Default bound of a {@link LiveDisplay}. */
 const DEFAULT_LIVE_DISPLAY_BYTES = 64 * 1024;
 
 /** The elision marker that starts a live display whose oldest text was dropped. */
@@ -23,7 +22,6 @@ export const MIN_LIVE_DISPLAY_BYTES = MARKER_RESERVE + 64;
 const LOW_WATER = 0.75;
 /** A trim that ends mid-line also drops the rest of that line when it is shorter than this. */
 const LINE_ALIGN_CHARS = 1024;
-/** Pieces kept before they are joined. */
 const MAX_PIECES = 64;
 
 /**
@@ -52,7 +50,6 @@ export class LiveDisplay {
     this.maxBytes = maxBytes;
   }
 
-  /** Appends one delta's display text. */
   append(text: string): void {
     if (text.length === 0) return;
     let size = Buffer.byteLength(text, 'utf8');
@@ -164,13 +161,10 @@ export function displayFrames(text: string): string[] {
 
 /** Facts about a call that ended without success, for {@link incompleteDisplay}. */
 export interface IncompleteCallInfo {
-  /** The tool's name. */
   tool: string;
   /** What the call was doing, in a few words (e.g. the command). */
   summary?: string;
-  /** How it ended. */
   status: 'failed' | 'cancelled';
-  /** How long it ran. */
   durationMs: number;
   /** What the published output holds, per stream (`''` or `output` for single output): nothing when none was published. */
   streams: Array<{ name: string; bytes: number; lines: number }>;

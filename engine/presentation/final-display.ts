@@ -16,7 +16,6 @@ export interface FinalDisplayFacts {
   toolDisplay?: string | undefined;
   /** Why the call did not succeed: `CODE: message`, or the tool's note. */
   reason: string;
-  /** What was published. */
   output: OutputRef | null;
   /** True when the tool wrote output but none of it could be kept. */
   lost: boolean;

@@ -33,7 +33,6 @@ export interface TailView {
 
 /** One named stream of a streams view. */
 export interface StreamView {
-  /** The declared stream name. */
   name: string;
   /** Its preview (the head), built with the limits of {@link streamPreviewBudget}. */
   preview: Preview;

@@ -14,7 +14,6 @@ import { detachString, utf8CompleteEnd, widthAt } from '../protocol/text.js';
 
 /** A bounded preview of one stream. */
 export interface Preview {
-  /** The shown prefix of the stream. */
   text: string;
   /** UTF-8 size of `text`. */
   bytes: number;
@@ -67,9 +66,7 @@ const decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
  * end anywhere, inside a code point included.
  */
 export class PreviewBuilder {
-  /** The line limit. */
   readonly maxLines: number;
-  /** The byte limit. */
   readonly maxBytes: number;
   private buf: Uint8Array;
   private used = 0;

@@ -72,9 +72,7 @@ function groupStillThere(pgid: number, ticks: number): boolean {
 
 /** What a reaping pass did. */
 export interface ReapReport {
-  /** Process groups killed. */
   killed: number;
-  /** Journals of dead engines removed. */
   journals: number;
 }
 

@@ -43,7 +43,6 @@ export class ProcessGuard {
     if (watchdog && !watchdog.dead) this.adopt(watchdog, false);
   }
 
-  /** Number of groups tracked now. */
   get size(): number {
     return this.groups.size;
   }

@@ -68,7 +68,6 @@ export async function scanEventLog(
 export interface OpenEventLog {
   /** The record whose line is at `place`, or undefined if those bytes are no longer an intact record. */
   recordAt(place: LinePlace): Promise<SessionRecord | undefined>;
-  /** Closes the log (idempotent). */
   close(): Promise<void>;
   /**
    * Brings an S3 session's mirror up to date: true when what was read so far
@@ -136,7 +135,6 @@ async function openSyncedMirror(
   }
 }
 
-/** The reading side of an open log file. */
 function wrapLog(fh: fsp.FileHandle, h: XXHashAPI): OpenEventLog {
   let closed: Promise<void> | undefined;
   return {

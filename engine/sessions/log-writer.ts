@@ -18,7 +18,6 @@ import { eventLogPath } from './session-id.js';
 
 /** Counters of one writer, for tests and benchmarks. */
 export interface LogWriterStats {
-  /** Lines appended. */
   appends: number;
   /** fsyncs performed (on an S3 store: batch objects PUT, one per group commit). */
   syncs: number;
@@ -26,19 +25,16 @@ export interface LogWriterStats {
 
 /** What the recorder appends through: a local log ({@link EventLogWriter}) or an S3 session (s3-log-writer.ts). */
 export interface SessionLogWriter {
-  /** Counters (appends, and fsyncs or PUTs). */
   readonly stats: LogWriterStats;
   /** True while lines are waiting, being written or waiting for their fsync (or PUT). */
   readonly busy: boolean;
   /** Appends `line` (ending with `\n`; a string is written as UTF-8); with `durable`, resolves once it is on stable storage. */
   append(line: string | Buffer, durable: boolean): Promise<void>;
-  /** Waits for pending appends and closes. */
   close(): Promise<void>;
 }
 
 /** An open session event log. Create with {@link EventLogWriter.open}. */
 export class EventLogWriter implements SessionLogWriter {
-  /** Counters (appends, fsyncs). */
   readonly stats: LogWriterStats = { appends: 0, syncs: 0 };
   private readonly handle: StoreFile;
   private readonly io: StoreIO;
@@ -88,7 +84,6 @@ export class EventLogWriter implements SessionLogWriter {
     }
   }
 
-  /** True while lines are waiting, being written or waiting for their batch's fsync. */
   get busy(): boolean {
     return this.flushing !== undefined;
   }
@@ -129,7 +124,6 @@ export class EventLogWriter implements SessionLogWriter {
     this.flushing = undefined;
   }
 
-  /** Waits for pending appends and closes the file. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

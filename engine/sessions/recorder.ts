@@ -25,7 +25,6 @@ export interface SessionRecorderOptions {
   maxOpenLogs?: number;
 }
 
-/** Fields of a started record that may be spilled. */
 const STARTED_SPILLABLE = ['args'] as const;
 /** Fields of a completed record that may be spilled (the output reference is bounded: at most 16 streams). */
 const COMPLETED_SPILLABLE = ['display', 'model', 'metadata', 'attachments', 'messages', 'error'] as const;
@@ -92,7 +91,6 @@ export class SessionRecorder implements CallRecorder {
     return open ? (await open.writer).stats : undefined;
   }
 
-  /** Waits for pending appends and closes every log. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

@@ -28,7 +28,6 @@ export interface SpillRef {
   fields: string[];
 }
 
-/** Reads a record's `spill` reference. */
 const spillSchema = z.object({ digest, bytes: count, fields: z.array(z.string()) });
 
 /** A `call.started` record: what was called, with which arguments and output declaration. */
@@ -38,7 +37,6 @@ export interface StartedRecord {
   tool: string;
   /** The arguments (absent when spilled). */
   args?: unknown;
-  /** The tool's output declaration. */
   output?: unknown;
   at?: string;
   spill?: SpillRef;
@@ -77,7 +75,6 @@ export interface RevertRecord {
 /** Any record this version understands. */
 export type SessionRecord = StartedRecord | CompletedRecord | RevertRecord;
 
-/** Reads a `call.started` record leniently. */
 const startedSchema = z.object({
   type: z.literal(CALL_STARTED),
   callId: z.string().min(1),
@@ -118,7 +115,6 @@ const completedSchema = z.object({
   spill: spillSchema.optional().catch(undefined),
 });
 
-/** Reads a `session.revert` record leniently. */
 const revertSchema = z.object({
   type: z.literal(SESSION_REVERT),
   before: z.string().min(1),

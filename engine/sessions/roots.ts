@@ -20,7 +20,6 @@ import { callReferences, recordReferences, referenceView, SessionFold } from './
 export interface SessionRoots {
   /** Digests referenced by live calls (and mentioned by corrupt lines). */
   readonly digests: ReadonlySet<string>;
-  /** Sessions read. */
   sessions: number;
   /** Live calls whose references were taken. */
   liveCalls: number;
@@ -50,7 +49,6 @@ export interface SessionScan extends SessionRoots, RootScan {
    * calls included: what this returns is kept, so over-counting is safe.
    */
   appended(): Promise<Set<string>>;
-  /** Closes the logs the scan kept open (idempotent). */
   close(): Promise<void>;
 }
 
@@ -108,7 +106,6 @@ async function openIfPresent(store: Store, id: string): Promise<OpenEventLog | u
   }
 }
 
-/** See {@link SessionScan.appended}. */
 async function appendedSince(store: Store, held: readonly HeldLog[]): Promise<Set<string>> {
   const out = new Set<string>();
   const take = (r: SessionRecord) => {

@@ -19,7 +19,6 @@ const MAX_COLLISIONS = 64;
 
 /** See the module comment. Create with {@link S3LogWriter.open}. */
 export class S3LogWriter implements SessionLogWriter {
-  /** Counters: lines appended, batch objects PUT (`syncs`). */
   readonly stats: LogWriterStats = { appends: 0, syncs: 0 };
   private pending: Array<{ buf: Buffer; resolve: () => void; reject: (e: unknown) => void }> = [];
   private flushing: Promise<void> | undefined;
@@ -38,7 +37,6 @@ export class S3LogWriter implements SessionLogWriter {
     return new S3LogWriter(s3, id, await loadHasher());
   }
 
-  /** True while lines are waiting or being written. */
   get busy(): boolean {
     return this.flushing !== undefined;
   }
@@ -81,7 +79,6 @@ export class S3LogWriter implements SessionLogWriter {
     this.flushing = undefined;
   }
 
-  /** Stores `body` as the next batch of the session. */
   private async put(body: Buffer): Promise<void> {
     const etag = `"${createHash('md5').update(body).digest('hex')}"`;
     let seq = this.next ?? (await this.lastSeq(undefined)).last + 1;

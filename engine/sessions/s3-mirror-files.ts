@@ -15,7 +15,6 @@ import { sessionDir } from './session-id.js';
 export const MIRROR_SUFFIX = '.mirror';
 /** Suffix of a mirror's state (how far it is complete), beside it. */
 export const STATE_SUFFIX = '.mstate';
-/** Suffix of a state being written. */
 const STATE_TMP_SUFFIX = '.mtemp';
 
 /** One session's mirror in one store instance. */
@@ -27,14 +26,12 @@ export interface Mirror {
   ino: bigint;
   /** Bytes of the file that are the mirrored batches (it may hold more: a cut-off copy). */
   end: number;
-  /** The last batch mirrored. */
   last: { seq: number; etag: string } | undefined;
   modifiedAt: Date;
   /** Syncs of this mirror run one at a time. */
   queue: Promise<unknown>;
 }
 
-/** What a mirror's state file holds. */
 interface MirrorState {
   end: number;
   seq: number;
@@ -56,7 +53,6 @@ export async function writeState(m: Mirror): Promise<void> {
   }
 }
 
-/** The largest state file read. */
 const MAX_STATE_BYTES = 4096;
 
 /** The text of a dead owner's state file, or `''` when it is not a regular file of a state's size (a FIFO would stall every sync). */

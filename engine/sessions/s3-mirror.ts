@@ -36,7 +36,6 @@ const SYNC_ATTEMPTS = 3;
 export interface MirrorView {
   readonly path: string;
   readonly end: number;
-  /** LastModified of the last batch. */
   readonly modifiedAt: Date;
 }
 

@@ -26,11 +26,8 @@ export interface CallEntry {
 
 /** A session's calls after applying its reverts. */
 export interface SessionState {
-  /** Every call, live or reverted, in log order. */
   calls: CallEntry[];
-  /** Calls not reverted, in log order. */
   live: CallEntry[];
-  /** Revert records that reverted something. */
   reverts: number;
   /** Revert records that named a call that was not live at that point. */
   ignoredReverts: number;
@@ -44,7 +41,6 @@ export class SessionFold {
   private reverts = 0;
   private ignoredReverts = 0;
 
-  /** Applies the next record of the log. */
   add(r: SessionRecord): void {
     if (r.type === CALL_STARTED) {
       const e = this.entry(r.callId);
@@ -64,7 +60,6 @@ export class SessionFold {
     }
   }
 
-  /** The session as folded so far. */
   state(): SessionState {
     return { calls: this.calls, live: this.live, reverts: this.reverts, ignoredReverts: this.ignoredReverts };
   }
