@@ -70,11 +70,7 @@ function count(metadata: Record<string, unknown>, key: string): number {
   return v;
 }
 
-/**
- * The page of a finished `read` call; a failed or cancelled call throws its
- * typed error. The content is the page alone, without the continuation line
- * the model view adds.
- */
+/** The page of a finished `read` call, without the continuation line of the model view; a failed call throws its typed error. */
 export function readResultOf(result: TerminalResult): ReadResult {
   if (result.status !== 'success') {
     throw result.error

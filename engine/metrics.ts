@@ -43,12 +43,10 @@ export class EngineMetrics {
     gcBlobsRemoved: 0,
   };
 
-  /** A call of `tool` started. */
   callStarted(tool: string): void {
     this.s.started.set(tool, (this.s.started.get(tool) ?? 0) + 1);
   }
 
-  /** A call ended with result `r`. */
   callEnded(r: TerminalResult): void {
     let byStatus = this.s.ended.get(r.tool);
     if (!byStatus) {

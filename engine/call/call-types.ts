@@ -21,11 +21,7 @@ export type ApprovalPolicy = (
 /** Where call records go (the session event log implements it). */
 export interface CallRecorder {
   started(info: { callId: string; tool: ToolInfo; args: unknown; session?: string; at: string }): Promise<void>;
-  /**
-   * A call ended; durable when the promise resolves (the publication pin is
-   * released after). When it rejects, it is called once more with the failed
-   * result the caller then gets.
-   */
+  /** A call ended; durable when it resolves. When it rejects, it is called once more with the failed result the caller then gets. */
   completed(result: TerminalResult): Promise<void>;
 }
 

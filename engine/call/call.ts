@@ -1,9 +1,4 @@
-/**
- * One call, main side: routes the worker's messages into the capture
- * coordinator, returns credit as bytes reach disk, keeps the bounded live
- * display, answers host-service calls, enforces cancellation and the grace
- * period, and finalises exactly once: publish, pin, record, release, report.
- */
+/** One call, main side: from the worker's messages to the terminal result, finalised exactly once (finish.ts). */
 import { randomUUID } from 'node:crypto';
 import type { MessagePort } from 'node:worker_threads';
 import { EventHub } from '../events/hub.js';
@@ -222,12 +217,9 @@ export class Call {
   }
 
   /**
-   * The tool did not stop within the grace period. An isolated call's thread
-   * is terminated. A shared thread carries other calls, so this call alone
-   * ends now (its process groups are killed) and the worker is told to let it
-   * go and retire once idle; only if the worker does not answer within
-   * max(graceMs, 5 s) (its event loop is blocked) is the thread
-   * terminated, failing the calls it carries (docs/architecture.md).
+   * The tool did not stop within the grace period: an isolated call's thread
+   * is terminated; a shared call alone ends now, and its worker retires the
+   * thread once idle (pool.abandon).
    */
   private giveUp(err: SluiceError): void {
     if (this.ended) return;

@@ -1,9 +1,4 @@
-/**
- * The capture of one call: each accepted chunk is appended to its stream's
- * temporary file in the store, hashed and line-scanned as it streams
- * (store/blob-writer.ts), and fed to a bounded preview, so memory per call
- * is the credit window plus the previews, whatever the output size.
- */
+/** The capture of one call: chunks appended to temporary blobs as they stream, and bounded previews, so memory does not grow with the output. */
 
 import type { BlobInfo, BlobWriter } from '../../store/blob-writer.js';
 import { crashPoint } from '../../store/crash-point.js';
@@ -74,11 +69,7 @@ export class Capture {
     return this.streams.map((c) => ({ name: c.name || 'output', bytes: c.writer.bytes, lines: c.writer.lines }));
   }
 
-  /**
-   * Accepts a chunk for stream `index`; SizeLimitError, accepting none of it,
-   * when it would pass the size bound. Settles when the bytes are on disk:
-   * then credit may go back.
-   */
+  /** Accepts a chunk for stream `index` (SizeLimitError past the size bound), settling once on disk, when its credit may go back. */
   accept(index: number, bytes: Uint8Array): Promise<void> {
     const ch = this.streams[index];
     if (!ch) throw new ProtocolError(`chunk for stream ${index}, but only ${this.streams.length} declared`);
@@ -98,12 +89,7 @@ export class Capture {
     return undefined;
   }
 
-  /**
-   * Publishes every stream, adding each digest to `pin` before its blob is
-   * visible. A stream whose write failed keeps the prefix that reached the
-   * disk, its preview rebuilt from it ({@link CapturedOutput.cut}); when
-   * nothing can be kept, nothing is returned and the temporary files go.
-   */
+  /** Publishes every stream under `pin`; a stream whose write failed keeps what reached the disk ({@link CapturedOutput.cut}). */
   async publish(pin: Pin): Promise<CapturedOutput> {
     this.settled = true;
     // Writes still in flight may yet fail: which streams keep only a prefix is known once they end.

@@ -1,8 +1,4 @@
-/**
- * The whole of a text the worker cut to its bound (an error's message, a
- * final display), written to a temporary blob as its `text` messages arrive
- * and published with the output, so the bounded result can say where it is.
- */
+/** The whole of a text the worker cut to its bound, written to a blob as it arrives so that the bounded result can say where it is. */
 import type { BlobWriter } from '../../store/blob-writer.js';
 import type { Pin, Store } from '../../store/store.js';
 import type { TextKind } from '../protocol/messages.js';
@@ -46,11 +42,7 @@ export class FullTexts {
     return this.writers.size > 0 || this.dropped.size > 0;
   }
 
-  /**
-   * Publishes under `pin` each text whose size is the one the worker
-   * announced; a short or unwritten one is dropped. Never throws: a whole
-   * text is an extra.
-   */
+  /** Publishes under `pin` each text of the size the worker announced; never throws (a whole text is an extra). */
   async publish(pin: Pin, expected: Partial<Record<TextKind, number>>): Promise<Partial<Record<TextKind, TextRef>>> {
     const kept: Partial<Record<TextKind, TextRef>> = {};
     for (const [kind, w] of this.writers) {

@@ -1,9 +1,4 @@
-/**
- * What a call takes in from its worker while it runs: chunks into the
- * capture and whole texts into their files, each one's credit going back once
- * its bytes are on disk or dropped. Credit is the worker's backpressure, so
- * every path returns it, the failing ones included.
- */
+/** What a call takes in while it runs, each chunk's credit going back once on disk or dropped: every path returns it, failing ones included. */
 import { ProtocolError, type SluiceError, toSluiceError } from '../protocol/errors.js';
 import type { TextKind } from '../protocol/messages.js';
 import type { Capture } from './capture.js';
@@ -109,11 +104,9 @@ export class Intake {
   }
 
   /**
-   * Returns credit, one message per batch of settled writes. A quarter
-   * window or more goes at the end of the microtask queue (a writer may be
-   * waiting); less waits until the worker's already-posted messages are
-   * handled (`setImmediate`), so that when they hold the completion no
-   * credit message is sent at all and no idle thread is woken for nothing.
+   * Returns credit, one message per batch of settled writes: a quarter
+   * window at once (a writer may wait), less after the worker's posted
+   * messages (`setImmediate`), so a call whose completion came with its output gets none.
    */
   credit(n: number): void {
     if (n <= 0) return;

@@ -17,13 +17,7 @@ export interface Published {
   cut?: { error: unknown; accepted: Array<{ name: string; bytes: number; lines: number }> };
 }
 
-/**
- * Publishes what `capture` accepted. A call that ended abnormally before
- * producing anything publishes nothing (no empty artifacts); after a failed
- * write the output holds what reached the disk and `cut` says so. When
- * nothing can be published the capture is discarded, the pin released and
- * the error thrown.
- */
+/** Publishes what `capture` accepted; an abnormal end before any output publishes nothing. Throws, having discarded all, when nothing can be published. */
 export async function publishAccepted(
   capture: Capture | PageCapture,
   store: Store,

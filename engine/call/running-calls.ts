@@ -1,8 +1,4 @@
-/**
- * The running calls of one engine: each started with the engine's
- * dependencies and counted, and found by id until it settles (for
- * `Engine.running`, cancellation and the kill at process exit).
- */
+/** The running calls of one engine: started with its dependencies, counted, and found by id until they settle. */
 import type { EngineMetrics } from '../metrics.js';
 import type { ToolInfo } from '../registry.js';
 import { assertSessionId } from '../sessions/session-id.js';
@@ -10,12 +6,7 @@ import { Call } from './call.js';
 import type { CallDeps, CallOptions, InternalCallOptions } from './call-types.js';
 import { assertJsonArgs } from './json-args.js';
 
-/**
- * The calls of open engines, for the process 'exit' hook: a host that exits
- * without closing (a second Ctrl-C, process.exit) must not leave tool
- * processes behind. Tools' process groups are detached from the terminal,
- * so no signal reaches them.
- */
+/** Calls of open engines, killed at process 'exit': tool groups are detached from the terminal, so no signal reaches them. */
 const guarded = new Set<RunningCalls>();
 process.on('exit', () => {
   for (const calls of guarded) calls.killAllProcesses();
@@ -32,10 +23,7 @@ export class RunningCalls {
     this.counters = counters;
   }
 
-  /**
-   * Creates and starts a call of `tool` (registered as `name`); EBADARGS for
-   * an invalid session id or arguments that are not plain JSON.
-   */
+  /** Creates and starts a call of `tool` (registered as `name`); EBADARGS for a bad session id or arguments that are not plain JSON. */
   start(name: string, tool: ToolInfo, args: unknown, options: CallOptions, internal: InternalCallOptions): Call {
     if (options.session !== undefined) assertSessionId(options.session);
     assertJsonArgs(name, args);

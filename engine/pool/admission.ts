@@ -1,9 +1,4 @@
-/**
- * The engine's bound on calls running at once (`concurrency`): a FIFO of
- * waiting calls in front of the pools, here rather than in piscina's queue
- * because a task piscina holds can be withdrawn only with an AbortSignal,
- * and piscina never shares a thread with an abortable task.
- */
+/** The `concurrency` bound: a FIFO in front of the pools, since piscina never shares a thread with an abortable task. */
 
 interface Waiter {
   grant: (release: () => void) => void;

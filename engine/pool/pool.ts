@@ -1,8 +1,4 @@
-/**
- * The worker pool: piscina runs tasks; each worker thread hands the engine one
- * MessagePort at startup (through piscina's message event) that carries every
- * call's data and control messages, tagged by call id.
- */
+/** The worker pool: piscina runs tasks; each thread hands the engine one port carrying every call's messages, tagged by call id. */
 
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
@@ -78,12 +74,7 @@ export interface PoolSettings {
   workerHeapMb?: unknown;
 }
 
-/**
- * Pool options from engine settings not validated yet, when the pool's own
- * settings are plainly valid (absent, or integers within the schema's
- * bounds); undefined otherwise. Lets Engine.open start the first worker
- * before it loads the option schema; settings the full validation rejects close the pool.
- */
+/** Pool options from unvalidated settings when plainly valid, so Engine.open starts the first worker before loading the schema. */
 export function earlyPoolOptions(s: PoolSettings): PoolOptions | undefined {
   const d = defaultPoolOptions();
   const int = (v: unknown, min: number, max: number, fallback: number): number | undefined => {
@@ -311,11 +302,7 @@ export class WorkerPool {
 /** Threads an isolated pool may start: one per isolated call running. */
 const ISOLATED_THREADS = Math.max(16, availableParallelism() * 2);
 
-/**
- * piscina's least-busy choice with a soft cap: a thread carrying `spread`
- * calls takes more only when no thread can be started (returning null makes
- * piscina start one); `max` is the hard cap.
- */
+/** piscina's least-busy choice, softly capped at `spread` calls while a thread can still be started (null makes piscina start one). */
 function spreadBalancer(spread: number, max: number, threads: number): PiscinaLoadBalancer {
   return (_task, workers) => {
     let best: (typeof workers)[number] | null = null;

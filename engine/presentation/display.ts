@@ -1,9 +1,4 @@
-/**
- * UI display text: the live display built from delta display fields, bounded
- * in memory apart from the retained output, and the display of a call that
- * failed or was cancelled. Display is for people: never authoritative
- * output, never shown to the model.
- */
+/** UI display text, bounded in memory apart from the output: for people, never authoritative, never shown to the model. */
 import { detachString, unitCutBefore, unitPrefix, utf8SuffixStart } from '../protocol/text.js';
 import { formatBytes } from '../protocol/units.js';
 
@@ -25,12 +20,10 @@ const LINE_ALIGN_CHARS = 1024;
 const MAX_PIECES = 64;
 
 /**
- * The live display of one call, keeping the newest text: past `maxBytes`,
- * the oldest is dropped (whole code points) down to three quarters of the
- * bound, so that appends cost amortised O(appended), then to the next line
- * start when that is near; {@link text} then starts with an elision marker
- * and never exceeds `maxBytes` UTF-8 bytes. Reading `text` joins the pieces
- * (O(bound)): a terminal view writes appends as they come and reads `text` only to redraw.
+ * The live display of one call, keeping the newest text within `maxBytes`
+ * (an elision marker included): the oldest is dropped down to three quarters
+ * of the bound, so that appends cost amortised O(appended). Reading `text`
+ * is O(bound): a terminal writes appends as they come.
  */
 export class LiveDisplay {
   /** The bound on {@link text}, in UTF-8 bytes. */
@@ -214,16 +207,7 @@ function keptOf(s: { name: string; bytes: number; lines: number }, accepted: { b
     : kept;
 }
 
-/**
- * The display of a call that failed or was cancelled: what ran, how long,
- * what was captured and why it ended (docs/presentation.md):
- *
- * ```
- * bash failed after 1.2 s: make test
- * Reason: exit status 2
- * Captured (incomplete): stdout 1.2 KiB in 12 lines, stderr empty
- * ```
- */
+/** The display of a call that failed or was cancelled: what ran, how long, what was captured, why it ended (docs/presentation.md). */
 export function incompleteDisplay(info: IncompleteCallInfo): string {
   const verb = info.status === 'cancelled' ? 'was cancelled' : 'failed';
   // One line: a multi-line command shows ↵ where its newlines were.

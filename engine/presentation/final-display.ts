@@ -1,8 +1,4 @@
-/**
- * The display a call ends with, replacing the live one: the tool's own final
- * display when it stands, else a line for a success or the incomplete-call
- * display (display.ts).
- */
+/** The display a call ends with: the tool's own when it stands, else a line for a success or the incomplete-call display. */
 import { clipUtf8 } from '../protocol/text.js';
 import type { CallStatus, OutputRef } from '../result.js';
 import { formatBytes, formatDuration, incompleteDisplay } from './display.js';

@@ -1,8 +1,4 @@
-/**
- * The preview of one stream in either mode. With `head+tail`, a stream that
- * does not fit whole shows a shorter head and its last whole lines, sharing
- * the same limits, so the aggregate bound holds in both modes.
- */
+/** One stream's preview in either mode; head and tail share the limits, so the aggregate bound holds in both. */
 
 import type { PreviewMode } from '../protocol/streams.js';
 import type { StreamTotals, TailView } from './model-view.js';

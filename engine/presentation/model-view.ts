@@ -1,10 +1,7 @@
 /**
- * The model view: what the model receives for a tool call's output, built
- * only from the authoritative previews (never from display text). Its layout
- * is a contract (docs/presentation.md). {@link streamPreviewBudget} lowers
- * each stream's byte limit so that the rendered view cannot exceed
- * `maxModelBytes` whatever the content, so a view is never cut and its
- * hints stay truthful.
+ * The model view of a call's output, built only from the previews; its
+ * layout is a contract (docs/presentation.md). Preview limits are budgeted so
+ * that the view never passes `maxModelBytes`: it is never cut, and its hints stay truthful.
  */
 import { formatArtifactUri, isDigest } from '../../store/uri.js';
 import { BadDeclarationError, BadUriError, ResourceLimitError } from '../protocol/errors.js';
@@ -145,11 +142,7 @@ function renderBlock(manifest: string, s: StreamView): string {
   return `${heading}${terminated(preview.text)}${end}`;
 }
 
-/**
- * Renders the model view of one call. BadUriError for a digest that is not
- * 64 lowercase hex, BadDeclarationError for invalid, duplicate or missing
- * stream names. The aggregate bound is {@link renderBoundedModelView}'s.
- */
+/** Renders the model view of one call (EBADURI, EBADDECL); the aggregate bound is {@link renderBoundedModelView}'s. */
 export function renderModelView(view: OutputView): string {
   if (view.kind === 'single') {
     checkDigest(view.digest, 'output digest');
@@ -174,11 +167,7 @@ export function renderModelView(view: OutputView): string {
 /** The widest number any hint can hold (a stream is at most 2^53 bytes and lines). */
 const WIDEST = Number.MAX_SAFE_INTEGER;
 
-/**
- * Largest hint block for a URI of `uriBytes`, with every number at its
- * widest, the tail's marker line and line endings; counted whatever the
- * preview mode, so one budget serves both.
- */
+/** Largest hint block for a URI of `uriBytes`, every number at its widest, tail marker included, so one budget serves both modes. */
 function maxHintLineBytes(uriBytes: number): number {
   const widest: Preview = { text: 'x', bytes: 1, lines: 1, truncated: true, offset: WIDEST };
   const total = { bytes: WIDEST, lines: WIDEST };
@@ -225,10 +214,8 @@ function checkCount(streamCount: number): void {
 
 /**
  * The limits each of `streamCount` named streams' previews must be built
- * with so that the rendered view can never exceed `opts.maxModelBytes`:
- * `maxBytes` is at most an equal share of what the bound leaves after the
- * view's own lines (lines cost bytes too, so the line limit needs no share).
- * ResourceLimitError when a share would be below {@link MIN_STREAM_PREVIEW_BYTES}.
+ * with so the view never passes `opts.maxModelBytes`: an equal share of what
+ * the view's own lines leave. ResourceLimitError below {@link MIN_STREAM_PREVIEW_BYTES}.
  */
 export function streamPreviewBudget(streamCount: number, opts: BudgetOptions): PreviewLimits {
   checkCount(streamCount);

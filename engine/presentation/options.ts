@@ -17,11 +17,7 @@ export const DEFAULT_MAX_MODEL_BYTES = 256 * 1024;
 /** Bytes of the model-view bound kept for the status line of a failed or cancelled call. */
 export const MODEL_STATUS_RESERVE = 1024;
 
-/**
- * The least {@link ToolOutputOptions.maxModelBytes} with `maxLines`: the
- * headings and read hints of {@link MAX_STREAMS} streams, their smallest
- * previews and the status line's reserve. Every place that takes the option applies it.
- */
+/** The least {@link ToolOutputOptions.maxModelBytes} with `maxLines`: room for 16 streams' headings, hints, smallest previews and the status line. */
 export function minModelBytes(maxLines: number): number {
   return minModelViewBytes(MAX_STREAMS, maxLines) + MODEL_STATUS_RESERVE;
 }
@@ -32,19 +28,9 @@ export interface ToolOutputOptions {
   maxLines: number;
   /** UTF-8 bytes of each stream's preview, before the aggregate bound may lower it. @default 51200 */
   maxBytes: number;
-  /**
-   * Hard bound in UTF-8 bytes on one call's whole rendered model view; each
-   * stream's byte limit is lowered to fit it, so every hint stays truthful.
-   * Must leave room for the headings and hints of 16 streams.
-   * @default 262144
-   */
+  /** Hard bound in UTF-8 bytes on one call's rendered model view; stream limits are lowered to fit it. @default 262144 */
   maxModelBytes: number;
-  /**
-   * How a truncated stream is previewed: `head` or `head+tail` (the omitted
-   * middle named by the read hint), for tools that declare no preview; a
-   * call's `preview` option overrides both.
-   * @default 'head'
-   */
+  /** `head` or `head+tail`, for tools that declare no preview; a call's `preview` overrides both. @default 'head' */
   preview?: PreviewMode;
   /** With `head+tail`: the tail's share of each stream's limits, above 0 and below 1. @default 0.5 */
   tailShare: number;

@@ -1,11 +1,7 @@
 /**
- * The model view of a self-paginating tool's page: the page exactly as the
- * tool returned it, then, when its metadata says more follows, one
- * `[More: read(filePath="…", offset=N)]` line (with `byteOffset` for a page
- * that stopped inside a line, or the tool's own `continuation` call), or a
- * past-the-end note for an empty page (docs/read.md). The line is never
- * counted in `output.bytes`, so the page is recoverable from the view by its
- * byte length, and it is never truncated.
+ * The model view of a self-paginating tool's page: the page as returned,
+ * then a `[More: …]` continuation or a past-the-end note (docs/read.md),
+ * never counted in `output.bytes` nor truncated.
  */
 
 const MORE_OPEN = '[More: read(filePath=';

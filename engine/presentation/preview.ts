@@ -1,11 +1,7 @@
 /**
- * Bounded previews of one output stream: the longest prefix with at most
- * `maxLines` lines and `maxBytes` UTF-8 bytes that does not split a code
- * point (docs/presentation.md). Invalid UTF-8 decodes to U+FFFD here and
- * only here; lines are counted on `\n` bytes, which no replacement can hide
- * or create, so offsets agree between the text and the stored bytes. A line
- * cut by the byte limit is re-read whole from the continuation offset, so
- * nothing unseen is skipped.
+ * Bounded previews of one stream (docs/presentation.md). Invalid UTF-8
+ * decodes to U+FFFD here and only here; lines are counted on `\n` bytes, so
+ * offsets agree between the text and the stored bytes.
  */
 
 import { linesOfString } from '../../store/lines.js';
@@ -60,11 +56,7 @@ function makePreview(text: string, truncated: boolean): Preview {
 
 const decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
-/**
- * Builds the preview of one stream from its chunks, never holding more than
- * `maxBytes` bytes: it stops copying once the preview is decided. Chunks may
- * end anywhere, inside a code point included.
- */
+/** Builds a stream's preview from its chunks, holding at most `maxBytes` bytes; chunks may end inside a code point. */
 export class PreviewBuilder {
   readonly maxLines: number;
   readonly maxBytes: number;
@@ -132,10 +124,7 @@ export class PreviewBuilder {
     if (this.used === this.maxBytes) this.done = true;
   }
 
-  /**
-   * The preview of the whole stream of `totalBytes` (more than pushed only
-   * once {@link full}); repeatable. RangeError for a total the builder cannot vouch for.
-   */
+  /** The preview of the whole stream of `totalBytes` (more than pushed only once {@link full}); repeatable. */
   finish(totalBytes: number = this.seen): Preview {
     if (!Number.isSafeInteger(totalBytes) || totalBytes < this.seen) {
       throw new RangeError(`stream total ${totalBytes} is smaller than the ${this.seen} bytes pushed`);

@@ -1,9 +1,7 @@
 /**
- * Terminal safety: tool text is made inert before it reaches a terminal, so
- * it cannot move the cursor, rewrite what is shown, change the title, set
- * the clipboard or reorder what a person reads (the rules: docs/presentation.md).
- * Neutralising the introducer (ESC or a C1 control) is what makes a sequence
- * inert; with `escapes: 'strip'`, complete sequences are removed first.
+ * Terminal safety: tool text is made inert before it reaches a terminal
+ * (docs/presentation.md). Neutralising the introducer (ESC or a C1 control)
+ * makes a sequence inert; `escapes: 'strip'` removes complete sequences first.
  */
 
 /** How escape sequences are treated. */

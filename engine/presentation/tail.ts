@@ -1,9 +1,4 @@
-/**
- * The tail of a head+tail preview: a bounded ring of a stream's last bytes,
- * kept while capturing. It gives the longest run of whole last lines within
- * the tail's limits, starting on a line start so that it is an exact read
- * offset; when the last line alone passes the ring, there is no tail.
- */
+/** The tail of a head+tail preview: a bounded ring of the last bytes, giving whole last lines that start at an exact read offset. */
 import { countNewlines, linesOfString } from '../../store/lines.js';
 
 const LF = 0x0a;
@@ -91,11 +86,7 @@ export class TailRing {
     return out;
   }
 
-  /**
-   * The tail of the whole stream: the most whole last lines within
-   * `maxLines` and `maxBytes` (as decoded text), none starting before byte
-   * `notBefore` (the end of what the head shows whole); undefined when none fits.
-   */
+  /** The most whole last lines within the limits, none before byte `notBefore` (what the head shows whole); undefined when none fits. */
   finish(totalLines: number, maxLines: number, notBefore: number): TailText | undefined {
     const data = this.ordered();
     const regionAbs = this.seen - data.length;

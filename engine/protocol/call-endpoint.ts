@@ -22,12 +22,10 @@ export class CallEndpoint {
     this.send(message);
   }
 
-  /** Comlink's receive side. */
   addEventListener(_type: string, listener: unknown): void {
     this.listeners.add(listener as Listener);
   }
 
-  /** Comlink's unsubscribe. */
   removeEventListener(_type: string, listener: unknown): void {
     this.listeners.delete(listener as Listener);
   }

@@ -28,7 +28,6 @@ export interface FirstIssue {
   path: string;
   /** The path's first key ('' for the input itself). */
   key: string;
-  /** zod's message. */
   message: string;
   /** `got <quoted value>`, or `missing` when there is no value at the path. */
   got: string;

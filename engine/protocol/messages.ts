@@ -126,7 +126,6 @@ export interface CallTask {
   args: unknown;
   /** The credit window in bytes. */
   window: number;
-  /** Working directory for the tool. */
   cwd: string;
   /** What opens the store (Store.locator: its directory, or `s3://bucket/prefix`): tools read artifacts by possession of their URI. */
   storeDir: string;

@@ -12,7 +12,6 @@ import { Script } from 'node:vm';
 
 /** A bundle loaded by {@link loadCachedBundle}. */
 export interface LoadedBundle {
-  /** What the bundle's `module.exports` holds. */
   readonly exports: Record<string, unknown>;
   /** The compiled script: generate/zod-cache.ts writes its cache once the schemas have run. */
   readonly script: Script;

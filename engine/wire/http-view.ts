@@ -46,7 +46,6 @@ export const statsResponseSchema = z.object({
   capturedBytes: count,
   /** Calls of this server still running. */
   running: count,
-  /** ISO time of the snapshot. */
   at: isoTime,
 });
 
