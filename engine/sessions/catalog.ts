@@ -29,11 +29,7 @@ export interface SessionSummary {
   updatedAt: string;
 }
 
-/**
- * Ids of the sessions in `store`, sorted (on S3, those with batch objects).
- * A session directory that cannot be read is EDISK, never "no such
- * session": the collector builds its roots from this list.
- */
+/** Ids of the sessions in `store`, sorted; an unreadable session directory is EDISK, never "no such session" (GC roots come from this list). */
 export async function listSessionIds(store: Store): Promise<string[]> {
   // On S3 the bucket says which sessions exist (every host's), not the local directory.
   const s3 = s3RecordsOf(store);
@@ -126,12 +122,7 @@ export interface RevertResult {
   reverted: string[];
 }
 
-/**
- * Reverts session `id` to before call `before` with a durable
- * `session.revert` record: that call and every later one stop being
- * replayed and being GC roots. ENOTFOUND when the session does not exist or
- * `before` is not a live call of it.
- */
+/** Reverts session `id` to before call `before` (a durable `session.revert` record); ENOTFOUND unless `before` is live in it. */
 export async function revertSession(
   store: Store,
   recorder: SessionRecorder,

@@ -1,8 +1,4 @@
-/**
- * The line framing of session event logs: `<16 hex: xxhash64 of the JSON> <JSON>\n`,
- * so a torn or corrupted line is recognised and skipped, never trusted
- * (xxhash64 detects accidents, not tampering).
- */
+/** Event-log line framing, `<16 hex xxhash64 of the JSON> <JSON>\n`: a torn or corrupted line is skipped, never trusted. */
 import xxhash, { type XXHashAPI } from 'xxhash-wasm';
 
 /** Characters before the JSON: 16 hex digits and a space. */

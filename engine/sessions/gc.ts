@@ -22,11 +22,7 @@ export interface GcReport extends Omit<StoreGcReport, 'durationMs'> {
   durationMs: number;
 }
 
-/**
- * Collects blobs not referenced by live session records or pins and older
- * than the grace period, safe against concurrent publishers even with a
- * grace period of 0. EBADOPTION, ETIMEOUT when another collection holds the lock, EDISK.
- */
+/** Collects blobs no live record or pin references, older than the grace period; safe against concurrent publishers even at 0. */
 export async function collectGarbage(store: Store, options: GcOptions = {}): Promise<GcReport> {
   let orphanGroupsKilled = 0;
   const hooks: CollectHooks = {

@@ -1,8 +1,4 @@
-/**
- * Reading a session event log: line by line, in bounded memory, trusting
- * only lines whose checksum matches. A torn or corrupted line is skipped and
- * counted, never fatal; the lines after it still count.
- */
+/** Reading a session event log in bounded memory, trusting only lines whose checksum matches; a bad line is counted, never fatal. */
 import { constants, promises as fsp } from 'node:fs';
 import type { XXHashAPI } from 'xxhash-wasm';
 import type { Store } from '../../store/store.js';
@@ -69,11 +65,7 @@ export interface OpenEventLog {
   /** The record whose line is at `place`, or undefined if those bytes are no longer an intact record. */
   recordAt(place: LinePlace): Promise<SessionRecord | undefined>;
   close(): Promise<void>;
-  /**
-   * Brings an S3 session's mirror up to date: true when what was read so far
-   * is still a prefix of the session, false when the session changed under it
-   * (open it again). Undefined for a local file, which grows by itself.
-   */
+  /** Brings an S3 session's mirror up to date: false when the session changed under it (open it again); absent for a local file. */
   refresh?(): Promise<boolean>;
   /** @internal */
   readonly fh: fsp.FileHandle;
@@ -110,9 +102,8 @@ const MIRROR_OPEN_ATTEMPTS = 3;
 
 /**
  * Brings session `id`'s mirror up to date and opens it. A mirror file gone
- * between the sync and the open is no evidence that the session is gone: the
- * collector skips sessions that are ENOTFOUND, so taking a vanished file for
- * a deleted session would lose its roots. Only a sync that finds no batch says ENOTFOUND.
+ * in between is no evidence that the session is gone, and GC skips
+ * ENOTFOUND sessions: only a sync that finds no batch says ENOTFOUND.
  */
 async function openSyncedMirror(
   store: Store,

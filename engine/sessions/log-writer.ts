@@ -1,12 +1,8 @@
 /**
- * Appending to one session's event log, with group commit: while one batch
- * is written (and fsynced when any of its lines must be durable), new lines
- * wait, and the next batch takes them all in one write and at most one
- * fsync, so N completions at once cost about two fsyncs, not N. A line that
- * need not be durable waits behind the fsync too: writing it meanwhile saved
- * nothing where CPU is the limit (docs/benchmarks.md, "Session log writes").
- * A log whose last line was torn gets a newline first, so the torn fragment
- * stays one skipped line instead of swallowing the next record.
+ * Appending to one session's event log with group commit: while a batch is
+ * written and fsynced, new lines wait and the next batch takes them all, so
+ * N completions cost about two fsyncs, not N (docs/benchmarks.md, "Session
+ * log writes"). A torn last line gets a newline first, so it never swallows the next record.
  */
 import { constants, promises as fsp } from 'node:fs';
 import { dirname } from 'node:path';

@@ -1,8 +1,4 @@
-/**
- * The session event log as the engine's {@link CallRecorder}: a
- * `call.started` record at the start, and a durable `call.completed` record
- * before the call's publication pin is released.
- */
+/** The session event log as the engine's {@link CallRecorder}: the terminal record is durable before the publication pin goes. */
 import { crashPoint } from '../../store/crash-point.js';
 import type { Store } from '../../store/store.js';
 import type { CallRecorder } from '../call/call-types.js';

@@ -1,10 +1,7 @@
 /**
- * Replay: a session's calls rebuilt from its event log without running any
- * tool or writing anything. Each surviving call comes back as the
- * {@link TerminalResult} the live call returned, `display` and `model`
- * byte-identical; artifacts are not read, so a session whose artifacts were
- * deleted still replays. A call with no terminal record replays as
- * interrupted (EWORKERCRASH with `details.interrupted: true`).
+ * Replay: a session's calls rebuilt from its log without running or writing
+ * anything, `display` and `model` byte-identical to the live results; a call
+ * with no terminal record comes back interrupted.
  */
 import type { Store } from '../../store/store.js';
 import { formatDuration } from '../presentation/display.js';
@@ -58,12 +55,7 @@ export function interruptedDisplay(tool: string): string {
 
 const INTERRUPTED_MESSAGE = 'the process running the call ended before it finished; no output was recorded';
 
-/**
- * A replay whose calls are rebuilt one at a time as they are iterated, in
- * memory that does not grow with the session: the log is read once keeping
- * each call's id and where its records are. The log stays open until the
- * iteration ends; end it (or call {@link close}) rather than dropping it.
- */
+/** A replay rebuilding one call at a time as it is iterated, in memory that does not grow with the session; end it, or {@link close} it. */
 export interface SessionReplay extends Omit<ReplayedSession, 'calls'> {
   /** Surviving calls in log order, each rebuilt when the iteration reaches it (once). */
   calls(): AsyncGenerator<ReplayedCall, void, undefined>;

@@ -1,10 +1,7 @@
 /**
- * The sessions' GC roots (the collector asks through {@link RootSource},
- * store/gc/roots.ts): every blob a live call of an existing session
- * references, and every digest a corrupt log line mentions, since that line
- * cannot be trusted to say it is unreferenced. A log that cannot be read
- * fails the collection rather than under-report roots. On S3 the logs are
- * the sessions' mirrors (s3-mirror.ts).
+ * The sessions' GC roots ({@link RootSource}): every blob a live call
+ * references, and every digest a corrupt line mentions, which it cannot be
+ * trusted to say is unreferenced. An unreadable log fails the collection.
  */
 import { promises as fsp } from 'node:fs';
 import type { RootScan } from '../../store/gc/roots.js';
@@ -25,12 +22,7 @@ export interface SessionRoots {
   liveCalls: number;
 }
 
-/**
- * Session logs kept open between a collection's scan and its re-check: an
- * open descriptor pins its inode, so "the path still names this file" is an
- * exact test and the re-check reads only what was appended. Logs beyond this
- * many are read again whole.
- */
+/** Logs held open from a collection's scan to its re-check: a held descriptor pins its inode, so the re-check reads only what was appended. */
 export const MAX_HELD_LOGS = 256;
 
 /** One scanned log: the file as it was opened, and where its complete lines ended. */

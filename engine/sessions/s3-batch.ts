@@ -1,10 +1,7 @@
 /**
- * Session records in an S3 store: their keys and the layout of one batch
- * object (docs/store.md, "Session records on S3"): the framed lines of one
- * group commit, then a trailer line `#end <lines> <bytes> <xxhash64>`. A
- * batch without a valid trailer is partial: its lines are still read one by
- * one, each trusted only by its own checksum, and a cut on a line boundary
- * (which no checksum can show) counts as one corrupt line ({@link normalizeBatch}).
+ * Session records in an S3 store: keys and the batch object layout, framed
+ * lines then a `#end` trailer (docs/store.md, "Session records on S3"). A
+ * batch without a valid trailer is partial, each line trusted only by its own checksum.
  */
 import type { XXHashAPI } from 'xxhash-wasm';
 import { blobBackendOf } from '../../store/backend.js';
@@ -71,12 +68,7 @@ export function encodeBatch(h: XXHashAPI, lines: readonly Buffer[]): Buffer {
 
 const TRAILER = /^#end ([0-9]{1,9}) ([0-9]{1,15}) ([0-9a-f]{16})$/;
 
-/**
- * What of a batch object goes into a mirror, given its `size` and last bytes
- * `tail`: `keep` bytes, then `extra` (a `\n` ending a torn line, or
- * {@link PARTIAL_BATCH_LINE}), so the next batch starts on a line of its own
- * and a partial batch is never taken for a whole one.
- */
+/** What of a batch goes into a mirror: `keep` bytes, then `extra`, so the next batch starts on a line of its own and a partial one shows. */
 export function normalizeBatch(h: XXHashAPI, size: number, tail: Buffer): { keep: number; extra: Buffer } {
   if (size === 0) return { keep: 0, extra: PARTIAL_BATCH_LINE };
   if (tail[tail.length - 1] !== 0x0a) return { keep: size, extra: Buffer.from('\n') };

@@ -1,11 +1,8 @@
 /**
- * Appending to a session of an S3 store with group commit: each batch of
- * lines becomes one batch object created with `If-None-Match: *`, and every
- * append resolves only once that PUT returned, so other hosts see a record
- * once its append resolved. Sequence numbers are dense and shared by every
- * host: a 412 means another host took the number, so the writer lists again;
- * a 412 on its own earlier try that landed is recognised by the ETag, so a
- * batch is never stored twice (docs/store.md, "Session records on S3").
+ * Appending to an S3 session with group commit: each batch becomes one
+ * object created with `If-None-Match: *`, under a dense sequence number
+ * shared by every host; a 412 means another host took it (docs/store.md,
+ * "Session records on S3").
  */
 import { createHash } from 'node:crypto';
 import type { XXHashAPI } from 'xxhash-wasm';

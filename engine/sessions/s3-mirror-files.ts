@@ -1,10 +1,4 @@
-/**
- * The files beside an S3 session's mirror: its state (how far it is
- * complete, written by rename after the mirror was synced) and the adoption
- * of a dead owner's mirror (renaming it is the exclusive claim). A dead
- * owner's files are trusted only when regular: nothing here follows a link
- * or waits on a FIFO.
- */
+/** The files beside an S3 mirror: its state, and the adoption of a dead owner's mirror by rename; nothing here follows a link or waits on a FIFO. */
 import { constants, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { OwnerCheck, ownerPid } from '../../store/owners.js';

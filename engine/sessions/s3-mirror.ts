@@ -1,11 +1,7 @@
 /**
- * The local mirror of an S3 session: a local file holding the session's
- * batch objects in key order as one event log, so the readers of local logs
- * read S3 sessions unchanged (docs/store.md, "Mirrors"). Each store instance
- * writes only mirror files of its own, so a crash mid-append or a stale copy
- * in another process never changes what this one reads; a dead owner's
- * mirror is adopted by rename, so a new process reads a session it read
- * before for one LIST.
+ * The local mirror of an S3 session: its batches in one local file, so the
+ * readers of local logs read S3 sessions unchanged (docs/store.md, "Mirrors").
+ * Each store instance writes only mirrors of its own.
  */
 import { constants, promises as fsp } from 'node:fs';
 import { join } from 'node:path';

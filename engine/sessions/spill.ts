@@ -1,8 +1,7 @@
 /**
- * Keeping log lines bounded: record fields whose JSON passes the inline bound
- * move into one "spill" blob per record, a GC root while the call is live.
- * It is published under a pin the caller releases only after the record is
- * appended, so a concurrent GC never sees it unreferenced and unpinned.
+ * Record fields past the inline bound move into one spill blob per record,
+ * published under a pin released only once the record is appended, so GC
+ * never sees it unreferenced and unpinned.
  */
 import { createHash } from 'node:crypto';
 import { openBlob } from '../../store/blob-handle.js';

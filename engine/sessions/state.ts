@@ -1,9 +1,7 @@
 /**
- * Folding a session's records into its calls, applying reverts. Calls are
- * ordered by their first record. `session.revert` with `before: X` reverts X
- * and every later call live at that point; calls first seen after it are
- * live again. A revert of a call not live there changes nothing (counted in
- * `ignoredReverts`); a call reverted while running stays reverted when it completes.
+ * Folding a session's records into its calls: `session.revert` with
+ * `before: X` reverts X and every later live call; calls first seen after
+ * it are live again, and a revert of a call not live there is ignored.
  */
 import {
   CALL_COMPLETED,

@@ -1,8 +1,4 @@
-/**
- * Verify with sessions: the store audit plus every reference of a live call
- * whose blob is missing. Reverted calls are not checked: their artifacts may
- * have been collected, as intended.
- */
+/** Verify with sessions: the store audit plus live calls' references to missing blobs (reverted calls may have been collected, as intended). */
 import type { Store } from '../../store/store.js';
 import { tombstoned } from '../../store/tombstone.js';
 import type { VerifyOptions, VerifyReport } from '../../store/verify.js';
