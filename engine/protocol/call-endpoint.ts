@@ -1,8 +1,4 @@
-/**
- * The endpoint comlink talks through for one call, on the shared per-worker
- * port tagged with the call id, so no channel is made per call. Imports
- * comlink's types only: a worker loads comlink itself only when a tool asks the host.
- */
+/** Comlink's endpoint for one call on the shared per-worker port, tagged with the call id; comlink's types only, since workers load comlink lazily. */
 import type * as Comlink from 'comlink';
 
 type Listener = (ev: { data: unknown }) => void;

@@ -1,9 +1,4 @@
-/**
- * Every error sluice raises is a {@link SluiceError} with a stable `code`:
- * callers branch on codes, messages are for people. Errors cross threads as
- * plain objects and come back as the same class, so a code raised in a
- * worker is the code the host sees.
- */
+/** Every sluice error is a {@link SluiceError} with a stable `code` (callers branch on codes), the same class on both sides of a thread boundary. */
 
 /** The stable error codes. Adding one is a protocol change (see AGENTS.md). */
 export const ERROR_CODES = [
@@ -42,11 +37,7 @@ export const ERROR_CODES = [
 /** One of {@link ERROR_CODES}. */
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
-/**
- * The brand every sluice error carries, registered globally: `instanceof`
- * checks work across two copies of the package (a plugin bundling its own),
- * where the classes are different objects.
- */
+/** The brand every sluice error carries, registered globally, so `instanceof` works across two copies of the package. */
 const BRAND = Symbol.for('sluice.error');
 
 /** The code each error class stands for (filled in below, with the classes). */
@@ -67,12 +58,7 @@ export class SluiceError extends Error {
   }
 }
 Object.defineProperty(SluiceError.prototype, BRAND, { value: true });
-/**
- * `x instanceof SluiceError` is true for any branded sluice error, and
- * `x instanceof NotFoundError` for one whose code is that class's, from
- * whichever copy of the package made it. Subclasses a user writes keep the
- * ordinary prototype check.
- */
+/** `instanceof` checks the brand and the code, so it holds across copies of the package; subclasses a user writes keep the prototype check. */
 Object.defineProperty(SluiceError, Symbol.hasInstance, {
   value: function hasInstance(this: abstract new (...args: never[]) => unknown, value: unknown): boolean {
     if (typeof value !== 'object' || value === null || (value as { [BRAND]?: unknown })[BRAND] !== true) return false;

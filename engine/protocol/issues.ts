@@ -1,8 +1,4 @@
-/**
- * A failed zod validation as the one-line message every option and argument
- * error gives: where, what, and the bad value quoted safely (a BigInt or a
- * cycle must not turn a clear EBADOPTION into a TypeError).
- */
+/** A failed zod validation as one line: where, what, and the bad value quoted safely (a BigInt or a cycle must not throw). */
 import type { z } from './zod.js';
 
 /** Longest quoted value in a message. */

@@ -1,18 +1,9 @@
 /** The data plane's size limits, apart from the message schemas: a starting worker uses them without building those (docs/benchmarks.md, "Cold start"). */
 
-/**
- * Largest chunk on the wire; larger writes are split anywhere. Writes queued
- * behind a credit wait leave as one message of up to a quarter of the
- * window, capped here: fewer, larger messages cost both threads less.
- */
+/** Largest chunk on the wire; writes queued behind a credit wait leave as one message up to a quarter of the window, capped here. */
 export const MAX_CHUNK_BYTES = 256 * 1024;
 
-/**
- * The exit code of a worker thread that retires itself (leftovers of a
- * finished call, or an abandoned call). Tasks it held that never posted
- * `start` ran no tool code, so the pool runs them elsewhere; a tool calling
- * process.exit with this code is given code 1.
- */
+/** Exit code of a worker thread retiring itself; tasks it held that never posted `start` run elsewhere, and a tool's process.exit(85) exits with 1. */
 export const RETIRE_EXIT_CODE = 85;
 
 /** Smallest credit window an engine accepts. */
@@ -41,9 +32,5 @@ export const COMPLETION_BOUNDS = {
   attachmentsBytes: 28 * 1024 * 1024,
 } as const;
 
-/**
- * Longest delay a timer can wait: setTimeout takes a signed 32-bit count of
- * milliseconds and fires at once beyond it, so every duration a caller
- * chooses is refused above this.
- */
+/** Longest delay a timer can wait (setTimeout fires at once beyond a signed 32-bit count): longer durations are refused. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;

@@ -1,10 +1,7 @@
 /**
- * Messages of the MCP adapter, shared by the main thread (engine/mcp/), the
- * MCP host thread (workers/mcp/host.ts, one client connection per server)
- * and call workers (workers/mcp/tool.ts). Call workers reach the host over a
- * BroadcastChannel named by the engine's random host id: piscina workers
- * have no port to the host thread, and a channel needs no plumbing; replies
- * go to a per-request channel so only the asking worker clones the result.
+ * Messages of the MCP adapter between the main thread, the MCP host thread
+ * and call workers, which reach the host over a BroadcastChannel named by the
+ * engine's random host id (piscina workers have no port to the host thread).
  */
 import type { SerializedError } from './errors.js';
 import type { Attachment } from './messages.js';
@@ -75,12 +72,7 @@ export type McpReply =
   | { t: 'def'; def: McpToolDef }
   | { t: 'error'; error: SerializedError };
 
-/**
- * On {@link lifeChannel}: the main thread tells call workers the host died
- * (requests in flight will never be answered); a new host tells them it
- * listens, and a request sent while it was starting is sent again (a
- * BroadcastChannel keeps nothing for a listener not there yet).
- */
+/** On {@link lifeChannel}: the host died, or a new host listens (requests sent while it started are sent again). */
 export type McpLifeEvent = { t: 'host-exit'; reason: string } | { t: 'host-ready' };
 
 /** Where call workers send requests. */

@@ -1,11 +1,7 @@
 /**
- * The messages between the engine and its worker threads, the one module
- * both sides import for message shapes. Each worker owns one MessagePort to
- * the main thread for its whole life, every message tagged with the call id:
- * a fresh MessageChannel per call costs more than a whole no-op call
- * (docs/benchmarks.md, "Per-call overhead"). `chunk`, `display` and `text`
- * spend credit from a per-call window, returned only once a chunk is on
- * disk, so bytes in flight never exceed the window.
+ * The messages between the engine and its workers, on one port per worker
+ * tagged with the call id (a channel per call costs more than a no-op call).
+ * Data messages spend credit from a per-call window, returned once on disk.
  */
 import type { SerializedError } from './errors.js';
 import type { OutputDeclaration, PreviewMode } from './streams.js';

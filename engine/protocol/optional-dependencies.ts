@@ -1,12 +1,8 @@
 /**
- * Optional dependencies: packages a feature needs that a consumer who does
- * not use it should not install. Each is an optional peer dependency,
- * resolved when its feature is first used; missing, the feature fails with
- * {@link MissingDependencyError} giving the install command. In the
- * protocol, so that store/ and workers/ can load them too. To add one:
- * `peerDependencies`, `peerDependenciesMeta`, `devDependencies`, an entry
- * here, and {@link requireOptional} where the feature starts
- * (test/package/optional-dependencies.test.ts checks them against package.json).
+ * Optional peer dependencies, each resolved when its feature is first used
+ * and failing that feature alone with the install command when missing. To
+ * add one: package.json's peer, meta and dev entries, a row here, and
+ * {@link requireOptional} where the feature starts.
  */
 import { MissingDependencyError } from './errors.js';
 

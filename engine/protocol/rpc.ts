@@ -1,9 +1,4 @@
-/**
- * Comlink over the per-worker port (call-endpoint.ts), with errors keeping
- * their sluice `code` across the boundary (comlink's own handler keeps only
- * name and message). A worker loads it only when a tool first asks the host,
- * so a bash call under the default policy never does.
- */
+/** Comlink over the per-worker port, errors keeping their sluice `code`; a worker loads it only when a tool first asks the host. */
 import * as Comlink from 'comlink';
 import { deserializeError, type SerializedError, SluiceError, serializeError } from './errors.js';
 
