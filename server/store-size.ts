@@ -20,11 +20,9 @@ const SHARD = /^[0-9a-f]{2}$/;
 const BLOB_REST = /^[0-9a-f]{62}$/;
 
 /**
- * Counts the blobs of `store` and their bytes: the blob files, then the
- * packed blobs (each digest once). Memory stays what the store already
- * holds: the packed blobs are counted from the store's own map of them
- * (store/pack-index.ts, refreshed here, one place per digest), and a blob
- * file is checked against that map, so no set of every digest is built.
+ * Counts the blobs of `store` and their bytes, blob files then packed blobs
+ * (each digest once), from the store's own map of packs: no set of every
+ * digest is built.
  */
 export async function walkStore(store: Store): Promise<StoreSize> {
   // An S3 store's blobs are objects: a paged listing of the bucket's blob prefix (nothing is local).
@@ -53,11 +51,7 @@ export async function walkStore(store: Store): Promise<StoreSize> {
   return { blobs, bytes, at: Date.now() };
 }
 
-/**
- * Least time between two listings of an S3 store's blobs for its counts:
- * 5 minutes, so scrapes every 15 s of a bucket of a million blobs cost 1000
- * LISTs per 5 minutes, not per scrape (tests set it to 0). @internal
- */
+/** Least time between two listings of an S3 store's blobs, so frequent scrapes of a large bucket do not LIST per scrape (tests set it to 0). @internal */
 export const s3Listing = { intervalMs: 5 * 60_000 };
 
 /**
