@@ -1,12 +1,9 @@
 /**
  * `sluice batch <calls.jsonl | -> [--concurrency N] [--session ID] [--ordered]
- * [--no-resume] [--store DIR]`: runs one call per input line
- * (`{ "id", "tool", "args"?, "session"? }`) with bounded concurrency and
- * writes one JSON result per line to stdout (engine/batch/batch.ts has the
- * rules: order, memory bound, resume). A line that is not a valid call gets
- * an error result; the batch goes on. On a terminal, stderr shows a progress
- * line. Ctrl-C (SIGTERM, SIGHUP) stops cleanly: no new call starts, running
- * ones are cancelled and their results written; a second signal exits at once.
+ * [--no-resume] [--store DIR]`: one call per input line, one JSON result per
+ * line on stdout (engine/batch/batch.ts has the rules). Ctrl-C stops
+ * cleanly: no new call starts, running ones are cancelled and their results
+ * written; a second signal exits at once.
  */
 import { createReadStream, promises as fsp } from 'node:fs';
 import { type BatchResult, batchFailed } from '../engine/batch/batch.js';

@@ -1,24 +1,9 @@
 /**
  * Tools beyond the built-ins for `sluice run` (and any embedder): plugin
- * modules and MCP servers, from a JSON config file and/or command-line flags.
- *
- * ```json
- * {
- *   "mcpServers": { "files": { "command": "npx", "args": ["-y", "some-mcp-server"], "env": { "TOKEN": "…" } } },
- *   "plugins": ["./tools/search.mjs"],
- *   "toolOutput": { "maxLines": 500, "maxBytes": 20000, "preview": "head+tail" },
- *   "concurrency": 4
- * }
- * ```
- *
- * `toolOutput` and `concurrency` are the engine's options of the same names
- * (engine/options.ts checks their ranges); `--max-lines`, `--max-bytes` and
- * `--concurrency` override them.
- *
- * Relative paths in a file (plugins, a server's `cwd`) are relative to the
- * file; on the command line, to the working directory. A server without `cwd`
- * runs in the engine's working directory. `"type": "stdio"` is
- * accepted (as other MCP hosts write it); any other transport is refused.
+ * modules and MCP servers from a JSON config file (docs/cli.md) and
+ * command-line flags, which override the file's `toolOutput` and
+ * `concurrency`. Relative paths in a file are relative to the file; on the
+ * command line, to the working directory. Only the stdio transport is accepted.
  */
 import { promises as fsp } from 'node:fs';
 import { dirname, resolve } from 'node:path';

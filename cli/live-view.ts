@@ -1,24 +1,16 @@
 /**
  * The live view of `sluice run` on a terminal: an in-place status area on
- * stderr, redrawn every 100 ms, that the final display replaces at the end.
+ * stderr that the final display replaces at the end (docs/cli.md).
  *
  *     ⠹ bash · 12.4 s · stdout 47.0 KiB in 912 lines · stderr 89 bytes in 2 lines
  *       │ test 911 passed
- *       │ test 912 passed
  *
- * The first line ticks (spinner, elapsed time) even while the tool is
- * silent: the clock is this process's, the counts come from the engine's
- * progress events. Below it, the last few complete lines of the tool's live
- * display: a line is shown only once its `\n` arrived, so a line is never
- * cut mid-way by a chunk boundary; a line wider than the terminal is
- * clipped with `…` so that every drawn line takes exactly one row, which is
- * what lets the area be erased and redrawn exactly.
- *
- * Own code rather than log-update: redrawing needs two escape sequences
- * (cursor up N lines, erase to the end of the screen); log-update would add
- * about ten transitive packages to every embedder's install for them.
- * Memory is bounded: the last {@link LIVE_LINES} lines, each clipped, and
- * one partial line of at most {@link PARTIAL_LINE_BYTES}.
+ * The first line ticks even while the tool is silent. Below it, the last
+ * complete lines of the live display, each clipped to one row, which is what
+ * lets the area be erased and redrawn exactly. Own code rather than
+ * log-update: two escape sequences do not justify its packages in every
+ * embedder's install. Memory: {@link LIVE_LINES} clipped lines and one
+ * partial line of at most {@link PARTIAL_LINE_BYTES}.
  */
 import { formatBytes, formatDuration } from '../engine/presentation/display.js';
 import { sanitizeForTerminal } from '../engine/presentation/sanitize.js';

@@ -1,23 +1,11 @@
 /**
  * The command-line conventions every `sluice` command shares, from the
- * options it declares (the shape of `node:util` parseArgs options, plus what
- * shell completion needs):
- *
- * - `--name value` and `--name=value`; a value option takes the next word
- *   even when it starts with `-`, so `--offset -1` reaches the option's own
- *   check ("--offset must be a non-negative integer, got "-1"") instead of
- *   being taken for an option; only `--` or one of the command's own long
- *   options next means the value is missing (`--limit --store DIR`);
- * - an unknown option is EBADOPTION with the closest known one
- *   ("unknown option --sesion; did you mean --session?");
- * - a value option given twice is refused unless it is `multiple` (no silent
- *   last-wins); a boolean takes no value (`--json=false` is refused);
- * - `--` ends the options; `-` alone is a positional (stdin, by convention).
- *
- * Hand-written rather than a library: the parsing is ~100 lines, and the
- * same declarations drive the completion scripts (completion.ts), which no
- * maintained parser generates for both bash and zsh without more code than
- * this (docs/architecture.md, "Dependencies").
+ * options it declares (docs/cli.md): a value option takes the next word even
+ * when it starts with `-` (so `--offset -1` reaches the option's own check);
+ * an unknown option is EBADOPTION with the closest known one; a value
+ * option given twice is refused unless `multiple`; `--` ends the options.
+ * Hand-written because the same declarations drive the completion scripts
+ * (docs/architecture.md, "Dependencies").
  */
 import type { ParseArgsConfig } from 'node:util';
 import { BadOptionError } from '../engine/protocol/errors.js';

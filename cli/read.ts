@@ -1,12 +1,7 @@
 /**
  * `sluice read <filePath> [--offset N] [--limit N] [--byte-offset N] [--raw] [--json] [--store DIR]`:
- * one page of an artifact, file or directory, through `Engine.read`, the same
- * code path as a model's `read` call (the built-in tool in a worker, the
- * default approval policy: files inside the working directory only).
- *
- * An artifact page prints as stored: its bytes exactly with `--raw` (or when
- * stdout is not a terminal), as sanitised text on a terminal; a file prints
- * as numbered lines.
+ * one page through `Engine.read`, the code path of a model's `read` call. An
+ * artifact page prints as stored (sanitised on a terminal unless `--raw`), a file as numbered lines.
  */
 import { promises as fsp } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,9 +1,4 @@
-/**
- * `Engine.read()`: the built-in `read` tool called through the ordinary call
- * path (worker, prepare, approval, page capture, recorder, events), exactly
- * as a model's call would run, and its terminal result turned into a page.
- * `sluice read` uses it too, so the three surfaces cannot disagree.
- */
+/** `Engine.read()`: the built-in `read` tool called through the ordinary call path, as a model's call runs, its result turned into a page. */
 import type { CallOptions } from './call/call-types.js';
 import { deserializeError, ProtocolError, ToolFailedError } from './protocol/errors.js';
 import type { Attachment } from './protocol/messages.js';
@@ -18,10 +13,7 @@ export interface ReadOptions extends Omit<CallOptions, 'callId'> {
   offset?: number;
   /** Lines in the page, 1 to 2000. @default 2000 */
   limit?: number;
-  /**
-   * Artifacts only: bytes into the line at `offset` where the page starts,
-   * to continue a line longer than a page (a page's `nextByteOffset`). @default 0
-   */
+  /** Artifacts only: bytes into the line at `offset` where the page starts (a page's `nextByteOffset`). @default 0 */
   byteOffset?: number;
 }
 
@@ -35,10 +27,7 @@ export interface ReadPageInfo {
   totalLines: number;
   /** Offset of the next page, or null at the end. */
   nextOffset: number | null;
-  /**
-   * Non-null when the page stopped inside line `nextOffset` (a line longer
-   * than a 2 MiB page): pass it as `byteOffset` with `offset: nextOffset`.
-   */
+  /** Non-null when the page stopped inside line `nextOffset`: pass it as `byteOffset` with `offset: nextOffset`. */
   nextByteOffset: number | null;
   /** True when the page's stored bytes are not valid UTF-8; `content` shows U+FFFD for them. */
   lossy: boolean;
@@ -81,12 +70,7 @@ function count(metadata: Record<string, unknown>, key: string): number {
   return v;
 }
 
-/**
- * The page of a finished `read` call. A failed or cancelled call throws its
- * typed error (EBADURI, ENOTFOUND, EINTEGRITY, EDENIED, ...). The content is
- * the page alone: the model view's first `output.bytes` bytes, without the
- * continuation line the engine adds for the model.
- */
+/** The page of a finished `read` call, without the continuation line of the model view; a failed call throws its typed error. */
 export function readResultOf(result: TerminalResult): ReadResult {
   if (result.status !== 'success') {
     throw result.error

@@ -1,9 +1,4 @@
-/**
- * `Engine.search()`: the built-in `grep` tool called through the ordinary
- * call path (worker, prepare as an artifact read, approval, page capture,
- * recorder, events), exactly as a model's call would run, and its page
- * turned back into lines. `sluice grep` and `GET /v1/search` use it too.
- */
+/** `Engine.search()`: the built-in `grep` tool on the ordinary call path, as a model's call runs, its page turned back into lines. */
 
 import type { SearchLine } from '../store/search.js';
 import { parseSearchText } from '../store/search-text.js';

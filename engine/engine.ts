@@ -5,6 +5,7 @@ import type { BatchOptions, BatchResult } from './batch/batch.js';
 import { BUILTIN_NAMES, builtinTool } from './builtins/names.js';
 import type { Call } from './call/call.js';
 import type { ApprovalPolicy, CallHandle, CallOptions, CallRecorder, InternalCallOptions } from './call/call-types.js';
+import type { RunningCalls } from './call/running-calls.js';
 
 export type { CallHandle } from './call/call-types.js';
 export { defaultApproval } from './call/default-approval.js';
@@ -65,16 +66,6 @@ export interface EngineOpenOptions extends EngineOptions {
   io?: StoreIO;
 }
 
-/**
- * Open engines, for the process 'exit' hook: a host that exits without closing
- * (a second Ctrl-C, process.exit) must not leave tool processes behind. Tools'
- * process groups are detached from the terminal, so no signal reaches them.
- */
-const openEngines = new Set<Engine>();
-process.on('exit', () => {
-  for (const e of openEngines) e.killAllProcesses();
-});
-
 /** The sluice engine. */
 export class Engine {
   /** The artifact store. */
@@ -86,7 +77,7 @@ export class Engine {
   private mcp: McpServers | undefined;
   /** Loads the MCP adapter (on the first {@link addMcpServer}) and resolves to {@link mcp}. */
   private mcpLoad: Promise<McpServers> | undefined;
-  private readonly calls = new Map<string, Call>();
+  private readonly calls: RunningCalls;
   private readonly hub: EventHub<CallEvent>;
   private readonly approve: ApprovalPolicy;
   private readonly recorder: CallRecorder | undefined;
@@ -116,6 +107,18 @@ export class Engine {
     this.recorder = init.recorder ?? this.sessionLog;
     this.processes = new runtime.ProcessGuard(store.layout.procs, watchdog);
     this.counters = new runtime.EngineMetrics();
+    this.calls = new runtime.RunningCalls(
+      {
+        pool,
+        processes: this.processes,
+        store,
+        settings: options,
+        approve: this.approve,
+        ...(this.recorder ? { recorder: this.recorder } : {}),
+        engineHub: this.hub,
+      },
+      this.counters,
+    );
   }
 
   /**
@@ -132,11 +135,9 @@ export class Engine {
     assertSupportedPlatform();
     assertSpawnSettings();
     // The watchdog first: a fork costs in proportion to this process's memory and stalls this
-    // thread until the child has exec'd, so it is cheapest now, before any worker thread exists
-    // (at a first call it cost the main thread 25-180 ms under load). It learns its journal later.
+    // thread until the child has exec'd, so it is cheapest before any worker thread exists.
     const watchdog = startWatchdog('');
-    // The first worker (a new V8 isolate importing zod and the tool API) is the slowest part of
-    // opening: start it first, so it boots on another core while this thread loads the rest.
+    // The first worker is the slowest part of opening: it boots on another core while this thread loads the rest.
     const early = earlyPoolOptions(settings);
     let pool = early ? new WorkerPool(early) : undefined;
     let store: Store | undefined;
@@ -154,14 +155,13 @@ export class Engine {
       pool ??= new WorkerPool(wanted);
       store = await runtime.Store.open(runtime.resolveStoreLocation(init.store), io ? { io } : {});
       const engine = new Engine(runtime, store, pool, options, init, watchdog);
-      // Built-ins are registered from their generated descriptions: no worker round trip, so the
-      // first call waits only for the worker to be up, never for a describe task.
+      // From generated descriptions: the first call waits only for the worker to be up, never for a describe task.
       if (init.builtins !== false) {
         for (const name of BUILTIN_NAMES) {
           engine.registry.add(runtime.BUILTIN_TOOLS[name], builtinTool(name), 'builtin');
         }
       }
-      openEngines.add(engine);
+      engine.calls.guardExit();
       // Groups left running by an engine that died with its watchdog: killed without delaying the open.
       void runtime.reapOrphans(store).catch(() => {});
       return engine;
@@ -175,9 +175,8 @@ export class Engine {
 
   /**
    * Registers a tool module (a path or URL whose default export is a
-   * `defineTool` result). The module is loaded in a worker only; a module that
-   * fails to import, declares invalid streams or exports no tool is rejected
-   * with EBADMODULE or EBADDECL naming it.
+   * `defineTool` result), loaded in a worker only. EBADMODULE or EBADDECL
+   * for a module that fails to import, declares invalid streams or exports no tool.
    */
   register(module: string): Promise<ToolInfo> {
     const spec = /^[a-z][a-z0-9+.-]*:/i.test(module) ? module : resolve(module);
@@ -192,17 +191,14 @@ export class Engine {
 
   /**
    * Starts a Model Context Protocol server over stdio and registers each of
-   * its tools as `<server>.<tool>` (see docs/adapters.md). The MCP client runs
-   * on a dedicated worker thread; the server process lives until the engine
-   * closes (a server that dies is restarted on the next call). EBADOPTION for
-   * an invalid or duplicate configuration, EBADMODULE when the server cannot
-   * be started or its tools cannot be registered, EMISSINGDEP (with the
-   * install command) when the optional dependency `@modelcontextprotocol/sdk`
-   * is not installed.
+   * its tools as `<server>.<tool>` (docs/adapters.md); the server lives until
+   * the engine closes. EBADOPTION for an invalid or duplicate configuration,
+   * EBADMODULE when the server cannot be started or listed, EMISSINGDEP when
+   * `@modelcontextprotocol/sdk` is not installed.
    */
   addMcpServer(config: McpServerConfig): Promise<ToolInfo[]> {
     this.assertOpen();
-    // The MCP client is an optional dependency: without it this fails here, typed, before a host thread starts.
+    // Fails here, typed, before a host thread starts.
     if (!this.mcpLoad) {
       try {
         this.runtime.requireOptional(this.runtime.OPTIONAL_DEPENDENCIES.mcp);
@@ -228,10 +224,9 @@ export class Engine {
   }
 
   /**
-   * Starts a call. Unknown tools fail synchronously with EUNKNOWNTOOL, an
-   * invalid `session` id or arguments that are not plain JSON (functions,
-   * BigInts, NaN, class instances, cycles) with EBADARGS. A call with a `session` is recorded
-   * in that session's event log (see {@link Engine.replay}).
+   * Starts a call. EUNKNOWNTOOL for an unknown tool, EBADARGS for an invalid
+   * `session` id or arguments that are not plain JSON, both synchronously. A
+   * call with a `session` is recorded in that session's event log.
    */
   call(tool: string, args: unknown, options: CallOptions = {}): CallHandle {
     return this.startCall(tool, args, options).handle;
@@ -244,43 +239,8 @@ export class Engine {
     internal: InternalCallOptions = {},
   ): { handle: CallHandle; call: Call } {
     this.assertOpen();
-    const info = this.registry.get(tool);
-    if (options.session !== undefined) this.runtime.assertSessionId(options.session);
-    this.runtime.assertJsonArgs(tool, args);
-    const call = new this.runtime.Call(
-      {
-        pool: this.pool,
-        processes: this.processes,
-        store: this.store,
-        settings: this.options,
-        approve: this.approve,
-        ...(this.recorder ? { recorder: this.recorder } : {}),
-        engineHub: this.hub,
-        onSettled: (c) => this.calls.delete(c.callId),
-        metrics: this.counters,
-      },
-      info,
-      args,
-      options,
-      internal,
-    );
-    this.calls.set(call.callId, call);
-    this.counters.callStarted(info.name);
-    void call.result.then((r) => this.counters.callEnded(r));
-    void call.start();
-    const handle: CallHandle = {
-      callId: call.callId,
-      result: call.result,
-      events: () => call.hub.subscribe(),
-      cancel: (reason?: string) => call.cancel(reason),
-      get liveDisplay() {
-        return call.liveDisplay;
-      },
-      get maxInFlight() {
-        return call.maxInFlight;
-      },
-    };
-    return { handle, call };
+    const call = this.calls.start(tool, this.registry.get(tool), args, options, internal);
+    return { handle: call.handle(), call };
   }
 
   /** Runs a call to its end. */
@@ -290,20 +250,18 @@ export class Engine {
 
   /**
    * Runs a batch of calls (`{ id, tool, args?, session? }` objects, or JSON
-   * lines of them) with bounded concurrency and yields one result per item:
-   * in completion order, or input order with `ordered`. The input is pulled
-   * only as results are consumed (backpressure); an invalid item yields an
-   * error result (EBADARGS, EUNKNOWNTOOL) instead of ending the batch; an id
-   * already completed in its session is not run again, its recorded result
-   * is yielded with `resumed: true`. Breaking out of the loop, or aborting
-   * `signal`, stops the batch and cancels its running calls.
+   * lines of them) with bounded concurrency, yielding one result per item in
+   * completion order (input order with `ordered`). The input is pulled only as
+   * results are consumed; an invalid item yields an error result; an id
+   * already completed in its session yields its recorded result with
+   * `resumed: true`. Breaking out of the loop, or aborting `signal`, stops the batch.
    */
   batch(
     calls: Iterable<unknown> | AsyncIterable<unknown>,
     options: BatchOptions = {},
   ): AsyncGenerator<BatchResult, void, undefined> {
     this.assertOpen();
-    // Loaded on first use: the batch runner brings the session-index modules an open does not need.
+    // The batch runner brings the session-index modules an open does not need.
     const load = import('./batch/batch.js');
     const engine = this;
     return (async function* () {
@@ -312,10 +270,9 @@ export class Engine {
   }
 
   /**
-   * Reads one page of a file, directory or artifact (`artifact://<digest>[/<stream>]`)
-   * by calling the built-in `read` tool through the ordinary call path, the
-   * same one a model's call takes (approval included). Throws the typed error
-   * of a failed read (EBADURI, ENOTFOUND, EINTEGRITY, EDENIED, ...).
+   * Reads one page of a file, directory or artifact through the built-in
+   * `read` tool on the ordinary call path (approval included). Throws the
+   * typed error of a failed read (EBADURI, ENOTFOUND, EINTEGRITY, EDENIED, ...).
    */
   async read(filePath: string, options: ReadOptions = {}): Promise<ReadResult> {
     const { READ_TOOL, readArgs, readCallOptions, readResultOf } = this.runtime;
@@ -323,13 +280,12 @@ export class Engine {
   }
 
   /**
-   * Searches an artifact (`artifact://<digest>[/<stream>]`) for `pattern` like
-   * `grep -n`, lines zero-based (read offsets), through the built-in `grep` tool
-   * on the ordinary call path (approved as an artifact read); one bounded page,
-   * continue with `offset: nextOffset`. Throws the typed error of a failed search.
+   * Searches an artifact for `pattern` like `grep -n` (lines zero-based)
+   * through the built-in `grep` tool on the ordinary call path; one bounded
+   * page, continue with `offset: nextOffset`. Throws the typed error of a failed search.
    */
   async search(filePath: string, pattern: string, options: SearchOptions = {}): Promise<SearchResult> {
-    // Loaded on first use: the search text parser (store/search-text.ts) is not on a plain call's path.
+    // The search text parser is not on a plain call's path.
     const { SEARCH_TOOL, searchArgs, searchCallOptions, searchResultOf } = await import('./engine-search.js');
     return searchResultOf(
       await this.run(SEARCH_TOOL, searchArgs(filePath, pattern, options), searchCallOptions(options)),
@@ -337,10 +293,8 @@ export class Engine {
   }
 
   /**
-   * Like {@link read}, with the page's bytes exactly as stored instead of
-   * their text: for an artifact, the bytes the tool wrote, invalid UTF-8
-   * included (`sluice read --raw`, and `GET /v1/read` asked for
-   * `application/octet-stream`). A file page is its numbered lines as UTF-8.
+   * Like {@link read}, with the page's bytes as stored instead of their text
+   * (for an artifact, invalid UTF-8 included). A file page is its numbered lines as UTF-8.
    */
   async readBytes(filePath: string, options: ReadOptions = {}): Promise<ReadBytesResult> {
     const { READ_TOOL, readArgs, readCallOptions, readResultOf } = this.runtime;
@@ -352,22 +306,18 @@ export class Engine {
   }
 
   /**
-   * Rebuilds the calls of a session from its event log, without running any
-   * tool or writing anything: each surviving call's final display and model
-   * view exactly as the live call returned them; a call without a terminal
-   * record comes back interrupted. ENOTFOUND for an unknown session.
+   * Rebuilds the calls of a session from its event log without running any
+   * tool: each call's final display and model view as the live call returned
+   * them; a call without a terminal record comes back interrupted. ENOTFOUND for an unknown session.
    */
   replay(session: string): Promise<ReplayedSession> {
     return sessionsModule().then((s) => s.replaySession(this.store, session));
   }
 
   /**
-   * Like {@link replay}, but without holding the session's records: one read
-   * of the log keeps each call's id and where its records are, and each call
-   * is read back and rebuilt (its spilled fields loaded) only when the
-   * iteration of `calls()` reaches it. The log stays open until the
-   * iteration ends; call `close()` on a replay you do not iterate. ENOTFOUND
-   * for an unknown session.
+   * Like {@link replay}, reading each call back only when the iteration of
+   * `calls()` reaches it. The log stays open until the iteration ends; call
+   * `close()` on a replay you do not iterate. ENOTFOUND for an unknown session.
    */
   openReplay(session: string): Promise<SessionReplay> {
     return sessionsModule().then((s) => s.openReplay(this.store, session));
@@ -375,9 +325,7 @@ export class Engine {
 
   /**
    * Reverts a session to before call `beforeCallId`: that call and every later
-   * one stop being replayed and stop being GC roots (their artifacts stay
-   * readable by possession until collected). ENOTFOUND when the call is not
-   * live in the session.
+   * one stop being replayed and being GC roots. ENOTFOUND when the call is not live in the session.
    */
   revert(session: string, beforeCallId: string): Promise<RevertResult> {
     this.assertOpen();
@@ -391,10 +339,7 @@ export class Engine {
     return sessionsModule().then((s) => s.listSessions(this.store));
   }
 
-  /**
-   * Collects garbage: blobs not referenced by live session records or pins
-   * and older than the grace period (default one hour). Safe while calls run.
-   */
+  /** Collects blobs not referenced by live session records or pins and older than the grace period; safe while calls run. */
   gc(options: GcOptions = {}): Promise<GcReport> {
     return sessionsModule().then(async (s) => {
       const report = await s.collectGarbage(this.store, options);
@@ -406,8 +351,7 @@ export class Engine {
   /**
    * Hashes every blob; lists corrupt and missing blobs and live session
    * records that reference missing blobs. With `repair`, corrupt blobs are
-   * moved to quarantine/ first, so the next publish of the same content
-   * restores them (docs/operations.md, "Verify and repair").
+   * moved to quarantine/ (docs/operations.md, "Verify and repair").
    */
   verify(options: { repair?: boolean } = {}): Promise<SessionVerifyReport> {
     return sessionsModule().then((s) => s.verifyWithSessions(this.store, options));
@@ -420,21 +364,7 @@ export class Engine {
 
   /** A running call by id. */
   running(callId: string): CallHandle | undefined {
-    const call = this.calls.get(callId);
-    if (!call) return undefined;
-    return {
-      callId,
-      result: call.result,
-      events: () => call.hub.subscribe(),
-      cancel: (reason?: string) => call.cancel(reason),
-      // Getters, as in call(): a handle looked up mid-call must not freeze these at lookup time.
-      get liveDisplay() {
-        return call.liveDisplay;
-      },
-      get maxInFlight() {
-        return call.maxInFlight;
-      },
-    };
+    return this.calls.get(callId)?.handle();
   }
 
   /** Number of live worker threads. */
@@ -444,21 +374,19 @@ export class Engine {
 
   /** Kills the process groups of every running call, synchronously. @internal */
   killAllProcesses(): void {
-    for (const c of this.calls.values()) c.killProcessGroups();
+    this.calls.killAllProcesses();
   }
 
   /** Cancels every running call with `reason`. @internal */
   cancelAll(reason: string): void {
-    for (const c of this.calls.values()) c.cancel(reason);
+    this.calls.cancelAll(reason);
   }
 
   /**
    * Opts in to a clean end on termination signals (default SIGTERM and
-   * SIGHUP): instead of dying at once with its calls unrecorded, the process
-   * cancels every running call of this engine, waits until their cancelled
-   * results are recorded and their process groups killed, closes the engine
-   * and exits with 128 + the signal's number (143, 129); a second signal
-   * exits at once. With `exit: false` it only closes the engine. Returns a
+   * SIGHUP): cancel every running call, wait until their results are
+   * recorded, close the engine and exit with 128 + the signal's number (a
+   * second signal exits at once; `exit: false` only closes). Returns a
    * function that stops handling them; closing the engine does too.
    */
   handleSignals(options: SignalOptions = {}): () => void {
@@ -477,12 +405,11 @@ export class Engine {
     if (this.closed) return;
     this.closed = true;
     this.unhandleSignals?.();
-    const pending = [...this.calls.values()];
+    const pending = this.calls.list();
     for (const c of pending) c.cancel('the engine is closing');
     await Promise.all(pending.map((c) => c.result));
-    // Every call has published its completed event: subscribers of all calls can finish now.
     this.hub.end();
-    // An MCP module that failed to load has no servers to stop (addMcpServer already rejected).
+    // An MCP module that failed to load has no servers to stop.
     try {
       await (await this.mcpLoad?.catch(() => undefined))?.close();
       await this.sessionLog.close();
@@ -492,9 +419,8 @@ export class Engine {
     } finally {
       // Every call has ended and killed its groups: the watchdog has nothing left to kill.
       await this.processes.close();
-      // Whatever failed above, the store's descriptors and its pin journal go.
       await this.store.close();
-      openEngines.delete(this);
+      this.calls.releaseExit();
     }
   }
 

@@ -1,11 +1,7 @@
 /**
- * The engine's counters, kept as plain numbers on the hot path (no metrics
- * library there): calls started and ended by tool and status, call
- * durations in fixed histogram buckets, bytes captured per stream, credit
- * waits, GC runs and bytes freed. `GET /v1/metrics` (server/metrics.ts)
- * renders them, with the pool's and the store's gauges, in the Prometheus
- * text format. Label values are bounded: tool names are registered names,
- * stream names are declared (at most 16 per tool), statuses are four.
+ * The engine's counters, plain numbers on the hot path (no metrics library
+ * there); `GET /v1/metrics` (server/metrics.ts) renders them. Label values
+ * are bounded: registered tool names, declared stream names, four statuses.
  */
 import type { CallStatus, OutputRef, TerminalResult } from './result.js';
 
@@ -47,12 +43,10 @@ export class EngineMetrics {
     gcBlobsRemoved: 0,
   };
 
-  /** A call of `tool` started. */
   callStarted(tool: string): void {
     this.s.started.set(tool, (this.s.started.get(tool) ?? 0) + 1);
   }
 
-  /** A call ended with result `r`. */
   callEnded(r: TerminalResult): void {
     let byStatus = this.s.ended.get(r.tool);
     if (!byStatus) {
@@ -66,7 +60,7 @@ export class EngineMetrics {
       this.s.durations.set(r.tool, h);
     }
     const seconds = r.durationMs / 1000;
-    // An indexed loop: entries() made an array per bucket, 14 per call.
+    // An indexed loop: entries() would allocate an array per bucket.
     for (let i = 0; i < DURATION_BUCKETS.length; i++) {
       if (seconds <= (DURATION_BUCKETS[i] as number)) h.buckets[i] = (h.buckets[i] ?? 0) + 1;
     }

@@ -1,7 +1,4 @@
-/**
- * Engine options: validated with zod, defaults documented here and in
- * docs/architecture.md. Bad values fail with EBADOPTION quoting the value.
- */
+/** Engine options, validated with zod: EBADOPTION quoting the bad value. */
 
 import {
   defaultPoolOptions,
@@ -19,10 +16,7 @@ import { z } from './protocol/zod.js';
 
 /** Options of {@link Engine.open}. */
 export interface EngineOptions {
-  /**
-   * Store directory, or `s3://bucket/prefix` for an S3 store (docs/store.md, "S3"; a malformed
-   * S3 URL is EBADOPTION). @default `$SLUICE_STORE`, else `./.sluice`
-   */
+  /** Store directory, or `s3://bucket/prefix` for an S3 store (docs/store.md, "S3"). @default `$SLUICE_STORE`, else `./.sluice` */
   store?: string;
   /** Model-view limits: per-stream `maxLines` (2000) and `maxBytes` (51200), and the aggregate `maxModelBytes` (256 KiB). */
   toolOutput?: Partial<ToolOutputOptions>;

@@ -1,11 +1,8 @@
 /**
- * Where the sluice package lives on disk, found once by walking up from this
- * module to the `package.json` named `sluice`. The engine's code runs from
- * TypeScript sources (engine/…, under vitest) and from the compiled tree
- * (dist/engine/…), one directory deeper; the worker code, the web view's
- * files and the version are in the same place for both (dist/…,
- * package.json). One lookup here replaces a `../` count per caller, each
- * right for one layout and guessed for the other.
+ * Where the sluice package lives, found once by walking up to the
+ * `package.json` named `sluice`: the engine runs from its sources (under
+ * vitest) and from dist/, one directory deeper, so a `../` count per caller
+ * would be right for one layout only.
  */
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -20,7 +17,7 @@ function find(): { dir: string; version: string } | null {
       const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown; version?: unknown };
       if (pkg.name === 'sluice') return { dir, version: String(pkg.version ?? 'unknown') };
     } catch {
-      // No package.json here (or not readable, or not JSON): keep walking up.
+      // Not here, or not readable: keep walking up.
     }
     const up = dirname(dir);
     if (up === dir) return null;

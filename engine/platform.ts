@@ -1,11 +1,8 @@
 /**
- * The platforms sluice runs on, checked when an engine opens. sluice needs
- * Linux: tools run in POSIX process groups that cancellation and the
- * watchdog kill as a whole (`kill(-pgid)`), the built-in `bash` tool needs
- * bash, and the store's owner checks and the orphan reaper read /proc to
- * tell a dead process from a live one (store/owners.ts); without /proc the
- * temporary files and pins of dead processes would never be reclaimed.
- * README.md, "Requirements", says the same.
+ * The platforms sluice runs on, checked when an engine opens: it needs
+ * Linux for POSIX process groups killed as a whole, bash, and /proc, which
+ * the owner checks and the orphan reaper read to tell a dead process from a
+ * live one (README.md, "Requirements").
  */
 import { UnsupportedPlatformError } from './protocol/errors.js';
 

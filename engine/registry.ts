@@ -40,20 +40,14 @@ export interface ToolInfo {
   source: 'builtin' | 'plugin' | 'mcp';
 }
 
-/**
- * What an adapter knows better than the worker's description: an MCP tool's
- * module describes itself generically, the server supplies the text and schema.
- */
+/** What an adapter knows better than the worker: an MCP tool's module describes itself generically, the server supplies text and schema. */
 export interface RegisterOverrides {
   description?: string;
   /** JSON Schema of the arguments, as shown to hosts. */
   argsSchema?: unknown;
 }
 
-/**
- * Asks a worker to describe a tool module: EBADMODULE when it cannot be
- * imported or exports no tool, EBADDECL for an invalid declaration.
- */
+/** Asks a worker to describe a tool module: EBADMODULE when it cannot be imported or exports no tool, EBADDECL for a bad declaration. */
 export async function describeModule(pool: WorkerPool, module: string): Promise<ToolDescription> {
   try {
     const r = (await pool.run({ kind: 'describe', module })) as DescribeResult;
@@ -80,11 +74,7 @@ export class Registry {
     return this.add(await describeModule(pool, module), module, source, overrides);
   }
 
-  /**
-   * Validates a description obtained without a worker (the built-ins' generated
-   * descriptions, engine/builtins/descriptions.ts) and registers it, with the same
-   * checks as {@link register}.
-   */
+  /** Validates and registers a description obtained without a worker (the built-ins' generated ones). */
   add(d: ToolDescription, module: string, source: ToolInfo['source'], overrides: RegisterOverrides = {}): ToolInfo {
     let output: OutputDeclaration;
     try {
@@ -124,7 +114,7 @@ export class Registry {
       description: overrides.description ?? d.description,
       output,
       selfPaginating: d.selfPaginating === true,
-      // A description without the field (a forged or older worker) gets the safe choice.
+      // A description without the field gets the safe choice.
       isolation: d.isolation === 'shared' ? 'shared' : 'thread',
       ...(d.preview !== undefined ? { preview: d.preview } : {}),
       argsSchema: overrides.argsSchema ?? d.argsSchema,

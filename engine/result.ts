@@ -1,8 +1,4 @@
-/**
- * The terminal result of a call: what the engine returns, what the session log
- * records and what the HTTP API serves. Its JSON shape is a public contract
- * (docs/cli.md, docs/protocol.md).
- */
+/** The terminal result of a call, as returned, recorded and served; its JSON shape is a public contract (docs/protocol.md). */
 import type { SerializedError } from './protocol/errors.js';
 import type { Attachment, EmittedMessage } from './protocol/messages.js';
 
@@ -37,10 +33,7 @@ export interface TextRef {
   bytes: number;
 }
 
-/**
- * Texts of a result that were longer than their bounds (docs/tools.md,
- * "Bounds"): the result holds them cut, with a marker; here is each whole.
- */
+/** Texts of a result that were longer than their bounds (docs/tools.md, "Bounds"): the result holds them cut; here is each whole. */
 export interface FullTextRefs {
   /** The whole of `error.message`. */
   error?: TextRef;

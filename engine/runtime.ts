@@ -1,17 +1,12 @@
 /**
- * What an open engine runs on beyond engine.ts and its worker pool: zod
- * (through the option and wire schemas), the store, the call path, the
- * registry. Engine.open imports this module only after it has started the
- * first worker, so that the worker boots and loads its own modules on another
- * core while this thread loads these; engine.ts imports nothing else
- * statically but the pool and the watchdog's spawn (docs/architecture.md,
- * "Opening an engine").
+ * What an open engine runs on beyond engine.ts and its pool, imported by
+ * Engine.open once the first worker has started, so that the worker boots on
+ * another core while this thread loads these (docs/architecture.md, "Opening an engine").
  */
 export { resolveStoreLocation } from '../store/location.js';
 export { Store } from '../store/store.js';
 export { BUILTIN_TOOLS } from './builtins/descriptions.js';
-export { Call } from './call/call.js';
-export { assertJsonArgs } from './call/json-args.js';
+export { RunningCalls } from './call/running-calls.js';
 export { READ_TOOL, readArgs, readCallOptions, readResultOf } from './engine-read.js';
 export { EventHub } from './events/hub.js';
 export { EngineMetrics } from './metrics.js';
@@ -22,5 +17,4 @@ export { ClosedError, toSluiceError } from './protocol/errors.js';
 export { OPTIONAL_DEPENDENCIES, requireOptional } from './protocol/optional-dependencies.js';
 export { Registry } from './registry.js';
 export { EngineSessionLog } from './sessions/lazy-recorder.js';
-export { assertSessionId } from './sessions/session-id.js';
 export { handleSignals } from './signals.js';

@@ -1,17 +1,10 @@
 /**
  * Termination signals for hosts that opt in ({@link Engine.handleSignals}):
- * a SIGTERM or SIGHUP that would otherwise kill the host outright (its calls
- * unrecorded, "interrupted" on replay) instead cancels every running call of
- * the engines that opted in, waits until their cancelled results are
- * recorded and their process groups killed, closes those engines and exits
- * with 128 + the signal's number (143, 129), as the default action would
- * have reported it. A second signal while that runs exits at once (the
- * process 'exit' hook still kills the calls' process groups, and their
- * watchdogs would anyway).
- *
- * One set of process listeners serves every engine of the process, so two
- * engines that opt in shut down together and the process exits once, after
- * both.
+ * instead of killing the host with its calls unrecorded, a SIGTERM or SIGHUP
+ * cancels the running calls of the engines that opted in, waits for their
+ * results and closes them, then exits with 128 + the signal's number as the
+ * default action would have. A second signal exits at once. One set of
+ * process listeners serves every engine, so they shut down together.
  */
 import { constants } from 'node:os';
 import { BadOptionError } from './protocol/errors.js';
@@ -92,10 +85,7 @@ function sync(): void {
   }
 }
 
-/**
- * Makes `signals` of this process shut `target` down cleanly (see the module
- * comment). Returns a function that undoes it.
- */
+/** Makes `signals` of this process shut `target` down cleanly; returns a function that undoes it. */
 export function handleSignals(target: SignalTarget, options: SignalOptions = {}): () => void {
   const signals = [...(options.signals ?? ['SIGTERM', 'SIGHUP'])];
   for (const s of signals) {

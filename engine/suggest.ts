@@ -1,10 +1,7 @@
 /**
- * "Did you mean": the closest of a set of names to a mistyped one, for
- * unknown CLI options and commands and unknown tool names. Distance is
- * optimal string alignment (Levenshtein plus adjacent transpositions, so
- * `--sesion` and `--sessoin` both find `--session`); a unique prefix also
- * counts (`--ses`). Nothing is suggested when the closest name is too far to
- * be a typo.
+ * "Did you mean": the closest of a set of names to a mistyped one, by
+ * optimal string alignment (Levenshtein plus adjacent transpositions) or a
+ * unique prefix; nothing when the closest is too far to be a typo.
  */
 
 /** Edits (insert, delete, substitute, swap neighbours) between `a` and `b`. */

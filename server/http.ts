@@ -80,11 +80,9 @@ export function sendJson(
 }
 
 /**
- * Sends `{ ...fields, [key]: [...items] }` as a chunked body, one item
- * serialised at a time and waiting for the client to drain, so an answer
- * larger than memory never exists as one string. An error from `items` after
- * the head is sent destroys the response (the client sees a truncated body);
- * a client that goes away stops the iteration.
+ * Sends `{ ...fields, [key]: [...items] }` as a chunked body one item at a
+ * time, waiting for the client to drain, so an answer larger than memory
+ * never exists as one string; an error after the head destroys the response.
  */
 export async function sendJsonArrayStream(
   res: ServerResponse,
@@ -142,12 +140,7 @@ function tooLarge(limit: number): HttpError {
   });
 }
 
-/**
- * Reads a JSON request body of at most `limit` bytes. A declared or actual
- * size over the limit is 413 (ERESOURCELIMIT) without reading further; a
- * body that is not `application/json` is 415 (EBADARGS); malformed JSON is
- * 400 (EBADARGS). An empty body reads as `empty`.
- */
+/** Reads a JSON body of at most `limit` bytes: 413 past it (without reading further), 415 when not JSON, 400 when malformed; empty reads as `empty`. */
 export async function readJsonBody(req: IncomingMessage, limit: number, empty: unknown = undefined): Promise<unknown> {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
@@ -215,11 +208,6 @@ function collect(req: IncomingMessage, limit: number): Promise<{ chunks: Buffer[
   });
 }
 
-/**
- * At most 200 characters of `value` as JSON. A value nested deeply enough
- * overflows JSON.stringify's stack (a request body of 20,000 nested arrays
- * did): that must stay a 400 about the field, not become a 500.
- */
 /** `value` validated by `schema`, or a 400 EBADARGS naming the first bad field and quoting its value. */
 export function parseWith<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
   const r = schema.safeParse(value);

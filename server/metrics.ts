@@ -1,14 +1,9 @@
 /**
- * `GET /v1/metrics`: the engine's counters (engine/metrics.ts), the pool's
- * and the store's gauges and the process's default metrics, in the
- * Prometheus text format, rendered by prom-client. prom-client is imported
- * on the first scrape only: an engine that never serves metrics never loads
- * it (its counters are plain numbers, engine/metrics.ts).
- *
- * The store's blob count and bytes come from a walk of blobs/ (one shard
- * directory at a time, never the whole listing in memory), at most once per
- * 30 s ({@link storeWalk}): a scrape in between reports the last walk
- * (`sluice_store_walk_timestamp_seconds` says when it was).
+ * `GET /v1/metrics`: the engine's counters, the pool's and the store's
+ * gauges and the process's default metrics, rendered by prom-client, which
+ * is imported on the first scrape only. The store's counts come from a walk
+ * of blobs/ at most once per {@link storeWalk} interval; a scrape in between
+ * reports the last walk (`sluice_store_walk_timestamp_seconds`).
  */
 import type { Aggregator, LabelValues, Registry } from 'prom-client';
 import type { Engine } from '../engine/engine.js';

@@ -185,7 +185,7 @@ export class SluiceServer {
     const server = createServer({
       requestTimeout: REQUEST_TIMEOUT_MS,
       headersTimeout: r.data.headersTimeoutMs,
-      // Node checks these timeouts every interval (30 s by default): often enough that they hold.
+      // Node checks these timeouts only once per interval: a short one makes them hold.
       connectionsCheckingInterval: Math.min(1000, r.data.headersTimeoutMs),
     });
     await new Promise<void>((resolve, reject) => {

@@ -1,16 +1,8 @@
 /**
- * One server-sent-events connection on one call: the buffered frames after
- * the client's Last-Event-ID, then live frames from its own bounded hub
- * subscription, then the terminal `completed` frame, then the end of the
- * response.
- *
- * Writes respect backpressure: when `res.write` returns false the loop waits
- * for 'drain' (or the client going away) before taking the next frame, and
- * meanwhile the hub keeps queueing for it, up to its bound. Gaps are found by
- * id, whatever caused them (the hub dropped frames for a slow client, the
- * resume buffer no longer holds what a reconnecting client missed), and
- * reported as one `lagged` frame whose id is that of the last missed frame,
- * so a client that reconnects after it resumes from the right place.
+ * One server-sent-events connection on one call: buffered frames after the
+ * client's Last-Event-ID, live frames, the terminal `completed` frame. Writes
+ * wait for 'drain'; a gap, whatever caused it, is one `lagged` frame with the
+ * id of the last missed frame, so a reconnecting client resumes from the right place.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { writeWithBackpressure } from './http.js';

@@ -18,11 +18,7 @@ export async function walkStore(store: Store): Promise<StoreSize> {
   return { ...(await store.backend.totals()), at: Date.now() };
 }
 
-/**
- * Least time between two listings of an S3 store's blobs for its counts:
- * 5 minutes, so scrapes every 15 s of a bucket of a million blobs cost 1000
- * LISTs per 5 minutes, not per scrape (tests set it to 0). @internal
- */
+/** Least time between two listings of an S3 store's blobs, so frequent scrapes of a large bucket do not LIST per scrape (tests set it to 0). @internal */
 export const s3Listing = { intervalMs: 5 * 60_000 };
 
 /**

@@ -1,17 +1,10 @@
 /**
- * The calls a server started, each with its live events numbered for
- * server-sent events and resume.
- *
- * One pump per call reads the call's own event subscription (in-process and
- * prompt, so it practically never lags), gives every event the next id,
- * renders its SSE frame once, keeps it in a bounded ring for resume, and
- * republishes it on a per-call {@link EventHub}. Each SSE connection consumes
- * its own bounded subscription of that hub, so a stalled client costs at most
- * `subscriberQueue` shared frames and never slows the pump, let alone the
- * tool. The terminal frame is kept apart from the ring and is never dropped.
- *
- * Finished calls are kept for resume and `GET /v1/calls/:id` within bounds of
- * count, bytes and age; the oldest go first.
+ * The calls a server started, each with its live events numbered for SSE
+ * and resume. One pump per call reads the call's own subscription, numbers
+ * and renders each frame once, keeps it in a bounded ring and republishes it
+ * on a per-call hub; each SSE connection has its own bounded subscription,
+ * so a stalled client never slows the pump, let alone the tool. Finished
+ * calls are kept within bounds of count, bytes and age.
  */
 import type { CallHandle } from '../engine/engine.js';
 import { EventHub } from '../engine/events/hub.js';

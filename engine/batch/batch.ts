@@ -1,21 +1,11 @@
 /**
- * The batch runner behind `Engine.batch` and `sluice batch`: calls read from
- * an iterable run with bounded concurrency, and their terminal results come
- * back as an async iterator.
- *
- * Memory is bounded by the concurrency, never by the input: the input is
- * pulled only while fewer than `concurrency` items are running or waiting to
- * be consumed, so a consumer that stops pulling stops the reading too. With
- * `ordered`, results come back in input order; an item is read only while it
- * is fewer than 4 x `concurrency` items past the oldest result not yet
- * returned, so at most that many results wait for an earlier one (each is a
- * terminal result: bounded previews, never a whole output).
- *
- * Resume: an item whose id already has a recorded outcome in its session
- * (any status but `cancelled`; see engine/sessions/completed-index.ts) is not
- * run again; its recorded result is returned with `resumed: true`. An item
- * runs as call id `<id>`, or `<id>#<n>` when its session already holds
- * attempts of it (cancelled, interrupted, or any with `resume: false`).
+ * The batch runner behind `Engine.batch` and `sluice batch`. Memory is
+ * bounded by the concurrency, never by the input: the input is pulled only
+ * while fewer than `concurrency` items run or wait to be consumed, so a
+ * consumer that stops pulling stops the reading too; an ordered batch reads
+ * at most {@link ORDERED_WINDOW} x `concurrency` items past the oldest
+ * unreturned result. An item whose id already has a recorded outcome in its
+ * session is not run again (engine/sessions/completed-index.ts).
  */
 
 import type { Store } from '../../store/store.js';

@@ -1,9 +1,4 @@
-/**
- * One batch input item, checked: a JSON line (or an object) naming a call as
- * `{ id, tool, args?, session? }`. Whatever is wrong with an item becomes a
- * per-item error (EBADARGS quoting the problem), never an exception that
- * would end the batch.
- */
+/** One batch input item, checked: whatever is wrong with it becomes a per-item EBADARGS, never an exception that ends the batch. */
 import { BadArgumentsError, type SluiceError } from '../protocol/errors.js';
 
 /** One call of a batch. */
@@ -44,10 +39,7 @@ function quote(v: unknown): string {
   return s;
 }
 
-/**
- * Checks one item: a string is parsed as a JSON line (a blank line is
- * skipped), an object is checked as is.
- */
+/** Checks one item: a string is parsed as a JSON line (a blank line is skipped), an object is checked as is. */
 export function parseItem(value: unknown): ParsedItem {
   if (value instanceof OversizeLine) {
     const error = new BadArgumentsError(

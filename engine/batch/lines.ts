@@ -1,15 +1,14 @@
 /**
- * Lines of a byte stream, for `sluice batch`: each line as a string (a
- * trailing `\r` removed), without ever holding more than one line of at
- * most `maxBytes`: a longer line is skipped as it streams past and reported
- * as an {@link OversizeLine}, so a runaway line cannot exhaust memory.
+ * Lines of a byte stream for `sluice batch`, never holding more than one line
+ * of at most `maxBytes`: a longer line is skipped as it streams past and
+ * reported as an {@link OversizeLine}, so a runaway line cannot exhaust memory.
  */
 import { OversizeLine } from './items.js';
 
 /** Default bound on one batch line (a call's arguments included). */
 export const MAX_BATCH_LINE_BYTES = 8 * 1024 * 1024;
 
-/** Yields the lines of `source` (see the module comment). */
+/** Yields the lines of `source` (a trailing `\r` removed). */
 export async function* lines(
   source: AsyncIterable<Uint8Array | string>,
   maxBytes = MAX_BATCH_LINE_BYTES,

@@ -1,8 +1,4 @@
-/**
- * The built-in tools: their names, in registration order, and where their
- * compiled modules are (a built-in's module is workers/builtins/<name>.ts).
- * Their descriptions are generated ahead of time into descriptions.ts.
- */
+/** The built-in tools' names, in registration order, and their compiled modules; their descriptions are generated into descriptions.ts. */
 import { distPath } from '../pool/dist-paths.js';
 
 /** The built-in tools, in registration order. */

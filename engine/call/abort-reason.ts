@@ -1,10 +1,7 @@
 /**
- * What a caller's AbortSignal says when it cancels a call. The reason is
- * kept: `ac.abort(new Error('user abort'))` ends the call cancelled with
- * "cancelled by the caller: user abort"; a signal that timed out
- * (`AbortSignal.timeout(ms)`, whose reason is a DOMException named
- * TimeoutError) fails it with ETIMEOUT, as the call's own `timeoutMs`
- * would; a plain `ac.abort()` (an AbortError) is "cancelled by the caller".
+ * What a caller's AbortSignal says when it cancels a call: its reason is
+ * kept ("cancelled by the caller: <reason>"), and a signal that timed out
+ * (`AbortSignal.timeout(ms)`) fails the call with ETIMEOUT, as `timeoutMs` would.
  */
 import { CancelledError, type SluiceError, TimeoutError } from '../protocol/errors.js';
 import { unitPrefix } from '../protocol/text.js';

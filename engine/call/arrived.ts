@@ -1,8 +1,6 @@
 /**
- * What arrives from a worker at a call's end, held to the engine's bounds:
- * an error message or details past their bounds, a completion whose fields
- * pass theirs, and the markers that say where a cut text's whole is. The
- * worker runtime bounds first (workers/bounds.ts); these checks keep the
+ * What arrives from a worker at a call's end, held to the engine's bounds.
+ * The worker runtime bounds first (workers/bounds.ts); these checks keep the
  * engine from holding more even when a worker did not.
  */
 import {
@@ -19,11 +17,9 @@ import { cutMarker, cutMarkerBytes, detachString, utf8PrefixEnd } from '../proto
 import type { TextRef } from '../result.js';
 
 /**
- * An error as it arrived from a worker, held to the bounds the worker runtime
- * applies (workers/bounds.ts): a message past its bound is cut with a marker
- * (no whole text: none was sent), details past theirs are replaced, and a
- * shape that is not an error at all is a protocol error. The worker bounds
- * first; this keeps the engine from holding more even when it did not.
+ * An error as it arrived, held to the worker runtime's bounds: a message
+ * past its bound is cut with a marker, details past theirs are replaced, and
+ * a shape that is not an error at all is a protocol error.
  */
 export function boundArrivedError(e: SerializedError): SerializedError {
   if (typeof e?.message !== 'string' || typeof e.code !== 'string') {
@@ -57,12 +53,7 @@ export function boundArrivedError(e: SerializedError): SerializedError {
   return details === undefined ? { code: e.code, message } : { code: e.code, message, details };
 }
 
-/**
- * The resource-limit error of a completion whose terminal fields pass their
- * bounds, if any. The worker runtime bounds them before posting
- * (workers/bounds.ts); this is the engine's own check of what arrived, so a
- * worker that did not (or could not) still cannot make the engine keep them.
- */
+/** The resource-limit error of a completion whose terminal fields pass their bounds, if any. */
 export function oversizedCompletion(c: WireCompletion): ResourceLimitError | undefined {
   const b = COMPLETION_BOUNDS;
   if ((c.messages?.length ?? 0) > b.messages || (c.attachments?.length ?? 0) > b.attachments) {

@@ -1,8 +1,4 @@
-/**
- * The contracts of one call: what the host decides (approval), where
- * records go, the options a caller and the engine set, and what a call
- * needs from its engine.
- */
+/** The contracts of one call: the host's approval, where records go, the options of a call, what it needs from its engine. */
 import type { Store } from '../../store/store.js';
 import type { EventHub } from '../events/hub.js';
 import type { WorkerPool } from '../pool/pool.js';
@@ -24,13 +20,8 @@ export type ApprovalPolicy = (
 
 /** Where call records go (the session event log implements it). */
 export interface CallRecorder {
-  /** A call started. */
   started(info: { callId: string; tool: ToolInfo; args: unknown; session?: string; at: string }): Promise<void>;
-  /**
-   * A call ended; must be durable when the promise resolves (the publication
-   * pin is released after). When it rejects, it is called once more with the
-   * failed result the caller then gets (status `failed`, the recording error).
-   */
+  /** A call ended; durable when it resolves. When it rejects, it is called once more with the failed result the caller then gets. */
   completed(result: TerminalResult): Promise<void>;
 }
 
@@ -50,25 +41,21 @@ export interface CallOptions {
   /** Record the call in this session's event log (`[A-Za-z0-9._-]`, 1 to 128 characters); EBADARGS otherwise. */
   session?: string;
   /**
-   * Aborting it cancels the call (as {@link CallHandle.cancel} does), keeping
-   * the reason: `abort(new Error('user abort'))` ends it cancelled with
-   * "cancelled by the caller: user abort"; a signal that timed out
-   * (`AbortSignal.timeout(ms)`) fails it with ETIMEOUT, as `timeoutMs` would.
+   * Aborting it cancels the call, keeping the reason (`cancelled by the
+   * caller: <reason>`); a signal that timed out (`AbortSignal.timeout(ms)`)
+   * fails it with ETIMEOUT, as `timeoutMs` would.
    */
   signal?: AbortSignal;
   /**
-   * Fails the call with ETIMEOUT after this many milliseconds, counted from
-   * the call's start: time spent waiting for a free worker (and, for the first
-   * call of a fresh engine, for a worker to boot) counts. Above 0 and at most
-   * 2^31-1 (about 24.8 days, the longest a timer waits); anything else is
-   * EBADARGS, synchronously from `Engine.call`.
+   * Fails the call with ETIMEOUT after this many milliseconds from its start,
+   * waiting for a worker included. Above 0 and at most 2^31-1 (the longest a
+   * timer waits); anything else is EBADARGS, synchronously from `Engine.call`.
    */
   timeoutMs?: number;
   /** The call's id. @default a random UUID */
   callId?: string;
   /**
-   * How this call's truncated streams are previewed for the model (`head` or
-   * `head+tail`); EBADARGS otherwise, synchronously from `Engine.call`.
+   * How this call's truncated streams are previewed (`head` or `head+tail`); EBADARGS otherwise.
    * @default the tool's declared preview, else the engine's `toolOutput.preview`, else `'head'`
    */
   preview?: PreviewMode;
@@ -95,7 +82,7 @@ export interface CallDeps {
   metrics?: { creditWait(): void };
 }
 
-/** Throws EBADARGS unless `ms` is absent or a duration a timer can wait (setTimeout fires after 1 ms beyond 2^31-1). */
+/** Throws EBADARGS unless `ms` is absent or a duration a timer can wait (setTimeout fires at once beyond 2^31-1). */
 export function assertTimeout(ms: unknown): void {
   if (ms === undefined) return;
   if (typeof ms !== 'number' || !(ms > 0) || ms > MAX_TIMER_MS) {

@@ -1,9 +1,4 @@
-/**
- * One call, main side: routes the worker's messages into the capture
- * coordinator, returns credit as bytes reach disk, keeps the bounded live
- * display, answers host-service calls, enforces cancellation and the grace
- * period, and finalises exactly once: publish, pin, record, release, report.
- */
+/** One call, main side: from the worker's messages to the terminal result, finalised exactly once (finish.ts). */
 import { randomUUID } from 'node:crypto';
 import type { MessagePort } from 'node:worker_threads';
 import { EventHub } from '../events/hub.js';
@@ -29,7 +24,7 @@ import type { CallEvent, TerminalResult } from '../result.js';
 import { callerAbortError } from './abort-reason.js';
 import { approvalService } from './approval.js';
 import { boundArrivedError, oversizedCompletion } from './arrived.js';
-import type { ApprovalPolicy, CallDeps, CallOptions, InternalCallOptions } from './call-types.js';
+import type { ApprovalPolicy, CallDeps, CallHandle, CallOptions, InternalCallOptions } from './call-types.js';
 import { assertPreview, assertTimeout } from './call-types.js';
 import { Capture } from './capture.js';
 import { asksOnly } from './default-approval.js';
@@ -182,11 +177,8 @@ export class Call {
     const isolation = this.tool.isolation;
     this.deps.pool.run(task, { signal: this.piscinaAbort.signal, callId: this.callId, sink: this, isolation }).then(
       () => {
-        // The task returned; its done/fail message was posted before, on another port, and the
-        // two ports are not ordered: give it time to land before calling it a protocol breach.
-        // Usually it is already waiting and handled in this turn of the event loop: the timer is
-        // armed only if it was not (most calls' results arrive first, and a timer per call cost
-        // an allocation and two timer-list updates for nothing).
+        // The done/fail message was posted before, on another port, and the two ports are not
+        // ordered: a timer waits for it only when it has not landed by the next turn.
         setImmediate(() => {
           if (this.ended) return;
           this.settleTimer = setTimeout(() => {
@@ -225,12 +217,9 @@ export class Call {
   }
 
   /**
-   * The tool did not stop within the grace period. An isolated call's thread
-   * is terminated. A shared thread carries other calls, so this call alone
-   * ends now (its process groups are killed) and the worker is told to let it
-   * go and retire once idle; only if the worker does not answer within
-   * max(graceMs, 5 s) (its event loop is blocked) is the thread
-   * terminated, failing the calls it carries (docs/architecture.md).
+   * The tool did not stop within the grace period: an isolated call's thread
+   * is terminated; a shared call alone ends now, and its worker retires the
+   * thread once idle (pool.abandon).
    */
   private giveUp(err: SluiceError): void {
     if (this.ended) return;
@@ -392,6 +381,23 @@ export class Call {
   /** The live display so far (bounded). */
   get liveDisplay(): string {
     return this.live.text;
+  }
+
+  /** A handle on this call; getters, so that one taken mid-call does not freeze them. */
+  handle(): CallHandle {
+    const call = this;
+    return {
+      callId: this.callId,
+      result: this.result,
+      events: () => call.hub.subscribe(),
+      cancel: (reason?: string) => call.cancel(reason),
+      get liveDisplay() {
+        return call.liveDisplay;
+      },
+      get maxInFlight() {
+        return call.maxInFlight;
+      },
+    };
   }
 }
 

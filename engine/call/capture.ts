@@ -1,11 +1,4 @@
-/**
- * The capture coordinator for one call: every accepted chunk is appended to
- * its stream's temporary capture file in the store, hashed and line-scanned
- * while streaming (store/blob-writer.ts), and fed to a bounded preview. At the
- * end the streams are published as blobs (plus a manifest for named
- * streams). Memory per call is the credit window plus the previews, whatever
- * the output size.
- */
+/** The capture of one call: chunks appended to temporary blobs as they stream, and bounded previews, so memory does not grow with the output. */
 
 import type { BlobInfo, BlobWriter } from '../../store/blob-writer.js';
 import { crashPoint } from '../../store/crash-point.js';
@@ -19,9 +12,7 @@ import type { OutputRef } from '../result.js';
 
 /** Limits a capture applies. */
 export interface CaptureLimits {
-  /** Preview lines per stream. */
   maxLines: number;
-  /** Preview bytes per stream. */
   maxBytes: number;
   /** Hard bound on each stream's size; a chunk that would pass it fails the call. */
   maxStreamBytes: number;
@@ -35,10 +26,7 @@ export interface CaptureLimits {
 export interface CapturedOutput {
   ref: OutputRef;
   view: OutputView;
-  /**
-   * Set when a write failed (a full disk): what each stream had accepted,
-   * of which the output holds only the prefix that reached the disk.
-   */
+  /** Set when a write failed (a full disk): what each stream had accepted, of which the output holds what reached the disk. */
   cut?: { error: unknown; accepted: Array<{ name: string; bytes: number; lines: number }> };
 }
 
@@ -72,7 +60,6 @@ export class Capture {
   /** Whether accepted chunks are kept after they are written: no, they are on disk (the preview copies). */
   readonly keepsChunks = false;
 
-  /** Number of streams. */
   get size(): number {
     return this.streams.length;
   }
@@ -82,11 +69,7 @@ export class Capture {
     return this.streams.map((c) => ({ name: c.name || 'output', bytes: c.writer.bytes, lines: c.writer.lines }));
   }
 
-  /**
-   * Accepts a chunk for stream `index`. Throws {@link SizeLimitError} (and
-   * accepts nothing of the chunk) when it would pass the size bound. The
-   * promise settles when the bytes are on disk: that is when credit may go back.
-   */
+  /** Accepts a chunk for stream `index` (SizeLimitError past the size bound), settling once on disk, when its credit may go back. */
   accept(index: number, bytes: Uint8Array): Promise<void> {
     const ch = this.streams[index];
     if (!ch) throw new ProtocolError(`chunk for stream ${index}, but only ${this.streams.length} declared`);
@@ -106,15 +89,7 @@ export class Capture {
     return undefined;
   }
 
-  /**
-   * Publishes every stream (waiting for pending writes first), adding each
-   * digest to `pin` before its blob becomes visible. A stream whose write
-   * failed (a full disk) keeps the prefix that reached its capture file, an
-   * empty one when none did, and its preview is rebuilt from that prefix;
-   * the output then says what was accepted beside it ({@link CapturedOutput.cut}).
-   * When nothing can be kept (no stream kept a byte, or a commit fails),
-   * nothing is returned and the remaining temporary files are removed.
-   */
+  /** Publishes every stream under `pin`; a stream whose write failed keeps what reached the disk ({@link CapturedOutput.cut}). */
   async publish(pin: Pin): Promise<CapturedOutput> {
     this.settled = true;
     // Writes still in flight may yet fail: which streams keep only a prefix is known once they end.
@@ -190,7 +165,6 @@ export class Capture {
     await Promise.all(this.streams.map((c) => c.writer.abort()));
   }
 
-  /** True once published or discarded. */
   get done(): boolean {
     return this.settled;
   }

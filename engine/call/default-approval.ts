@@ -1,17 +1,9 @@
-/**
- * The approval policy an engine uses when the host gives none. Light on
- * purpose (node:fs and node:path only): Engine.open builds it before any
- * other module is loaded.
- */
+/** The approval policy an engine uses when the host gives none; node:fs and node:path only, since Engine.open builds it before loading the rest. */
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { ApprovalPolicy } from './call-types.js';
 
-/**
- * Marks a policy that allows every operation kind but the listed ones
- * without looking at the operation: its calls' workers ask only for those
- * kinds, which saves bash a round trip to the main thread per call.
- */
+/** Marks a policy that allows every kind but the listed ones unseen: workers then ask only for those, which saves bash a round trip per call. */
 export const ASKS_ONLY: unique symbol = Symbol('sluice.approval.asksOnly');
 
 /** The kinds a policy marked with {@link ASKS_ONLY} decides; undefined for any other policy (it decides everything). */
@@ -19,11 +11,7 @@ export function asksOnly(policy: ApprovalPolicy): readonly string[] | undefined 
   return (policy as { [ASKS_ONLY]?: readonly string[] })[ASKS_ONLY];
 }
 
-/**
- * The default approval policy: everything is allowed except filesystem reads
- * outside the working root (the read tool checks real paths, so symlinks out
- * of the root are refused too).
- */
+/** The default policy: everything but filesystem reads outside the working root (real paths, so symlinks out of it are refused too). */
 export function defaultApproval(root: string): ApprovalPolicy {
   // Compared with real paths, so the root must be one too (a symlinked working directory).
   let base = resolve(root);

@@ -1,10 +1,7 @@
 /**
- * A call's end, after its worker's side has ended and its status has been
- * decided (terminal-status.ts): publish what was accepted, keep the whole
- * texts the result shows, vouch for the pin, render the model view, build
- * the terminal result, record it, release the pin. Each step takes the
- * call's {@link Ending} and hands on a new one; a step that fails on disk
- * turns the verdict into an EDISK failure instead of throwing.
+ * A call's end once its status is decided: publish, keep the whole texts,
+ * vouch for the pin, render the model view, record, release. Each step hands
+ * on a new {@link Ending}; a disk failure turns the verdict into EDISK.
  */
 import type { Pin, Store } from '../../store/store.js';
 import { finalDisplay } from '../presentation/final-display.js';
@@ -28,7 +25,6 @@ export interface Finishing {
   readonly tool: ToolInfo;
   readonly args: unknown;
   readonly session: string | undefined;
-  /** When the call started (epoch ms). */
   readonly startedAt: number;
   readonly capture: Capture | PageCapture;
   /** Whole texts of fields the worker cut to their bounds. */
@@ -114,11 +110,7 @@ async function keepTexts(f: Finishing, e: Ending, completion?: WireCompletion): 
   return { ...e, pin: kept.pin, fullText: kept.refs };
 }
 
-/**
- * An S3 store's lease may have been reclaimed while this host stalled
- * (store/s3/lease.ts): then what it pinned may be gone, and no reference
- * to it is recorded or returned.
- */
+/** An S3 store's lease may have been reclaimed while this host stalled (store/s3/lease.ts): then nothing it pinned is referenced. */
 async function vouchFor(e: Ending): Promise<Ending> {
   try {
     await e.pin?.vouch();
@@ -135,10 +127,7 @@ function markCuts(f: Finishing, e: Ending): Ending {
   return { ...e, verdict: { ...e.verdict, error: withCutMarker(error, f.textSizes.error, e.fullText.error) } };
 }
 
-/**
- * The model view with its status line. The ending's `view` stays without
- * one: a failed recording gives it another status line, never a second.
- */
+/** The model view with its status line; the ending's `view` stays without, so a failed recording never gives it a second. */
 function modelView(f: Finishing, e: Ending, completion?: WireCompletion): { ending: Ending; model: string } {
   const { status, complete, error } = e.verdict;
   const model = withStatusLine(e.view, {
@@ -167,7 +156,6 @@ function modelView(f: Finishing, e: Ending, completion?: WireCompletion): { endi
   }
 }
 
-/** The terminal result of an ending. */
 function terminalResult(f: Finishing, e: Ending, model: string, completion?: WireCompletion): TerminalResult {
   const { status, complete, error } = e.verdict;
   const durationMs = Date.now() - f.startedAt;
@@ -191,11 +179,7 @@ function terminalResult(f: Finishing, e: Ending, model: string, completion?: Wir
   return result;
 }
 
-/**
- * Records the result; when recording fails, the call fails, and its model
- * view and display say why. Then the publication pin goes: the terminal
- * references are durable, or recording failed.
- */
+/** Records the result (a failed recording fails the call and says so), then releases the pin. */
 async function record(
   f: Finishing,
   result: TerminalResult,

@@ -1,13 +1,9 @@
 /**
- * Returning a received chunk's memory at once. A chunk's bytes arrive in an
- * ArrayBuffer transferred from a worker; once they are on disk nothing needs
- * them, but V8 frees an ArrayBuffer only when a garbage collection finds it,
- * and it starts a major collection of the main heap only after tens of MiB of
- * such memory have piled up: a capture's RSS then rose by ~50 MiB in a
- * sawtooth, and marking ran for every ~64 MiB captured. Transferring the
- * buffer into a port whose other end is closed detaches it and frees its
- * memory immediately (bench/memory.ts; measured on 1 GiB of 64 KiB buffers:
- * peak growth 42 MiB dropping them, 7 MiB detaching them).
+ * Returning a received chunk's memory at once: V8 frees a transferred
+ * ArrayBuffer only when a major collection finds it, which it starts only
+ * once much such memory has piled up. Transferring the buffer into a port
+ * whose other end is closed detaches it and frees it now (bench/memory.ts;
+ * docs/benchmarks.md, "Capture").
  */
 import { MessageChannel } from 'node:worker_threads';
 

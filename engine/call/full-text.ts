@@ -1,10 +1,4 @@
-/**
- * The whole of a text the worker cut to its bound (an error's message, a
- * final display): its `text` messages are written to a temporary blob as
- * they arrive, like a stream's chunks, and published with the call's
- * output, so the bounded result can say where the whole text is. Nothing
- * holds the text in memory.
- */
+/** The whole of a text the worker cut to its bound, written to a blob as it arrives so that the bounded result can say where it is. */
 import type { BlobWriter } from '../../store/blob-writer.js';
 import type { Pin, Store } from '../../store/store.js';
 import type { TextKind } from '../protocol/messages.js';
@@ -28,12 +22,7 @@ export class FullTexts {
     this.maxBytes = limits.maxBytes;
   }
 
-  /**
-   * Accepts part of the whole text of `kind`; settles once it is written
-   * (when its credit may go back). Past the size bound of a stream the text
-   * is dropped, not the call failed: the result then says how much was cut,
-   * without an address.
-   */
+  /** Accepts part of the text of `kind`, settling once written; past a stream's size bound the text is dropped, never the call failed. */
   accept(kind: TextKind, bytes: Uint8Array): Promise<void> {
     if (this.dropped.has(kind)) return Promise.resolve();
     let w = this.writers.get(kind);
@@ -49,17 +38,11 @@ export class FullTexts {
     return w.write(bytes);
   }
 
-  /** True when some text arrived. */
   get any(): boolean {
     return this.writers.size > 0 || this.dropped.size > 0;
   }
 
-  /**
-   * Publishes each text whose size is the one the worker announced
-   * (`expected`), under `pin`; a text that is short (the call ended while it
-   * was being sent) or failed to be written is dropped. Returns the refs of
-   * those kept. Never throws: a whole text is an extra, not the result.
-   */
+  /** Publishes under `pin` each text of the size the worker announced; never throws (a whole text is an extra). */
   async publish(pin: Pin, expected: Partial<Record<TextKind, number>>): Promise<Partial<Record<TextKind, TextRef>>> {
     const kept: Partial<Record<TextKind, TextRef>> = {};
     for (const [kind, w] of this.writers) {

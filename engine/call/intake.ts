@@ -1,10 +1,4 @@
-/**
- * What a call takes in from its worker while it runs: stream chunks into the
- * capture and whole texts into their spill files, with the credit of each
- * going back once its bytes are on disk (or dropped), batched per microtask.
- * Credit is the worker's backpressure: a writer waits for it, so every path
- * here returns it, the failing ones included.
- */
+/** What a call takes in while it runs, each chunk's credit going back once on disk or dropped: every path returns it, failing ones included. */
 import { ProtocolError, type SluiceError, toSluiceError } from '../protocol/errors.js';
 import type { TextKind } from '../protocol/messages.js';
 import type { Capture } from './capture.js';
@@ -18,11 +12,9 @@ export interface IntakeHost {
   failed(): boolean;
   /** True once the call is stopping (failed or cancel requested): texts are dropped. */
   stopping(): boolean;
-  /** Fails the call. */
   fail(err: SluiceError): void;
   /** Sends `n` bytes of credit to the worker (when it is still there). */
   sendCredit(n: number): void;
-  /** The call's credit window in bytes. */
   readonly window: number;
   /** The bytes in flight reached the window: the worker waits for credit (counted in engine/metrics.ts). */
   creditWait?(): void;
@@ -46,7 +38,6 @@ export class Intake {
     this.host = host;
   }
 
-  /** One chunk of stream `index`. */
   chunk(index: number, bytes: Uint8Array): void {
     if (!(bytes instanceof Uint8Array)) {
       this.host.fail(new ProtocolError('a chunk without bytes'));
@@ -54,8 +45,7 @@ export class Intake {
     }
     const len = bytes.length;
     if (this.host.failed()) {
-      // The call has failed: the chunk is dropped, but its credit goes back, so a writer blocked on
-      // credit wakes up, sees the abort and lets the tool end by itself instead of waiting out graceMs.
+      // Dropped, but its credit goes back: a writer blocked on credit wakes, sees the abort and ends by itself.
       this.credit(len);
       return;
     }
@@ -75,13 +65,12 @@ export class Intake {
       () => {
         this.inFlight -= len;
         this.credit(len);
-        // Written (and hashed, scanned, previewed) and not kept by the capture: free the memory now.
         if (!this.capture.keepsChunks) freeChunk(bytes);
       },
       (err: unknown) => {
         this.inFlight -= len;
         this.host.fail(toSluiceError(err, 'EDISK'));
-        // Not on disk and never will be, but no longer in flight either (see the dropped-chunk case above).
+        // Not on disk and never will be, but no longer in flight either.
         this.credit(len);
       },
     );
@@ -95,7 +84,7 @@ export class Intake {
     }
     const len = bytes.length;
     if (this.host.stopping()) {
-      // Stopping: the text will not be kept, but its credit goes back so the sender is not stuck.
+      // Not kept, but its credit goes back so the sender is not stuck.
       this.credit(len);
       return;
     }
@@ -115,16 +104,9 @@ export class Intake {
   }
 
   /**
-   * Returns credit. Chunks written by one writev settle together: their credit
-   * goes back as one message, not one each. A quarter window or more goes at
-   * the end of the microtask queue, as soon as it is due (a writer may be
-   * waiting for it). Less waits until the messages the worker has already
-   * posted have been handled (`setImmediate`, after this turn's I/O): when
-   * they include the call's completion the call has ended and no credit
-   * message is sent at all. A small call's output then costs no message
-   * back to its worker, and that message would mostly have woken an idle
-   * thread for nothing. Waiting never withholds credit: it is sent in the
-   * same turn of the event loop.
+   * Returns credit, one message per batch of settled writes: a quarter
+   * window at once (a writer may wait), less after the worker's posted
+   * messages (`setImmediate`), so a call whose completion came with its output gets none.
    */
   credit(n: number): void {
     if (n <= 0) return;

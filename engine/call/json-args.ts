@@ -1,12 +1,9 @@
 /**
- * Tool arguments are JSON: they are recorded in the session log as JSON and
- * replayed from it, and a model or an HTTP client can only send JSON. A value
- * that JSON cannot carry faithfully (a function, a symbol, a BigInt, NaN or
- * an infinity, a Date, a Map, a class instance, a cycle, or nesting deeper
- * than {@link MAX_ARGS_DEPTH}) is refused up front with EBADARGS, instead of
- * failing later as a worker crash (it cannot be cloned to the worker), a disk
- * error (the log cannot serialise it) or a live result that replay cannot
- * reproduce. `undefined` is allowed where JSON would drop it (an absent field).
+ * Tool arguments are JSON: recorded and replayed as JSON, sent as JSON by
+ * models and HTTP clients. A value JSON cannot carry faithfully (a function,
+ * a BigInt, NaN, a class instance, a cycle, nesting past {@link MAX_ARGS_DEPTH})
+ * is refused up front with EBADARGS rather than failing later as a worker
+ * crash, a disk error or a result replay cannot reproduce.
  */
 import { BadArgumentsError } from '../protocol/errors.js';
 

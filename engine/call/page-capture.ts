@@ -1,26 +1,20 @@
 /**
- * Output of a self-paginating tool (the built-in `read`): its page is already
- * bounded by the tool, so it is returned as it is. No capture file, no
- * artifact, no preview truncation: retaining every artifact read as a new
- * artifact would be waste. The hard bound below stops a misbehaving tool from
- * growing it; passing it fails the call with ERESOURCELIMIT (never a cut).
+ * Output of a self-paginating tool (the built-in `read`): its page is bounded
+ * by the tool, so it is returned as is, with no file, artifact or truncation
+ * (retaining every artifact read as a new one would be waste). A hard bound
+ * stops a misbehaving tool: passing it is ERESOURCELIMIT, never a cut.
  */
 import { linesOfString } from '../../store/lines.js';
 import { ResourceLimitError } from '../protocol/errors.js';
 
-/** Largest page a self-paginating tool may return (the read tool's own 2 MiB page bound plus its metadata line). */
+/** Largest page a self-paginating tool may return: the read tool's page bound plus its metadata line. */
 export const MAX_PAGE_OUTPUT_BYTES = 2 * 1024 * 1024 + 4096;
 
-/**
- * Collects the single output of a self-paginating tool in memory, bounded.
- * The model sees it as text; its bytes stay available until the call is
- * done, for a raw read (`Engine.readBytes`).
- */
+/** Collects a self-paginating tool's single output in memory, bounded; its bytes stay available until the call is done (`Engine.readBytes`). */
 export class PageCapture {
   private readonly parts: Uint8Array[] = [];
   private total = 0;
 
-  /** Accepts a chunk (stream index is always 0: self-paginating tools have single output). */
   /** Whether accepted chunks are kept after they are written: yes, they make up the page. */
   readonly keepsChunks = true;
 
@@ -35,7 +29,6 @@ export class PageCapture {
     return Promise.resolve();
   }
 
-  /** Bytes so far. */
   stats(): Array<{ name: string; bytes: number; lines: number }> {
     return [{ name: 'page', bytes: this.total, lines: 0 }];
   }
@@ -53,7 +46,6 @@ export class PageCapture {
     return { text, bytes: Buffer.byteLength(text, 'utf8'), lines: linesOfString(text) };
   }
 
-  /** Drops the page. */
   discard(): void {
     this.parts.length = 0;
     this.total = 0;

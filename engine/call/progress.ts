@@ -1,15 +1,13 @@
 /**
- * The throttle of a call's `progress` events (docs/protocol.md, "Live
- * events"): output flowed, so say how much each stream holds, at most once
- * per {@link PROGRESS_INTERVAL_MS}. A chunk inside the interval schedules one
- * at its end, so the last counts before a silence are never held back; a
- * silent tool gets none (a consumer's clock ticks from `started`).
+ * The throttle of a call's `progress` events: at most one per
+ * {@link PROGRESS_INTERVAL_MS} while output flows, and one at the end of an
+ * interval with a chunk in it, so the last counts before a silence are
+ * never held back.
  */
 
 /** Progress events go out at most this often while output flows. */
 export const PROGRESS_INTERVAL_MS = 250;
 
-/** See the module comment. */
 export class ProgressTicker {
   private readonly publish: () => void;
   private readonly intervalMs: number;

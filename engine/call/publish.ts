@@ -1,8 +1,4 @@
-/**
- * Publishing what a call accepted, at its end: the capture's artifacts (or a
- * self-paginating tool's page, which is not stored) with the model view
- * they give, and the whole texts of fields the worker cut to their bounds.
- */
+/** Publishing what a call accepted, at its end: the capture's artifacts (or a page, not stored) with their model view, and whole texts of cut fields. */
 import type { Pin, Store } from '../../store/store.js';
 import { renderModelView } from '../presentation/model-view.js';
 import { renderPageView } from '../presentation/page-view.js';
@@ -21,15 +17,7 @@ export interface Published {
   cut?: { error: unknown; accepted: Array<{ name: string; bytes: number; lines: number }> };
 }
 
-/**
- * Publishes what `capture` accepted. A call that ended abnormally
- * (`ended: false`) before producing anything publishes nothing: there is
- * nothing to retain, so no empty artifacts. After a failed write the
- * output holds what reached the disk, and `cut` says so (the call fails
- * with that error). When nothing can be published the capture is
- * discarded, the pin released, and the error thrown (the call turns it
- * into EDISK).
- */
+/** Publishes what `capture` accepted; an abnormal end before any output publishes nothing. Throws, having discarded all, when nothing can be published. */
 export async function publishAccepted(
   capture: Capture | PageCapture,
   store: Store,
@@ -62,11 +50,7 @@ export async function publishAccepted(
   }
 }
 
-/**
- * Publishes the whole texts the worker sent for the fields in `shown`
- * (their announced sizes), under the output's pin or a new one; the rest
- * are dropped. Never fails the call: a whole text is an extra.
- */
+/** Publishes the whole texts of the fields in `shown` under the output's pin or a new one; never fails the call (a whole text is an extra). */
 export async function keepFullTexts(
   texts: FullTexts,
   store: Store,

@@ -1,8 +1,7 @@
 /**
  * How a call ended, as a status: the table "Terminal status" of
- * docs/architecture.md, as one pure function of what the call saw. Publishing
- * can still turn the result into a disk failure afterwards (finish.ts); that
- * row of the table is the call's, not this function's.
+ * docs/architecture.md as a pure function. A disk failure while publishing
+ * is decided later, by finish.ts.
  */
 import { deserializeError, type SerializedError, type SluiceError, WorkerCrashError } from '../protocol/errors.js';
 import type { WireCompletion } from '../protocol/messages.js';
@@ -31,7 +30,6 @@ export interface StatusInput {
 /** The decided status of a call. */
 export interface TerminalStatus {
   status: CallStatus;
-  /** The error the result carries, if any. */
   error: SluiceError | undefined;
   /** The error as the tool (or its worker) reported it: the one a cut message belongs to. */
   reportedError: SluiceError | undefined;
@@ -41,7 +39,7 @@ export interface TerminalStatus {
   complete: boolean;
 }
 
-/** Decides a call's status (see the module comment). */
+/** Decides a call's status. */
 export function terminalStatus({ outcome, failure, cancelRequested, tool }: StatusInput): TerminalStatus {
   let status: CallStatus;
   let error = failure;

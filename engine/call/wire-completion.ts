@@ -1,9 +1,8 @@
 /**
- * Checking a worker's completion message against the wire schema. The
- * worker runs tool code, so its completion is parsed like any input; but
- * most calls complete with nothing but their mode, and that shape is
- * recognised without running the schema (zod's parse of even an empty
- * completion allocates a result, an issue context and copies per field).
+ * Checking a worker's completion against the wire schema: the worker runs
+ * tool code, so it is parsed like any input, but the common `{ mode }`
+ * alone is recognised without running the schema, whose parse allocates
+ * even for an empty completion.
  */
 import { firstIssue } from '../protocol/issues.js';
 import { type WireCompletion, wireCompletionSchema } from '../protocol/messages.js';
@@ -16,7 +15,7 @@ export function parseCompletion(raw: unknown): ParsedCompletion {
   if (modeOnly(raw)) return { success: true, data: { mode: raw.mode } };
   const parsed = wireCompletionSchema.safeParse(raw);
   if (parsed.success) return { success: true, data: parsed.data };
-  // One line, as every option and argument error gives it: zod's own message is a JSON dump of every issue.
+  // One line, as every argument error gives it: zod's own message dumps every issue.
   const i = firstIssue(parsed.error, raw);
   return { success: false, message: `${i.path || '(completion)'}: ${i.message} (${i.got})` };
 }

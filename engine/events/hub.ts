@@ -1,20 +1,15 @@
 /**
- * Live-event fan-out for one call or for the whole engine: many subscribers,
- * each with its own bounded queue, and a producer that never waits for them.
- *
- * A slow subscriber must never slow a tool or make memory grow without bound,
- * so {@link EventHub.publish} only appends to queues. When a subscriber's
- * queue is full, its pending events are dropped and it receives one
- * {@link LaggedMarker} saying how many it missed; events published after that
- * are queued behind the marker. The terminal event given to
- * {@link EventHub.close} is never dropped: every subscriber receives it last.
- * Dropping here loses nothing authoritative: output lives in the artifacts,
- * and the terminal event carries the final result.
+ * Live-event fan-out for one call or the whole engine: each subscriber has a
+ * bounded queue and the producer never waits, so a slow subscriber can
+ * neither slow a tool nor grow memory. A full queue drops its pending events
+ * for one {@link LaggedMarker}; the terminal event is never dropped. Nothing
+ * authoritative is lost: output lives in the artifacts, and the terminal
+ * event carries the final result.
  */
 import { ClosedError } from '../protocol/errors.js';
 
 /** Default {@link EventHubOptions.queueLimit}. */
-export const DEFAULT_QUEUE_LIMIT = 1024;
+const DEFAULT_QUEUE_LIMIT = 1024;
 
 /** Tells a subscriber that it fell behind and `dropped` events were discarded from its queue. */
 export interface LaggedMarker {
@@ -25,11 +20,7 @@ export interface LaggedMarker {
 
 /** Options of an {@link EventHub}. */
 export interface EventHubOptions {
-  /**
-   * Events a subscriber may have pending before it lags. Its memory is
-   * bounded by this many events, one counter and the terminal event.
-   * @default 1024
-   */
+  /** Events a subscriber may have pending before it lags (its memory: this many events, a counter and the terminal event). @default 1024 */
   queueLimit?: number;
 }
 
@@ -155,10 +146,7 @@ class Subscription<E> implements EventSubscription<E> {
   }
 }
 
-/**
- * Fans events out to subscribers. `publish` and `close` are synchronous and
- * cost O(subscribers); they never wait for anyone.
- */
+/** Fans events out to subscribers; `publish` and `close` are synchronous, O(subscribers). */
 export class EventHub<E> {
   /** Per-subscriber queue bound. */
   readonly queueLimit: number;
@@ -191,12 +179,7 @@ export class EventHub<E> {
     for (const sub of this.subscribers) sub.deliver(event);
   }
 
-  /**
-   * Sends the terminal event, which every subscriber receives after its
-   * queued events and which is never dropped, and ends the hub. Later
-   * subscribers receive just this event. Throws {@link ClosedError} when
-   * already closed.
-   */
+  /** Sends the terminal event, which every subscriber receives last and which is never dropped, and ends the hub. ECLOSED when already closed. */
   close(terminal: E): void {
     if (this.terminal) throw new ClosedError('event hub is already closed');
     this.terminal = { event: terminal };
@@ -205,11 +188,7 @@ export class EventHub<E> {
     for (const sub of subs) sub.end(terminal);
   }
 
-  /**
-   * A new subscription: events published from now on, a {@link LaggedMarker}
-   * wherever its queue overflowed, and the terminal event last. Breaking out
-   * of `for await` (or calling `return()`) unsubscribes.
-   */
+  /** A new subscription: events from now on, a {@link LaggedMarker} where its queue overflowed, the terminal event last; `break` unsubscribes. */
   subscribe(): EventSubscription<E> {
     const sub = new Subscription<E>(this.queueLimit, (s) => this.subscribers.delete(s));
     if (this.terminal) sub.end(this.terminal.event);
@@ -218,11 +197,7 @@ export class EventHub<E> {
     return sub;
   }
 
-  /**
-   * Ends the hub without a terminal event (a stream with no natural last
-   * event, like all of an engine's calls): subscribers get what is queued,
-   * then their iteration finishes. Idempotent.
-   */
+  /** Ends the hub without a terminal event (all of an engine's calls): subscribers get what is queued, then finish. Idempotent. */
   end(): void {
     if (this.ended || this.terminal) return;
     this.ended = true;

@@ -1,8 +1,4 @@
-/**
- * MCP server configuration (what `Engine.addMcpServer` and `sluice run
- * --config` accept) and the mapping from a server's tool names to sluice tool
- * names.
- */
+/** MCP server configuration (`Engine.addMcpServer`, `sluice run --config`) and the mapping of a server's tool names to sluice names. */
 import { createHash } from 'node:crypto';
 import { resolve } from 'node:path';
 import { BadOptionError } from '../protocol/errors.js';
@@ -18,11 +14,7 @@ export interface McpServerConfig {
   command: string;
   /** Arguments. @default [] */
   args?: string[];
-  /**
-   * Environment variables for the server, on top of a small default set
-   * (HOME, LOGNAME, PATH, SHELL, TERM, USER), as the MCP SDK does: the
-   * engine's whole environment is not handed to a server. @default {}
-   */
+  /** Environment on top of a small default set (HOME, LOGNAME, PATH, SHELL, TERM, USER): the engine's own is not handed over. @default {} */
   env?: Record<string, string>;
   /** Working directory. @default the engine's cwd */
   cwd?: string;
@@ -73,12 +65,11 @@ export function parseMcpServerConfig(input: unknown, cwd: string): McpServerSpec
 const TOOL_NAME_MAX = 64;
 
 /**
- * Sluice names for a server's tools: `<server>.<tool>` with the tool name
- * lower-cased and every character outside `[a-z0-9_.-]` replaced by `_`.
- * A name that would pass 64 characters, or that two tools of the server share
- * after this mapping (`Fetch` and `fetch`), is cut and suffixed with `-` and
- * six hex digits of the SHA-256 of the server's own name for the tool, so
- * every tool keeps a distinct, stable name whatever order they are listed in.
+ * Sluice names for a server's tools: `<server>.<tool>` lower-cased, every
+ * character outside `[a-z0-9_.-]` replaced by `_`. A name past 64
+ * characters, or shared by two tools after the mapping, is cut and suffixed
+ * with six hex digits of the SHA-256 of the server's own name, so every tool
+ * keeps a distinct, stable name whatever the listing order.
  */
 export function sluiceToolNames(server: string, tools: readonly string[]): Map<string, string> {
   const base = new Map(tools.map((t) => [t, t.toLowerCase().replace(/[^a-z0-9_.-]/g, '_')]));

@@ -1,9 +1,8 @@
 /**
- * The main-thread handle on the MCP host thread (workers/mcp/host.ts): starts
- * it, sends it control requests, and owns the lifetime of every server process
- * it spawns. MCP client code never runs here; this side only keeps the list of
- * process groups, so that they are killed when the engine closes, when the host
- * thread dies, and (synchronously) when the process exits without a close.
+ * The main-thread handle on the MCP host thread (workers/mcp/host.ts). No
+ * MCP client code runs here; this side keeps the server process groups, so
+ * that they are killed when the engine closes, the host thread dies, or the
+ * process exits without a close.
  */
 import { randomUUID } from 'node:crypto';
 import { BroadcastChannel, Worker } from 'node:worker_threads';

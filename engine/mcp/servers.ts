@@ -1,8 +1,7 @@
 /**
- * MCP servers of one engine: adds a server (through the host thread), then
- * registers each of its tools through the ordinary registry path, as the
- * module URL of workers/mcp/tool.js for that tool: described and validated in
- * a worker like any plugin, with the server's description and JSON Schema.
+ * MCP servers of one engine: adds a server through the host thread, then
+ * registers each of its tools on the ordinary registry path, described and
+ * validated in a worker like any plugin.
  */
 import { pathToFileURL } from 'node:url';
 import { distPath } from '../pool/dist-paths.js';
@@ -35,10 +34,9 @@ export class McpServers {
   }
 
   /**
-   * Starts the server, lists its tools and registers each as `<server>.<tool>`.
+   * Starts the server and registers each tool as `<server>.<tool>`.
    * EBADOPTION for an invalid or duplicate configuration, EBADMODULE when the
-   * server cannot be started or listed, or one of its tool names is taken
-   * (then nothing of the server stays registered or running).
+   * server cannot be started or listed or a name is taken (then nothing of it stays).
    */
   async add(config: McpServerConfig): Promise<ToolInfo[]> {
     const spec = parseMcpServerConfig(config, this.deps.cwd);

@@ -1,10 +1,4 @@
-/**
- * The engine's bound on calls running at once (the `concurrency` option): a
- * FIFO of waiting calls in front of the thread pools. It lives here rather
- * than in piscina's queue because a task piscina holds cannot be withdrawn
- * without an AbortSignal, and piscina never shares a thread with an
- * abortable task: calls on shared threads carry no signal into piscina.
- */
+/** The `concurrency` bound: a FIFO in front of the pools, since piscina never shares a thread with an abortable task. */
 
 interface Waiter {
   grant: (release: () => void) => void;
@@ -17,23 +11,17 @@ export class Admission {
   private running = 0;
   private readonly waiting: Waiter[] = [];
 
-  /** `limit` is the most holders at once. */
   constructor(private readonly limit: number) {}
 
-  /** Calls holding a slot. */
   get active(): number {
     return this.running;
   }
 
-  /** Calls waiting for a slot. */
   get queued(): number {
     return this.waiting.length;
   }
 
-  /**
-   * Resolves with a release function once a slot is free; rejects with the
-   * signal's reason if it aborts first (the wait is withdrawn, nothing held).
-   */
+  /** Resolves with a release function once a slot is free; rejects with the signal's reason if it aborts first, holding nothing. */
   acquire(signal?: AbortSignal): Promise<() => void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.running < this.limit && this.waiting.length === 0) {

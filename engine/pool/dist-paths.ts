@@ -1,9 +1,4 @@
-/**
- * Where the compiled worker code lives. Worker threads run JavaScript, so the
- * engine always points piscina at the build output (dist/), also when the
- * engine itself runs from TypeScript sources under vitest; `npm test` builds
- * first.
- */
+/** Where the compiled worker code lives: threads run JavaScript, so piscina gets dist/ even when the engine runs from sources under vitest. */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../package-root.js';

@@ -1,8 +1,4 @@
-/**
- * The worker pool: piscina runs tasks; each worker thread hands the engine one
- * MessagePort at startup (through piscina's message event) that carries every
- * call's data and control messages, tagged by call id.
- */
+/** The worker pool: piscina runs tasks; each thread hands the engine one port carrying every call's messages, tagged by call id. */
 
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
@@ -16,11 +12,7 @@ import { PORT_HANDSHAKE } from '../protocol/port.js';
 import { Admission } from './admission.js';
 import { workerEntry } from './dist-paths.js';
 
-/**
- * piscina is CommonJS: required directly, it loads ~10 ms sooner in a cold
- * process than through its ESM wrapper (which has Node lex the module for
- * its exports), and Engine.open can start the first worker only once it has.
- */
+/** Required as CommonJS: its ESM wrapper loads later, and Engine.open can start the first worker only once it has (docs/benchmarks.md, "Cold start"). */
 const { Piscina } = createRequire(import.meta.url)('piscina') as typeof import('piscina');
 
 /** piscina's balancer hook (its type is not exported from the package root). */
@@ -28,7 +20,6 @@ type PiscinaLoadBalancer = NonNullable<ConstructorParameters<typeof PiscinaPool>
 
 /** Receives the messages of one call. */
 export interface CallSink {
-  /** Called for every message of the call, with the port it came on. */
   onMessage(m: WorkerMessage, port: MessagePort): void;
 }
 
@@ -40,7 +31,6 @@ export interface PoolOptions {
   threads: number;
   /** Most calls one shared thread carries at once. */
   callsPerThread: number;
-  /** Threads kept warm. */
   minThreads: number;
   /** Heap limit of each worker in MiB (a tool exhausting it fails the calls on its thread). */
   maxOldGenerationSizeMb: number;
@@ -66,9 +56,7 @@ export function defaultPoolOptions(): PoolOptions {
   const cores = availableParallelism();
   return {
     concurrency: Math.max(16, cores * 2),
-    // One core is left to the main thread, which captures every call's output: on this project's
-    // 2-core machine one worker thread used ~10% less CPU than two for small bash calls, no-op
-    // calls and 16 concurrent captures alike, and each was as fast or faster (docs/benchmarks.md, "Small calls and spawning").
+    // One core is left to the main thread, which captures every call's output (docs/benchmarks.md, "Small calls and spawning").
     threads: Math.max(1, cores - 1),
     callsPerThread: 256,
     minThreads: 1,
@@ -86,14 +74,7 @@ export interface PoolSettings {
   workerHeapMb?: unknown;
 }
 
-/**
- * Pool options from engine settings that have not been validated yet, when
- * the pool's own settings are plainly valid (absent, or integers within the
- * bounds the option schema enforces); undefined otherwise. Engine.open uses
- * it to start the first worker before it loads the option schema (zod), so
- * the worker boots while the main thread loads the rest; the full validation
- * still runs, and settings it rejects close this pool.
- */
+/** Pool options from unvalidated settings when plainly valid, so Engine.open starts the first worker before loading the schema. */
 export function earlyPoolOptions(s: PoolSettings): PoolOptions | undefined {
   const d = defaultPoolOptions();
   const int = (v: unknown, min: number, max: number, fallback: number): number | undefined => {
@@ -129,13 +110,10 @@ export interface RunOptions {
 
 /** What the pool is doing, for metrics. */
 export interface PoolStats {
-  /** Live worker threads (both kinds). */
   threads: number;
-  /** Threads carrying at least one task. */
   busyThreads: number;
   /** Calls holding a slot (running, or handed to a thread that is starting). */
   running: number;
-  /** Calls waiting for a slot. */
   queued: number;
 }
 
@@ -143,7 +121,6 @@ export interface PoolStats {
 export class WorkerPool {
   /** The pool of shared threads (also runs describe tasks). */
   readonly piscina: PiscinaPool;
-  /** The options the pool was started with. */
   readonly options: PoolOptions;
   private isolated: PiscinaPool | undefined;
   private readonly admission: Admission;
@@ -155,15 +132,13 @@ export class WorkerPool {
   private readonly ports = new Map<number, MessagePort>();
   private readonly portThreads = new Map<MessagePort, number>();
   private closed = false;
-  /** Calls whose task has not settled yet. */
   private readonly unsettled = new Set<string>();
   private readonly abandonTimers = new Set<NodeJS.Timeout>();
 
   constructor(opts: PoolOptions) {
     this.options = { ...opts };
     this.admission = new Admission(opts.concurrency);
-    // Calls spread over the threads before any thread carries its full share: a thread takes at
-    // most concurrency / threads calls while another may still be started.
+    // A thread takes at most concurrency / threads calls while another may still be started.
     const spread = Math.min(opts.callsPerThread, Math.ceil(opts.concurrency / opts.threads));
     this.piscina = this.makePiscina({
       minThreads: Math.min(opts.minThreads, opts.threads),
@@ -182,14 +157,11 @@ export class WorkerPool {
     const p = new Piscina({
       filename: workerEntry(),
       ...shape,
-      // Calls beyond the limit wait their turn instead of failing.
       maxQueue: Number.POSITIVE_INFINITY,
       idleTimeout: this.options.idleTimeout,
-      // An idle piscina worker blocks in Atomics.wait, which would freeze the event loop a shared
-      // thread's other calls (and the idle leftover check) run on: messages wake workers instead.
+      // An idle worker blocking in Atomics.wait would freeze the event loop a shared thread's other calls run on.
       atomics: shape.concurrentTasksPerWorker > 1 ? 'disabled' : 'sync',
-      // A small young generation: a worker moving output allocates and drops many pipe-read buffers,
-      // and with V8's default each of 16 threads grows tens of MiB of nursery (bench/concurrency.ts).
+      // Workers allocate and drop many pipe-read buffers; V8's default nursery grows large per thread.
       resourceLimits: { maxOldGenerationSizeMb: this.options.maxOldGenerationSizeMb, maxYoungGenerationSizeMb: 4 },
       // The worker must see process.env changes made by the host (PATH, HOME).
       env: process.env,
@@ -200,7 +172,6 @@ export class WorkerPool {
     return p;
   }
 
-  /** Isolated threads start on the first call that needs one. */
   private isolatedPool(): PiscinaPool {
     this.isolated ??= this.makePiscina({
       minThreads: 0,
@@ -230,8 +201,7 @@ export class WorkerPool {
         sink.onMessage(msg, port);
         return;
       }
-      // Messages for a call that already ended (late chunks after a crash or cancel) are dropped on purpose,
-      // except a process group reported too late to be killed with its call: nothing may outlive a call.
+      // A late message of an ended call is dropped, except a process group: nothing may outlive a call.
       if (msg?.t === 'proc') killProcessGroup(msg.pid);
     });
     port.on('close', () => {
@@ -242,11 +212,7 @@ export class WorkerPool {
     port.unref();
   }
 
-  /**
-   * Runs a task once the concurrency bound admits it; messages of `callId`
-   * go to `sink` until {@link detach}. A thread that retires (it found
-   * leftovers when idle) before starting the task hands it to another.
-   */
+  /** Runs a task once the concurrency bound admits it, routing `callId`'s messages to `sink`; a thread that retires before starting it hands it on. */
   async run(task: Task, options: RunOptions = {}): Promise<unknown> {
     const { callId, sink, signal } = options;
     if (callId && sink) this.sinks.set(callId, sink);
@@ -263,15 +229,13 @@ export class WorkerPool {
   }
 
   /**
-   * Lets go of a shared call that did not stop when asked: its worker stops
-   * waiting for the tool and retires its thread once idle. If the task has
-   * not settled after `graceMs`, and at least {@link MIN_ABANDON_ANSWER_MS}
-   * (the thread's event loop is blocked), the thread is terminated.
+   * Lets go of a shared call that did not stop when asked: its worker retires
+   * the thread once idle. A task still unsettled after max(`graceMs`,
+   * {@link MIN_ABANDON_ANSWER_MS}) means a blocked event loop: the thread is terminated.
    */
   abandon(callId: string, port: MessagePort, graceMs: number): void {
     port.postMessage({ t: 'abandon', c: callId } satisfies EngineMessage);
-    // The answer needs only a turn of the worker's event loop, but a busy thread on a loaded machine
-    // can take a while: terminating it too early would fail innocent thread-mates.
+    // A busy thread on a loaded machine can take a while to answer: terminating it too early fails its thread-mates.
     const timer = setTimeout(
       () => {
         this.abandonTimers.delete(timer);
@@ -287,7 +251,7 @@ export class WorkerPool {
       try {
         return await pool.run(task, signal ? { signal } : {});
       } catch (err) {
-        // A call that ended (detached) is never run again, whatever its task's fate.
+        // A detached call is never run again, whatever its task's fate.
         const unstarted = callId === undefined || (this.sinks.has(callId) && !this.heard.has(callId));
         if (!this.closed && unstarted && attempt < MAX_RETIRED_RETRIES && isRetirement(err)) continue;
         throw err;
@@ -295,23 +259,17 @@ export class WorkerPool {
     }
   }
 
-  /** Stops routing messages of `callId`. */
   detach(callId: string): void {
     this.sinks.delete(callId);
     this.heard.delete(callId);
     this.callThreads.delete(callId);
   }
 
-  /** Sends a message to the worker owning `port`. */
   send(port: MessagePort, m: EngineMessage): void {
     port.postMessage(m);
   }
 
-  /**
-   * Terminates the thread owning `port`, failing every call it carries
-   * (EWORKERCRASH for those that did not ask to stop): the last resort for
-   * a shared thread whose event loop no longer answers.
-   */
+  /** Terminates the thread owning `port`, failing every call it carries: the last resort for a shared thread that no longer answers. */
   async terminate(port: MessagePort): Promise<void> {
     const id = this.portThreads.get(port);
     if (id === undefined) return;
@@ -319,12 +277,10 @@ export class WorkerPool {
     await worker?.terminate();
   }
 
-  /** Number of live worker threads. */
   get threads(): number {
     return this.piscina.threads.length + (this.isolated?.threads.length ?? 0);
   }
 
-  /** Threads, busy threads, running and queued calls. */
   stats(): PoolStats {
     return {
       threads: this.threads,
@@ -334,7 +290,6 @@ export class WorkerPool {
     };
   }
 
-  /** Terminates every worker. */
   async close(): Promise<void> {
     this.closed = true;
     for (const t of this.abandonTimers) clearTimeout(t);
@@ -347,12 +302,7 @@ export class WorkerPool {
 /** Threads an isolated pool may start: one per isolated call running. */
 const ISOLATED_THREADS = Math.max(16, availableParallelism() * 2);
 
-/**
- * piscina's least-busy choice, with a soft cap: a thread that carries
- * `spread` calls takes more only when no thread can be started (the
- * balancer returning null makes piscina start one), so calls use every
- * thread before they pile onto one; `max` is the hard cap.
- */
+/** piscina's least-busy choice, softly capped at `spread` calls while a thread can still be started (null makes piscina start one). */
 function spreadBalancer(spread: number, max: number, threads: number): PiscinaLoadBalancer {
   return (_task, workers) => {
     let best: (typeof workers)[number] | null = null;

@@ -1,45 +1,29 @@
-/**
- * UI display text: the live display accumulated from delta display fields,
- * bounded in memory independently of the retained output, and the display of
- * a call that failed or was cancelled.
- *
- * Display is what a person sees; it is never authoritative output and never
- * reaches the model. The final display of a completion replaces the live
- * display (the caller drops its {@link LiveDisplay}); it is not appended.
- */
+/** UI display text, bounded in memory apart from the output: for people, never authoritative, never shown to the model. */
 import { detachString, unitCutBefore, unitPrefix, utf8SuffixStart } from '../protocol/text.js';
 import { formatBytes } from '../protocol/units.js';
 
-/** Default bound of a {@link LiveDisplay}: 64 KiB. */
-export const DEFAULT_LIVE_DISPLAY_BYTES = 64 * 1024;
+const DEFAULT_LIVE_DISPLAY_BYTES = 64 * 1024;
 
 /** The elision marker that starts a live display whose oldest text was dropped. */
 export function elisionMarker(elidedBytes: number): string {
   return `[… ${elidedBytes} earlier bytes of display elided]\n`;
 }
 
-/** Room kept for the marker so that text plus marker stays within the bound (any count up to 2^53). */
+/** Room for the marker of any count up to 2^53, so that text plus marker stays within the bound. */
 const MARKER_RESERVE = Buffer.byteLength(elisionMarker(Number.MAX_SAFE_INTEGER), 'utf8');
 /** Smallest bound that leaves room for the marker and some text. */
 export const MIN_LIVE_DISPLAY_BYTES = MARKER_RESERVE + 64;
-/** Fraction of the bound kept after a trim: the display then holds between 3/4 of its bound and all of it. */
+/** Fraction of the bound kept after a trim. */
 const LOW_WATER = 0.75;
 /** A trim that ends mid-line also drops the rest of that line when it is shorter than this. */
 const LINE_ALIGN_CHARS = 1024;
-/** Pieces kept before they are joined, so many tiny appends do not grow an array. */
 const MAX_PIECES = 64;
 
 /**
- * The live display of one call: the concatenation of its delta display
- * texts, keeping the newest. When the total would pass `maxBytes`, the oldest
- * text is dropped (whole code points only) down to three quarters of the
- * bound, so that appends cost amortised O(appended), then on to the next line
- * start when that is near, and {@link text} starts with an elision marker
- * saying how many bytes were dropped. `text`, marker included, never exceeds
- * `maxBytes` UTF-8 bytes.
- *
- * Reading {@link text} joins the kept pieces (O(bound)); a terminal view
- * should write each appended text as it comes and read `text` only to redraw.
+ * The live display of one call, keeping the newest text within `maxBytes`
+ * (an elision marker included): the oldest is dropped down to three quarters
+ * of the bound, so that appends cost amortised O(appended). Reading `text`
+ * is O(bound): a terminal writes appends as they come.
  */
 export class LiveDisplay {
   /** The bound on {@link text}, in UTF-8 bytes. */
@@ -59,7 +43,6 @@ export class LiveDisplay {
     this.maxBytes = maxBytes;
   }
 
-  /** Appends one delta's display text. */
   append(text: string): void {
     if (text.length === 0) return;
     let size = Buffer.byteLength(text, 'utf8');
@@ -75,8 +58,7 @@ export class LiveDisplay {
     this.bytes += size;
     this.cached = undefined;
     const limit = this.elided > 0 || this.bytes > this.maxBytes ? this.maxBytes - MARKER_RESERVE : this.maxBytes;
-    // Trim to a low-water mark, not to the limit: trimming copies the kept part of the oldest
-    // piece, so trimming a little on every append would cost O(bound) per append.
+    // To a low-water mark: trimming copies the kept part of the oldest piece, O(bound) if done on every append.
     if (this.bytes > limit) this.dropOldest(this.bytes - Math.floor(limit * LOW_WATER));
     if (this.pieces.length > MAX_PIECES) this.coalesce();
   }
@@ -119,10 +101,7 @@ export class LiveDisplay {
     if (!endedLine) this.alignToLine();
   }
 
-  /**
-   * After a trim that ended mid-line, drops the rest of that line when it is
-   * short, so the display resumes at a line start right after the marker.
-   */
+  /** After a trim that ended mid-line, drops the rest of that line when it is short. */
   private alignToLine(): void {
     const piece = this.pieces[0];
     if (piece === undefined) return;
@@ -157,7 +136,7 @@ export class LiveDisplay {
   }
 }
 
-/** Largest display event, in UTF-16 code units (so a subscriber's queue holds at most queueLimit × 16 KiB). */
+/** Largest display event, in UTF-16 code units: bounded events keep a subscriber's queue bounded in bytes. */
 export const MAX_DISPLAY_EVENT_CHARS = 8192;
 
 /** Splits display text into events of at most {@link MAX_DISPLAY_EVENT_CHARS}, never inside a surrogate pair. */
@@ -175,22 +154,16 @@ export function displayFrames(text: string): string[] {
 
 /** Facts about a call that ended without success, for {@link incompleteDisplay}. */
 export interface IncompleteCallInfo {
-  /** The tool's name. */
   tool: string;
   /** What the call was doing, in a few words (e.g. the command). */
   summary?: string;
-  /** How it ended. */
   status: 'failed' | 'cancelled';
-  /** How long it ran. */
   durationMs: number;
   /** What the published output holds, per stream (`''` or `output` for single output): nothing when none was published. */
   streams: Array<{ name: string; bytes: number; lines: number }>;
   /** True when the tool wrote output but none of it could be kept (a disk error): the display must not claim any. */
   lost?: boolean;
-  /**
-   * What each stream accepted, in the order of `streams`, when only a prefix
-   * of it could be stored (a full disk): the display says both.
-   */
+  /** What each stream accepted, when only a prefix of it could be stored (a full disk). */
   accepted?: Array<{ name: string; bytes: number; lines: number }>;
   /** Why it ended (an error message, "cancelled by the user", ...). */
   reason: string;
@@ -218,7 +191,6 @@ function clip(s: string, max: number): string {
   return s.length <= max ? s : `${unitPrefix(s, max)}…`;
 }
 
-/** Human size, the one formatter of engine/protocol/units.ts (re-exported here for the display's users). */
 export { formatBytes };
 
 function captured(s: { name: string; bytes: number; lines: number }): string {
@@ -235,23 +207,10 @@ function keptOf(s: { name: string; bytes: number; lines: number }, accepted: { b
     : kept;
 }
 
-/**
- * The display of a call that failed or was cancelled: what ran, how long it
- * ran, what was captured before it ended, and why it ended. The captured
- * output itself is in the (incomplete) artifacts, not repeated here.
- *
- * ```
- * bash failed after 1.2 s: make test
- * Reason: exit status 2
- * Captured (incomplete): stdout 1.2 KiB in 12 lines, stderr empty
- * ```
- *
- * When the disk filled, the last line says what was kept of what was accepted:
- * `Kept (incomplete): stdout 19.9 MiB in 1 line of 21.3 MiB accepted, stderr empty; the rest could not be stored`.
- */
+/** The display of a call that failed or was cancelled: what ran, how long, what was captured, why it ended (docs/presentation.md). */
 export function incompleteDisplay(info: IncompleteCallInfo): string {
   const verb = info.status === 'cancelled' ? 'was cancelled' : 'failed';
-  // The summary is one line: a multi-line command is shown with ↵ where its newlines were.
+  // One line: a multi-line command shows ↵ where its newlines were.
   const summary =
     info.summary === undefined ? '' : clip(info.summary.trim().replace(/\r?\n/g, ' ↵ '), MAX_SUMMARY_CHARS);
   const head = `${info.tool} ${verb} after ${formatDuration(info.durationMs)}${summary === '' ? '' : `: ${summary}`}`;

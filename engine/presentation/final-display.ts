@@ -1,9 +1,4 @@
-/**
- * The display a call ends with (it replaces the live one): the tool's own
- * final display when it gave one and it stands, else a line for a success
- * or the incomplete-call display (display.ts) for a failure or a
- * cancellation. Also bounds a tool's final display like the live one.
- */
+/** The display a call ends with: the tool's own when it stands, else a line for a success or the incomplete-call display. */
 import { clipUtf8 } from '../protocol/text.js';
 import type { CallStatus, OutputRef } from '../result.js';
 import { formatBytes, formatDuration, incompleteDisplay } from './display.js';
@@ -17,7 +12,6 @@ export interface FinalDisplayFacts {
   toolDisplay?: string | undefined;
   /** Why the call did not succeed: `CODE: message`, or the tool's note. */
   reason: string;
-  /** What was published. */
   output: OutputRef | null;
   /** True when the tool wrote output but none of it could be kept. */
   lost: boolean;

@@ -1,11 +1,4 @@
-/**
- * The preview of one stream in either mode. `head`: the longest prefix
- * within the limits (preview.ts). `head+tail`: when the stream does not fit
- * whole, the view shows a shorter head and the stream's last whole lines,
- * the two sharing the same limits (the tail takes `tailShare` of the lines
- * and bytes), so the aggregate bound holds in both modes. The tail comes
- * from a bounded ring kept while capturing (tail.ts), never the whole stream.
- */
+/** One stream's preview in either mode; head and tail share the limits, so the aggregate bound holds in both. */
 
 import type { PreviewMode } from '../protocol/streams.js';
 import type { StreamTotals, TailView } from './model-view.js';

@@ -1,23 +1,7 @@
 /**
- * The model view: what the model receives for a tool call's output. It is
- * built only from the authoritative previews (never from display text), and
- * its layout is a contract (docs/presentation.md):
- *
- * - Single output: the preview text exactly. When truncated, a read hint line
- *   follows on a line of its own: a `\n` is inserted first when the preview is
- *   non-empty and does not end with one, and the hint line ends with `\n`.
- * - Named streams, in declaration order, one block each, blocks separated by
- *   exactly one empty line. A block is the heading line `[name]`, then the
- *   preview with its last line terminated (a `\n` is added when the preview
- *   does not end with one), then, only when that stream was truncated, its
- *   read hint line. An empty stream's block is its heading and the line
- *   `(empty)`. Every line of a streams view ends with `\n`.
- *
- * The aggregate bound: {@link streamPreviewBudget} lowers each stream's byte
- * limit so the rendered view cannot exceed `maxModelBytes` whatever the
- * content; previews built with those limits carry truthful offsets, so the
- * hints stay truthful. {@link assertModelViewWithinBound} checks the result
- * and raises ERESOURCELIMIT instead of ever cutting it.
+ * The model view of a call's output, built only from the previews; its
+ * layout is a contract (docs/presentation.md). Preview limits are budgeted so
+ * that the view never passes `maxModelBytes`: it is never cut, and its hints stay truthful.
  */
 import { formatArtifactUri, isDigest } from '../../store/uri.js';
 import { BadDeclarationError, BadUriError, ResourceLimitError } from '../protocol/errors.js';
@@ -34,11 +18,7 @@ export interface StreamTotals {
   lines: number;
 }
 
-/**
- * The tail of a head+tail preview: the stream's last whole lines, shown after
- * the hint. The lines between the head's offset and `startLine` are the
- * omitted middle, read with the hint's call.
- */
+/** The tail of a head+tail preview: the stream's last whole lines, shown after the hint. */
 export interface TailView {
   /** The shown last lines (decoded text). */
   text: string;
@@ -50,7 +30,6 @@ export interface TailView {
 
 /** One named stream of a streams view. */
 export interface StreamView {
-  /** The declared stream name. */
   name: string;
   /** Its preview (the head), built with the limits of {@link streamPreviewBudget}. */
   preview: Preview;
@@ -106,9 +85,7 @@ function shownText(preview: Preview, total: StreamTotals, tail: TailView | undef
 }
 
 /**
- * The read hint for a truncated preview (without a line ending): what was
- * shown, of how much, then the read call that continues at `offset`, exactly
- * as the spec writes it:
+ * The read hint for a truncated preview (without a line ending), e.g.
  * `[Truncated: lines 1-2000 of 100000 shown (575.0 KiB total). Read more: read(filePath="<uri>", offset=2000)]`.
  */
 export function readHint(uri: string, preview: Preview, total: StreamTotals, tail?: TailView): string {
@@ -165,13 +142,7 @@ function renderBlock(manifest: string, s: StreamView): string {
   return `${heading}${terminated(preview.text)}${end}`;
 }
 
-/**
- * Renders the model view of one call, exactly as described in the module
- * comment. Throws {@link BadUriError} for a digest that is not 64 lowercase
- * hex, {@link BadDeclarationError} for invalid, duplicate or missing stream
- * names. It does not check the aggregate bound: see
- * {@link renderBoundedModelView}.
- */
+/** Renders the model view of one call (EBADURI, EBADDECL); the aggregate bound is {@link renderBoundedModelView}'s. */
 export function renderModelView(view: OutputView): string {
   if (view.kind === 'single') {
     checkDigest(view.digest, 'output digest');
@@ -196,12 +167,7 @@ export function renderModelView(view: OutputView): string {
 /** The widest number any hint can hold (a stream is at most 2^53 bytes and lines). */
 const WIDEST = Number.MAX_SAFE_INTEGER;
 
-/**
- * Largest hint block, with its line endings, for a URI of `uriBytes`: the
- * hint with every number at its widest, plus the tail's marker line and the
- * `\n` that may be inserted after the tail. Counted for every stream whatever
- * the preview mode, so one budget serves both.
- */
+/** Largest hint block for a URI of `uriBytes`, every number at its widest, tail marker included, so one budget serves both modes. */
 function maxHintLineBytes(uriBytes: number): number {
   const widest: Preview = { text: 'x', bytes: 1, lines: 1, truncated: true, offset: WIDEST };
   const total = { bytes: WIDEST, lines: WIDEST };
@@ -212,20 +178,12 @@ function maxHintLineBytes(uriBytes: number): number {
   return hint.length + 1 + cutWidth + tailMarker(WIDEST).length + 1 + 1;
 }
 
-/**
- * Largest number of bytes a single-output view adds to its preview: an
- * inserted `\n` and the hint line.
- */
+/** Largest number of bytes a single-output view adds to its preview. */
 export function singleViewOverhead(_maxLines: number): number {
   return 1 + maxHintLineBytes(BARE_URI_BYTES);
 }
 
-/**
- * Largest number of bytes a streams view of `streamCount` streams adds to its
- * previews, for any valid names (at most 64 bytes) and offsets up to
- * `maxLines`: per block the heading line, then either the empty marker line
- * or an inserted `\n` plus the hint line; one separator between blocks.
- */
+/** Largest number of bytes a streams view of `streamCount` streams adds to its previews, for any valid names. */
 export function streamsViewOverhead(streamCount: number, _maxLines: number): number {
   const heading = 1 + MAX_STREAM_NAME_BYTES + 1 + 1;
   const hint = maxHintLineBytes(BARE_URI_BYTES + 1 + MAX_STREAM_NAME_BYTES);
@@ -255,15 +213,9 @@ function checkCount(streamCount: number): void {
 }
 
 /**
- * The limits each of `streamCount` named streams' previews must be built with
- * so that the rendered view can never exceed `opts.maxModelBytes`, whatever
- * the content, names (up to 64 bytes) and offsets: `maxLines` as configured,
- * `maxBytes` = min(`opts.maxBytes`, an equal share of what the bound leaves
- * after {@link streamsViewOverhead}). Lines cost bytes too, so the line limit
- * needs no share. Throws {@link ResourceLimitError} when a share would be
- * below {@link MIN_STREAM_PREVIEW_BYTES}. A single output may use 1 here (a
- * stream block's overhead covers a single view's) or
- * {@link singlePreviewBudget} for its exact share.
+ * The limits each of `streamCount` named streams' previews must be built
+ * with so the view never passes `opts.maxModelBytes`: an equal share of what
+ * the view's own lines leave. ResourceLimitError below {@link MIN_STREAM_PREVIEW_BYTES}.
  */
 export function streamPreviewBudget(streamCount: number, opts: BudgetOptions): PreviewLimits {
   checkCount(streamCount);
@@ -294,11 +246,7 @@ export function previewBudget(decl: OutputDeclaration, opts: BudgetOptions): Pre
   return decl.kind === 'single' ? singlePreviewBudget(opts) : streamPreviewBudget(decl.streams.length, opts);
 }
 
-/**
- * Checks a rendered view against the aggregate bound; returns its UTF-8 size.
- * Throws {@link ResourceLimitError} when it is larger: a view is never cut
- * silently.
- */
+/** Checks a rendered view against the aggregate bound and returns its UTF-8 size; ResourceLimitError when larger (a view is never cut). */
 export function assertModelViewWithinBound(rendered: string, maxModelBytes: number): number {
   const bytes = Buffer.byteLength(rendered, 'utf8');
   if (bytes > maxModelBytes) {

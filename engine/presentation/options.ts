@@ -1,8 +1,4 @@
-/**
- * The `toolOutput` engine options: the per-stream preview limits and the
- * aggregate bound on the whole model view. Validated with zod; a bad value is
- * a {@link BadOptionError} that quotes it.
- */
+/** The `toolOutput` engine options: per-stream preview limits and the aggregate bound on the model view. */
 import { BadOptionError } from '../protocol/errors.js';
 import { quoteValue } from '../protocol/issues.js';
 import { MAX_STREAMS } from '../protocol/streams.js';
@@ -12,61 +8,31 @@ import { minModelViewBytes } from './model-view.js';
 
 /** Default {@link ToolOutputOptions.maxLines}. */
 export const DEFAULT_MAX_LINES = 2000;
-/** Default {@link ToolOutputOptions.maxBytes}: 50 KiB. */
+/** Default {@link ToolOutputOptions.maxBytes}. */
 export const DEFAULT_MAX_BYTES = 51200;
 /** Default {@link ToolOutputOptions.tailShare}: head and tail get half each. */
 export const DEFAULT_TAIL_SHARE = 0.5;
-/** Default {@link ToolOutputOptions.maxModelBytes}: 256 KiB. */
+/** Default {@link ToolOutputOptions.maxModelBytes}. */
 export const DEFAULT_MAX_MODEL_BYTES = 256 * 1024;
 /** Bytes of the model-view bound kept for the status line of a failed or cancelled call. */
 export const MODEL_STATUS_RESERVE = 1024;
 
-/**
- * The least {@link ToolOutputOptions.maxModelBytes} with `maxLines`: the
- * headings and read hints of {@link MAX_STREAMS} streams, their smallest
- * previews, and the status line's reserve (9919 bytes with the default
- * 2000 lines). The one rule every place that takes the option applies.
- */
+/** The least {@link ToolOutputOptions.maxModelBytes} with `maxLines`: room for 16 streams' headings, hints, smallest previews and the status line. */
 export function minModelBytes(maxLines: number): number {
   return minModelViewBytes(MAX_STREAMS, maxLines) + MODEL_STATUS_RESERVE;
 }
 
 /** Validated `toolOutput` options. */
 export interface ToolOutputOptions {
-  /**
-   * Lines of each stream's preview (each stream independently).
-   * @default 2000
-   */
+  /** Lines of each stream's preview. @default 2000 */
   maxLines: number;
-  /**
-   * UTF-8 bytes of each stream's preview (each stream independently), before
-   * the aggregate bound may lower it.
-   * @default 51200
-   */
+  /** UTF-8 bytes of each stream's preview, before the aggregate bound may lower it. @default 51200 */
   maxBytes: number;
-  /**
-   * Hard bound in UTF-8 bytes on the whole rendered model view of one call:
-   * previews, headings, read hints and separators of every stream together.
-   * When the per-stream limits multiplied by the stream count would exceed
-   * it, each stream's byte limit is lowered (see `streamPreviewBudget`), so
-   * every hint stays truthful. Must leave room for the headings and hints of
-   * the largest possible declaration (16 streams).
-   * @default 262144
-   */
+  /** Hard bound in UTF-8 bytes on one call's rendered model view; stream limits are lowered to fit it. @default 262144 */
   maxModelBytes: number;
-  /**
-   * How a truncated stream is previewed: `head` (its first lines) or
-   * `head+tail` (its first and last lines, the omitted middle named by the
-   * read hint). Applies to tools that declare no preview of their own; a
-   * call's `preview` option overrides both.
-   * @default 'head'
-   */
+  /** `head` or `head+tail`, for tools that declare no preview; a call's `preview` overrides both. @default 'head' */
   preview?: PreviewMode;
-  /**
-   * With `head+tail`: the tail's share of each stream's line and byte
-   * limits, above 0 and below 1.
-   * @default 0.5
-   */
+  /** With `head+tail`: the tail's share of each stream's limits, above 0 and below 1. @default 0.5 */
   tailShare: number;
 }
 
@@ -94,11 +60,7 @@ export const DEFAULT_TOOL_OUTPUT_OPTIONS: Readonly<ToolOutputOptions> = Object.f
   tailShare: DEFAULT_TAIL_SHARE,
 });
 
-/**
- * Validates `toolOutput` options and fills in defaults. `undefined` means all
- * defaults. Throws {@link BadOptionError} (`EBADOPTION`) naming the option and
- * quoting the bad value.
- */
+/** Validates `toolOutput` options (`undefined`: all defaults) and fills in defaults; EBADOPTION naming the option and quoting the value. */
 export function parseToolOutputOptions(input: unknown, path = 'toolOutput'): ToolOutputOptions {
   if (input === undefined) return { ...DEFAULT_TOOL_OUTPUT_OPTIONS };
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {

@@ -1,24 +1,7 @@
 /**
- * The model view of a self-paginating tool's page (the built-in `read`): the
- * page exactly as the tool returned it, then, when the tool's metadata says
- * more lines follow, one continuation line on a line of its own:
- *
- *     [More: read(filePath="<filePath>", offset=<nextOffset>)]
- *
- * or, for a page that stopped inside a line longer than a page,
- *
- *     [More: read(filePath="<filePath>", offset=<nextOffset>, byteOffset=<nextByteOffset>)]
- *
- * A read that started at or past the end (an empty page) gets, instead, the
- * note `[offset N is past the end: T lines]`.
- *
- * A tool whose metadata has a string `continuation` (grep) gets
- * `[More: <continuation>]` instead: the exact call of that tool that goes on.
- *
- * Generic: any self-paginating tool whose metadata has a numeric `nextOffset`
- * and a string `filePath` (or `uri`) gets it. The line is never counted in
- * the page (`output.bytes` is the page alone), so the page can be recovered
- * from the view by its byte length, and it is never truncated.
+ * The model view of a self-paginating tool's page: the page as returned,
+ * then a `[More: …]` continuation or a past-the-end note (docs/read.md),
+ * never counted in `output.bytes` nor truncated.
  */
 
 const MORE_OPEN = '[More: read(filePath=';
@@ -32,12 +15,7 @@ function isCount(v: unknown): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 }
 
-/**
- * The note for a read that started past the end (without a line ending),
- * or undefined: `[offset 200000 is past the end: 100000 lines]`. An empty
- * page is otherwise indistinguishable from an empty line range the model
- * asked for on purpose. A directory counts entries.
- */
+/** The note for a read that started past the end (without a line ending), or undefined: an empty page is otherwise indistinguishable from an empty range asked for on purpose. */
 export function pastEndNote(metadata: Record<string, unknown> | undefined): string | undefined {
   const offset = metadata?.offset;
   const total = metadata?.totalLines;
@@ -48,12 +26,7 @@ export function pastEndNote(metadata: Record<string, unknown> | undefined): stri
   return `[offset ${offset} is past the end: ${total} ${total === 1 ? unit[0] : unit[1]}]`;
 }
 
-/**
- * The continuation line (without a line ending) for a page's metadata, or
- * undefined when nothing follows. The path is quoted as a JSON string, so a
- * path with quotes or backslashes stays one unambiguous argument. A page that
- * stopped inside a line (`nextByteOffset`) continues with `byteOffset`.
- */
+/** The continuation line (without a line ending), or undefined when nothing follows; the path is quoted as JSON, so it stays one unambiguous argument. */
 export function continuationLine(metadata: Record<string, unknown> | undefined): string | undefined {
   // A tool that continues with a call of its own (grep) gives it whole.
   if (typeof metadata?.continuation === 'string') return `[More: ${metadata.continuation}]`;
@@ -71,12 +44,7 @@ export function continuationLine(metadata: Record<string, unknown> | undefined):
   return `${MORE_OPEN}${JSON.stringify(path)}${MORE_MIDDLE}${next}${within}${MORE_CLOSE}`;
 }
 
-/**
- * The model view of a page: `page`, then the lossy note when its metadata
- * says `lossy`, then the continuation line when there is one (a `\n` is
- * inserted first when the page is non-empty and does not end with one; each
- * line ends with `\n`), like the single-output read hint.
- */
+/** The model view of a page: `page`, then the lossy note, then the continuation line, each on a line of its own. */
 export function renderPageView(page: string, metadata: Record<string, unknown> | undefined): string {
   const notes: string[] = [];
   const past = pastEndNote(metadata);

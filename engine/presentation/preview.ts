@@ -1,19 +1,7 @@
 /**
- * Bounded previews of one output stream, by the preview rule of the design:
- * the longest prefix of the stream with at most `maxLines` lines and at most
- * `maxBytes` UTF-8 bytes that does not split a code point. Lines follow the
- * shared line rule (store/lines.ts): a final `\n` ends the last line.
- *
- * Streams are bytes (capture is byte-exact); a preview is text. Invalid
- * UTF-8 in the shown prefix decodes to U+FFFD here, and only here: the
- * stream keeps its bytes. Lines are counted on `\n` bytes, which no
- * replacement can hide or create, so offsets are the same in both.
- *
- * The continuation offset is the zero-based index of the first line the
- * preview does not show completely. A line cut by the byte limit is therefore
- * re-read whole, and the preview minus its partial last line, followed by the
- * stream's lines from `offset` on, is exactly the stream: nothing unseen is
- * skipped and nothing is repeated except the cut line.
+ * Bounded previews of one stream (docs/presentation.md). Invalid UTF-8
+ * decodes to U+FFFD here and only here; lines are counted on `\n` bytes, so
+ * offsets agree between the text and the stored bytes.
  */
 
 import { linesOfString } from '../../store/lines.js';
@@ -22,7 +10,6 @@ import { detachString, utf8CompleteEnd, widthAt } from '../protocol/text.js';
 
 /** A bounded preview of one stream. */
 export interface Preview {
-  /** The shown prefix of the stream. */
   text: string;
   /** UTF-8 size of `text`. */
   bytes: number;
@@ -31,11 +18,8 @@ export interface Preview {
   /** True when `text` is shorter than the whole stream. */
   truncated: boolean;
   /**
-   * Zero-based index of the first line not shown completely: the `offset` of
-   * the read hint. It equals the number of `\n` in `text` when truncated (a
-   * line cut by the byte limit, or whose `\n` was not reached, is re-read
-   * whole). When not truncated every line is shown, so it equals `lines`, the
-   * line count of the whole stream (a read there returns nothing more).
+   * Zero-based index of the first line not shown completely: the read
+   * hint's `offset`. When not truncated it equals `lines` (a read there returns nothing more).
    */
   offset: number;
 }
@@ -72,16 +56,9 @@ function makePreview(text: string, truncated: boolean): Preview {
 
 const decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
-/**
- * Builds the preview of one stream from its chunks, in order, without ever
- * holding more than `maxBytes` bytes of it: it stops copying once the preview
- * is decided (the byte limit is reached or the `maxLines`-th `\n` is seen).
- * Chunk boundaries may fall anywhere, including inside a code point.
- */
+/** Builds a stream's preview from its chunks, holding at most `maxBytes` bytes; chunks may end inside a code point. */
 export class PreviewBuilder {
-  /** The line limit. */
   readonly maxLines: number;
-  /** The byte limit. */
   readonly maxBytes: number;
   private buf: Uint8Array;
   private used = 0;
@@ -107,11 +84,7 @@ export class PreviewBuilder {
     return this.buf.length;
   }
 
-  /**
-   * Stored bytes of the first `k` lines (through the `k`-th `\n`) of what
-   * the builder copied; where the stream's line `k` starts. RangeError when
-   * the copy holds fewer than `k` newlines.
-   */
+  /** Where the stream's line `k` starts in the copy; RangeError when the copy holds fewer than `k` newlines. */
   rawLineEnd(k: number): number {
     let at = 0;
     for (let n = 0; n < k; n++) {
@@ -127,11 +100,7 @@ export class PreviewBuilder {
     return this.seen;
   }
 
-  /**
-   * True once no further byte can change the preview. Pushing more is still
-   * allowed (and cheap); a caller may instead stop pushing and pass the
-   * stream's total size to {@link finish}.
-   */
+  /** True once no further byte can change the preview: a caller may stop pushing and pass the total to {@link finish}. */
   get full(): boolean {
     return this.done;
   }
@@ -142,7 +111,6 @@ export class PreviewBuilder {
     if (this.done || chunk.length === 0) return;
     const room = this.maxBytes - this.used;
     let take = Math.min(room, chunk.length);
-    // The maxLines-th newline ends the preview: nothing after it can be shown.
     for (let i = 0; i < take; i++) {
       if (chunk[i] === LF && ++this.newlines === this.maxLines) {
         take = i + 1;
@@ -156,13 +124,7 @@ export class PreviewBuilder {
     if (this.used === this.maxBytes) this.done = true;
   }
 
-  /**
-   * The preview of the whole stream, `totalBytes` long (the bytes pushed, or
-   * more when the caller stopped pushing once {@link full}). May be called
-   * again; it does not consume the builder. Throws RangeError when
-   * `totalBytes` is below the bytes pushed, or above them while the builder
-   * was not yet full (it would be missing bytes the preview needs).
-   */
+  /** The preview of the whole stream of `totalBytes` (more than pushed only once {@link full}); repeatable. */
   finish(totalBytes: number = this.seen): Preview {
     if (!Number.isSafeInteger(totalBytes) || totalBytes < this.seen) {
       throw new RangeError(`stream total ${totalBytes} is smaller than the ${this.seen} bytes pushed`);
@@ -172,14 +134,12 @@ export class PreviewBuilder {
         `stream total ${totalBytes} exceeds the ${this.seen} bytes pushed, and the preview needs more`,
       );
     }
-    // Only a cut can end inside a character; at the end of the stream every byte is shown (an
-    // incomplete last sequence decodes to U+FFFD, as invalid bytes do: capture is byte-exact).
+    // Only a cut can end inside a character: at the stream's end an incomplete sequence shows as U+FFFD.
     const end = this.used < totalBytes ? utf8CompleteEnd(this.buf, this.used) : this.used;
     const text = decoder.decode(this.buf.subarray(0, end));
     const bytes = Buffer.byteLength(text, 'utf8');
     if (bytes !== end && bytes > this.maxBytes) {
-      // Only invalid UTF-8 gets here: replacement characters grew the text.
-      // Re-apply the rule to the decoded text so the limits still hold.
+      // Replacement characters grew invalid UTF-8 past the limit: the rule is applied again to the text.
       const again = previewFromString(text, this.maxLines, this.maxBytes);
       return again.truncated ? again : makePreview(again.text, end < totalBytes);
     }
@@ -194,11 +154,7 @@ export class PreviewBuilder {
   }
 }
 
-/**
- * The preview of a stream given whole as a string (a non-streaming
- * completion). Scans only the shown prefix. A lone surrogate counts as the
- * three bytes of U+FFFD it is encoded as.
- */
+/** The preview of a stream given whole as a string; a lone surrogate counts as the three bytes of U+FFFD. */
 export function previewFromString(text: string, maxLines: number, maxBytes: number): Preview {
   assertLimit('maxLines', maxLines);
   assertLimit('maxBytes', maxBytes);

@@ -1,34 +1,12 @@
 /**
- * Terminal safety: text from tools (display, previews, reasons) is made inert
- * before it is written to a terminal, so it cannot move the cursor, rewrite
- * what is already shown, change the title, set the clipboard or reorder what a
- * person reads.
- *
- * Rules (docs/presentation.md):
- * - `\n` and `\t` pass through, and so does `\r\n` (a line ending, harmless).
- * - Every other C0 control (U+0000–U+001F, including ESC and a lone `\r`) and
- *   DEL become their visible Control Pictures: ESC → `␛`, BEL → `␇`,
- *   backspace → `␈`, lone CR → `␍`, DEL → `␡`.
- * - C1 controls (U+0080–U+009F, e.g. U+009B, the one-character CSI) and the
- *   bidirectional embedding/override/isolate controls (U+202A–U+202E,
- *   U+2066–U+2069) become `<U+XXXX>`.
- * - A lone surrogate becomes U+FFFD, as it would when encoded.
- *
- * Neutralising the introducer (ESC or a C1 control) is what makes a sequence
- * inert: the rest of it is ordinary printable text. With `escapes: 'strip'`,
- * complete escape sequences (CSI such as colours, OSC such as titles, DCS,
- * SOS, PM, APC, and two-character escapes) are removed first instead of being
- * shown; whatever is left is neutralised as above.
+ * Terminal safety: tool text is made inert before it reaches a terminal
+ * (docs/presentation.md). Neutralising the introducer (ESC or a C1 control)
+ * makes a sequence inert; `escapes: 'strip'` removes complete sequences first.
  */
 
 /** How escape sequences are treated. */
 export interface SanitizeOptions {
-  /**
-   * `'show'`: every introducer is rendered visibly (`␛[31m`), nothing is
-   * hidden. `'strip'`: complete sequences are removed (for text known to carry
-   * colours), incomplete ones are shown.
-   * @default 'show'
-   */
+  /** `'show'` renders every introducer visibly (`␛[31m`); `'strip'` removes complete sequences and shows incomplete ones. @default 'show' */
   escapes?: 'show' | 'strip';
 }
 
@@ -58,7 +36,7 @@ function visible(ch: string): string {
   return `<U+${c.toString(16).toUpperCase().padStart(4, '0')}>`;
 }
 
-/** `text` made safe to write to a terminal (see the module comment for the rules). */
+/** `text` made safe to write to a terminal. */
 export function sanitizeForTerminal(text: string, options: SanitizeOptions = {}): string {
   const stripped = options.escapes === 'strip' ? text.replace(SEQUENCE, '') : text;
   return stripped.replace(UNSAFE, visible);

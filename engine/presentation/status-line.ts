@@ -1,10 +1,4 @@
-/**
- * The one line that ends the model view of a call that did not succeed:
- * `[Status: failed. exit code 3.]`, `[Status: cancelled. ECANCELLED: …
- * Output is incomplete.]` (docs/architecture.md, "Terminal status"). Its
- * detail is clipped so the line stays inside MODEL_STATUS_RESERVE, the part
- * of the model-view bound held back for it.
- */
+/** The line ending the model view of a call that did not succeed, clipped to stay inside MODEL_STATUS_RESERVE. */
 import type { SluiceError } from '../protocol/errors.js';
 import { clipUtf8 } from '../protocol/text.js';
 import type { CallStatus, TextRef } from '../result.js';

@@ -1,12 +1,4 @@
-/**
- * The tail of a head+tail preview: a bounded ring of the last bytes of one
- * stream, kept while capturing, never the whole stream. At the end it gives
- * the longest run of whole last lines that fits the tail's line and byte
- * limits, starting on a line start, so the line the tail starts at is an
- * exact zero-based read offset. A tail never starts inside a line: when the
- * last line alone is longer than the ring, there is no tail (the head's read
- * hint covers it).
- */
+/** The tail of a head+tail preview: a bounded ring of the last bytes, giving whole last lines that start at an exact read offset. */
 import { countNewlines, linesOfString } from '../../store/lines.js';
 
 const LF = 0x0a;
@@ -28,11 +20,7 @@ export interface TailText {
   startByte: number;
 }
 
-/**
- * Keeps the last `maxBytes` bytes of a stream (plus the one before them, to
- * know whether they start a line). Memory: at most `maxBytes + 1` bytes,
- * whatever the stream's size.
- */
+/** Keeps the last `maxBytes` bytes of a stream, plus the one before them to know whether they start a line. */
 export class TailRing {
   /** Most bytes the tail may show. */
   readonly maxBytes: number;
@@ -98,13 +86,7 @@ export class TailRing {
     return out;
   }
 
-  /**
-   * The tail of the whole stream (`totalLines` lines, every byte pushed):
-   * the most whole last lines within `maxLines` lines and `maxBytes` bytes
-   * (as decoded text, U+FFFD counting three), none starting before byte
-   * `notBefore` (the end of what the head shows whole). Undefined when no
-   * whole line fits.
-   */
+  /** The most whole last lines within the limits, none before byte `notBefore` (what the head shows whole); undefined when none fits. */
   finish(totalLines: number, maxLines: number, notBefore: number): TailText | undefined {
     const data = this.ordered();
     const regionAbs = this.seen - data.length;

@@ -1,30 +1,16 @@
 /**
- * The orphan reaper: process groups of calls whose engine died and whose
- * watchdog died with it (both killed at once) still run. Each watchdog
- * journals the groups it tracks in `procs/<engine pid>-<token>.pgids`
- * (engine/processes/process-guard.ts); when the engine that owns a journal is dead (the
- * owner check of store/owners.ts, pid reuse included), every group
- * the journal still tracks is SIGKILLed and the journal removed. Engine.open
- * runs it in the background, and every garbage collection runs it.
+ * The orphan reaper: process groups of calls whose engine and watchdog died
+ * together still run. When the engine owning a journal is dead (the owner
+ * check of store/owners.ts), every group its journal still tracks is
+ * SIGKILLed and the journal removed; Engine.open runs it in the background
+ * and every collection runs it.
  *
- * A group is killed only when it is provably the one the journal names: a
- * live, non-zombie process of that group started no later than the line
- * that named the group was written (a later line's stamp would not do: the
- * group may have ended and its id gone to another before the engine
- * untracked it). A group's id is the pid of its first leader and Linux does
- * not hand that pid out again while any member lives, so an old enough
- * member proves the group has existed since the journal named it. Both
- * times are boot-relative clock ticks: the watchdog stamps each line from
- * /proc/uptime, and /proc/<pid>/stat gives start times on the same clock,
- * so no wall clock is read and a clock stepped back cannot make a new group
- * look old. A journal of another boot (its name carries the boot's id)
- * names no process now alive: nothing is killed. A group named by an
- * unstamped line, or in a journal whose name carries no boot id, has
- * nothing to prove it by: it is not killed. What is left: the pid
- * handed out again between the call's spawn and the stamp of its line
- * (`pid_max` forks, 32,768 or more, in that moment), or a process that
- * started by then and later joined a new group of the same id (setpgid,
- * within its own session). Without /proc nothing is killed.
+ * A group is killed only when provably the journal's: a live member started
+ * no later than the stamp of the line that named it. Linux does not reuse a
+ * group's id while any member lives, and both times are boot-clock ticks
+ * (/proc/uptime, /proc/<pid>/stat), so no wall clock takes part. Nothing
+ * proves a group of another boot, of an unstamped line or of a journal
+ * without a boot id: it is not killed (docs/operations.md, "The orphan reaper").
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -40,18 +26,14 @@ export interface TrackedGroup {
 }
 
 /**
- * The groups a journal still tracks (their last line is `+<pgid>`), each
- * with the stamp of the line that first named it since it was last
- * untracked: the group existed then. A later line's stamp says nothing of
- * that group (it may have ended and its id gone to another before the
- * engine untracked it), and a `+` line repeated by a new watchdog (the
- * last one died) names a group already tracked. A last line without its
- * newline is not read.
+ * The groups a journal still tracks, each with the stamp of the line that
+ * first named it since it was last untracked: a later line's stamp says
+ * nothing of that group, and a `+` repeated by a new watchdog names a group
+ * already tracked. A last line without its newline is not read.
  */
 export function readJournal(text: string): TrackedGroup[] {
   const tracked = new Map<number, TrackedGroup>();
-  // What follows the last newline is no line: a write cut short (a full disk), whose digits may be the first
-  // few of another group's id.
+  // A write cut short (a full disk) is no line: its digits may be the first few of another group's id.
   const lines = text.split('\n');
   lines.pop();
   for (const line of lines) {
@@ -90,17 +72,11 @@ function groupStillThere(pgid: number, ticks: number): boolean {
 
 /** What a reaping pass did. */
 export interface ReapReport {
-  /** Process groups killed. */
   killed: number;
-  /** Journals of dead engines removed. */
   journals: number;
 }
 
-/**
- * Kills the groups that journals of dead engines still track and removes
- * those journals. Journals of live engines, and names not of the owned form,
- * are left alone. Errors reading one journal leave it for the next pass.
- */
+/** Kills the groups that dead engines' journals still track and removes those journals; a journal that cannot be read waits for the next pass. */
 export async function reapOrphans(store: Store): Promise<ReapReport> {
   const report: ReapReport = { killed: 0, journals: 0 };
   let names: string[];
@@ -123,8 +99,7 @@ export async function reapOrphans(store: Store): Promise<ReapReport> {
     if (!read || owners.alive(pid, read.mtimeMs, name)) continue;
     const token = ownerToken(name);
     const boot = bootId();
-    // Another boot's processes are all gone (the pids its journal names belong to others now), and a
-    // journal without the boot's id cannot be placed on this boot's clock.
+    // Another boot's pids belong to others now; a journal without the boot's id has no clock to judge by.
     const onBootClock = token !== undefined && boot !== null && token.boot === boot;
     for (const g of onBootClock ? readJournal(read.text) : []) {
       if (g.ticks === undefined || !groupStillThere(g.pgid, g.ticks)) continue;

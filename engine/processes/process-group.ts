@@ -1,9 +1,4 @@
-/**
- * Killing the process groups tools register. One place for the rule of which
- * pids are real groups: kill(-0) would signal the engine's own group and
- * kill(-1) every process it may signal, so those (and the engine's own pid,
- * and anything not a positive integer) are never accepted.
- */
+/** Killing the process groups tools register: kill(-0) and kill(-1) would signal far more than a tool's group, so only positive pids other than the engine's are groups. */
 
 /** True when `pid` may be treated as a tool's process group. */
 export function isToolProcessGroup(pid: unknown): pid is number {

@@ -1,31 +1,13 @@
 /**
- * Tool processes must not outlive their engine, even when the engine dies by
- * SIGKILL and can run no code of its own. Each engine has one small
- * watchdog process (`/bin/sh`, about 1 MiB; engine/processes/watchdog.ts),
- * started by Engine.open before anything else (or, without one, the first
- * time a call registers a process group), in a session of its own (so
- * signals aimed at the engine's terminal or process group do not reach
- * it). The engine tells it
- * over a pipe which groups to track (`+<pgid>`) and untrack (`-<pgid>`);
- * when the pipe reaches end of file (the engine closed it, or the kernel did
- * because the engine died, however it died) the watchdog SIGKILLs every
- * group it still tracks and exits.
- *
- * The watchdog also appends each line to a journal in the store
- * (`procs/<engine pid>-<token>.pgids`), each `+` line stamped with the time
- * since boot it was written (`+<pgid> <ticks>`, from /proc/uptime, in the
- * clock ticks of /proc/<pid>/stat start times; only from the kernel's
- * `<seconds>.<2 digits>`, anything else leaves the line unstamped rather
- * than make up a tick that could be too late; the reaper bounds a group by
- * its `+` line, and nothing reads a `-` line's time), so that if it dies
- * with the engine (both killed at once), the next engine opened on the
- * store, or the next collection, kills what the journal still lists
- * (engine/processes/orphans.ts). The engine removes the journal when it
- * closes.
- *
- * Per call this costs the engine two short writes on a pipe (and, once per
- * engine, one process spawn); the watchdog's side (reading the lines,
- * appending the journal) runs in its own process.
+ * Tool processes must not outlive their engine, even when it dies by
+ * SIGKILL and runs no code of its own. Each engine has one small watchdog
+ * process (watchdog.ts) in a session of its own, told over a pipe which
+ * groups to track (`+<pgid>`) and untrack (`-<pgid>`); at end of file, which
+ * the kernel makes happen however the engine died, it SIGKILLs what it still
+ * tracks. It also journals each line in `procs/<engine pid>-<token>.pgids`,
+ * each `+` line stamped with the boot-clock tick it was written, so that if
+ * both die at once the orphan reaper (orphans.ts) kills what the journal
+ * lists (docs/operations.md, "Tool processes and the end of their engine").
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -50,10 +32,9 @@ export class ProcessGuard {
   private closed = false;
 
   /**
-   * `journalDir`: the store's `procs/` directory (omitted: no journal, the
-   * watchdog alone). `watchdog`: one started without a journal (by
-   * Engine.open, before the store's location was known), used until it dies;
-   * it is told the journal before the first group.
+   * `journalDir`: the store's `procs/` directory (omitted: no journal).
+   * `watchdog`: one Engine.open started before the store's location was
+   * known, used until it dies and told the journal before the first group.
    */
   constructor(journalDir?: string, watchdog?: Watchdog) {
     this.journalDir = journalDir;
@@ -62,7 +43,6 @@ export class ProcessGuard {
     if (watchdog && !watchdog.dead) this.adopt(watchdog, false);
   }
 
-  /** Number of groups tracked now. */
   get size(): number {
     return this.groups.size;
   }
@@ -93,10 +73,7 @@ export class ProcessGuard {
     if (this.watchdog) this.send(`-${pgid}\n`);
   }
 
-  /**
-   * Ends the watchdog (it kills what is still tracked: nothing, once every
-   * call has ended) and removes the journal. Idempotent.
-   */
+  /** Ends the watchdog (nothing is left to kill once every call has ended) and removes the journal. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

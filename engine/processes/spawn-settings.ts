@@ -1,15 +1,8 @@
 /**
- * The environment variables that choose how worker threads start tool
- * processes (workers/spawner.ts), checked when an engine opens: a typo there
- * would otherwise pick a default without a word, or leave each thread to
- * find out at its first call (a relative `SLUICE_SPAWN_PYTHON` would be
- * looked up on PATH by sh, a missing one print "not found" on the engine's
- * stderr).
- *
- * - `SLUICE_SPAWN_HELPER`: unset, empty or `1` (the default: a helper once
- *   it is up), `0` (never a helper), `wait` (every spawn through the helper).
- * - `SLUICE_SPAWN_PYTHON`: unset (a system Python if there is one), empty
- *   (the Node helper), or the absolute path of an executable file.
+ * The environment variables that choose how workers start tool processes
+ * (workers/spawner.ts), checked when an engine opens: a typo would otherwise
+ * pick a default silently, or fail in each thread at its first call
+ * (docs/operations.md, "The spawn helper").
  */
 import { accessSync, constants, statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';

@@ -1,12 +1,9 @@
 /**
- * The watchdog process of an engine (engine/processes/process-guard.ts says
- * what it is for): a `/bin/sh` loop that tracks process groups from lines on
- * its stdin and SIGKILLs those still tracked when its stdin reaches end of
- * file. Starting it is a `fork` of the engine, which costs in proportion to
- * the engine's memory and stalls the thread that forks until the child has
- * exec'd; so Engine.open starts it first, while the process is still small
- * and no worker runs, and tells it the journal's path later (a `j` line).
- * This module imports only Node: engine.ts loads it before anything else.
+ * The watchdog process of an engine (process-guard.ts): a `/bin/sh` loop
+ * tracking process groups from its stdin and SIGKILLing those still tracked
+ * at end of file. Starting it forks the engine, which costs in proportion to
+ * its memory, so Engine.open starts it first and tells it the journal later
+ * (a `j` line). Imports only Node: engine.ts loads it before anything else.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { Writable } from 'node:stream';
@@ -16,11 +13,9 @@ export const WATCHDOG_NAME = 'sluice-watchdog';
 
 /**
  * The watchdog: `$1` is the engine's pid (for `ps`), `$2` the journal path
- * (`-` for none; a line `j<path>` sets it later: `$2` is never empty, so
- * that `ps` and `pgrep` see `sluice-watchdog <pid> ` with its space). A group is tracked while
- * its last line was `+`. Signals meant for the engine's terminal or for a
- * service being stopped are ignored: its job is to outlive the engine by the
- * moment it takes to kill.
+ * (`-` for none, set later by a `j<path>` line; never empty, so `pgrep` sees
+ * `sluice-watchdog <pid> ` with its space). Signals meant for the engine's
+ * terminal or service are ignored: it must outlive the engine by the moment it takes to kill.
  */
 export const WATCHDOG_SCRIPT = `trap '' HUP INT QUIT TERM PIPE
 umask 077
@@ -62,11 +57,7 @@ export interface Watchdog {
   onGone: (() => void) | undefined;
 }
 
-/**
- * Starts a watchdog appending to `journal` (empty: none until a `j` line).
- * Undefined when the spawn throws. Neither it nor its pipe keeps the host's
- * event loop alive.
- */
+/** Starts a watchdog appending to `journal` (empty: none until a `j` line); undefined when the spawn throws. It keeps no event loop alive. */
 export function startWatchdog(journal: string): Watchdog | undefined {
   let child: ChildProcess;
   try {

@@ -1,9 +1,4 @@
-/**
- * The endpoint comlink talks through for one call: its messages travel on
- * the shared per-worker port, tagged with the call id, so no channel is made
- * per call (rpc.ts). Imports comlink's types only: a worker makes one for
- * every call and loads comlink itself only when a tool asks the host.
- */
+/** Comlink's endpoint for one call on the shared per-worker port, tagged with the call id; comlink's types only, since workers load comlink lazily. */
 import type * as Comlink from 'comlink';
 
 type Listener = (ev: { data: unknown }) => void;
@@ -23,12 +18,10 @@ export class CallEndpoint {
     this.send(message);
   }
 
-  /** Comlink's receive side. */
   addEventListener(_type: string, listener: unknown): void {
     this.listeners.add(listener as Listener);
   }
 
-  /** Comlink's unsubscribe. */
   removeEventListener(_type: string, listener: unknown): void {
     this.listeners.delete(listener as Listener);
   }

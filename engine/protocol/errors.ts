@@ -1,11 +1,4 @@
-/**
- * Every error sluice raises is a {@link SluiceError} with a stable `code`.
- * Tests and callers branch on codes, never on messages; messages are for people.
- *
- * Errors cross thread boundaries as plain objects ({@link serializeError}) and
- * come back as the same class ({@link deserializeError}), so a code raised in a
- * worker is the code the host sees.
- */
+/** Every sluice error is a {@link SluiceError} with a stable `code` (callers branch on codes), the same class on both sides of a thread boundary. */
 
 /** The stable error codes. Adding one is a protocol change (see AGENTS.md). */
 export const ERROR_CODES = [
@@ -44,11 +37,7 @@ export const ERROR_CODES = [
 /** One of {@link ERROR_CODES}. */
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
-/**
- * The brand every sluice error carries, registered globally: `instanceof`
- * checks work across two copies of the package (a plugin bundling its own),
- * where the classes are different objects.
- */
+/** The brand every sluice error carries, registered globally, so `instanceof` works across two copies of the package. */
 const BRAND = Symbol.for('sluice.error');
 
 /** The code each error class stands for (filled in below, with the classes). */
@@ -69,12 +58,7 @@ export class SluiceError extends Error {
   }
 }
 Object.defineProperty(SluiceError.prototype, BRAND, { value: true });
-/**
- * `x instanceof SluiceError` is true for any branded sluice error, and
- * `x instanceof NotFoundError` for one whose code is that class's, from
- * whichever copy of the package made it. Subclasses a user writes keep the
- * ordinary prototype check.
- */
+/** `instanceof` checks the brand and the code, so it holds across copies of the package; subclasses a user writes keep the prototype check. */
 Object.defineProperty(SluiceError, Symbol.hasInstance, {
   value: function hasInstance(this: abstract new (...args: never[]) => unknown, value: unknown): boolean {
     if (typeof value !== 'object' || value === null || (value as { [BRAND]?: unknown })[BRAND] !== true) return false;
@@ -114,7 +98,7 @@ export class NotManifestError extends SluiceError {
     super('ENOTMANIFEST', message, details, options);
   }
 }
-/** A bound was hit: a page over 2 MiB, a model view over its aggregate bound. */
+/** A bound was hit: a page past its size, a model view over its aggregate bound. */
 export class ResourceLimitError extends SluiceError {
   constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
     super('ERESOURCELIMIT', message, details, options);
@@ -302,11 +286,7 @@ const CLASSES: Record<ErrorCode, ErrorClass> = {
 };
 for (const [code, cls] of Object.entries(CLASSES)) CODE_OF.set(cls, code as ErrorCode);
 
-/**
- * The plain-object form of an error, as it crosses threads and lands in
- * logs. A tool may send any code in its completion's `error`; the engine
- * reads it with {@link deserializeError}.
- */
+/** The plain-object form of an error, as it crosses threads and lands in logs. */
 export interface SerializedError {
   code: ErrorCode;
   message: string;
@@ -328,20 +308,14 @@ export function makeError(
   return new CLASSES[code](message, details, options);
 }
 
-/**
- * System calls whose failures are the network's, not the disk's: a tool's
- * DNS lookup failing with `getaddrinfo ENOTFOUND` is neither sluice's
- * ENOTFOUND (a missing artifact) nor EDISK.
- */
+/** System calls whose failures are the network's: `getaddrinfo ENOTFOUND` is neither a missing artifact nor EDISK. */
 const NETWORK_SYSCALL = /^(getaddrinfo|getnameinfo|query[A-Za-z]*|connect|bind|listen|accept|send|recv|shutdown)$/;
 
 /**
- * Turns anything thrown into a {@link SluiceError}, keeping the original as
- * its `cause`: sluice errors pass through; an OS error (it has a `syscall`)
- * is looked at first, whatever its `code` says: a filesystem one becomes
- * {@link DiskError} and a network one `fallback`, both with `errno` and
- * `syscall` in their details; an object whose `code` is one of sluice's
- * keeps it; any other code is kept as `details.toolCode` beside `fallback`.
+ * Turns anything thrown into a {@link SluiceError}, keeping it as `cause`.
+ * An OS error (it has a `syscall`) becomes DiskError, or `fallback` for the
+ * network's, whatever its `code`; a sluice code is kept; any other code is
+ * kept as `details.toolCode` beside `fallback`.
  */
 export function toSluiceError(err: unknown, fallback: ErrorCode = 'ETOOLFAILED'): SluiceError {
   if (err instanceof SluiceError) return err;
@@ -355,7 +329,6 @@ export function toSluiceError(err: unknown, fallback: ErrorCode = 'ETOOLFAILED')
       return new DiskError(message, details, cause);
     }
     if (isErrorCode(e.code)) return makeError(e.code, message, undefined, cause);
-    // A code of the thrower's own (a tool's `EMINE`) is kept beside the one sluice gives it.
     if (typeof e.code === 'string' && e.code !== '') return makeError(fallback, message, { toolCode: e.code }, cause);
     return makeError(fallback, message, undefined, cause);
   }
@@ -372,9 +345,8 @@ export function serializeError(err: unknown, fallback: ErrorCode = 'ETOOLFAILED'
 
 /**
  * Rebuilds the error class from its plain-object form. A code outside
- * {@link ERROR_CODES} (a tool's own, such as `EMINE`) becomes ETOOLFAILED
- * with the original in `details.toolCode`: a tool may name its failures,
- * and that is neither lost nor mistaken for a protocol breach.
+ * {@link ERROR_CODES} (a tool's own) becomes ETOOLFAILED with the original
+ * in `details.toolCode`: neither lost nor mistaken for a protocol breach.
  */
 export function deserializeError(s: SerializedError): SluiceError {
   if (isErrorCode(s.code)) return makeError(s.code, s.message, s.details);

@@ -1,16 +1,10 @@
-/**
- * Turning a failed zod validation into the one-line message every option and
- * argument error gives: where (the first issue's path), what is wrong, and
- * the bad value quoted. One place, so every caller quotes safely (a value
- * JSON cannot show, a BigInt or a cycle, must not turn a clear EBADOPTION
- * into a TypeError) and the same way.
- */
+/** A failed zod validation as one line: where, what, and the bad value quoted safely (a BigInt or a cycle must not throw). */
 import type { z } from './zod.js';
 
 /** Longest quoted value in a message. */
 const QUOTE_MAX = 200;
 
-/** `value` as a message shows it: JSON, cut at 200 characters, never throwing. */
+/** `value` as a message shows it: JSON, cut, never throwing. */
 export function quoteValue(value: unknown): string {
   if (value === undefined) return 'undefined';
   if (typeof value === 'bigint') return `${value}n`;
@@ -30,7 +24,6 @@ export interface FirstIssue {
   path: string;
   /** The path's first key ('' for the input itself). */
   key: string;
-  /** zod's message. */
   message: string;
   /** `got <quoted value>`, or `missing` when there is no value at the path. */
   got: string;

@@ -1,19 +1,7 @@
 /**
- * Messages of the MCP adapter, shared by the three places it runs:
- *
- * - the main thread (engine/mcp/): starts the MCP host thread, asks it to add
- *   servers, tracks the process groups it spawns and kills them on close;
- * - the MCP host thread (workers/mcp/host.ts): owns one client connection per
- *   server, so stateful servers keep one session and a cancelled call's
- *   worker can be terminated without dropping the connection;
- * - call workers (workers/mcp/tool.ts): run each MCP tool call through the
- *   ordinary pipeline and reach the host thread over a BroadcastChannel.
- *
- * Why a BroadcastChannel: piscina workers have no port to the host thread and
- * handing them one would need a new engine ↔ worker message for every pool
- * thread. A channel named by the engine's random host id reaches the host from
- * any thread of the process with no plumbing; replies go to a per-request
- * channel so only the asking worker receives (and clones) the result.
+ * Messages of the MCP adapter between the main thread, the MCP host thread
+ * and call workers, which reach the host over a BroadcastChannel named by the
+ * engine's random host id (piscina workers have no port to the host thread).
  */
 import type { SerializedError } from './errors.js';
 import type { Attachment } from './messages.js';
@@ -84,13 +72,7 @@ export type McpReply =
   | { t: 'def'; def: McpToolDef }
   | { t: 'error'; error: SerializedError };
 
-/**
- * On {@link lifeChannel}. Main → call workers: the host thread died; requests
- * in flight will never be answered. Host thread → call workers: a (new) host
- * thread listens now. A BroadcastChannel keeps nothing for a listener that does
- * not exist yet, so a request sent while a restarted host was still starting
- * is sent again then (the host ignores a request id it has already seen).
- */
+/** On {@link lifeChannel}: the host died, or a new host listens (requests sent while it started are sent again). */
 export type McpLifeEvent = { t: 'host-exit'; reason: string } | { t: 'host-ready' };
 
 /** Where call workers send requests. */

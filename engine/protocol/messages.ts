@@ -1,18 +1,7 @@
 /**
- * The messages between the main-thread engine and its worker threads. The one
- * module both sides import for message shapes (workers/ imports nothing else
- * from engine/ but engine/protocol/).
- *
- * Transport: each worker thread owns one MessagePort to the main thread for
- * its whole life (multiplexed: every message carries the call id), because a
- * fresh MessageChannel per call costs several times a whole no-op call (see
- * bench/channel.ts and docs/benchmarks.md, "Per-call overhead"). Tasks themselves go through
- * piscina.
- *
- * Data plane: `chunk`, `display` and `text` messages spend credit, in bytes, from a
- * per-call window the engine grants in the task; the engine returns credit
- * (`credit`) only after a chunk is written to its capture file, so bytes in
- * flight never exceed the window.
+ * The messages between the engine and its workers, on one port per worker
+ * tagged with the call id (a channel per call costs more than a no-op call).
+ * Data messages spend credit from a per-call window, returned once on disk.
  */
 import type { SerializedError } from './errors.js';
 import type { OutputDeclaration, PreviewMode } from './streams.js';
@@ -57,11 +46,7 @@ export interface CompletionFields {
   status?: 'success' | 'failed';
   /** One short line for the model about how the call ended (e.g. `exit code 1`); shown in the status line of a failed call. */
   note?: string;
-  /**
-   * A typed failure the tool finalised gracefully (e.g. bash's own timeout):
-   * the call ends `failed` with this error and its output is marked
-   * incomplete, while display, metadata and attachments are kept.
-   */
+  /** A typed failure the tool finalised itself (bash's own timeout): the call fails with it, keeping display, metadata and attachments. */
   error?: SerializedError;
   metadata?: Record<string, unknown>;
   attachments?: Attachment[];
@@ -89,10 +74,9 @@ const cutSchema = z
   .strict();
 
 /**
- * Zod schema of the terminal fields as they arrive from a worker. An `error`
- * ends the call failed with that error whatever `status` says (engine/call/call.ts).
- * `cut` is the worker runtime's, never the tool's: which fields it cut to
- * their bound (their whole text went ahead as `text` messages).
+ * Zod schema of the terminal fields as they arrive from a worker. `cut` is
+ * the worker runtime's, never the tool's: the fields it cut to their bound,
+ * whose whole text went ahead as `text` messages.
  */
 export const wireCompletionSchema = z
   .object({ mode: z.enum(['streamed', 'full']), ...completionFields, cut: cutSchema.optional() })
@@ -118,19 +102,10 @@ export interface ToolDescription {
   argsSchema: unknown;
 }
 
-/**
- * Where a tool's calls run: `'shared'` (the default) lets one worker thread
- * carry many calls at once; `'thread'` gives each call a thread of its own,
- * for tools that block their event loop, need the whole heap limit, or leave
- * work behind (docs/architecture.md, "Threads and calls").
- */
+/** Where a tool's calls run: `'shared'` (the default) lets one thread carry many calls; `'thread'` gives each call its own (docs/architecture.md, "Threads and calls"). */
 export type ToolIsolation = 'shared' | 'thread';
 
-/**
- * What a `describe` task resolves to. A failure travels as a value, not a
- * thrown error: piscina clones thrown errors without their `code`, so EBADDECL
- * would arrive as a bare Error.
- */
+/** What a `describe` task resolves to; a failure travels as a value because piscina clones thrown errors without their `code`. */
 export type DescribeResult = ToolDescription | { error: SerializedError };
 
 /** Task: describe the tool a module exports. */
@@ -147,18 +122,12 @@ export interface CallTask {
   args: unknown;
   /** The credit window in bytes. */
   window: number;
-  /** Working directory for the tool. */
   cwd: string;
   /** What opens the store (Store.locator: its directory, or `s3://bucket/prefix`): tools read artifacts by possession of their URI. */
   storeDir: string;
   /** Bound on the final display, UTF-8 bytes (the engine's liveDisplayBytes): past it the worker cuts it. */
   displayBytes: number;
-  /**
-   * When present, the engine's approval policy allows every operation kind
-   * not listed here without looking at it (the default policy: all but
-   * `fs.read`), so the worker asks only for these kinds. Absent: it asks for
-   * every operation.
-   */
+  /** Kinds the worker asks the approval policy about; absent, it asks about every operation (the default policy allows all but `fs.read` unseen). */
   askOnly?: string[];
 }
 

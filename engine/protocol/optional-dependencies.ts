@@ -1,22 +1,8 @@
 /**
- * Optional dependencies: packages a feature needs that a consumer who does
- * not use the feature should not install. Each is an optional peer
- * dependency in package.json (`peerDependencies` + `peerDependenciesMeta`),
- * listed here with the feature it serves, and resolved the first time the
- * feature is used; when it is missing, the feature fails with
- * {@link MissingDependencyError} giving the install command, and nothing
- * else is affected.
- *
- * It lives in the protocol so that store/ (the S3 store's AWS SDK) and
- * workers/ may load optional packages too without importing engine/.
- *
- * To add one: add it to `peerDependencies`
- * (the supported range) and `peerDependenciesMeta` (`optional: true`) and to
- * `devDependencies` (the tested version), add an entry to
- * {@link OPTIONAL_DEPENDENCIES}, and call {@link requireOptional} (or
- * {@link importOptional} on the main thread) where the feature starts.
- * test/package/optional-dependencies.test.ts checks the table against
- * package.json.
+ * Optional peer dependencies, each resolved when its feature is first used
+ * and failing that feature alone with the install command when missing. To
+ * add one: package.json's peer, meta and dev entries, a row here, and
+ * {@link requireOptional} where the feature starts.
  */
 import { MissingDependencyError } from './errors.js';
 
@@ -81,11 +67,10 @@ function isNotFound(err: unknown): boolean {
 }
 
 /**
- * Resolves `dep.entry` as sluice's own modules would (from this package's
- * location, so a worker thread importing it finds the same copy) and returns
- * its URL, or throws {@link MissingDependencyError} when it is not installed.
- * Synchronous and cheap: call it before starting a thread that imports it,
- * so the caller gets the typed error instead of a thread that fails to load.
+ * Resolves `dep.entry` from this package's location (so a worker finds the
+ * same copy) and returns its URL, or throws {@link MissingDependencyError}.
+ * Cheap: call it before starting a thread that imports it, so the caller
+ * gets the typed error instead of a thread that fails to load.
  */
 export function requireOptional(
   dep: OptionalDependency,

@@ -1,8 +1,4 @@
-/**
- * The handshake of the per-worker port (see messages.ts). Kept apart from the
- * message schemas so the engine can start its worker pool before it loads
- * zod (Engine.open overlaps the two).
- */
+/** The handshake of the per-worker port, apart from the message schemas so that the pool starts before zod loads. */
 
 /** Key of the message a worker posts on startup to hand its port to the engine. */
 export const PORT_HANDSHAKE = 'sluice.port/1';

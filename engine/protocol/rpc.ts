@@ -1,12 +1,4 @@
-/**
- * Comlink over the per-worker port: host services reach a tool through a
- * virtual endpoint that tags comlink's messages with the call id
- * (call-endpoint.ts), so no extra channel is created per call. Errors keep
- * their sluice `code` across the boundary (comlink's default throw handler
- * keeps only name and message). A worker loads this module only when a tool
- * first asks the host (workers/context.ts): a bash call under the default
- * approval policy never does, and comlink costs a starting worker ~8 ms.
- */
+/** Comlink over the per-worker port, errors keeping their sluice `code`; a worker loads it only when a tool first asks the host. */
 import * as Comlink from 'comlink';
 import { deserializeError, type SerializedError, SluiceError, serializeError } from './errors.js';
 

@@ -1,8 +1,4 @@
-/**
- * Output declarations and stream names: the one validator shared by tool
- * registration and artifact URI lookup, so a name that can be declared is
- * exactly a name that can be addressed.
- */
+/** Output declarations and stream names: one validator for registration and URI lookup, so a name that can be declared is exactly one that can be addressed. */
 import { BadDeclarationError } from './errors.js';
 
 /** At most this many UTF-8 bytes in a stream name. */
@@ -31,17 +27,10 @@ export function isStreamName(name: unknown): name is string {
   return streamNameProblem(name) === undefined;
 }
 
-/**
- * A tool's output declaration: one unnamed output, or named streams whose
- * order is the model rendering order.
- */
+/** A tool's output declaration: one unnamed output, or named streams in model rendering order. */
 export type OutputDeclaration = { kind: 'single' } | { kind: 'streams'; streams: readonly string[] };
 
-/**
- * Validates an output declaration (from a tool module, a plugin or the wire)
- * and returns a normalised copy. Throws {@link BadDeclarationError} naming the
- * problem: duplicates, bad names, no streams, more than {@link MAX_STREAMS}.
- */
+/** Validates an output declaration and returns a normalised copy; BadDeclarationError naming the problem. */
 export function validateDeclaration(decl: unknown, owner = 'tool'): OutputDeclaration {
   if (decl === undefined || decl === 'single') return { kind: 'single' };
   if (Array.isArray(decl)) return validateDeclaration({ kind: 'streams', streams: decl }, owner);

@@ -1,10 +1,8 @@
 /**
  * Cutting text without breaking it: the one place that knows how wide a
  * UTF-16 string is in UTF-8 and where a cut may fall. A string cut never
- * falls between the two halves of a surrogate pair; a byte cut never falls
- * inside a UTF-8 sequence. Used wherever sluice bounds text or bytes it
- * shows (workers, the call path, presentation, the store's pages), and
- * property-tested once (test/protocol/text-cut.property.test.ts).
+ * splits a surrogate pair; a byte cut never falls inside a UTF-8 sequence
+ * (property-tested in test/protocol/text-cut.property.test.ts).
  */
 
 import { isUtf8 } from 'node:buffer';
@@ -21,11 +19,7 @@ export function widthAt(s: string, i: number): { bytes: number; units: number } 
   return { bytes: 3, units: 1 };
 }
 
-/**
- * The end (a UTF-16 index) of the longest prefix of `s` whose UTF-8
- * encoding has at most `maxBytes` bytes, and that size. Scans only the
- * prefix, so it costs O(maxBytes) whatever the length of `s`.
- */
+/** The end (a UTF-16 index) of the longest prefix of `s` of at most `maxBytes` UTF-8 bytes, and that size, in O(maxBytes). */
 export function utf8PrefixEnd(s: string, maxBytes: number): { end: number; bytes: number } {
   let bytes = 0;
   let i = 0;
@@ -38,11 +32,7 @@ export function utf8PrefixEnd(s: string, maxBytes: number): { end: number; bytes
   return { end: i, bytes };
 }
 
-/**
- * Where the longest suffix of `s` whose UTF-8 encoding has at most
- * `maxBytes` bytes begins (a UTF-16 index). Walks from the end, so it costs
- * O(maxBytes) whatever the length of `s`.
- */
+/** Where the longest suffix of `s` of at most `maxBytes` UTF-8 bytes begins (a UTF-16 index), in O(maxBytes). */
 export function utf8SuffixStart(s: string, maxBytes: number): number {
   let bytes = 0;
   let i = s.length;
@@ -57,10 +47,7 @@ export function utf8SuffixStart(s: string, maxBytes: number): number {
   return i;
 }
 
-/**
- * `s` cut to at most `maxBytes` UTF-8 bytes on a code point boundary, with
- * `…` (3 bytes, counted) when cut, detached from `s`.
- */
+/** `s` cut to at most `maxBytes` UTF-8 bytes on a code point boundary, `…` counted when cut, detached from `s`. */
 export function clipUtf8(s: string, maxBytes: number): string {
   if (Buffer.byteLength(s, 'utf8') <= maxBytes) return s;
   return `${detachString(s.slice(0, utf8PrefixEnd(s, maxBytes - 3).end))}…`;
@@ -78,14 +65,11 @@ export function unitCutAfter(s: string, i: number): number {
 
 /**
  * The largest cut at or before `end` of `b` that does not end inside a
- * multi-byte UTF-8 sequence: an unfinished sequence at the end (at most
- * three bytes) is left out. Invalid bytes are not this function's concern
- * (a run of continuation bytes, or bytes that are not UTF-8, cut as they
- * are), so it inspects at most four bytes.
+ * multi-byte UTF-8 sequence; invalid bytes cut as they are, so it inspects
+ * at most four bytes.
  */
 export function utf8CompleteEnd(b: Uint8Array, end: number = b.length): number {
   let lead = end - 1;
-  // Walk back over at most 3 continuation bytes (10xxxxxx) to the lead byte.
   while (lead >= 0 && lead > end - 4 && ((b[lead] as number) & 0xc0) === 0x80) lead--;
   if (lead < 0) return end;
   const x = b[lead] as number;
@@ -100,13 +84,12 @@ export function decodedSize(bytes: Uint8Array): number {
 }
 
 /**
- * The longest cut of `b` whose text (decoded as UTF-8, U+FFFD for each
- * maximal invalid subpart, as TextDecoder does) takes at most `max` bytes,
- * and that splits no character: an unfinished sequence at the end of `b` is
- * left for the next page. One pass, whatever the bytes.
+ * The longest cut of `b` whose text (U+FFFD for each maximal invalid
+ * subpart, as TextDecoder does) takes at most `max` bytes and splits no
+ * character, in one pass.
  */
 export function textBudgetCut(b: Uint8Array, max: number): number {
-  // Valid text (the usual case): its size is its bytes, so the cut is the bound, backed off a split character.
+  // Valid text: its size is its bytes, so the cut is the bound, backed off a split character.
   const fast = utf8CompleteEnd(b, Math.min(b.length, max));
   if (isUtf8(b.subarray(0, fast))) return fast;
   let i = 0;
@@ -150,11 +133,7 @@ export function textBudgetCut(b: Uint8Array, max: number): number {
   return i;
 }
 
-/**
- * A copy of `s` that does not share storage with a larger string: V8 may
- * keep a slice as a view on its parent, so a bounded text would otherwise
- * keep a whole (perhaps huge) original alive.
- */
+/** A copy of `s` sharing no storage with a larger string: V8 may keep a slice as a view that keeps a huge original alive. */
 export function detachString(s: string): string {
   return Buffer.from(s, 'utf8').toString('utf8');
 }
@@ -167,9 +146,8 @@ export function unitPrefix(s: string, maxUnits: number): string {
 
 /**
  * The marker after a text cut to its bound: how many bytes were cut and,
- * when the engine kept the whole, the `read` call that pages it, in the form
- * of every other read hint (a model, or compaction's summarizer, follows it
- * as it follows a truncated preview's). One format for every field.
+ * when the whole was kept, the `read` call that pages it, in the form of
+ * every other read hint, so a model follows it the same way.
  */
 export function cutMarker(cutBytes: number, wholeDigest?: string): string {
   return wholeDigest === undefined

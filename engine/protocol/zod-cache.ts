@@ -1,16 +1,10 @@
 /**
- * Loads the zod bundle from V8's code cache. `npm run build` bundles zod into
- * one CommonJS file (`dist/engine/protocol/zod-bundle.cjs`), writes its code
- * cache beside it (`zod-bundle.cache`, by generate/zod-cache.ts) and
- * replaces the compiled `zod.js` with a module that loads the bundle through
- * {@link loadCachedBundle}. Node 20 keeps no compile cache for ES modules, and
- * zod is the largest module every thread of a cold start loads (the main
- * thread and each worker): compiled from the cache it loads in about a
- * third of the time (docs/benchmarks.md, "Cold start").
- *
- * A cache V8 does not accept (another Node version, other V8 flags) is
- * ignored and the bundle compiled from its source: slower, never wrong.
- * Imports only Node: this is engine/protocol.
+ * Loads the zod bundle from V8's code cache: `npm run build` bundles zod
+ * into one CommonJS file, writes its code cache beside it
+ * (generate/zod-cache.ts) and makes `zod.js` load it through
+ * {@link loadCachedBundle}. Node 20 keeps no compile cache for ES modules,
+ * and zod is the largest module every cold thread loads (docs/benchmarks.md,
+ * "Cold start"). A cache V8 rejects is ignored: slower, never wrong.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -18,7 +12,6 @@ import { Script } from 'node:vm';
 
 /** A bundle loaded by {@link loadCachedBundle}. */
 export interface LoadedBundle {
-  /** What the bundle's `module.exports` holds. */
   readonly exports: Record<string, unknown>;
   /** The compiled script: generate/zod-cache.ts writes its cache once the schemas have run. */
   readonly script: Script;
@@ -31,9 +24,8 @@ const loaded = new Map<string, LoadedBundle>();
 
 /**
  * Runs the CommonJS bundle at `bundlePath`, compiled with the code cache at
- * `cachePath` when V8 accepts it, and returns its exports. The bundle is
- * wrapped as Node wraps a CommonJS module, so the same source gives the same
- * cache whoever loads it.
+ * `cachePath` when V8 accepts it. Wrapped as Node wraps a CommonJS module, so
+ * the same source gives the same cache whoever loads it.
  */
 export function loadCachedBundle(bundlePath: string, cachePath: string): LoadedBundle {
   const source = readFileSync(bundlePath, 'utf8');

@@ -1,8 +1,4 @@
-/**
- * The sessions of a store: listing them with counts, reverting one to before
- * a call, and deleting one (its log only; its artifacts stop being roots and
- * are collected by a later GC unless something else references them).
- */
+/** The sessions of a store: listing them with counts, reverting one to before a call, deleting one. */
 import { promises as fsp, type Stats } from 'node:fs';
 import type { Store } from '../../store/store.js';
 import { NotFoundError, toSluiceError } from '../protocol/errors.js';
@@ -27,24 +23,13 @@ export interface SessionSummary {
   corruptLines: number;
   /** Size of the event log in bytes. */
   bytes: number;
-  /**
-   * Bytes of the distinct artifacts the live (not reverted) calls reference,
-   * as their records give them: outputs and streams, spilled fields, whole
-   * texts. What GC keeps for this session (a stream manifest's own few bytes
-   * are not counted; artifacts shared by several calls count once).
-   */
+  /** Bytes of the distinct artifacts the live calls reference: what GC keeps for this session (shared artifacts count once). */
   referencedBytes: number;
   /** Last change of the event log (ISO time). */
   updatedAt: string;
 }
 
-/**
- * Ids of the sessions in `store` (directories with a valid id and an event
- * log), sorted. A session directory that cannot be read (EACCES, EIO) is an
- * error (EDISK naming the OS code), never "no such session": the collector
- * builds its roots from this list, and a log it skipped could hold some.
- * On an S3 store, the sessions with batch objects in the bucket.
- */
+/** Ids of the sessions in `store`, sorted; an unreadable session directory is EDISK, never "no such session" (GC roots come from this list). */
 export async function listSessionIds(store: Store): Promise<string[]> {
   // On S3 the bucket says which sessions exist (every host's), not the local directory.
   const s3 = s3RecordsOf(store);
@@ -79,11 +64,7 @@ export interface FoldedSession {
   log: Omit<EventLogContents, 'records'>;
 }
 
-/**
- * Reads session `id` keeping only what references and counts need (see
- * referenceView), so memory does not grow with display or model text.
- * Undefined when the session does not exist (or was deleted meanwhile).
- */
+/** Reads session `id` keeping only references and counts, so memory does not grow with its text; undefined when it does not exist. */
 export async function foldReferences(store: Store, id: string): Promise<FoldedSession | undefined> {
   const fold = new SessionFold();
   try {
@@ -141,14 +122,7 @@ export interface RevertResult {
   reverted: string[];
 }
 
-/**
- * Reverts session `id` to before call `before`: appends a durable
- * `session.revert` record. That call and every later live call stop being
- * replayed and stop being GC roots; their artifacts stay readable by
- * possession until a GC collects them.
- *
- * @throws NotFoundError (ENOTFOUND) when the session does not exist or `before` is not a live call of it.
- */
+/** Reverts session `id` to before call `before` (a durable `session.revert` record); ENOTFOUND unless `before` is live in it. */
 export async function revertSession(
   store: Store,
   recorder: SessionRecorder,
@@ -173,12 +147,7 @@ export async function revertSession(
   return { session: id, reverted: state.live.slice(at).map((c) => c.callId) };
 }
 
-/**
- * Deletes session `id` (its directory; on S3, its batch objects). Its artifacts are no longer roots
- * and will be collected by a GC after the grace period unless referenced elsewhere.
- *
- * @throws NotFoundError (ENOTFOUND) when there is no such session.
- */
+/** Deletes session `id` (on S3, its batch objects): its artifacts stop being roots. ENOTFOUND for no such session. */
 export async function deleteSession(store: Store, id: string): Promise<void> {
   assertSessionId(id);
   const s3 = s3RecordsOf(store);

@@ -1,9 +1,4 @@
-/**
- * The calls of a session that already have an outcome, by call id, for a
- * batch that resumes: one scan of the log keeps only where each call's
- * records are (not the records), and a call's recorded result is rebuilt
- * from the same open file when it is asked for.
- */
+/** A session's calls that already have an outcome, for a batch that resumes: one scan keeps where each call's records are, not the records. */
 import type { Store } from '../../store/store.js';
 import type { TerminalResult } from '../result.js';
 import { type LinePlace, type OpenEventLog, openEventLog, scanOpenLog } from './log-reader.js';
@@ -17,12 +12,7 @@ import {
 import { replayCall } from './replay.js';
 import { SessionFold } from './state.js';
 
-/**
- * Recorded outcomes of a session's batch calls. A batch item's first attempt
- * runs as call id `<id>`, a later one (after a cancelled or interrupted
- * attempt) as `<id>#<n>`: the log keeps the first terminal record of a call
- * id, so a call id is never reused.
- */
+/** Recorded outcomes of a session's batch calls: an item runs as `<id>`, a later attempt as `<id>#<n>`, so a call id is never reused. */
 export interface CompletedIndex {
   /** True when item `id` has an attempt with a recorded outcome a resumed batch keeps (not cancelled, not reverted). */
   has(id: string): boolean;
@@ -39,12 +29,7 @@ interface Places {
   completed?: LinePlace;
 }
 
-/**
- * Indexes session `id`'s calls that ended with an outcome other than
- * `cancelled`: a cancelled call (a batch stopped with Ctrl-C) or an
- * interrupted one (no terminal record) runs again when its batch resumes.
- * A session that does not exist yet has no calls.
- */
+/** Indexes session `id`'s calls with an outcome other than `cancelled` (a cancelled or interrupted call runs again); a missing session has none. */
 export async function openCompletedIndex(store: Store, id: string): Promise<CompletedIndex> {
   let log: OpenEventLog;
   try {

@@ -1,12 +1,4 @@
-/**
- * The line framing of session event logs. Every line is
- *
- *     <16 lowercase hex: xxhash64 of the JSON bytes, seed 0> <space> <JSON> \n
- *
- * so a torn line (a crash mid-append) or a corrupted one (a flipped byte) is
- * recognised and skipped on reading, never trusted. xxhash64 is not a
- * cryptographic hash: it detects accidents, not tampering.
- */
+/** Event-log line framing, `<16 hex xxhash64 of the JSON> <JSON>\n`: a torn or corrupted line is skipped, never trusted. */
 import xxhash, { type XXHashAPI } from 'xxhash-wasm';
 
 /** Characters before the JSON: 16 hex digits and a space. */
@@ -33,12 +25,7 @@ export function frameLine(h: XXHashAPI, json: string): string {
   return `${checksumOf(h, json)} ${json}\n`;
 }
 
-/**
- * {@link frameLine} as the bytes written: the JSON is encoded once, into the
- * line's own buffer, and hashed there (the string form builds the line as a
- * string and encodes it again; a terminal record is every call's largest
- * allocation on the main thread).
- */
+/** {@link frameLine} as the bytes written, encoding the JSON once into the line's own buffer: a terminal record is every call's largest main-thread allocation. */
 export function frameLineBytes(h: XXHashAPI, json: string): Buffer {
   const len = Buffer.byteLength(json, 'utf8');
   const line = Buffer.allocUnsafe(FRAME_PREFIX_BYTES + len + 1);
@@ -53,11 +40,7 @@ export function frameLineBytes(h: XXHashAPI, json: string): Buffer {
   return line;
 }
 
-/**
- * The JSON text of one line (without its `\n`), or undefined when the line is
- * torn or corrupt: wrong shape, or a checksum that does not match its bytes.
- * The checksum is checked on the raw bytes, before any decoding.
- */
+/** The JSON of one line (without `\n`), or undefined when torn or corrupt; the checksum is checked on the raw bytes, before decoding. */
 export function unframeLine(h: XXHashAPI, line: Uint8Array): string | undefined {
   if (line.length <= FRAME_PREFIX_BYTES || line[16] !== SPACE) return undefined;
   const sum = Buffer.from(line.buffer, line.byteOffset, 16).toString('latin1');

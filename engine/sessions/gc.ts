@@ -10,7 +10,7 @@ import { reapOrphans } from '../processes/orphans.js';
 import { scanSessions } from './roots.js';
 
 export type { GcOptions, GcStep } from '../../store/gc/collect.js';
-/** Default grace period of a collection: one hour. */
+/** Default grace period of a collection. */
 export { DEFAULT_GC_GRACE_MS } from '../../store/gc/collect.js';
 
 /** What a collection found and did (with `dryRun`: would do). */
@@ -20,13 +20,7 @@ export interface GcReport extends Omit<StoreGcReport, 'durationMs'> {
   durationMs: number;
 }
 
-/**
- * Collects the garbage of `store`: blobs not referenced by live session
- * records or pins and older than the grace period. Safe against concurrent
- * publishers in this and other processes, even with a grace period of 0.
- *
- * @throws BadOptionError (EBADOPTION) for a bad option; TimeoutError (ETIMEOUT) when another collection holds the lock; DiskError (EDISK).
- */
+/** Collects blobs no live record or pin references, older than the grace period; safe against concurrent publishers even at 0. */
 export async function collectGarbage(store: Store, options: GcOptions = {}): Promise<GcReport> {
   let orphanGroupsKilled = 0;
   const hooks: CollectHooks = {

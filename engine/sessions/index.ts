@@ -1,7 +1,4 @@
-/**
- * Sessions: the durable event log, replay, revert, garbage collection and
- * verify. See docs/operations.md.
- */
+/** Sessions: the durable event log, replay, revert, garbage collection and verify (docs/operations.md). */
 
 export type { RevertResult, SessionSummary } from './catalog.js';
 export { deleteSession, listSessionIds, listSessions, revertSession } from './catalog.js';

@@ -1,9 +1,4 @@
-/**
- * The engine's default recorder, the session event log, loaded on first use.
- * Most calls carry no session and are not recorded, so an engine that never
- * sees one never loads the log's modules (framing, record schemas, writer):
- * Engine.open and the first call do not wait for them.
- */
+/** The engine's default recorder, the session log, loaded on first use: most calls carry no session, and an open never waits for the log's modules. */
 import type { Store } from '../../store/store.js';
 import type { CallRecorder } from '../call/call-types.js';
 import { ClosedError } from '../protocol/errors.js';

@@ -1,8 +1,4 @@
-/**
- * Reading a session event log: line by line, in bounded memory, trusting
- * only lines whose checksum matches. A torn or corrupted line is skipped and
- * counted, never fatal; the lines after it still count.
- */
+/** Reading a session event log in bounded memory, trusting only lines whose checksum matches; a bad line is counted, never fatal. */
 import { constants, promises as fsp } from 'node:fs';
 import type { XXHashAPI } from 'xxhash-wasm';
 import type { Store } from '../../store/store.js';
@@ -37,13 +33,7 @@ export interface EventLogContents {
   modifiedAt: Date;
 }
 
-/**
- * Reads the event log of session `id`.
- *
- * @throws BadArgumentsError (EBADARGS) for an invalid id.
- * @throws NotFoundError (ENOTFOUND) when the session has no log.
- * @throws DiskError (EDISK) when the log cannot be read.
- */
+/** Reads the event log of session `id`. EBADARGS for an invalid id, ENOTFOUND without a log, EDISK when it cannot be read. */
 export async function readEventLog(store: Store, id: string): Promise<EventLogContents> {
   const records: SessionRecord[] = [];
   const counts = await scanEventLog(store, id, (r) => records.push(r));
@@ -56,11 +46,7 @@ export interface LinePlace {
   length: number;
 }
 
-/**
- * Like {@link readEventLog}, but hands each record (and where its line is) to
- * `onRecord` as it is read instead of keeping them, so memory stays bounded
- * by what the caller keeps (GC keeps only references).
- */
+/** Like {@link readEventLog}, handing each record and its place to `onRecord` instead of keeping them: memory stays bounded by what the caller keeps. */
 export async function scanEventLog(
   store: Store,
   id: string,
@@ -76,20 +62,10 @@ export async function scanEventLog(
 
 /** An event log opened for reading: scanned once, then read at the places the scan reported. */
 export interface OpenEventLog {
-  /**
-   * The record whose line is at `place`, or undefined if those bytes are no
-   * longer an intact record.
-   */
+  /** The record whose line is at `place`, or undefined if those bytes are no longer an intact record. */
   recordAt(place: LinePlace): Promise<SessionRecord | undefined>;
-  /** Closes the log (idempotent). */
   close(): Promise<void>;
-  /**
-   * Brings the log up to date with records written since it was opened,
-   * by any host (an S3 session's mirror, s3-mirror.ts): true when the log
-   * read so far is still a prefix of the session, false when the session
-   * changed under it (deleted, or deleted and recorded again: open it
-   * again). Undefined for a local file, which grows by itself.
-   */
+  /** Brings an S3 session's mirror up to date: false when the session changed under it (open it again); absent for a local file. */
   refresh?(): Promise<boolean>;
   /** @internal */
   readonly fh: fsp.FileHandle;
@@ -99,12 +75,7 @@ export interface OpenEventLog {
   extent?(): { size: number; modifiedAt: Date };
 }
 
-/**
- * Opens session `id`'s log. While it stays open, what it reads is the file it
- * opened, whatever happens to the session's path.
- *
- * @throws BadArgumentsError (EBADARGS), NotFoundError (ENOTFOUND), DiskError (EDISK).
- */
+/** Opens session `id`'s log; while open, it reads the file it opened, whatever happens to the path. EBADARGS, ENOTFOUND, EDISK. */
 export async function openEventLog(store: Store, id: string): Promise<OpenEventLog> {
   const h = await loadHasher();
   const s3 = s3RecordsOf(store);
@@ -131,12 +102,8 @@ const MIRROR_OPEN_ATTEMPTS = 3;
 
 /**
  * Brings session `id`'s mirror up to date and opens it. A mirror file gone
- * between the sync and the open (a concurrent sync of this store instance
- * restarted the mirror, or a local clean-up removed it) is no evidence that
- * the session is gone: the mirror is synced again (which notices and starts
- * a new file), and only a sync that finds no batch says ENOTFOUND. The
- * collector skips sessions that are ENOTFOUND, so taking a vanished file for
- * a deleted session would lose its roots.
+ * in between is no evidence that the session is gone, and GC skips
+ * ENOTFOUND sessions: only a sync that finds no batch says ENOTFOUND.
  */
 async function openSyncedMirror(
   store: Store,
@@ -159,7 +126,6 @@ async function openSyncedMirror(
   }
 }
 
-/** The reading side of an open log file. */
 function wrapLog(fh: fsp.FileHandle, h: XXHashAPI): OpenEventLog {
   let closed: Promise<void> | undefined;
   return {
@@ -185,19 +151,11 @@ function wrapLog(fh: fsp.FileHandle, h: XXHashAPI): OpenEventLog {
 
 /** What a scan of an open log found, and how far its complete lines went. */
 export interface LogScan extends Omit<EventLogContents, 'records'> {
-  /**
-   * Offset just past the last `\n` the scan read: where the next line
-   * starts. A scan resumed from here ({@link scanOpenLog} with `from`) reads
-   * exactly the lines appended since, plus a last line that was still being
-   * written.
-   */
+  /** Offset just past the last `\n` read: a scan resumed from here reads exactly the lines appended since. */
   end: number;
 }
 
-/**
- * Scans an open log from `from` (0, or an {@link LogScan.end} of an earlier
- * scan of the same file) to its current end (see {@link scanEventLog}).
- */
+/** Scans an open log from `from` (0, or an earlier scan's {@link LogScan.end}) to its current end. */
 export async function scanOpenLog(
   log: OpenEventLog,
   onRecord: (record: SessionRecord, place: LinePlace) => void,
@@ -282,12 +240,7 @@ interface RawLine {
   ended: boolean;
 }
 
-/**
- * The lines (without their `\n`) of the bytes from `from` to `size` with
- * where each starts, one read's worth at a time, including a last line
- * without `\n`; a line over {@link MAX_LINE_BYTES} comes as `undefined` and
- * is never buffered whole.
- */
+/** The lines (without `\n`) from `from` to `size`, one read's worth at a time; a line over {@link MAX_LINE_BYTES} comes as `undefined`, never buffered whole. */
 async function* lineBatches(fh: fsp.FileHandle, from: number, size: number): AsyncGenerator<RawLine[]> {
   const buf = Buffer.allocUnsafe(READ_CHUNK);
   let parts: Buffer[] = [];

@@ -1,22 +1,8 @@
 /**
- * Appending to one session's event log, with group commit.
- *
- * Lines are appended with O_APPEND in the order `append` was called. While
- * one batch is being written (and fsynced, when any of its lines must be
- * durable), newly appended lines wait; the next batch takes all of them in
- * one write and at most one fsync. So N completions at once cost about two
- * writes and two fsyncs, not N, and a durable append resolves only after an
- * fsync that followed its line's write.
- *
- * A line that need not be durable (`call.started`) waits behind a batch's
- * fsync too: writing such lines while the fsync runs makes batches smaller,
- * at about 0.6 more writes, 0.14 more fdatasyncs and 2 more futex calls per
- * recorded call, for no measurable throughput on a 2-core host, where CPU
- * is the limit (docs/benchmarks.md, "Session log writes").
- *
- * A log whose last line was torn by a crash gets a newline before the first
- * new line, so the torn fragment stays one (skipped) line instead of
- * swallowing the next record.
+ * Appending to one session's event log with group commit: while a batch is
+ * written and fsynced, new lines wait and the next batch takes them all, so
+ * N completions cost about two fsyncs, not N (docs/benchmarks.md, "Session
+ * log writes"). A torn last line gets a newline first, so it never swallows the next record.
  */
 import { constants, promises as fsp } from 'node:fs';
 import { dirname } from 'node:path';
@@ -28,7 +14,6 @@ import { eventLogPath } from './session-id.js';
 
 /** Counters of one writer, for tests and benchmarks. */
 export interface LogWriterStats {
-  /** Lines appended. */
   appends: number;
   /** fsyncs performed (on an S3 store: batch objects PUT, one per group commit). */
   syncs: number;
@@ -36,27 +21,20 @@ export interface LogWriterStats {
 
 /** What the recorder appends through: a local log ({@link EventLogWriter}) or an S3 session (s3-log-writer.ts). */
 export interface SessionLogWriter {
-  /** Counters (appends, and fsyncs or PUTs). */
   readonly stats: LogWriterStats;
   /** True while lines are waiting, being written or waiting for their fsync (or PUT). */
   readonly busy: boolean;
   /** Appends `line` (ending with `\n`; a string is written as UTF-8); with `durable`, resolves once it is on stable storage. */
   append(line: string | Buffer, durable: boolean): Promise<void>;
-  /** Waits for pending appends and closes. */
   close(): Promise<void>;
 }
 
 /** An open session event log. Create with {@link EventLogWriter.open}. */
 export class EventLogWriter implements SessionLogWriter {
-  /** Counters (appends, fsyncs). */
   readonly stats: LogWriterStats = { appends: 0, syncs: 0 };
   private readonly handle: StoreFile;
   private readonly io: StoreIO;
-  /**
-   * Set when a write failed: part of a line may be in the file. The next batch
-   * starts with `\n`, so that fragment stays one (skipped) line instead of
-   * swallowing the next record (an empty line is skipped silently).
-   */
+  /** Set when a write failed, so that the next batch starts with `\n` and the fragment stays one skipped line. */
   private torn = false;
   private pending: Array<{ buf: Buffer; durable: boolean; resolve: () => void; reject: (e: unknown) => void }> = [];
   private flushing: Promise<void> | undefined;
@@ -102,15 +80,11 @@ export class EventLogWriter implements SessionLogWriter {
     }
   }
 
-  /** True while lines are waiting, being written or waiting for their batch's fsync. */
   get busy(): boolean {
     return this.flushing !== undefined;
   }
 
-  /**
-   * Appends `line` (which ends with `\n`). With `durable`, resolves only once
-   * the line is on stable storage.
-   */
+  /** Appends `line` (ending with `\n`); with `durable`, resolves only once it is on stable storage. */
   append(line: string | Buffer, durable: boolean): Promise<void> {
     if (this.closed) return Promise.reject(toSluiceError(new Error('session log is closed'), 'ECLOSED'));
     return new Promise((resolve, reject) => {
@@ -146,7 +120,6 @@ export class EventLogWriter implements SessionLogWriter {
     this.flushing = undefined;
   }
 
-  /** Waits for pending appends and closes the file. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

@@ -1,9 +1,4 @@
-/**
- * The session event log as the engine's {@link CallRecorder}: a
- * `call.started` record when a call starts and a durable `call.completed`
- * record (fsynced, with group commit) before its publication pin is released.
- * Calls without a session are not recorded.
- */
+/** The session event log as the engine's {@link CallRecorder}: the terminal record is durable before the publication pin goes. */
 import { crashPoint } from '../../store/crash-point.js';
 import type { Store } from '../../store/store.js';
 import type { CallRecorder } from '../call/call-types.js';
@@ -26,15 +21,10 @@ export interface SessionRecorderOptions {
   maxOpenLogs?: number;
 }
 
-/** Fields of a started record that may be spilled. */
 const STARTED_SPILLABLE = ['args'] as const;
 /** Fields of a completed record that may be spilled (the output reference is bounded: at most 16 streams). */
 const COMPLETED_SPILLABLE = ['display', 'model', 'metadata', 'attachments', 'messages', 'error'] as const;
-/**
- * A self-paginating tool's page (`read`) is never retained as an artifact, and
- * recording it must not make it one: its model view stays inline. It is
- * bounded by the page bound (2 MiB), well under the log's line bound.
- */
+/** A self-paginating tool's page is never retained as an artifact, and recording it must not make it one: its model view stays inline (the page bound is well under the line bound). */
 const PAGE_SPILLABLE = ['display', 'metadata', 'attachments', 'messages', 'error'] as const;
 
 interface OpenLog {
@@ -42,10 +32,7 @@ interface OpenLog {
   users: number;
 }
 
-/**
- * Records calls into `sessions/<id>/events.log` of a store, or, for an S3
- * store, into its session's batch objects in the bucket (s3-log-writer.ts).
- */
+/** Records calls into `sessions/<id>/events.log`, or an S3 store's batch objects (s3-log-writer.ts). */
 export class SessionRecorder implements CallRecorder {
   private readonly store: Store;
   private readonly inlineFieldBytes: number;
@@ -100,7 +87,6 @@ export class SessionRecorder implements CallRecorder {
     return open ? (await open.writer).stats : undefined;
   }
 
-  /** Waits for pending appends and closes every log. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

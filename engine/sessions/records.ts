@@ -1,11 +1,9 @@
 /**
- * The records of a session event log and their lenient reading.
- *
- * Reading is best-effort and versionless: unknown fields are dropped, every
- * field a replay can do without is optional (an older layout that lacks it
- * still loads, with a documented default), and a record of an unknown type is
- * counted and skipped rather than failing the log. Writers always write the
- * current layout (see {@link encodeCompleted}).
+ * The records of a session event log and their lenient, versionless
+ * reading: unknown fields are dropped, every field a replay can do without
+ * is optional with a default, and a record of an unknown type is counted
+ * and skipped rather than failing the log. Writers write one layout
+ * ({@link encodeCompleted}).
  */
 import type { Attachment, EmittedMessage } from '../protocol/messages.js';
 import { z } from '../protocol/zod.js';
@@ -30,7 +28,6 @@ export interface SpillRef {
   fields: string[];
 }
 
-/** Reads a record's `spill` reference. */
 const spillSchema = z.object({ digest, bytes: count, fields: z.array(z.string()) });
 
 /** A `call.started` record: what was called, with which arguments and output declaration. */
@@ -38,9 +35,8 @@ export interface StartedRecord {
   type: typeof CALL_STARTED;
   callId: string;
   tool: string;
-  /** The arguments (absent when spilled or in a layout that lacked them). */
+  /** The arguments (absent when spilled). */
   args?: unknown;
-  /** The tool's output declaration. */
   output?: unknown;
   at?: string;
   spill?: SpillRef;
@@ -79,7 +75,6 @@ export interface RevertRecord {
 /** Any record this version understands. */
 export type SessionRecord = StartedRecord | CompletedRecord | RevertRecord;
 
-/** Reads a `call.started` record leniently. */
 const startedSchema = z.object({
   type: z.literal(CALL_STARTED),
   callId: z.string().min(1),
@@ -120,7 +115,6 @@ const completedSchema = z.object({
   spill: spillSchema.optional().catch(undefined),
 });
 
-/** Reads a `session.revert` record leniently. */
 const revertSchema = z.object({
   type: z.literal(SESSION_REVERT),
   before: z.string().min(1),
@@ -130,11 +124,7 @@ const revertSchema = z.object({
 /** The outcome of reading one checksummed line. */
 export type ParsedLine = { kind: 'record'; record: SessionRecord } | { kind: 'unknown' } | { kind: 'invalid' };
 
-/**
- * Parses the JSON of one line whose checksum matched. `unknown` is a record
- * of a type this version does not know (skipped); `invalid` is one of a known
- * type that lacks what it cannot do without (its call id, say).
- */
+/** Parses the JSON of one line whose checksum matched: `unknown` for a type this version does not know, `invalid` for one lacking what it cannot do without. */
 export function parseRecord(json: string): ParsedLine {
   let raw: unknown;
   try {
@@ -185,11 +175,7 @@ export function parseOutputRef(raw: unknown): OutputRef | null {
   return o;
 }
 
-/**
- * Every digest a value mentions, found structurally (any string that is a
- * digest, at any depth). Used for GC roots, so a reference survives even in a
- * layout whose shape this version does not know.
- */
+/** Every digest a value mentions, at any depth: GC roots survive in a record whose shape this version does not know. */
 export function digestsIn(value: unknown, into: Set<string> = new Set(), depth = 0): Set<string> {
   if (typeof value === 'string') {
     if (DIGEST.test(value)) into.add(value);
@@ -240,11 +226,7 @@ export function encodeCompleted(result: TerminalResult, at: string): CompletedRe
   return rec;
 }
 
-/**
- * The reading schemas of the record types, for the published wire contract:
- * engine/wire/schemas.ts composes them into the event-log record schemas
- * (and the generated JSON Schema) instead of restating them.
- */
+/** The reading schemas of the record types, which engine/wire/schemas.ts composes into the published contract instead of restating them. */
 export {
   completedSchema as completedRecordSchema,
   revertSchema as revertRecordSchema,

@@ -1,19 +1,7 @@
 /**
- * Replay: a session's calls rebuilt from its event log, without running any
- * tool and without writing anything to the store.
- *
- * Each surviving (not reverted) call comes back as the {@link TerminalResult}
- * the live call returned: `display` is the final display only (live display
- * deltas are never stored, so they cannot be shown twice) and `model` is the
- * exact model view, both byte-identical to the live result. Artifacts are not
- * read, so a session whose artifacts were deleted still replays; reading them
- * afterwards fails with ENOTFOUND.
- *
- * A call with a `call.started` record and no `call.completed` record (the
- * process died mid-call, or the call is still running in another process)
- * replays as interrupted: status `failed`, `complete: false`, no output, an
- * EWORKERCRASH error with `details.interrupted: true`, and a display and
- * model status line that say so.
+ * Replay: a session's calls rebuilt from its log without running or writing
+ * anything, `display` and `model` byte-identical to the live results; a call
+ * with no terminal record comes back interrupted.
  */
 import type { Store } from '../../store/store.js';
 import { formatDuration } from '../presentation/display.js';
@@ -67,14 +55,7 @@ export function interruptedDisplay(tool: string): string {
 
 const INTERRUPTED_MESSAGE = 'the process running the call ended before it finished; no output was recorded';
 
-/**
- * A replay whose calls are rebuilt one at a time, as they are iterated, in
- * memory that does not grow with the session's records: the log is read once
- * keeping only, per call, its id and where its records are, and each call's
- * records (and spilled fields) are read back when the iteration reaches it.
- * The log stays open until the iteration ends; end it (or call {@link close})
- * rather than dropping it.
- */
+/** A replay rebuilding one call at a time as it is iterated, in memory that does not grow with the session; end it, or {@link close} it. */
 export interface SessionReplay extends Omit<ReplayedSession, 'calls'> {
   /** Surviving calls in log order, each rebuilt when the iteration reaches it (once). */
   calls(): AsyncGenerator<ReplayedCall, void, undefined>;
@@ -83,12 +64,9 @@ export interface SessionReplay extends Omit<ReplayedSession, 'calls'> {
 }
 
 /**
- * Reads session `id` of `store` once to fold it; its calls are rebuilt from
- * the same open file when `calls()` is iterated (records appended in between
- * are not part of this replay, and a session deleted meanwhile still
- * replays as it was).
- *
- * @throws BadArgumentsError (EBADARGS) for an invalid id; NotFoundError (ENOTFOUND) when there is no such session.
+ * Reads session `id` once to fold it; its calls are rebuilt from the same
+ * open file when `calls()` is iterated (a session changed meanwhile replays
+ * as it was). EBADARGS for an invalid id, ENOTFOUND for no such session.
  */
 export async function openReplay(store: Store, id: string): Promise<SessionReplay> {
   const log = await openEventLog(store, id);
@@ -139,12 +117,7 @@ export async function openReplay(store: Store, id: string): Promise<SessionRepla
   };
 }
 
-/**
- * Replays session `id` of `store`, every call in one object, from one read of
- * the log (see {@link openReplay} for one call at a time).
- *
- * @throws BadArgumentsError (EBADARGS) for an invalid id; NotFoundError (ENOTFOUND) when there is no such session.
- */
+/** Replays session `id`, every call in one object, from one read of the log. EBADARGS for an invalid id, ENOTFOUND for no such session. */
 export async function replaySession(store: Store, id: string): Promise<ReplayedSession> {
   const log = await readEventLog(store, id);
   const state = foldSession(log.records);
@@ -191,7 +164,7 @@ export async function replayCall(store: Store, session: string, e: CallEntry): P
     tool,
     session,
     status: c.status,
-    // Older layouts without the flag: only a success was complete.
+    // A record without the flag is complete only on success.
     complete: c.complete ?? c.status === 'success',
     display: typeof c.display === 'string' ? c.display : defaultDisplay(tool, c),
     model: typeof c.model === 'string' ? c.model : '',

@@ -1,20 +1,7 @@
 /**
- * The sessions' GC roots (the store's collector asks for them through
- * {@link RootSource}, store/gc/roots.ts): every blob referenced by a live
- * (not reverted) call of an existing session: its output blob, or its
- * manifest and stream blobs, and its spill blobs (large arguments or
- * fields). Digests that appear in a corrupt log line are kept too, since the
- * line cannot be trusted to say they are unreferenced.
- *
- * Reading fails (and so does the collection) rather than under-reporting
- * roots when a log cannot be read.
- *
- * On an S3 store the logs are the sessions' mirrors (s3-mirror.ts): the
- * scan lists the bucket's sessions and brings each mirror up to date; the
- * re-check brings the held ones up to date again (records any host wrote
- * since), reads anew a session that changed under its mirror, and reads
- * whole the sessions created since. A batch that cannot be listed or read
- * fails the scan or the re-check with EDISK.
+ * The sessions' GC roots ({@link RootSource}): every blob a live call
+ * references, and every digest a corrupt line mentions, which it cannot be
+ * trusted to say is unreferenced. An unreadable log fails the collection.
  */
 import { promises as fsp } from 'node:fs';
 import type { RootScan } from '../../store/gc/roots.js';
@@ -30,19 +17,12 @@ import { callReferences, recordReferences, referenceView, SessionFold } from './
 export interface SessionRoots {
   /** Digests referenced by live calls (and mentioned by corrupt lines). */
   readonly digests: ReadonlySet<string>;
-  /** Sessions read. */
   sessions: number;
   /** Live calls whose references were taken. */
   liveCalls: number;
 }
 
-/**
- * Session logs kept open between a collection's scan and its re-check. An
- * open descriptor pins its file: while it is held, no other file can have its
- * inode, so "the path still names this file" is an exact test and the
- * re-check reads only what was appended. Logs beyond this many are read
- * again whole at the re-check.
- */
+/** Logs held open from a collection's scan to its re-check: a held descriptor pins its inode, so the re-check reads only what was appended. */
 export const MAX_HELD_LOGS = 256;
 
 /** One scanned log: the file as it was opened, and where its complete lines ended. */
@@ -54,27 +34,17 @@ interface HeldLog {
   dev: bigint;
 }
 
-/**
- * A scan of every session log that can later tell what was appended since
- * ({@link SessionScan.appended}). Close it with {@link SessionScan.close}.
- */
+/** A scan of every session log that can later tell what was appended since; close it after the sweep's re-check. */
 export interface SessionScan extends SessionRoots, RootScan {
   /**
-   * Every digest referenced by a record written since the scan: lines
-   * appended to the logs it read, and whole logs of sessions created (or
-   * replaced) since. Reverts are not applied and reverted calls count: what
-   * this returns is kept, not deleted, so over-counting is safe.
+   * Every digest referenced by a record written since the scan, reverted
+   * calls included: what this returns is kept, so over-counting is safe.
    */
   appended(): Promise<Set<string>>;
-  /** Closes the logs the scan kept open (idempotent). */
   close(): Promise<void>;
 }
 
-/**
- * Reads every session log and collects the references of its live calls.
- * Fails (EDISK) when a session cannot be read: a log it cannot read may hold
- * roots. Keep the result open until the sweep's re-check, then close it.
- */
+/** Reads every session log and collects its live calls' references; EDISK when a session cannot be read (its log may hold roots). */
 export async function scanSessions(store: Store): Promise<SessionScan> {
   const held: HeldLog[] = [];
   const digests = new Set<string>();
@@ -128,7 +98,6 @@ async function openIfPresent(store: Store, id: string): Promise<OpenEventLog | u
   }
 }
 
-/** See {@link SessionScan.appended}. */
 async function appendedSince(store: Store, held: readonly HeldLog[]): Promise<Set<string>> {
   const out = new Set<string>();
   const take = (r: SessionRecord) => {

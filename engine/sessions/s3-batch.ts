@@ -1,20 +1,7 @@
 /**
- * Session records in an S3 store: where they are and how one batch object
- * is laid out (docs/store.md, "Session records on S3").
- *
- *     <prefix>/sessions/<id>/<seq: 12 digits>    one group commit of records, created once
- *
- * A batch object holds the framed lines of the local event log
- * (engine/sessions/frame.ts), in append order, then one trailer line
- *
- *     #end <lines> <bytes> <16 hex: xxhash64 of "#end <lines> <bytes>">\n
- *
- * where `bytes` is the length of the lines before it. A batch whose last
- * line is not a valid trailer for what precedes it is partial (truncated by
- * a faulty writer or proxy, or damaged): its lines are still read one by
- * one, each trusted only when its own checksum matches, and a cut that fell
- * exactly on a line boundary (which no line's checksum can show) is counted
- * as one corrupt line (see {@link normalizeBatch}).
+ * Session records in an S3 store: keys and the batch object layout, framed
+ * lines then a `#end` trailer (docs/store.md, "Session records on S3"). A
+ * batch without a valid trailer is partial, each line trusted only by its own checksum.
  */
 import type { XXHashAPI } from 'xxhash-wasm';
 import type { S3Objects } from '../../store/s3/objects.js';
@@ -27,17 +14,10 @@ export const SEQ_DIGITS = 12;
 /** The largest trailer line: `#end `, two numbers, a space, 16 hex, `\n`. */
 export const MAX_TRAILER_BYTES = 64;
 
-/**
- * The line a partial batch that ended on a line boundary gets in the
- * mirror: not a frame, so every reader counts it as one corrupt line.
- */
+/** The line a partial batch that ended on a line boundary gets in the mirror: not a frame, so it counts as one corrupt line. */
 export const PARTIAL_BATCH_LINE = Buffer.from('!partial batch: its trailer is missing\n');
 
-/**
- * The line the mirror gets where batch numbers skip (a batch deleted behind
- * sluice's back: numbers are dense otherwise): counted as one corrupt line,
- * so the loss shows.
- */
+/** The line the mirror gets where batch numbers skip (a batch deleted behind sluice's back), so the loss shows as a corrupt line. */
 export const MISSING_BATCHES_LINE = Buffer.from('!missing batches: numbers skip here\n');
 
 /** What the session records of an S3 store need: its object layer and key prefix. */
@@ -86,13 +66,7 @@ export function encodeBatch(h: XXHashAPI, lines: readonly Buffer[]): Buffer {
 
 const TRAILER = /^#end ([0-9]{1,9}) ([0-9]{1,15}) ([0-9a-f]{16})$/;
 
-/**
- * What of a batch object goes into a session's mirror, given its `size` and
- * its last bytes `tail` (up to {@link MAX_TRAILER_BYTES}): `keep` bytes
- * from its start, then `extra` (a `\n` ending a torn last line, or
- * {@link PARTIAL_BATCH_LINE}), so the next batch always starts on a line of
- * its own and a partial batch is never mistaken for a whole one.
- */
+/** What of a batch goes into a mirror: `keep` bytes, then `extra`, so the next batch starts on a line of its own and a partial one shows. */
 export function normalizeBatch(h: XXHashAPI, size: number, tail: Buffer): { keep: number; extra: Buffer } {
   if (size === 0) return { keep: 0, extra: PARTIAL_BATCH_LINE };
   if (tail[tail.length - 1] !== 0x0a) return { keep: size, extra: Buffer.from('\n') };

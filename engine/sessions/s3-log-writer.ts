@@ -1,20 +1,8 @@
 /**
- * Appending to a session of an S3 store, with group commit: each batch of
- * lines (what accumulated while the previous PUT was in flight) becomes one
- * batch object `<prefix>/sessions/<id>/<seq>` (s3-batch.ts), created with
- * `If-None-Match: *`, and every append of the batch, durable or not,
- * resolves only once that PUT returned 200: other hosts see a record as
- * soon as its append resolved. So N records at once cost about two PUTs,
- * never one per record.
- *
- * Sequence numbers are dense and shared by every host writing the session:
- * a writer takes the number after the last key it listed (or wrote), and a
- * 412 means another host took it, so it lists again and takes the next
- * (or the same one when the listing shows nothing there: AWS answers 409 to
- * a conditional PUT that raced another, whichever lands). A
- * 412 on a PUT whose earlier try did land (the SDK retried after a lost
- * answer) is recognised by the listed ETag, the MD5 of the body, so a batch
- * is never stored twice.
+ * Appending to an S3 session with group commit: each batch becomes one
+ * object created with `If-None-Match: *`, under a dense sequence number
+ * shared by every host; a 412 means another host took it (docs/store.md,
+ * "Session records on S3").
  */
 import { createHash } from 'node:crypto';
 import type { XXHashAPI } from 'xxhash-wasm';
@@ -28,7 +16,6 @@ const MAX_COLLISIONS = 64;
 
 /** See the module comment. Create with {@link S3LogWriter.open}. */
 export class S3LogWriter implements SessionLogWriter {
-  /** Counters: lines appended, batch objects PUT (`syncs`). */
   readonly stats: LogWriterStats = { appends: 0, syncs: 0 };
   private pending: Array<{ buf: Buffer; resolve: () => void; reject: (e: unknown) => void }> = [];
   private flushing: Promise<void> | undefined;
@@ -47,7 +34,6 @@ export class S3LogWriter implements SessionLogWriter {
     return new S3LogWriter(s3, id, await loadHasher());
   }
 
-  /** True while lines are waiting or being written. */
   get busy(): boolean {
     return this.flushing !== undefined;
   }
@@ -90,7 +76,6 @@ export class S3LogWriter implements SessionLogWriter {
     this.flushing = undefined;
   }
 
-  /** Stores `body` as the next batch of the session. */
   private async put(body: Buffer): Promise<void> {
     const etag = `"${createHash('md5').update(body).digest('hex')}"`;
     let seq = this.next ?? (await this.lastSeq(undefined)).last + 1;
@@ -111,8 +96,8 @@ export class S3LogWriter implements SessionLogWriter {
         this.next = seq + 1;
         return;
       }
-      // Taken: the number after the last one listed. Nothing there (a racing conditional write that failed,
-      // answered 409; an object deleted since): this number again, so numbers stay dense.
+      // Taken: the number after the last one listed; nothing there (a racing write answered 409, or a
+      // delete since): this number again, so numbers stay dense.
       seq = seen.last >= seq ? seen.last + 1 : seq;
     }
   }

@@ -1,11 +1,4 @@
-/**
- * The files of an S3 session's mirror beside it (s3-mirror.ts): its state
- * (how far the mirror is complete), written by rename after the mirror was
- * synced to disk, and adopting the mirror of an owner that died (renaming
- * it to a name of one's own is the exclusive claim; its state says which
- * prefix of the file is the mirror). Nothing here follows a link or waits
- * on a FIFO: a dead owner's files are only trusted when they are regular.
- */
+/** The files beside an S3 mirror: its state, and the adoption of a dead owner's mirror by rename; nothing here follows a link or waits on a FIFO. */
 import { constants, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { OwnerCheck, ownerPid } from '../../store/owners.js';
@@ -16,7 +9,6 @@ import { sessionDir } from './session-id.js';
 export const MIRROR_SUFFIX = '.mirror';
 /** Suffix of a mirror's state (how far it is complete), beside it. */
 export const STATE_SUFFIX = '.mstate';
-/** Suffix of a state being written. */
 const STATE_TMP_SUFFIX = '.mtemp';
 
 /** One session's mirror in one store instance. */
@@ -28,14 +20,12 @@ export interface Mirror {
   ino: bigint;
   /** Bytes of the file that are the mirrored batches (it may hold more: a cut-off copy). */
   end: number;
-  /** The last batch mirrored. */
   last: { seq: number; etag: string } | undefined;
   modifiedAt: Date;
   /** Syncs of this mirror run one at a time. */
   queue: Promise<unknown>;
 }
 
-/** What a mirror's state file holds. */
 interface MirrorState {
   end: number;
   seq: number;
@@ -57,14 +47,9 @@ export async function writeState(m: Mirror): Promise<void> {
   }
 }
 
-/** The largest state file read (a state is under 200 bytes). */
 const MAX_STATE_BYTES = 4096;
 
-/**
- * The text of a dead owner's state file, or `''` when it is not a regular
- * file of a state's size: opened without following a link and without
- * blocking (a FIFO there would otherwise stall the mirror's every sync).
- */
+/** The text of a dead owner's state file, or `''` when it is not a regular file of a state's size (a FIFO would stall every sync). */
 async function readStateFile(path: string): Promise<string> {
   let fh: fsp.FileHandle;
   try {
@@ -101,11 +86,7 @@ function parseState(text: string): MirrorState | undefined {
   }
 }
 
-/**
- * Adopts into `m` the mirror of session `id` of an owner that died, if one
- * has a valid state, and removes the other files of dead owners (best
- * effort: they are caches).
- */
+/** Adopts into `m` a dead owner's mirror of session `id` with a valid state, and removes dead owners' other files (caches). */
 export async function adoptDeadMirror(store: Store, id: string, m: Mirror): Promise<void> {
   const dir = sessionDir(store.layout, id);
   let names: string[];

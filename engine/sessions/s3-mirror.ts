@@ -1,33 +1,7 @@
 /**
- * The local mirror of an S3 session (docs/store.md, "Session records on
- * S3"): a file in the store's local directory that holds the session's
- * batch objects, in key order, as one event log, so the readers of local
- * logs (log-reader.ts) read S3 sessions unchanged.
- *
- * Before every read the mirror is brought up to date: one LIST of the keys
- * from the last mirrored one on, which also proves that the last mirrored
- * batch is still the object it was (same key, same ETag), then one GET per
- * new batch (per 4 MiB of it), appended in key order. A session that
- * changed under the mirror (deleted, or deleted and recorded again) is
- * mirrored again from its first batch into a new file; readers that hold
- * the old file keep reading what they opened.
- *
- * Each store instance writes only mirror files of its own, named with
- * {@link ownedName} (`sessions/<id>/<pid>-<token>.mirror`), and knows how
- * far each is complete from its own memory: several processes sharing the
- * local directory never write one file, so a crash mid-append or a stale
- * copy in another process can never change what this one reads.
- *
- * After each sync that added batches, the owner syncs the mirror to disk
- * and then records how far it is complete (its length, the last batch's
- * number, ETag and time) in `<pid>-<token>.mstate`, replaced by rename. A
- * store instance starting a session's mirror adopts the mirror of an owner
- * that died (a CLI command before it): renaming it to a name of its own is
- * the exclusive claim, its state says which prefix of the file is the
- * mirror, and the next listing proves that prefix still the session's
- * (else the mirror starts over). So a new process reads a session it read
- * before for one LIST, not one GET per batch. Other dead owners' files are
- * removed.
+ * The local mirror of an S3 session: its batches in one local file, so the
+ * readers of local logs read S3 sessions unchanged (docs/store.md, "Mirrors").
+ * Each store instance writes only mirrors of its own.
  */
 import { constants, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
@@ -58,7 +32,6 @@ const SYNC_ATTEMPTS = 3;
 export interface MirrorView {
   readonly path: string;
   readonly end: number;
-  /** LastModified of the last batch. */
   readonly modifiedAt: Date;
 }
 
@@ -66,13 +39,7 @@ const mirrors = new WeakMap<Store, Map<string, Mirror>>();
 
 class Vanished extends Error {}
 
-/**
- * Brings the mirror of session `id` up to date with the bucket and returns
- * it, or undefined when the session has no batch (it does not exist, or
- * was deleted).
- *
- * @throws DiskError (EDISK) when a listing or a batch cannot be read.
- */
+/** Brings the mirror of session `id` up to date and returns it; undefined when the session has no batch. EDISK when a listing or batch cannot be read. */
 export async function syncMirror(store: Store, s3: S3Records, id: string): Promise<MirrorView | undefined> {
   let byId = mirrors.get(store);
   if (!byId) {
@@ -181,9 +148,8 @@ async function appendBatch(
   o: ListedObject,
   seq: number,
 ): Promise<void> {
-  // Numbers are dense from 0 (s3-log-writer.ts): a gap, at the start too, is batches lost (deleted behind
-  // sluice's back, or a session deleted while a writer on another host held its next number), and shows as a
-  // corrupt line. Nothing counts as mirrored (m.end) until the whole batch is written: a failure leaves no trace.
+  // Numbers are dense from 0 (s3-log-writer.ts): a gap is batches lost and shows as a corrupt line.
+  // Nothing counts as mirrored until the whole batch is written: a failure leaves no trace.
   let start = m.end;
   if (seq !== (m.last ? m.last.seq + 1 : 0)) {
     await writeAt(fh, MISSING_BATCHES_LINE, start);
@@ -220,10 +186,9 @@ async function writeAt(fh: fsp.FileHandle, buf: Buffer, position: number): Promi
 }
 
 /**
- * Opens the mirror file for writing, creating it (and the session's local
- * directory) the first time. Later opens never follow a link and check that
- * the file is still the one this instance wrote: anything else at the path
- * (a symlink, a FIFO, another file) is never written, the mirror starts over.
+ * Opens the mirror file for writing, creating it the first time. Later opens
+ * never follow a link and check that the file is still the one this instance
+ * wrote; anything else at the path is never written, the mirror starts over.
  */
 async function openForWrite(store: Store, id: string, m: Mirror): Promise<fsp.FileHandle> {
   if (m.ino !== 0n) {

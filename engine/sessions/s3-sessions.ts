@@ -1,7 +1,4 @@
-/**
- * The sessions of an S3 store as a whole: which exist (a session is a key
- * prefix with at least one batch) and deleting one (its batch objects).
- */
+/** The sessions of an S3 store: which exist (a key prefix with a batch) and deleting one. */
 import { promises as fsp } from 'node:fs';
 import type { Store } from '../../store/store.js';
 import { toSluiceError } from '../protocol/errors.js';
@@ -9,11 +6,7 @@ import { type S3Records, seqOfKey, sessionPrefix, sessionsPrefix } from './s3-ba
 import { dropMirror, noSuchSession } from './s3-mirror.js';
 import { isSessionId, sessionDir } from './session-id.js';
 
-/**
- * Ids of the sessions in the bucket, sorted: one ListObjectsV2 with a
- * delimiter per 1000 sessions. A listing that fails is EDISK, never an
- * empty list (the collector builds its roots from it).
- */
+/** Ids of the sessions in the bucket, sorted; a listing that fails is EDISK, never an empty list (the collector builds its roots from it). */
 export async function listS3SessionIds(s3: S3Records): Promise<string[]> {
   const prefix = sessionsPrefix(s3);
   const ids: string[] = [];
@@ -26,12 +19,8 @@ export async function listS3SessionIds(s3: S3Records): Promise<string[]> {
 
 /**
  * Deletes session `id`'s batch objects, the last first, so that a reader
- * meanwhile sees an earlier state of the session (a prefix of its batches),
- * never a session with a hole; then this host's mirror of it. Other hosts
- * notice on their next read (their mirror's last batch is gone) and find no
- * session.
- *
- * @throws NotFoundError (ENOTFOUND) when the session has no batch.
+ * meanwhile sees a prefix of its batches, never a hole; then this host's
+ * mirror. ENOTFOUND when the session has no batch.
  */
 export async function deleteS3Session(store: Store, s3: S3Records, id: string): Promise<void> {
   const prefix = sessionPrefix(s3, id);

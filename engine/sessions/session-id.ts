@@ -1,8 +1,4 @@
-/**
- * Session ids and where a session lives in the store. An id becomes a
- * directory name, so it is validated strictly: 1 to 128 characters of
- * `[A-Za-z0-9._-]`, and not `.` or `..`.
- */
+/** Session ids and where a session lives; an id becomes a directory name, so it is strictly `[A-Za-z0-9._-]{1,128}`, not `.` or `..`. */
 import { join } from 'node:path';
 import type { StoreLayout } from '../../store/layout.js';
 import { BadArgumentsError } from '../protocol/errors.js';

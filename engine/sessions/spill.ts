@@ -1,13 +1,7 @@
 /**
- * Keeping log lines bounded: a record field whose JSON is larger than the
- * inline bound (arguments, a long final display, a large model view,
- * attachments) is moved into one "spill" blob per record, stored in the
- * content-addressed store like any output, and the record keeps only its
- * reference. While the record's call is live that blob is a GC root.
- *
- * The spill blob is published under a pin that the caller releases only
- * after the record referencing it has been appended, so a concurrent GC never
- * sees it unreferenced and unpinned.
+ * Record fields past the inline bound move into one spill blob per record,
+ * published under a pin released only once the record is appended, so GC
+ * never sees it unreferenced and unpinned.
  */
 import { createHash } from 'node:crypto';
 import { openBlob } from '../../store/blob-handle.js';
@@ -30,11 +24,7 @@ export interface Spilled<T> {
   pin?: Pin;
 }
 
-/**
- * Moves every field of `record` named in `fields` whose JSON exceeds `limit`
- * bytes into one spill blob. Returns the record unchanged (and no pin) when
- * nothing is oversized.
- */
+/** Moves every field of `record` named in `fields` whose JSON passes `limit` bytes into one spill blob (no pin when none does). */
 export async function spillOversized<T extends object>(
   store: Store,
   record: T,
@@ -67,12 +57,9 @@ export async function spillOversized<T extends object>(
 }
 
 /**
- * True when the JSON of `v` cannot be longer than `limit` bytes, known
- * without serialising it: a string's JSON is at most 6 bytes per UTF-16 unit
- * (`\u` escapes; a character needs at most 3 bytes of UTF-8 per unit) plus
- * its quotes; empty arrays and plain objects are 2 bytes. The record is
- * serialised once more whole, so measuring every field of every record
- * serialised most of it twice.
+ * True when the JSON of `v` cannot pass `limit` bytes, known without
+ * serialising it (a string's JSON is at most 6 bytes per UTF-16 unit plus
+ * its quotes): the record is serialised whole anyway.
  */
 function surelyWithin(v: unknown, limit: number): boolean {
   if (typeof v === 'string') return v.length * 6 + 2 <= limit;
@@ -85,12 +72,7 @@ function surelyWithin(v: unknown, limit: number): boolean {
   return true;
 }
 
-/**
- * Reads a blob whole, checking its digest, without writing anything to the
- * store (no index, no cache file): replay must leave the store untouched.
- *
- * @throws NotFoundError (ENOTFOUND), IntegrityError (EINTEGRITY), ResourceLimitError (ERESOURCELIMIT).
- */
+/** Reads a blob whole, checking its digest, writing nothing (replay leaves the store untouched). ENOTFOUND, EINTEGRITY, ERESOURCELIMIT. */
 export async function readBlobWhole(store: Store, digest: string, maxBytes = MAX_SPILL_BYTES): Promise<Buffer> {
   let buf: Buffer;
   try {

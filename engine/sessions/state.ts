@@ -1,13 +1,7 @@
 /**
- * Folding a session's records into its calls, applying reverts.
- *
- * Calls are ordered by their first record in the log (normally
- * `call.started`). A `session.revert` record with `before: X` reverts X and
- * every call that is live at that point of the log and came after X; calls
- * whose first record comes later are live again (new history). A revert of a
- * call that is not live at that point (unknown, or already reverted) changes
- * nothing and is counted in `ignoredReverts`. A call reverted while it was
- * still running stays reverted when its completion is appended later.
+ * Folding a session's records into its calls: `session.revert` with
+ * `before: X` reverts X and every later live call; calls first seen after
+ * it are live again, and a revert of a call not live there is ignored.
  */
 import {
   CALL_COMPLETED,
@@ -30,11 +24,8 @@ export interface CallEntry {
 
 /** A session's calls after applying its reverts. */
 export interface SessionState {
-  /** Every call, live or reverted, in log order. */
   calls: CallEntry[];
-  /** Calls not reverted, in log order. */
   live: CallEntry[];
-  /** Revert records that reverted something. */
   reverts: number;
   /** Revert records that named a call that was not live at that point. */
   ignoredReverts: number;
@@ -48,7 +39,6 @@ export class SessionFold {
   private reverts = 0;
   private ignoredReverts = 0;
 
-  /** Applies the next record of the log. */
   add(r: SessionRecord): void {
     if (r.type === CALL_STARTED) {
       const e = this.entry(r.callId);
@@ -68,7 +58,6 @@ export class SessionFold {
     }
   }
 
-  /** The session as folded so far. */
   state(): SessionState {
     return { calls: this.calls, live: this.live, reverts: this.reverts, ignoredReverts: this.ignoredReverts };
   }
@@ -92,11 +81,7 @@ export function foldSession(records: readonly SessionRecord[]): SessionState {
   return fold.state();
 }
 
-/**
- * A record reduced to what references and counts need (ids, status, output
- * references, spill): what GC, verify and listings keep per call, so their
- * memory does not grow with display and model text.
- */
+/** A record reduced to what references and counts need, so that GC, verify and listings do not grow with display and model text. */
 export function referenceView(r: SessionRecord): SessionRecord {
   if (r.type === CALL_STARTED) {
     const v: StartedRecord = { type: r.type, callId: r.callId, tool: r.tool };
@@ -116,11 +101,10 @@ export function referenceView(r: SessionRecord): SessionRecord {
 export type ReferenceRole = 'output' | 'manifest' | 'stream' | 'spill' | 'text';
 
 /**
- * Every blob a call's records reference, with its role: the output blob or
- * the manifest and its streams, spill blobs (large arguments or fields), and
- * the whole texts of a cut error message or display.
- * Digests found anywhere else in the output reference (a layout this
- * version does not know) count as `output`, so GC keeps them too.
+ * Every blob a call's records reference, with its role: output blob or
+ * manifest and streams, spill blobs, whole texts. Digests elsewhere in the
+ * output reference (a layout this version does not know) count as `output`,
+ * so GC keeps them too.
  */
 export function callReferences(e: CallEntry): Map<string, ReferenceRole> {
   const refs = new Map<string, ReferenceRole>();
@@ -140,10 +124,7 @@ export function callReferences(e: CallEntry): Map<string, ReferenceRole> {
   return refs;
 }
 
-/**
- * Every blob one record references, read on its own (no fold, no reverts):
- * what the collector's re-check keeps of records appended after its scan.
- */
+/** Every blob one record references, on its own (no fold, no reverts): what the collector's re-check keeps of records appended after its scan. */
 export function recordReferences(r: SessionRecord): string[] {
   const e: CallEntry = { callId: '', reverted: false };
   if (r.type === CALL_STARTED) e.started = r;

@@ -1,11 +1,4 @@
-/**
- * Verify, with sessions: the store audit (corrupt blobs, manifest references
- * that are missing) plus every reference of a live call in a session log
- * whose blob is missing. Reverted calls are not checked: their artifacts may
- * have been collected, as intended. Removes nothing (a repair moves corrupt
- * blobs aside, after which live records that reference them are listed as
- * missing until the content is published again).
- */
+/** Verify with sessions: the store audit plus live calls' references to missing blobs (reverted calls may have been collected, as intended). */
 import type { Store } from '../../store/store.js';
 import { tombstoned } from '../../store/tombstone.js';
 import type { VerifyOptions, VerifyReport } from '../../store/verify.js';
@@ -31,10 +24,8 @@ export interface SessionVerifyReport extends VerifyReport {
 
 /**
  * Audits `store` and its session logs; with `repair`, corrupt blobs go to
- * quarantine/ first (see {@link Store.verify}). A referenced blob that lies
- * among a collection's tombstones (a collection killed mid-sweep leaves
- * them; the next one puts them back) is `tombstoned`, not missing: readers
- * find it.
+ * quarantine/ first. A referenced blob among a collection's tombstones is
+ * `tombstoned`, not missing: readers find it.
  */
 export async function verifyWithSessions(store: Store, options: VerifyOptions = {}): Promise<SessionVerifyReport> {
   const base = await store.verify(options);

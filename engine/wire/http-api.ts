@@ -1,10 +1,8 @@
 /**
- * The HTTP API as data: one entry per endpoint of `sluice serve`, naming its
- * request and response shapes by their `$defs` names in {@link WIRE_SCHEMAS}.
- * The OpenAPI document (engine/wire/openapi.ts) is generated from this table
- * and the wire schemas alone, so an endpoint appears in it by adding its
- * schemas to WIRE_SCHEMAS and its row here; test/server/openapi.test.ts fails
- * while a route of server/routes.ts has no row (or a row no route).
+ * The HTTP API as data: one row per endpoint of `sluice serve`, naming its
+ * shapes by their `$defs` names in {@link WIRE_SCHEMAS}. The OpenAPI
+ * document is generated from this table and the schemas alone
+ * (test/server/openapi.test.ts fails on a route without a row, or the reverse).
  */
 import type { WIRE_SCHEMAS } from './schemas.js';
 

@@ -1,7 +1,4 @@
-/**
- * The bodies of the HTTP API (docs/http.md), as zod schemas; part of the
- * wire contract (engine/wire/schemas.ts).
- */
+/** The bodies of the HTTP API (docs/http.md) as zod schemas, part of the wire contract. */
 
 import { z } from '../protocol/zod.js';
 import {

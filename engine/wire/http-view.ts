@@ -1,10 +1,4 @@
-/**
- * The bodies of the endpoints the web view reads besides the call, read and
- * session ones (docs/web.md): the list of the server's calls and their
- * server-wide live stream, counters for the chart, the store's size and the
- * last collection and verification this server ran, and session revert.
- * Part of the wire contract (engine/wire/schemas.ts).
- */
+/** The bodies of the endpoints only the web view reads (docs/web.md); part of the wire contract (engine/wire/schemas.ts). */
 
 import { z } from '../protocol/zod.js';
 import { callStatusSchema, digestSchema, laggedEventSchema } from './shapes.js';
@@ -52,7 +46,6 @@ export const statsResponseSchema = z.object({
   capturedBytes: count,
   /** Calls of this server still running. */
   running: count,
-  /** ISO time of the snapshot. */
   at: isoTime,
 });
 
@@ -108,7 +101,7 @@ export const storeResponseSchema = z.object({
   root: z.string(),
   blobs: count,
   bytes: count,
-  /** ISO time of the walk of blobs/ the counts come from (at most every 5 s, STORE_WALK_MS in server/view-routes.ts). */
+  /** ISO time of the walk of blobs/ the counts come from (STORE_WALK_MS in server/view-routes.ts). */
   walkedAt: isoTime,
   /** The last collection this server ran, or null. */
   lastGc: z.object({ at: isoTime, report: gcReportSchema }).nullable(),

@@ -1,10 +1,7 @@
 /**
- * The JSON Schema of the wire contract, generated from the zod schemas of
- * wire.ts with zod's own `z.toJSONSchema`: one draft 2020-12 document whose
- * `$defs` hold every published shape, cross-referenced with `$ref`. The
- * committed copy is docs/schema/sluice-protocol.json; `npm run schema`
- * rewrites it and test/protocol/schema-drift.test.ts fails when it differs
- * from what this module renders.
+ * The JSON Schema of the wire contract, by zod's own `z.toJSONSchema`: one
+ * draft 2020-12 document whose `$defs` hold every published shape
+ * (committed as docs/schema/sluice-protocol.json; a test fails on drift).
  */
 
 import { z } from '../protocol/zod.js';

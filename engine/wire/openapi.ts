@@ -1,11 +1,8 @@
 /**
  * The OpenAPI 3.1 document of the HTTP API, generated from the endpoint
- * table (http-api.ts) and the JSON Schema of the wire contract
- * (json-schema.ts, zod's own output): OpenAPI 3.1 schemas are JSON Schema
- * 2020-12, so the `$defs` an endpoint needs become `components.schemas` with
- * their `$ref`s repointed, nothing translated by hand. The committed copy is
- * docs/schema/openapi.json (`npm run schema`), served at `GET /v1/openapi.json`;
- * test/server/openapi.test.ts validates it and fails when it drifts.
+ * table and zod's JSON Schema of the wire contract: OpenAPI 3.1 schemas are
+ * JSON Schema 2020-12, so the `$defs` an endpoint needs become
+ * `components.schemas` with their `$ref`s repointed, nothing translated by hand.
  */
 import { HTTP_ENDPOINTS, HTTP_ERROR_STATUSES, type HttpEndpoint, type HttpParameter } from './http-api.js';
 import { protocolJsonSchema } from './json-schema.js';

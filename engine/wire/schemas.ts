@@ -1,23 +1,11 @@
 /**
- * The wire contract: one zod schema for every shape that crosses a boundary
- * (worker ↔ engine messages, terminal results and their output references,
- * live call events, session event-log records, read pages, and the bodies of
- * the HTTP API). {@link PROTOCOL_VERSION} versions all of it; the JSON
- * Schema in docs/schema/sluice-protocol.json is generated from
- * {@link WIRE_SCHEMAS} (`npm run schema`) and a test fails when it drifts.
- *
- * The shapes are in shapes.ts, the HTTP bodies in http-bodies.ts; this
- * module (`sluice/protocol`) re-exports both and holds the registry and the
- * checks. The TypeScript types stay where their code lives (messages.ts,
- * result.ts, engine-read.ts, sessions/); the compile-time checks at the end
- * of this file fail
- * the build when a schema and its type disagree, so the two cannot drift
- * either. Event-log records reuse the lenient reading schemas of
- * engine/sessions/records.ts, tightened where the reader deliberately
- * accepts anything. That import (and the types of engine-read.ts, result.ts
- * and sessions/) is why these schemas live here, on the main thread, and not in
- * engine/protocol/, which workers and the store load and which imports
- * nothing of sluice outside itself.
+ * The wire contract (`sluice/protocol`): one zod schema for every shape that
+ * crosses a boundary, versioned by {@link PROTOCOL_VERSION}, with the JSON
+ * Schema generated from {@link WIRE_SCHEMAS} (a test fails on drift). The
+ * TypeScript types stay where their code lives; the checks at the end fail
+ * the build when a schema and its type disagree. Event-log records reuse the
+ * reading schemas of engine/sessions/records.ts, which is why this lives on
+ * the main thread and not in engine/protocol/.
  */
 
 import type { BatchResult } from '../batch/batch.js';
@@ -175,10 +163,7 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 /** True when A is assignable to B. */
 type Fits<A, B> = [A] extends [B] ? true : false;
 
-/**
- * Each entry must be `true`: a schema changed without its type (or the
- * reverse) fails the build here, naming the pair.
- */
+/** Each entry must be `true`: a schema changed without its type, or the reverse, fails the build here. */
 export type WireTypeChecks = {
   serializedError: Same<z.infer<typeof serializedErrorSchema>, SerializedError>;
   outputDeclaration: Same<z.infer<typeof outputDeclarationSchema>, OutputDeclaration>;
