@@ -26,7 +26,7 @@ function bwrapWorks(): boolean {
 const asRoot = process.getuid?.() === 0;
 const runuser = asRoot ? onPath('runuser') : undefined;
 
-const base: SandboxPolicy = {
+const base: Omit<SandboxPolicy, 'workspace'> = {
   filesystem: 'workspace-write',
   network: 'off',
   writable: [],
@@ -75,9 +75,14 @@ describe.runIf(bwrapWorks())('a sandboxed process (real bwrap)', () => {
 
       /** Runs `bash -c script` under `policy` and returns its exit status, stdout and stderr. */
       // Asynchronous: the test's own TCP server must answer while the sandbox runs.
-      function run(script: string, policy: Partial<SandboxPolicy> = {}, env: NodeJS.ProcessEnv = process.env) {
+      function run(
+        script: string,
+        policy: Partial<SandboxPolicy> = {},
+        env: NodeJS.ProcessEnv = process.env,
+        cwd = workspace,
+      ) {
         const uid = unprivileged ? 65534 : 0;
-        const cmd = sandboxCommand({ ...base, ...policy }, 'bash', ['-c', script], workspace, env, uid);
+        const cmd = sandboxCommand({ ...base, workspace, ...policy }, 'bash', ['-c', script], cwd, env, uid);
         const [file, ...args] = [...user.prefix, cmd.file, ...cmd.args];
         return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
           execFile(file as string, args, { env, encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) => {
@@ -102,6 +107,12 @@ describe.runIf(bwrapWorks())('a sandboxed process (real bwrap)', () => {
         });
         expect(r.stdout).toBe('1\ny\n');
         expect(readdirSync(workspace).sort()).toEqual(['.sluice']);
+      });
+
+      it('makes nothing writable by starting in another directory', async () => {
+        const r = await run('echo x > ./escape; echo $?', {}, process.env, '/var');
+        expect(r.stdout).toBe('1\n');
+        expect(existsSync('/var/escape')).toBe(false);
       });
 
       it('refuses a write through a workspace symlink that points outside', async () => {
@@ -193,16 +204,16 @@ describe.runIf(bwrapWorks())('a sandboxed process (real bwrap)', () => {
 
   it('refuses a processes limit it cannot hold as root (EUNSUPPORTED)', () => {
     if (processLimitWorks()) return;
-    expect(() => sandboxCommand({ ...base, limits: { processes: 10 } }, 'bash', ['-c', 'true'], workspace)).toThrow(
-      expect.objectContaining({ code: 'EUNSUPPORTED', details: { missing: 'processes-limit' } }),
-    );
+    expect(() =>
+      sandboxCommand({ ...base, workspace, limits: { processes: 10 } }, 'bash', ['-c', 'true'], workspace),
+    ).toThrow(expect.objectContaining({ code: 'EUNSUPPORTED', details: { missing: 'processes-limit' } }));
   });
 });
 
 describe('a sandbox that cannot be had', () => {
   it('fails with EUNSUPPORTED naming bwrap, never running unconfined', () => {
-    expect(() => sandboxCommand(base, 'bash', ['-c', 'true'], tmpdir(), { PATH: '/nonexistent' })).toThrow(
-      expect.objectContaining({ code: 'EUNSUPPORTED', details: { missing: 'bwrap' } }),
-    );
+    expect(() =>
+      sandboxCommand({ ...base, workspace: tmpdir() }, 'bash', ['-c', 'true'], tmpdir(), { PATH: '/nonexistent' }),
+    ).toThrow(expect.objectContaining({ code: 'EUNSUPPORTED', details: { missing: 'bwrap' } }));
   });
 });

@@ -19,8 +19,14 @@ import { UnsupportedPlatformError } from '../../engine/protocol/errors.js';
 
 /** What a sandboxed process may touch. */
 export interface SandboxPolicy {
-  /** `read-only`: nothing writable but a private /tmp; `workspace-write`: also the working directory and {@link writable}. */
+  /** `read-only`: nothing writable but a private /tmp; `workspace-write`: also {@link workspace} and {@link writable}. */
   readonly filesystem: 'read-only' | 'workspace-write';
+  /**
+   * The directory writable under workspace-write: the host's setting, never
+   * a tool argument. A process's working directory is only where it starts,
+   * so a `cwd` argument of `/etc` makes nothing there writable.
+   */
+  readonly workspace: string;
   /** `off`: a network namespace of its own with only loopback; `on`: the host's network. */
   readonly network: 'off' | 'on';
   /** More paths bound read-write (workspace-write only). */
@@ -129,10 +135,11 @@ export function sandboxCommand(
     });
   }
   const dir = real(cwd) ?? cwd;
+  const workspace = real(policy.workspace);
   const out = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
-  // After the private /tmp: a working directory under /tmp must still be there.
-  const mode = policy.filesystem === 'workspace-write' ? '--bind' : '--ro-bind';
-  out.push(mode, dir, dir);
+  // After the private /tmp: a workspace or working directory under /tmp must still be there.
+  if (workspace) out.push(policy.filesystem === 'workspace-write' ? '--bind' : '--ro-bind', workspace, workspace);
+  if (dir !== workspace && real(dir)) out.push('--ro-bind', dir, dir);
   if (policy.filesystem === 'workspace-write') {
     for (const p of policy.writable) {
       const r = real(p);
