@@ -32,6 +32,7 @@ export const ERROR_CODES = [
   'EBADMETHOD',
   'EMISSINGDEP',
   'EUNSUPPORTED',
+  'ELIMIT',
 ] as const;
 
 /** One of {@link ERROR_CODES}. */
@@ -250,6 +251,17 @@ export class UnsupportedPlatformError extends SluiceError {
   }
 }
 
+/**
+ * A sandboxed call passed one of its resource limits and was ended
+ * (`details.limit`: `memory`, `cpu`, `processes`, `fileSize` or
+ * `openFiles`; `details.value`: the limit). The output written before is kept.
+ */
+export class LimitExceededError extends SluiceError {
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('ELIMIT', message, details, options);
+  }
+}
+
 type ErrorClass = new (message: string, details?: Record<string, unknown>, options?: ErrorOptions) => SluiceError;
 
 const CLASSES: Record<ErrorCode, ErrorClass> = {
@@ -283,6 +295,7 @@ const CLASSES: Record<ErrorCode, ErrorClass> = {
   EBADMETHOD: BadMethodError,
   EMISSINGDEP: MissingDependencyError,
   EUNSUPPORTED: UnsupportedPlatformError,
+  ELIMIT: LimitExceededError,
 };
 for (const [code, cls] of Object.entries(CLASSES)) CODE_OF.set(cls, code as ErrorCode);
 
