@@ -16,42 +16,9 @@
 import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { UnsupportedPlatformError } from '../../engine/protocol/errors.js';
+import type { SandboxLimits, SandboxPolicy } from '../../engine/protocol/sandbox.js';
 
-/** What a sandboxed process may touch. */
-export interface SandboxPolicy {
-  /** `read-only`: nothing writable but a private /tmp; `workspace-write`: also {@link workspace} and {@link writable}. */
-  readonly filesystem: 'read-only' | 'workspace-write';
-  /**
-   * The directory writable under workspace-write: the host's setting, never
-   * a tool argument. A process's working directory is only where it starts,
-   * so a `cwd` argument of `/etc` makes nothing there writable.
-   */
-  readonly workspace: string;
-  /** `off`: a network namespace of its own with only loopback; `on`: the host's network. */
-  readonly network: 'off' | 'on';
-  /** More paths bound read-write (workspace-write only). */
-  readonly writable: readonly string[];
-  /** Paths covered inside: a directory by an empty tmpfs, anything else by /dev/null. Missing ones are skipped. */
-  readonly hidden: readonly string[];
-  /** Names of the environment variables passed in; every other one is dropped. */
-  readonly env: readonly string[];
-  /** RLIMITs; absent ones stay as they are. */
-  readonly limits?: SandboxLimits;
-}
-
-/** Per-process resource limits, applied with setrlimit inside the sandbox. */
-export interface SandboxLimits {
-  /** Address space in bytes (RLIMIT_AS): an allocation past it fails with ENOMEM. */
-  readonly memoryBytes?: number;
-  /** CPU seconds per process (RLIMIT_CPU): SIGXCPU at the limit, SIGKILL a second later. */
-  readonly cpuSeconds?: number;
-  /** Processes of the sandbox's user in the sandbox (RLIMIT_NPROC): a fork past it fails with EAGAIN. */
-  readonly processes?: number;
-  /** Largest file a process may write, in bytes (RLIMIT_FSIZE): SIGXFSZ past it. */
-  readonly fileSizeBytes?: number;
-  /** Open descriptors per process (RLIMIT_NOFILE): EMFILE past it. */
-  readonly openFiles?: number;
-}
+export type { SandboxLimits, SandboxPolicy } from '../../engine/protocol/sandbox.js';
 
 /** The program and argument vector that run `file args` in `cwd` under `policy`. */
 export interface SandboxedCommand {
@@ -89,6 +56,16 @@ function real(path: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The variables of `env` that `allowed` names (`PREFIX*` matches by prefix), in a stable order. */
+export function allowedEnv(allowed: readonly string[], env: NodeJS.ProcessEnv): [string, string][] {
+  const exact = new Set(allowed.filter((n) => !n.endsWith('*')));
+  const prefixes = allowed.filter((n) => n.endsWith('*')).map((n) => n.slice(0, -1));
+  return Object.entries(env)
+    .filter((e): e is [string, string] => e[1] !== undefined)
+    .filter(([name]) => exact.has(name) || prefixes.some((p) => name.startsWith(p)))
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
 function prlimitArgs(limits: SandboxLimits | undefined): string[] {
@@ -154,10 +131,7 @@ export function sandboxCommand(
   }
   out.push('--unshare-all', ...(policy.network === 'on' ? ['--share-net'] : []));
   out.push('--die-with-parent', '--cap-drop', 'ALL', '--chdir', dir, '--clearenv');
-  for (const name of policy.env) {
-    const value = env[name];
-    if (value !== undefined) out.push('--setenv', name, value);
-  }
+  for (const [name, value] of allowedEnv(policy.env, env)) out.push('--setenv', name, value);
   out.push('--', ...(prlimit ? [prlimit, ...limits, '--'] : []), file, ...args);
   return { file: bwrap, args: out };
 }
