@@ -143,9 +143,11 @@ export class Engine {
     let store: Store | undefined;
     try {
       const runtime = await import('./runtime.js');
+      const location = runtime.resolveStoreLocation(init.store);
       const options = runtime.resolveOptions(settings, {
         concurrency: defaultPoolOptions().concurrency,
         cwd: process.cwd(),
+        storeRoot: location.kind === 'directory' ? location.dir : location.localDir,
       });
       const wanted = poolOptionsOf(options);
       if (pool && !samePoolOptions(pool.options, wanted)) {
@@ -153,7 +155,7 @@ export class Engine {
         pool = undefined;
       }
       pool ??= new WorkerPool(wanted);
-      store = await runtime.Store.open(runtime.resolveStoreLocation(init.store), io ? { io } : {});
+      store = await runtime.Store.open(location, io ? { io } : {});
       const engine = new Engine(runtime, store, pool, options, init, watchdog);
       // From generated descriptions: the first call waits only for the worker to be up, never for a describe task.
       if (init.builtins !== false) {

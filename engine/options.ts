@@ -1,5 +1,5 @@
 /** Engine options, validated with zod: EBADOPTION quoting the bad value. */
-
+import { homedir } from 'node:os';
 import {
   defaultPoolOptions,
   MAX_CALLS_PER_THREAD,
@@ -12,7 +12,9 @@ import { BadOptionError } from './protocol/errors.js';
 import { firstIssue } from './protocol/issues.js';
 import { MAX_TIMER_MS } from './protocol/limits.js';
 import { MIN_WINDOW_BYTES } from './protocol/messages.js';
+import type { SandboxPolicy, SandboxSpec } from './protocol/sandbox.js';
 import { z } from './protocol/zod.js';
+import { resolveSandbox, type SandboxContext } from './sandbox/policy.js';
 
 /** Options of {@link Engine.open}. */
 export interface EngineOptions {
@@ -42,6 +44,12 @@ export interface EngineOptions {
   subscriberQueue?: number;
   /** Working directory given to tools, and the root the default approval policy allows reads in. @default process.cwd() */
   cwd?: string;
+  /**
+   * The sandbox the processes of tools (bash, MCP servers, plugin processes
+   * that ask for it) run under (docs/security.md); each call may narrow it.
+   * @default none: processes run as the engine's user, unconfined
+   */
+  sandbox?: SandboxSpec;
 }
 
 const positiveInt = z.number().int().positive();
@@ -63,6 +71,7 @@ const schema = z.strictObject({
   liveDisplayBytes: positiveInt.min(256).optional(),
   subscriberQueue: positiveInt.optional(),
   cwd: z.string().min(1).optional(),
+  sandbox: z.unknown().optional(),
 });
 
 /** Options with every default applied. */
@@ -79,10 +88,15 @@ export interface ResolvedOptions {
   liveDisplayBytes: number;
   subscriberQueue: number;
   cwd: string;
+  sandbox: SandboxPolicy | undefined;
+  sandboxContext: SandboxContext;
 }
 
 /** Validates options and applies defaults. */
-export function resolveOptions(input: EngineOptions, defaults: { concurrency: number; cwd: string }): ResolvedOptions {
+export function resolveOptions(
+  input: EngineOptions,
+  defaults: { concurrency: number; cwd: string; storeRoot: string },
+): ResolvedOptions {
   const r = schema.safeParse(input ?? {});
   if (!r.success) {
     const i = firstIssue(r.error, input ?? {});
@@ -90,6 +104,8 @@ export function resolveOptions(input: EngineOptions, defaults: { concurrency: nu
   }
   const o = r.data;
   const toolOutput = parseToolOutputOptions(o.toolOutput ?? {});
+  const cwd = o.cwd ?? defaults.cwd;
+  const sandboxContext = { cwd, home: homedir(), storeRoot: defaults.storeRoot };
   // Pool defaults come from the pool, so the pool Engine.open starts early and this one always agree.
   const pool = defaultPoolOptions();
   return {
@@ -104,6 +120,8 @@ export function resolveOptions(input: EngineOptions, defaults: { concurrency: nu
     workerHeapMb: o.workerHeapMb ?? pool.maxOldGenerationSizeMb,
     liveDisplayBytes: o.liveDisplayBytes ?? 64 * 1024,
     subscriberQueue: o.subscriberQueue ?? 1024,
-    cwd: o.cwd ?? defaults.cwd,
+    cwd,
+    sandbox: resolveSandbox(o.sandbox, sandboxContext),
+    sandboxContext,
   };
 }

@@ -1,6 +1,7 @@
 /** The terminal result of a call, as returned, recorded and served; its JSON shape is a public contract (docs/protocol.md). */
 import type { SerializedError } from './protocol/errors.js';
 import type { Attachment, EmittedMessage } from './protocol/messages.js';
+import type { SandboxPolicy } from './protocol/sandbox.js';
 
 /** How a call ended. */
 export type CallStatus = 'success' | 'failed' | 'cancelled';
@@ -69,6 +70,8 @@ export interface TerminalResult {
   error?: SerializedError;
   /** Where the whole error message and final display are, when they were cut to their bounds. */
   fullText?: FullTextRefs;
+  /** The sandbox policy the call's processes ran under (docs/security.md); absent: unconfined. */
+  sandbox?: SandboxPolicy;
   /** ISO time the call started. */
   startedAt: string;
   /** Milliseconds from start to the terminal result. */

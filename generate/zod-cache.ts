@@ -40,7 +40,7 @@ const { z } = (await load('engine/protocol/zod.js')) as typeof import('../engine
 // declarations, argument parsing and describing.
 const { resolveOptions } = (await load('engine/options.js')) as typeof import('../engine/options.js');
 await load('engine/wire/schemas.js');
-resolveOptions({}, { concurrency: 16, cwd: process.cwd() });
+resolveOptions({}, { concurrency: 16, cwd: process.cwd(), storeRoot: process.cwd() });
 for (const name of ['bash', 'read', 'grep']) {
   const tool = (await load(`workers/builtins/${name}.js`)).default as { args: Z.ZodType };
   tool.args.safeParse({ command: 'true', path: '/', pattern: 'x' });

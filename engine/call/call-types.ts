@@ -7,9 +7,11 @@ import type { ProcessGuard } from '../processes/process-guard.js';
 import { BadArgumentsError } from '../protocol/errors.js';
 import { MAX_TIMER_MS } from '../protocol/limits.js';
 import type { PreparedOperation } from '../protocol/messages.js';
+import type { SandboxPolicy, SandboxSpec } from '../protocol/sandbox.js';
 import { PREVIEW_MODES, type PreviewMode } from '../protocol/streams.js';
 import type { ToolInfo } from '../registry.js';
 import type { CallEvent, TerminalResult } from '../result.js';
+import type { SandboxContext } from '../sandbox/policy.js';
 import type { Call } from './call.js';
 
 /** Decides whether a prepared operation may run. Return false (or throw) to deny. */
@@ -18,9 +20,20 @@ export type ApprovalPolicy = (
   call: { tool: string; callId: string; session?: string },
 ) => boolean | Promise<boolean>;
 
+/** A call as it starts, for its `call.started` record. */
+export interface CallStartInfo {
+  callId: string;
+  tool: ToolInfo;
+  args: unknown;
+  session?: string;
+  at: string;
+  /** The sandbox policy its processes run under. */
+  sandbox?: SandboxPolicy;
+}
+
 /** Where call records go (the session event log implements it). */
 export interface CallRecorder {
-  started(info: { callId: string; tool: ToolInfo; args: unknown; session?: string; at: string }): Promise<void>;
+  started(info: CallStartInfo): Promise<void>;
   /** A call ended; durable when it resolves. When it rejects, it is called once more with the failed result the caller then gets. */
   completed(result: TerminalResult): Promise<void>;
 }
@@ -34,6 +47,10 @@ export interface CallSettings {
   liveDisplayBytes: number;
   subscriberQueue: number;
   cwd: string;
+  /** The engine's sandbox policy; undefined: its tools' processes run unconfined. */
+  sandbox: SandboxPolicy | undefined;
+  /** What a call's own sandbox spec resolves against. */
+  sandboxContext: SandboxContext;
 }
 
 /** Options of one call. */
@@ -59,12 +76,22 @@ export interface CallOptions {
    * @default the tool's declared preview, else the engine's `toolOutput.preview`, else `'head'`
    */
   preview?: PreviewMode;
+  /**
+   * Narrows the engine's sandbox for this call's processes (docs/security.md):
+   * a stricter filesystem mode, network off, a workspace inside the engine's,
+   * fewer environment names, lower limits. Anything that would loosen the
+   * engine's policy is EBADARGS, synchronously from `Engine.call`.
+   * @default the engine's `sandbox`
+   */
+  sandbox?: SandboxSpec;
 }
 
 /** Options the engine itself sets on a call. */
 export interface InternalCallOptions {
   /** Keep a self-paginating tool's page bytes after the call ends ({@link Call.pageBytes}), for a raw read. */
   keepPage?: boolean;
+  /** The policy the call's processes run under (narrowed from the engine's before the call is made). */
+  sandbox?: SandboxPolicy;
 }
 
 /** Everything a call needs from its engine. */

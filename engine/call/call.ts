@@ -19,6 +19,7 @@ import {
 } from '../protocol/errors.js';
 import type { TextKind, WorkerMessage } from '../protocol/messages.js';
 import { Comlink, installErrorTransfer } from '../protocol/rpc.js';
+import type { SandboxPolicy } from '../protocol/sandbox.js';
 import type { ToolInfo } from '../registry.js';
 import type { CallEvent, TerminalResult } from '../result.js';
 import { callerAbortError } from './abort-reason.js';
@@ -79,6 +80,7 @@ export class Call {
   private resolve!: (r: TerminalResult) => void;
   private readonly unlinkSignal: (() => void) | undefined;
   private readonly keepPage: boolean;
+  private readonly sandbox: SandboxPolicy | undefined;
   private readonly progress: ProgressTicker;
 
   constructor(deps: CallDeps, tool: ToolInfo, args: unknown, options: CallOptions, internal: InternalCallOptions = {}) {
@@ -86,6 +88,7 @@ export class Call {
     assertPreview(options.preview);
     this.deps = deps;
     this.keepPage = internal.keepPage === true;
+    this.sandbox = internal.sandbox;
     this.tool = tool;
     this.args = args;
     this.session = options.session;
@@ -158,6 +161,7 @@ export class Call {
         args: this.args,
         at,
         ...(this.session !== undefined ? { session: this.session } : {}),
+        ...(this.sandbox ? { sandbox: this.sandbox } : {}),
       });
     } catch (err) {
       await this.finish({ kind: 'crash', error: toSluiceError(err, 'EDISK') }, toSluiceError(err, 'EDISK'));
@@ -173,6 +177,7 @@ export class Call {
       storeDir: this.deps.store.locator,
       displayBytes: this.deps.settings.liveDisplayBytes,
       ...askOnlyField(this.deps.approve),
+      ...(this.sandbox ? { sandbox: this.sandbox } : {}),
     };
     const isolation = this.tool.isolation;
     this.deps.pool.run(task, { signal: this.piscinaAbort.signal, callId: this.callId, sink: this, isolation }).then(
@@ -356,6 +361,7 @@ export class Call {
         maxModelBytes: this.deps.settings.toolOutput.maxModelBytes,
         recorder: this.deps.recorder,
         keepPage: this.keepPage,
+        sandbox: this.sandbox,
       },
       decided,
       outcome.kind === 'done' ? outcome.completion : undefined,

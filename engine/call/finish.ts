@@ -9,6 +9,7 @@ import { assertModelViewWithinBound } from '../presentation/model-view.js';
 import { withStatusLine } from '../presentation/status-line.js';
 import { makeError, type SluiceError, serializeError, toSluiceError } from '../protocol/errors.js';
 import type { TextKind, WireCompletion } from '../protocol/messages.js';
+import type { SandboxPolicy } from '../protocol/sandbox.js';
 import type { ToolInfo } from '../registry.js';
 import type { CallStatus, FullTextRefs, OutputRef, TerminalResult } from '../result.js';
 import { textWithCutMarker, withCutMarker } from './arrived.js';
@@ -36,6 +37,8 @@ export interface Finishing {
   readonly recorder: CallRecorder | undefined;
   /** Keep a self-paginating tool's page bytes (for a raw read). */
   readonly keepPage: boolean;
+  /** The policy its processes ran under, recorded with the result. */
+  readonly sandbox: SandboxPolicy | undefined;
 }
 
 /** What each stream had accepted, when the output holds only what reached the disk. */
@@ -174,6 +177,7 @@ function terminalResult(f: Finishing, e: Ending, model: string, completion?: Wir
     durationMs,
   };
   if (f.session !== undefined) result.session = f.session;
+  if (f.sandbox) result.sandbox = f.sandbox;
   if (error) result.error = serializeError(error);
   if (e.fullText.error || e.fullText.display) result.fullText = e.fullText;
   return result;

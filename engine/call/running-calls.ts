@@ -1,6 +1,7 @@
 /** The running calls of one engine: started with its dependencies, counted, and found by id until they settle. */
 import type { EngineMetrics } from '../metrics.js';
 import type { ToolInfo } from '../registry.js';
+import { narrowSandbox } from '../sandbox/policy.js';
 import { assertSessionId } from '../sessions/session-id.js';
 import { Call } from './call.js';
 import type { CallDeps, CallOptions, InternalCallOptions } from './call-types.js';
@@ -27,7 +28,9 @@ export class RunningCalls {
   start(name: string, tool: ToolInfo, args: unknown, options: CallOptions, internal: InternalCallOptions): Call {
     if (options.session !== undefined) assertSessionId(options.session);
     assertJsonArgs(name, args);
-    const call = new Call(this.deps, tool, args, options, internal);
+    const { settings } = this.deps;
+    const sandbox = narrowSandbox(settings.sandbox, options.sandbox, settings.sandboxContext);
+    const call = new Call(this.deps, tool, args, options, sandbox ? { ...internal, sandbox } : internal);
     this.calls.set(call.callId, call);
     this.counters.callStarted(tool.name);
     void call.result.then((r) => this.counters.callEnded(r));

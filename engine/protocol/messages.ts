@@ -4,6 +4,7 @@
  * Data messages spend credit from a per-call window, returned once on disk.
  */
 import type { SerializedError } from './errors.js';
+import type { SandboxPolicy } from './sandbox.js';
 import type { OutputDeclaration, PreviewMode } from './streams.js';
 import { z } from './zod.js';
 
@@ -129,6 +130,8 @@ export interface CallTask {
   displayBytes: number;
   /** Kinds the worker asks the approval policy about; absent, it asks about every operation (the default policy allows all but `fs.read` unseen). */
   askOnly?: string[];
+  /** The sandbox the call's processes run under; absent: unconfined. */
+  sandbox?: SandboxPolicy;
 }
 
 /** A piscina task. */

@@ -20,15 +20,15 @@ export type SandboxLimitName = (typeof SANDBOX_LIMIT_NAMES)[number];
 /** Per-process resource limits; exceeding one ends the call with ELIMIT where the engine can tell (docs/security.md). */
 export interface SandboxLimits {
   /** Memory in bytes: the sandbox's cgroup where one can be had, else each process's address space (RLIMIT_AS). */
-  readonly memoryBytes?: number;
+  memoryBytes?: number;
   /** CPU seconds per process (RLIMIT_CPU): SIGXCPU at the limit, SIGKILL a second later. */
-  readonly cpuSeconds?: number;
+  cpuSeconds?: number;
   /** Processes in the sandbox: the cgroup's pids.max where one can be had, else RLIMIT_NPROC in its user namespace. */
-  readonly processes?: number;
+  processes?: number;
   /** Largest file a process may write, in bytes (RLIMIT_FSIZE): SIGXFSZ past it. */
-  readonly fileSizeBytes?: number;
+  fileSizeBytes?: number;
   /** Open descriptors per process (RLIMIT_NOFILE): EMFILE past it. */
-  readonly openFiles?: number;
+  openFiles?: number;
 }
 
 /** A sandbox as a host (engine option, config file, CLI) or a call asks for it. Every field is optional. */
@@ -52,22 +52,22 @@ export interface SandboxSpec {
 /** What a sandboxed process runs under: the resolved form of a {@link SandboxSpec}. */
 export interface SandboxPolicy {
   /** `read-only`: nothing writable but a private /tmp; `workspace-write`: also {@link workspace} and {@link writable}. */
-  readonly filesystem: 'read-only' | 'workspace-write';
+  filesystem: 'read-only' | 'workspace-write';
   /**
    * The directory writable under workspace-write: the host's setting, never
    * a tool argument. A process's working directory is only where it starts,
    * so a `cwd` argument of `/etc` makes nothing there writable.
    */
-  readonly workspace: string;
-  readonly network: SandboxNetwork;
+  workspace: string;
+  network: SandboxNetwork;
   /** More paths bound read-write (workspace-write only). */
-  readonly writable: readonly string[];
+  writable: string[];
   /** Paths covered inside: a directory by an empty tmpfs, anything else by /dev/null. Missing ones are skipped. */
-  readonly hidden: readonly string[];
+  hidden: string[];
   /** Names (or `PREFIX*` patterns) of the environment variables passed in; every other one is dropped. */
-  readonly env: readonly string[];
+  env: string[];
   /** Limits; absent ones stay as they are. */
-  readonly limits?: SandboxLimits;
+  limits?: SandboxLimits;
 }
 
 const path = z.string().min(1);

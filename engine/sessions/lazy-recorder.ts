@@ -1,6 +1,6 @@
 /** The engine's default recorder, the session log, loaded on first use: most calls carry no session, and an open never waits for the log's modules. */
 import type { Store } from '../../store/store.js';
-import type { CallRecorder } from '../call/call-types.js';
+import type { CallRecorder, CallStartInfo } from '../call/call-types.js';
 import { ClosedError } from '../protocol/errors.js';
 import type { ToolInfo } from '../registry.js';
 import type { TerminalResult } from '../result.js';
@@ -24,7 +24,7 @@ export class EngineSessionLog implements CallRecorder {
   }
 
   /** Records a call's start; a call without a session is not recorded (as by SessionRecorder). */
-  async started(info: { callId: string; tool: ToolInfo; args: unknown; session?: string; at: string }): Promise<void> {
+  async started(info: CallStartInfo): Promise<void> {
     if (info.session === undefined) return;
     await (await this.get()).started(info);
   }

@@ -1,7 +1,7 @@
 /** The session event log as the engine's {@link CallRecorder}: the terminal record is durable before the publication pin goes. */
 import { crashPoint } from '../../store/crash-point.js';
 import type { Store } from '../../store/store.js';
-import type { CallRecorder } from '../call/call-types.js';
+import type { CallRecorder, CallStartInfo } from '../call/call-types.js';
 import { ClosedError } from '../protocol/errors.js';
 import type { ToolInfo } from '../registry.js';
 import type { TerminalResult } from '../result.js';
@@ -47,7 +47,7 @@ export class SessionRecorder implements CallRecorder {
   }
 
   /** Appends a `call.started` record (not fsynced: a lost start is only a lost line, and the terminal record's fsync covers it). */
-  async started(info: { callId: string; tool: ToolInfo; args: unknown; session?: string; at: string }): Promise<void> {
+  async started(info: CallStartInfo): Promise<void> {
     if (info.session === undefined) return;
     assertSessionId(info.session);
     const rec: StartedRecord = {
@@ -57,6 +57,7 @@ export class SessionRecorder implements CallRecorder {
       args: info.args,
       output: info.tool.output,
       at: info.at,
+      ...(info.sandbox ? { sandbox: info.sandbox } : {}),
     };
     await this.appendRecord(info.session, rec, STARTED_SPILLABLE, false);
   }

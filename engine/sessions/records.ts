@@ -6,6 +6,7 @@
  * ({@link encodeCompleted}).
  */
 import type { Attachment, EmittedMessage } from '../protocol/messages.js';
+import { type SandboxPolicy, sandboxPolicySchema } from '../protocol/sandbox.js';
 import { z } from '../protocol/zod.js';
 import type { CallStatus, OutputRef, StreamRef, TerminalResult } from '../result.js';
 
@@ -39,6 +40,8 @@ export interface StartedRecord {
   args?: unknown;
   output?: unknown;
   at?: string;
+  /** The sandbox policy the call runs under. */
+  sandbox?: SandboxPolicy;
   spill?: SpillRef;
 }
 
@@ -59,6 +62,8 @@ export interface CompletedRecord {
   error?: { code: string; message: string; details?: Record<string, unknown> };
   /** Where the whole error message and final display are, when they were cut (GC roots while live). */
   fullText?: { error?: { digest: string; bytes: number }; display?: { digest: string; bytes: number } };
+  /** The sandbox policy the call ran under. */
+  sandbox?: SandboxPolicy;
   startedAt?: string;
   durationMs?: number;
   at?: string;
@@ -82,6 +87,7 @@ const startedSchema = z.object({
   args: z.unknown().optional(),
   output: z.unknown().optional(),
   at: z.string().optional().catch(undefined),
+  sandbox: sandboxPolicySchema.optional().catch(undefined),
   spill: spillSchema.optional().catch(undefined),
 });
 
@@ -109,6 +115,7 @@ const completedSchema = z.object({
     .object({ error: textRefSchema.optional().catch(undefined), display: textRefSchema.optional().catch(undefined) })
     .optional()
     .catch(undefined),
+  sandbox: sandboxPolicySchema.optional().catch(undefined),
   startedAt: z.string().optional().catch(undefined),
   durationMs: z.number().nonnegative().optional().catch(undefined),
   at: z.string().optional().catch(undefined),
@@ -223,6 +230,7 @@ export function encodeCompleted(result: TerminalResult, at: string): CompletedRe
   };
   if (result.error) rec.error = result.error;
   if (result.fullText) rec.fullText = result.fullText;
+  if (result.sandbox) rec.sandbox = result.sandbox;
   return rec;
 }
 

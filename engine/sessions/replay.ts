@@ -153,6 +153,7 @@ export async function replayCall(store: Store, session: string, e: CallEntry): P
       attachments: [],
       messages: [],
       error,
+      ...(e.started?.sandbox ? { sandbox: e.started.sandbox } : {}),
       startedAt: e.started?.at ?? '',
       durationMs: 0,
     };
@@ -175,6 +176,8 @@ export async function replayCall(store: Store, session: string, e: CallEntry): P
     startedAt: c.startedAt ?? e.started?.at ?? '',
     durationMs: c.durationMs ?? 0,
   };
+  const sandbox = c.sandbox ?? e.started?.sandbox;
+  if (sandbox) result.sandbox = sandbox;
   const err = c.error as SerializedError | { code: string; message: string } | undefined;
   if (err && typeof err.code === 'string' && typeof err.message === 'string') {
     result.error = err as SerializedError & { code: ErrorCode };

@@ -1,5 +1,6 @@
 import { ERROR_CODES } from '../protocol/errors.js';
 import { MAX_CHUNK_BYTES, wireCompletionSchema } from '../protocol/messages.js';
+import { sandboxPolicySchema } from '../protocol/sandbox.js';
 import {
   isStreamName,
   MAX_STREAM_NAME_BYTES,
@@ -104,6 +105,7 @@ export const terminalResultSchema = z.object({
   messages: z.array(emittedMessageSchema),
   error: serializedErrorSchema.optional(),
   fullText: fullTextRefsSchema.optional(),
+  sandbox: sandboxPolicySchema.optional(),
   startedAt: isoTime,
   durationMs: z.number().nonnegative(),
 });
@@ -189,6 +191,7 @@ export const callTaskSchema = z.object({
   storeDir: z.string(),
   displayBytes: z.number().int().positive(),
   askOnly: z.array(z.string()).optional(),
+  sandbox: sandboxPolicySchema.optional(),
 });
 
 /** A piscina task. */
