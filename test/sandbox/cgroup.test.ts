@@ -9,7 +9,6 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { SandboxPolicy } from '../../engine/protocol/sandbox.js';
 import { onPath } from '../../workers/sandbox/bwrap.js';
 import {
   CGROUP_FILES,
@@ -20,6 +19,7 @@ import {
   reapStaleGroups,
 } from '../../workers/sandbox/cgroup.js';
 import { prepareSandboxed } from '../../workers/sandbox/prepare.js';
+import { limitsPolicy } from './policy.js';
 
 /** The pids listed in a group's cgroup.procs that are still running. */
 function livePids(dir: string): number[] {
@@ -233,15 +233,8 @@ describe.runIf(real.kind === 'v1' && real.memory !== undefined)('cgroup v1 of th
 });
 
 describe.runIf(onPath('bwrap') !== undefined)('prepareSandboxed with a cgroup', () => {
-  const policy = (workspace: string): SandboxPolicy => ({
-    filesystem: 'workspace-write',
-    network: 'off',
-    workspace,
-    writable: [],
-    hidden: [],
-    env: ['PATH'],
-    limits: { memoryBytes: 256 << 20, processes: 64, openFiles: 64 },
-  });
+  const policy = (workspace: string) =>
+    limitsPolicy(workspace, { memoryBytes: 256 << 20, processes: 64, openFiles: 64 });
 
   it('joins the group before bwrap and leaves memory and processes out of the RLIMITs, also for root', async () => {
     const p = prepareSandboxed(policy(root), 'true', [], root, process.env, { uid: 0, cgroup: v2Tree('memory pids') });

@@ -11,9 +11,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { SandboxLimits, SandboxPolicy } from '../../engine/protocol/sandbox.js';
+import type { SandboxLimits } from '../../engine/protocol/sandbox.js';
 import { onPath } from '../../workers/sandbox/bwrap.js';
 import { detectCgroup } from '../../workers/sandbox/cgroup.js';
+import { limitsPolicy } from './policy.js';
 
 const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), 'run-sandboxed.mjs');
 const PYTHON = ['/usr/bin/python3', '/usr/local/bin/python3'].find((p) => spawnSync(p, ['-c', '']).status === 0);
@@ -90,15 +91,7 @@ describe.runIf(bwrapWorks() && PYTHON !== undefined)('sandbox limits (real bwrap
         limits: SandboxLimits,
         extra: { releaseAfterMs?: number } = {},
       ): Promise<Ran & { engine: number }> {
-        const policy: SandboxPolicy = {
-          filesystem: 'workspace-write',
-          network: 'off',
-          workspace,
-          writable: [],
-          hidden: [],
-          env: ['PATH'],
-          limits,
-        };
+        const policy = limitsPolicy(workspace, limits);
         const file = program === 'bash' ? '/bin/bash' : (PYTHON as string);
         const spec = { policy, file, args: ['-c', script, MARKER], cwd: workspace, ...extra };
         const [cmd, ...args] = [...user.prefix, process.execPath, FIXTURE, JSON.stringify(spec)];
