@@ -190,6 +190,15 @@ describe.runIf(bwrapWorks() && PYTHON !== undefined)('sandbox limits (real bwrap
         expect(r).toMatchObject({ code: 0, verdict: null, stdout: 'fine\n', leftAfterRelease: [] });
       });
 
+      it.runIf(viaCgroup)('cannot move itself out of its cgroups: they are read-only inside', async () => {
+        const parents = [cgroup.memory, cgroup.pids] as string[];
+        const script = parents.map((d) => `echo $$ > ${d}/cgroup.procs`).join('; ');
+        const r = await run('bash', `${script}; exit 7`, { memoryBytes: 256 << 20, processes: 64 });
+        expect(r.code).toBe(7);
+        expect(r.stderr.match(/Read-only file system/g)).toHaveLength(2);
+        expect(r.leftAfterRelease).toEqual([]);
+      });
+
       it.runIf(viaCgroup)('kills a still-running sandbox on release() and leaves no cgroup or process', async () => {
         const r = await run(
           'bash',

@@ -110,7 +110,6 @@ const reaped = new Set<string>();
 function optionsOf(opts: CgroupOptions) {
   return {
     root: opts.root ?? '/sys/fs/cgroup',
-    self: opts.self,
     pid: opts.pid ?? process.pid,
     files: opts.files ?? CGROUP_FILES,
   };

@@ -45,6 +45,7 @@ export function prepareSandboxed(
   try {
     cmd = sandboxCommand(policy, file, args, cwd, env, opts.uid, { cgroup: group?.holds ?? [] });
   } catch (err) {
+    // Nothing has joined the group: its first removal attempt, made before close() returns, succeeds.
     void group?.close();
     throw err;
   }
