@@ -63,6 +63,10 @@ const COMMANDS: Record<string, CommandEntry> = {
     summary: 'revert a session to before one of its calls (hidden from replay, no longer GC roots)',
     load: () => import('./revert.js'),
   },
+  sandbox: {
+    summary: 'check what this machine supports of the tool sandbox (bwrap, cgroups, limits)',
+    load: () => import('./sandbox.js'),
+  },
   completion: {
     summary: 'print the bash or zsh completion script',
     load: async () => ({ command: (await import('./completion-command.js')).completionCommand(completionSpecs) }),

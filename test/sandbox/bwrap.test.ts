@@ -217,3 +217,18 @@ describe('a sandbox that cannot be had', () => {
     ).toThrow(expect.objectContaining({ code: 'EUNSUPPORTED', details: { missing: 'bwrap' } }));
   });
 });
+
+describe.runIf(onPath('bwrap') !== undefined && onPath('prlimit') !== undefined)('limits a cgroup holds', () => {
+  const limits = { memoryBytes: 256 << 20, processes: 64, cpuSeconds: 2 };
+  const rlimits = (cgroup: ('memory' | 'processes')[], uid: number) =>
+    sandboxCommand({ ...base, workspace: tmpdir(), limits }, 'true', [], tmpdir(), process.env, uid, { cgroup })
+      .args.filter((a) => /^--(as|nproc|cpu)=/.test(a))
+      .sort();
+
+  it('are left out of the RLIMITs, and a processes limit then holds for root', () => {
+    expect(rlimits(['memory', 'processes'], 0)).toEqual(['--cpu=2:3']);
+    expect(rlimits(['memory'], 65534)).toEqual(['--cpu=2:3', '--nproc=64:64']);
+    expect(rlimits([], 65534)).toEqual([`--as=${256 << 20}:${256 << 20}`, '--cpu=2:3', '--nproc=64:64']);
+    expect(() => rlimits(['memory'], 0)).toThrow(expect.objectContaining({ details: { missing: 'processes-limit' } }));
+  });
+});

@@ -11,7 +11,11 @@
  * namespace exists: RLIMIT_NPROC counts processes per user and namespace, so
  * set there it bounds this sandbox, where set outside it would bound every
  * process of the engine's user. For a real uid of 0 the kernel never applies
- * RLIMIT_NPROC at all (see {@link processLimitWorks}).
+ * RLIMIT_NPROC at all (see {@link processLimitWorks}). A limit a cgroup holds
+ * (cgroup.ts, passed in {@link SandboxCommandOptions}) is left out of the
+ * RLIMITs: a cgroup's limit is attributable after the fact, and an RLIMIT
+ * beside it would fail the program first with an unattributable ENOMEM or
+ * EAGAIN.
  */
 import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
@@ -24,6 +28,15 @@ export type { SandboxLimits, SandboxPolicy } from '../../engine/protocol/sandbox
 export interface SandboxedCommand {
   readonly file: string;
   readonly args: string[];
+}
+
+/** The limits a cgroup can hold for a sandbox, in place of RLIMIT_AS and RLIMIT_NPROC. */
+export type CgroupLimit = 'memory' | 'processes';
+
+/** How a sandboxed command's limits are held besides its RLIMITs. */
+export interface SandboxCommandOptions {
+  /** The limits a cgroup the process joins before bwrap holds: no RLIMIT for them, and a processes limit holds for root. */
+  readonly cgroup?: readonly CgroupLimit[];
 }
 
 /** The first executable `name` on `PATH`, or undefined. */
@@ -68,16 +81,16 @@ export function allowedEnv(allowed: readonly string[], env: NodeJS.ProcessEnv): 
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
-function prlimitArgs(limits: SandboxLimits | undefined): string[] {
+function prlimitArgs(limits: SandboxLimits | undefined, cgroup: readonly CgroupLimit[]): string[] {
   if (!limits) return [];
   const out: string[] = [];
   const set = (flag: string, soft: number | undefined, hard = soft) => {
     if (soft !== undefined) out.push(`--${flag}=${soft}:${hard}`);
   };
-  set('as', limits.memoryBytes);
+  if (!cgroup.includes('memory')) set('as', limits.memoryBytes);
   // A second between soft and hard: SIGXCPU, which names the limit, arrives before SIGKILL.
   set('cpu', limits.cpuSeconds, limits.cpuSeconds === undefined ? undefined : limits.cpuSeconds + 1);
-  set('nproc', limits.processes);
+  if (!cgroup.includes('processes')) set('nproc', limits.processes);
   set('fsize', limits.fileSizeBytes);
   set('nofile', limits.openFiles);
   return out;
@@ -86,8 +99,8 @@ function prlimitArgs(limits: SandboxLimits | undefined): string[] {
 /**
  * The bwrap command line for `file args` in `cwd`. Throws EUNSUPPORTED,
  * naming what is missing, when bwrap (or, for limits, prlimit) is not on
- * PATH or a processes limit cannot hold; the caller never falls back to an
- * unconfined run.
+ * PATH or a processes limit cannot hold (root, and no cgroup holding it);
+ * the caller never falls back to an unconfined run.
  */
 export function sandboxCommand(
   policy: SandboxPolicy,
@@ -96,17 +109,19 @@ export function sandboxCommand(
   cwd: string,
   env: NodeJS.ProcessEnv = process.env,
   uid = process.getuid?.() ?? 0,
+  options: SandboxCommandOptions = {},
 ): SandboxedCommand {
+  const cgroup = options.cgroup ?? [];
   const bwrap = onPath('bwrap', env.PATH);
   if (!bwrap) {
     throw new UnsupportedPlatformError('the sandbox needs bubblewrap: no `bwrap` on PATH', { missing: 'bwrap' });
   }
-  const limits = prlimitArgs(policy.limits);
+  const limits = prlimitArgs(policy.limits, cgroup);
   const prlimit = limits.length > 0 ? onPath('prlimit', env.PATH) : undefined;
   if (limits.length > 0 && !prlimit) {
     throw new UnsupportedPlatformError('sandbox limits need `prlimit` (util-linux) on PATH', { missing: 'prlimit' });
   }
-  if (policy.limits?.processes !== undefined && !processLimitWorks(uid)) {
+  if (policy.limits?.processes !== undefined && !cgroup.includes('processes') && !processLimitWorks(uid)) {
     throw new UnsupportedPlatformError('a processes limit cannot hold for an engine running as root (RLIMIT_NPROC)', {
       missing: 'processes-limit',
     });

@@ -1,0 +1,60 @@
+/**
+ * What a tool calls to run a process in the sandbox: the command line
+ * (bwrap.ts) inside a limit group (cgroup.ts) when the machine has one for
+ * the memory or processes limit, RLIMITs for the rest, and after the exit the
+ * verdict on which limit ended it (verdict.ts).
+ */
+import type { SandboxPolicy } from '../../engine/protocol/sandbox.js';
+import { type SandboxedCommand, sandboxCommand } from './bwrap.js';
+import { type CgroupOptions, openLimitGroup } from './cgroup.js';
+import { type LimitVerdict, limitVerdict, type SandboxExit } from './verdict.js';
+
+/** A sandboxed command ready to spawn, with what to do after it exits. */
+export interface PreparedSandbox extends SandboxedCommand {
+  /** The cgroup directories the process joins (empty: every limit is an RLIMIT). */
+  readonly cgroups: readonly string[];
+  /** The limit that ended the process, given how it exited; call before {@link release}. */
+  verdict(exit: SandboxExit): LimitVerdict | undefined;
+  /** Kills what is left in the process's cgroup and removes it. Idempotent; never rejects. Call once it exited, or when it could not be spawned. */
+  release(): Promise<void>;
+}
+
+/** Overrides for tests and diagnostics. */
+export interface PrepareOptions {
+  /** The engine's real uid (RLIMIT_NPROC never holds for 0). @default `process.getuid()` */
+  readonly uid?: number;
+  /** Where to find cgroups, or `false` for RLIMITs alone. @default this process's cgroups */
+  readonly cgroup?: CgroupOptions | false;
+}
+
+/**
+ * The command that runs `file args` in `cwd` under `policy`. Throws
+ * EUNSUPPORTED as {@link sandboxCommand} does (having made no cgroup), never
+ * a command that runs unconfined.
+ */
+export function prepareSandboxed(
+  policy: SandboxPolicy,
+  file: string,
+  args: readonly string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = process.env,
+  opts: PrepareOptions = {},
+): PreparedSandbox {
+  const group = opts.cgroup === false ? undefined : openLimitGroup(policy.limits, opts.cgroup);
+  let cmd: SandboxedCommand;
+  try {
+    cmd = sandboxCommand(policy, file, args, cwd, env, opts.uid, { cgroup: group?.holds ?? [] });
+  } catch (err) {
+    // Nothing has joined the group: its first removal attempt, made before close() returns, succeeds.
+    void group?.close();
+    throw err;
+  }
+  const wrapped = group ? group.wrap(cmd) : cmd;
+  return {
+    file: wrapped.file,
+    args: wrapped.args,
+    cgroups: group?.dirs ?? [],
+    verdict: (exit) => limitVerdict(policy.limits, exit, group?.exceeded()),
+    release: () => group?.close() ?? Promise.resolve(),
+  };
+}
