@@ -30,7 +30,7 @@ const STOPPING: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 const USAGE = `Usage: sluice batch <FILE | -> [--concurrency N] [--session ID] [--ordered]
                     [--no-resume] [--store DIR] [--config FILE] [--plugin PATH]...
-                    [--mcp NAME=COMMAND]...
+                    [--mcp NAME=COMMAND]... [--sandbox MODE] [--network MODE]
 
 Runs one tool call per line of FILE (- reads stdin), each a JSON object
 { "id": ID, "tool": NAME, "args": {...}, "session": ID }, and writes one JSON
@@ -52,6 +52,10 @@ number minus one; blank lines are skipped.
   --plugin PATH     register a plugin tool module (repeatable)
   --mcp NAME=COMMAND [ARGS]
                     start an MCP server over stdio; its tools are NAME.<tool> (repeatable)
+  --sandbox MODE    run tools' processes under bubblewrap: workspace-write (the working
+                    directory and the config's writable paths writable), read-only, or off
+                    (default: the config's sandbox, else off; docs/security.md)
+  --network MODE    off (a loopback of its own; the default in a sandbox) or on
 
 On a terminal, stderr shows done/total, rate, ETA, failures and bytes captured.
 Exit status: 0 every call succeeded, 1 a call failed or a line was not a call,

@@ -84,6 +84,8 @@ export const RUN_CONFIG_OPTIONS = {
   config: { type: 'string', complete: 'file' },
   plugin: { type: 'string', multiple: true, complete: 'file' },
   mcp: { type: 'string', multiple: true },
+  sandbox: { type: 'string', complete: ['off', 'workspace-write', 'read-only'] },
+  network: { type: 'string', complete: ['off', 'on'] },
 } as const satisfies CommandOptions;
 
 /** `--max-lines`, `--max-bytes` and `--concurrency`: the engine's limits (config.ts, {@link limitFlags}). */

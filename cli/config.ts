@@ -10,8 +10,14 @@ import { dirname, resolve } from 'node:path';
 import type { Engine } from '../engine/engine.js';
 import { MCP_SERVER_NAME, type McpServerConfig, mcpServerFields } from '../engine/mcp/config.js';
 import { parseToolOutputOptions, type ToolOutputOptionsInput } from '../engine/presentation/options.js';
-import { BadOptionError, NotFoundError } from '../engine/protocol/errors.js';
+import { BadArgumentsError, BadOptionError, NotFoundError } from '../engine/protocol/errors.js';
 import { firstIssue } from '../engine/protocol/issues.js';
+import {
+  SANDBOX_FILESYSTEM_MODES,
+  SANDBOX_NETWORK_MODES,
+  type SandboxSpec,
+  sandboxSpecSchema,
+} from '../engine/protocol/sandbox.js';
 import { z } from '../engine/protocol/zod.js';
 import type { ToolInfo } from '../engine/registry.js';
 import { limitFlags } from './common.js';
@@ -22,6 +28,8 @@ export interface ConfigEngineSettings {
   toolOutput?: ToolOutputOptionsInput;
   /** Calls running at once. */
   concurrency?: number;
+  /** The engine's sandbox (docs/security.md). */
+  sandbox?: SandboxSpec;
 }
 
 /** What to add to an engine: plugin modules, then MCP servers, in order; and its settings. */
@@ -45,6 +53,8 @@ const fileSchema = z.strictObject({
   // engine's own parser below, so a bad value names the file.
   toolOutput: z.record(z.string(), z.unknown()).optional(),
   concurrency: positive.optional(),
+  // Checked by the engine's own sandbox schema below, so a bad value names the file.
+  sandbox: z.unknown().optional(),
 });
 
 /** `--config`, `--plugin`, `--mcp` and the limit flags, as `sluice run` parses them. */
@@ -52,6 +62,8 @@ export interface ConfigFlags {
   config?: string | undefined;
   plugin?: string[] | undefined;
   mcp?: string[] | undefined;
+  sandbox?: string | undefined;
+  network?: string | undefined;
   'max-lines'?: string | undefined;
   'max-bytes'?: string | undefined;
   concurrency?: string | undefined;
@@ -86,8 +98,45 @@ export function parseConfig(input: unknown, baseDir: string, origin = 'config'):
   const engine: ConfigEngineSettings = {
     ...(c.toolOutput ? { toolOutput: { ...(c.toolOutput as ToolOutputOptionsInput) } } : {}),
     ...(c.concurrency !== undefined ? { concurrency: c.concurrency } : {}),
+    ...(c.sandbox !== undefined ? { sandbox: sandboxOfFile(c.sandbox, baseDir, origin) } : {}),
   };
   return { plugins, mcpServers, engine };
+}
+
+/** A config file's `sandbox` object, validated, its relative paths made relative to the file. */
+function sandboxOfFile(input: unknown, baseDir: string, origin: string): SandboxSpec {
+  const r = sandboxSpecSchema.safeParse(input);
+  if (!r.success) {
+    const i = firstIssue(r.error, input);
+    const where = `sandbox${i.path ? `.${i.path}` : ''}`;
+    throw new BadOptionError(`${origin}: ${where}: ${i.message} (${i.got})`, { option: where });
+  }
+  const s = r.data;
+  const abs = (p: string) => resolve(baseDir, p);
+  return {
+    ...s,
+    ...(s.workspace !== undefined ? { workspace: abs(s.workspace) } : {}),
+    ...(s.writable ? { writable: s.writable.map(abs) } : {}),
+    ...(s.hidden ? { hidden: s.hidden.map(abs) } : {}),
+  };
+}
+
+/** `--sandbox MODE` and `--network on|off` over the file's sandbox. EBADARGS for another value. */
+function sandboxFlags(flags: ConfigFlags, base: SandboxSpec | undefined): SandboxSpec | undefined {
+  const pick = <T extends string>(flag: string, value: string | undefined, allowed: readonly T[]): T | undefined => {
+    if (value === undefined || allowed.includes(value as T)) return value as T | undefined;
+    throw new BadArgumentsError(`--${flag} must be ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
+  };
+  const filesystem = pick('sandbox', flags.sandbox, SANDBOX_FILESYSTEM_MODES);
+  const network = pick('network', flags.network, SANDBOX_NETWORK_MODES);
+  if (filesystem === undefined && network === undefined) return base;
+  // `--sandbox off` turns the file's sandbox off whole; its other fields cannot apply unconfined.
+  if (filesystem === 'off') return { filesystem };
+  return {
+    ...base,
+    ...(filesystem ? { filesystem } : {}),
+    ...(network ? { network } : {}),
+  };
 }
 
 /** Reads and validates a JSON config file. ENOTFOUND when it is missing, EBADOPTION when it is not valid. */
@@ -172,8 +221,11 @@ export async function loadRunConfig(flags: ConfigFlags, cwd: string): Promise<Sl
   for (const p of flags.plugin ?? []) base.plugins.push(isUrl(p) ? p : resolve(cwd, p));
   for (const m of flags.mcp ?? []) base.mcpServers.push(parseMcpFlag(m, cwd));
   const toolOutput = { ...base.engine.toolOutput, ...limits.toolOutput };
+  const sandbox = sandboxFlags(flags, base.engine.sandbox);
+  const { sandbox: _file, ...engine } = base.engine;
   base.engine = {
-    ...base.engine,
+    ...engine,
+    ...(sandbox ? { sandbox } : {}),
     ...(Object.keys(toolOutput).length > 0 ? { toolOutput } : {}),
     ...(limits.concurrency !== undefined ? { concurrency: limits.concurrency } : {}),
   };

@@ -37,7 +37,7 @@ export const EXIT_CANCELLED = 130;
 const CANCELLING: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 const USAGE = `Usage: sluice run <tool> [--args JSON] [--session ID] [--json] [--store DIR]
-                  [--preview head|head+tail] [--config FILE] [--plugin PATH]... [--mcp NAME=COMMAND]...
+                  [--preview head|head+tail] [--config FILE] [--plugin PATH]... [--mcp NAME=COMMAND]... [--sandbox MODE] [--network MODE]
                   [--max-lines N] [--max-bytes N] [--concurrency N]
 
 Runs one tool call and prints its model view: bounded previews of its output
@@ -57,6 +57,10 @@ with read hints (artifact://...) for the rest.
   --plugin PATH   register a plugin tool module (repeatable)
   --mcp NAME=COMMAND [ARGS]
                   start an MCP server over stdio; its tools are NAME.<tool> (repeatable)
+  --sandbox MODE  run tools' processes under bubblewrap: workspace-write (the working
+                  directory and the config's writable paths writable), read-only, or off
+                  (default: the config's sandbox, else off; docs/security.md)
+  --network MODE  off (a loopback of its own; the default in a sandbox) or on
   --max-lines N   lines of each stream's preview in the model view (default 2000)
   --max-bytes N   UTF-8 bytes of each stream's preview (default 51200)
   --concurrency N calls running at once (default max(16, 2 x cores))

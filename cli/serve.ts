@@ -31,7 +31,7 @@ import { applyConfig, loadRunConfig } from './config.js';
 import { EXIT_CANCELLED } from './run.js';
 
 const USAGE = `Usage: sluice serve [--port N] [--host ADDR] [--store DIR] [--config FILE]
-                    [--plugin PATH]... [--mcp NAME=COMMAND]... [--subscriber-queue N]
+                    [--plugin PATH]... [--mcp NAME=COMMAND]... [--sandbox MODE] [--network MODE] [--subscriber-queue N]
                     [--max-lines N] [--max-bytes N] [--concurrency N]
 
 Serves the HTTP API (see docs/http.md) and the web view at / (docs/web.md):
@@ -48,6 +48,10 @@ printed only then, with the web view's address carrying it (#token=...).
   --plugin PATH   register a plugin tool module (repeatable)
   --mcp NAME=COMMAND [ARGS]
                   start an MCP server over stdio; its tools are NAME.<tool> (repeatable)
+  --sandbox MODE  run tools' processes under bubblewrap: workspace-write (the working
+                  directory and the config's writable paths writable), read-only, or off
+                  (default: the config's sandbox, else off; docs/security.md)
+  --network MODE  off (a loopback of its own; the default in a sandbox) or on
   --max-lines N   lines of each stream's preview in the model view (default 2000)
   --max-bytes N   UTF-8 bytes of each stream's preview (default 51200)
   --concurrency N calls running at once (default max(16, 2 x cores))

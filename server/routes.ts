@@ -146,6 +146,7 @@ const startCall: Handler = async (ctx, req, res, _p, url) => {
     ...(body.session !== undefined ? { session: body.session } : {}),
     ...(body.timeoutMs !== undefined ? { timeoutMs: body.timeoutMs } : {}),
     ...(body.preview !== undefined ? { preview: body.preview } : {}),
+    ...(body.sandbox !== undefined ? { sandbox: body.sandbox } : {}),
   });
   ctx.tracker.track(handle, body.tool, body.session);
   const accepted: Body<typeof callAcceptedSchema> = { callId: handle.callId };

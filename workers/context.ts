@@ -8,10 +8,12 @@ import { CallEndpoint } from '../engine/protocol/call-endpoint.js';
 import { ResourceLimitError, UndeclaredStreamError } from '../engine/protocol/errors.js';
 import { MAX_CHUNK_BYTES } from '../engine/protocol/limits.js';
 import type { TextKind } from '../engine/protocol/messages.js';
+import type { SandboxPolicy } from '../engine/protocol/sandbox.js';
 import { type OutputDeclaration, streamNames } from '../engine/protocol/streams.js';
 import { unitCutAfter } from '../engine/protocol/text.js';
 import { CreditGate } from './credit.js';
 import { post, postChunk, postText } from './engine-port.js';
+import { prepareSandboxed, unconfined } from './sandbox/prepare.js';
 import type { ArtifactReader, HostServices, ToolContext } from './tool.js';
 import { takeHandedOver } from './transfer.js';
 import { StringCarry } from './utf8.js';
@@ -370,7 +372,7 @@ export class CallRun {
   }
 
   /** The context handed to the tool. */
-  context(cwd: string, artifacts: ArtifactReader): ToolContext {
+  context(cwd: string, artifacts: ArtifactReader, sandbox?: SandboxPolicy): ToolContext {
     const run = this;
     return {
       artifacts,
@@ -383,6 +385,9 @@ export class CallRun {
         return run.host;
       },
       trackProcessGroup: (pid: number) => post({ t: 'proc', c: this.callId, pid }),
+      sandbox,
+      sandboxed: (file, args, at = cwd) =>
+        sandbox ? prepareSandboxed(sandbox, file, args, at) : unconfined(file, args),
     };
   }
 

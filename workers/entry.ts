@@ -154,7 +154,7 @@ async function runCall(task: CallTask, abandon: () => void): Promise<void> {
       else if (m.t === 'abort') run.abort.abort(new CancelledError(m.reason));
     }
     const r = run;
-    const ctx = r.context(task.cwd, artifactReader(task.storeDir));
+    const ctx = r.context(task.cwd, artifactReader(task.storeDir), task.sandbox);
     const completion = await (async (): Promise<WireCompletion> => {
       const args = parseArgs(tool, task.args);
       if (r.abort.signal.aborted) throw r.abort.signal.reason;

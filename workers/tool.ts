@@ -17,9 +17,11 @@
 import type { Writable } from 'node:stream';
 import { BadDeclarationError } from '../engine/protocol/errors.js';
 import type { CompletionFields, PreparedOperation, ToolIsolation } from '../engine/protocol/messages.js';
+import type { SandboxPolicy } from '../engine/protocol/sandbox.js';
 import { type OutputDeclaration, type PreviewMode, validateDeclaration } from '../engine/protocol/streams.js';
 import type { z } from '../engine/protocol/zod.js';
 import type { SearchOptions, SearchPage } from '../store/search.js';
+import type { PreparedSandbox } from './sandbox/prepare.js';
 
 export type {
   Attachment,
@@ -28,6 +30,8 @@ export type {
   PreparedOperation,
   ToolIsolation,
 } from '../engine/protocol/messages.js';
+export type { SandboxPolicy } from '../engine/protocol/sandbox.js';
+export type { PreparedSandbox } from './sandbox/prepare.js';
 
 /** Host services a tool may call (they run on the main thread, reached through comlink). */
 export interface HostServices {
@@ -110,6 +114,17 @@ export interface ToolContext {
   readonly artifacts: ArtifactReader;
   /** Registers a child process group the engine must kill if the call ends or its worker dies. */
   trackProcessGroup(pid: number): void;
+  /** The sandbox policy the host set for this call's processes (docs/security.md); undefined: none. */
+  readonly sandbox: SandboxPolicy | undefined;
+  /**
+   * The command that starts `file args` in `cwd` under this call's sandbox:
+   * spawn its `file` and `args` instead (same cwd), then pass the exit to
+   * `verdict` (the limit that ended it, for ELIMIT) and call `release` once
+   * it has exited. Without a sandbox it is `file args` unchanged. Throws
+   * EUNSUPPORTED, saying what is missing, where the sandbox cannot be had:
+   * never run the process unconfined then.
+   */
+  sandboxed(file: string, args: readonly string[], cwd?: string): PreparedSandbox;
 }
 
 /** Completion of a tool that streamed its output (or produced none). */

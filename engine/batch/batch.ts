@@ -11,6 +11,7 @@
 import type { Store } from '../../store/store.js';
 import type { CallHandle } from '../engine.js';
 import { BadArgumentsError, type ErrorCode, type SluiceError, toSluiceError } from '../protocol/errors.js';
+import type { SandboxSpec } from '../protocol/sandbox.js';
 import type { TerminalResult } from '../result.js';
 import { type CompletedIndex, openCompletedIndex } from '../sessions/completed-index.js';
 import { parseItem } from './items.js';
@@ -49,7 +50,7 @@ export interface BatchResult {
 export interface BatchEngine {
   readonly store: Store;
   readonly options: { readonly concurrency: number };
-  call(tool: string, args: unknown, options: { session?: string; callId?: string }): CallHandle;
+  call(tool: string, args: unknown, options: { session?: string; callId?: string; sandbox?: SandboxSpec }): CallHandle;
 }
 
 /** Session logs a batch keeps open for resume at once (items naming many sessions reopen the oldest). */
@@ -252,6 +253,7 @@ class BatchRun {
       const handle = this.engine.call(call.tool, call.args, {
         callId: found.callId,
         ...(session !== undefined ? { session } : {}),
+        ...(call.sandbox !== undefined ? { sandbox: call.sandbox as SandboxSpec } : {}),
       });
       this.running.add(handle);
       try {

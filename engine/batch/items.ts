@@ -11,13 +11,15 @@ export interface BatchCall {
   args?: unknown;
   /** The session this call is recorded in. @default the batch's `session` option */
   session?: string;
+  /** Narrows the engine's sandbox for this call (CallOptions.sandbox); checked when the call starts. */
+  sandbox?: unknown;
 }
 
 /** A batch id: a letter or digit, then up to 127 of `[A-Za-z0-9._:-]`; a safe integer stands for its decimal form. */
 export const BATCH_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 /** The keys an item may have. */
-const KEYS = new Set(['id', 'tool', 'args', 'session']);
+const KEYS = new Set(['id', 'tool', 'args', 'session', 'sandbox']);
 
 /** A line longer than the reader's bound, reported without ever being held whole. */
 export class OversizeLine {
@@ -79,7 +81,7 @@ export function parseItem(value: unknown): ParsedItem {
   const unknown = Object.keys(o).filter((k) => !KEYS.has(k));
   if (unknown.length > 0) {
     return bad(
-      `unknown field ${unknown.map((k) => JSON.stringify(k.slice(0, 40))).join(', ')} (a line has id, tool, args, session)`,
+      `unknown field ${unknown.map((k) => JSON.stringify(k.slice(0, 40))).join(', ')} (a line has id, tool, args, session, sandbox)`,
     );
   }
   if (typeof o.tool !== 'string' || o.tool === '') return bad(`tool must be a tool name, got ${quote(o.tool)}`);
@@ -88,6 +90,7 @@ export function parseItem(value: unknown): ParsedItem {
   }
   const call: BatchCall = { id, tool: o.tool, args: o.args ?? {} };
   if (o.session !== undefined) call.session = o.session as string;
+  if (o.sandbox !== undefined) call.sandbox = o.sandbox;
   return { kind: 'call', call };
 }
 

@@ -72,13 +72,13 @@ export function assertSandboxOption(input: unknown): void {
   if (input !== undefined) isOff(parseSpec(input, optionError), optionError);
 }
 
-/** A spec that asks for anything is a sandbox: only `filesystem: 'off'` alone (or nothing) runs unconfined. */
+/** Any spec is a sandbox (`{}` one with every default); only `filesystem: 'off'`, alone, runs unconfined. */
 function isOff(spec: SandboxSpec, fail: Fail): boolean {
   const asked = Object.keys(spec).filter((k) => k !== 'filesystem' && spec[k as keyof SandboxSpec] !== undefined);
   if (spec.filesystem === 'off' && asked.length > 0) {
     throw fail(`filesystem "off" runs unconfined, so ${asked.join(', ')} cannot apply`, asked[0] as string);
   }
-  return spec.filesystem === 'off' || (spec.filesystem === undefined && asked.length === 0);
+  return spec.filesystem === 'off';
 }
 
 function absolute(path: string, cwd: string): string {

@@ -2,7 +2,6 @@
 import type { Store } from '../../store/store.js';
 import type { CallRecorder, CallStartInfo } from '../call/call-types.js';
 import { ClosedError } from '../protocol/errors.js';
-import type { ToolInfo } from '../registry.js';
 import type { TerminalResult } from '../result.js';
 import type { SessionRecorder } from './recorder.js';
 

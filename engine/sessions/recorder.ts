@@ -3,7 +3,6 @@ import { crashPoint } from '../../store/crash-point.js';
 import type { Store } from '../../store/store.js';
 import type { CallRecorder, CallStartInfo } from '../call/call-types.js';
 import { ClosedError } from '../protocol/errors.js';
-import type { ToolInfo } from '../registry.js';
 import type { TerminalResult } from '../result.js';
 import { frameLineBytes, loadHasher } from './frame.js';
 import { EventLogWriter, type LogWriterStats, type SessionLogWriter } from './log-writer.js';

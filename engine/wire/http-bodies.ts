@@ -1,5 +1,6 @@
 /** The bodies of the HTTP API (docs/http.md) as zod schemas, part of the wire contract. */
 
+import { sandboxSpecSchema } from '../protocol/sandbox.js';
 import { z } from '../protocol/zod.js';
 import {
   callStatusSchema,
@@ -27,6 +28,7 @@ export const callRequestSchema = z.strictObject({
   session: z.string().min(1).optional(),
   timeoutMs: z.number().int().positive().optional(),
   preview: previewModeSchema.optional(),
+  sandbox: sandboxSpecSchema.optional(),
 });
 
 /** `POST /v1/calls` response (202). */

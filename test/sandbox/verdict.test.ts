@@ -26,8 +26,12 @@ describe('a limit verdict', () => {
     expect(limitVerdict(limits, exit(137), undefined)).toBeUndefined();
   });
 
-  it('gives none to a clean exit, whatever the counters say', () => {
-    expect(limitVerdict({ processes: 8 }, exit(0), { limit: 'processes', value: 8 })).toBeUndefined();
+  it('takes a moved cgroup counter as the verdict even after a clean exit', () => {
+    expect(limitVerdict({ processes: 8 }, exit(0), { limit: 'processes', value: 8 })).toEqual({
+      limit: 'processes',
+      value: 8,
+    });
+    expect(limitVerdict({ fileSizeBytes: 8 }, exit(0), undefined)).toBeUndefined();
   });
 
   it('becomes ELIMIT with { limit, value } and the limit in words', () => {

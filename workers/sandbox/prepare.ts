@@ -58,3 +58,14 @@ export function prepareSandboxed(
     release: () => group?.close() ?? Promise.resolve(),
   };
 }
+
+/** `file args` as they are, for a call without a sandbox: the same shape, with no verdict and nothing to release. */
+export function unconfined(file: string, args: readonly string[]): PreparedSandbox {
+  return {
+    file,
+    args: [...args],
+    cgroups: [],
+    verdict: () => undefined,
+    release: () => Promise.resolve(),
+  };
+}

@@ -30,18 +30,21 @@ const EXIT_SIGXCPU = 128 + 24;
 const EXIT_SIGXFSZ = 128 + 25;
 
 /**
- * The limit that ended a process which exited as `exit`, or undefined. A
- * clean exit (0) has none whatever the counters say: the program met a limit
- * and got over it. The cgroup's counters come first: its OOM kill is SIGKILL,
- * which a CPU limit's hard stop also is.
+ * The limit that ended a process which exited as `exit`, or undefined. The
+ * cgroup's counters come first and hold whatever the exit: an OOM kill or a
+ * refused fork inside is a limit hit even where the shell went on and exited
+ * 0. A signal from an RLIMIT (SIGXCPU, SIGXFSZ) is seen only when it ended
+ * the sandboxed command itself (docs/security.md, "Limits").
  */
 export function limitVerdict(
   limits: SandboxLimits | undefined,
   exit: SandboxExit,
   group: GroupVerdict | undefined,
 ): LimitVerdict | undefined {
-  if (!limits || (exit.code === 0 && exit.signal === null)) return undefined;
+  if (!limits) return undefined;
+  // A cgroup counter moved: some process in the sandbox hit the limit, even where the shell went on.
   if (group) return group;
+  if (exit.code === 0 && exit.signal === null) return undefined;
   if (limits.cpuSeconds !== undefined && (exit.code === EXIT_SIGXCPU || exit.signal === 'SIGXCPU')) {
     return { limit: 'cpu', value: limits.cpuSeconds };
   }
