@@ -65,7 +65,7 @@ function lstatOrUndefined(store: Store, path: string): Promise<{ ino: number } |
  * while the next read is already in flight. Two fixed buffers, whatever the
  * size. Returns the number of bytes read. The chunk is only valid during the call.
  */
-export async function readSequentially(
+async function readSequentially(
   fh: Pick<BlobHandle, 'read'>,
   onChunk: (chunk: Buffer) => void | Promise<void>,
   chunkSize = HASH_CHUNK,

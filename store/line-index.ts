@@ -32,7 +32,7 @@ export const INDEX_HEADER_BYTES = 32;
 /** Bytes of one entry. */
 export const INDEX_ENTRY_BYTES = 16;
 /** The magic at the start of an index file. */
-export const INDEX_MAGIC = 'SLXIDX01';
+const INDEX_MAGIC = 'SLXIDX01';
 
 import { type NewlineFinder, newlineFinder } from './newline-simd.js';
 

@@ -48,7 +48,7 @@ const S3_SCHEME = /^s3:/i;
 const BAD_PREFIX_CHARS = /[\u0000-\u001f\u007f\\?#]/;
 
 /** True when `value` names an S3 location (it may still be malformed: {@link parseStoreLocation} says). */
-export function isS3Url(value: string): boolean {
+function isS3Url(value: string): boolean {
   return S3_SCHEME.test(value);
 }
 
@@ -67,7 +67,7 @@ function malformed(value: string, why: string): BadOptionError {
  * dropped; empty, `.` and `..` segments are refused (S3 would store them
  * literally, and two spellings of one prefix would be two stores).
  */
-export function parseS3Url(value: string): { bucket: string; prefix: string; url: string } {
+function parseS3Url(value: string): { bucket: string; prefix: string; url: string } {
   if (!value.startsWith('s3://')) throw malformed(value, 'it must start with s3:// in lowercase');
   const rest = value.slice('s3://'.length);
   const slash = rest.indexOf('/');

@@ -245,7 +245,7 @@ function section(id: number, content: number[]): number[] {
 }
 
 /** The module's bytes. */
-export function newlineModuleBytes(): Uint8Array {
+function newlineModuleBytes(): Uint8Array {
   const code = body();
   const locals = [2, 3, I32, 2, V128]; // two groups: three i32, two v128
   const fn = [...locals, ...code];

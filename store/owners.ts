@@ -26,7 +26,7 @@ import { readFileSync } from 'node:fs';
 /** Clock ticks per second of /proc times (USER_HZ, 100 on every mainstream Linux). */
 const CLOCK_TICKS = 100;
 /** Boot time in /proc/stat has one-second resolution; start times closer than this to the file's mtime are not judged. */
-export const START_SLACK_MS = 2000;
+const START_SLACK_MS = 2000;
 
 const OWNED = /^([1-9][0-9]{0,9})-[0-9a-zA-Z]+\.[a-z]+$/;
 

@@ -36,12 +36,12 @@ const RECORD_MAGIC = 0x52504c53; // "SLPR" little-endian
 /** Bytes of a record header. */
 export const RECORD_HEADER_BYTES = 56;
 /** Bytes of a pack index entry. */
-export const PACK_INDEX_ENTRY_BYTES = 48;
+const PACK_INDEX_ENTRY_BYTES = 48;
 
 /** Record types. */
 export const RECORD_BLOB = 1;
 /** The owner appends nothing after a seal: a collection may repack the pack while its owner lives. */
-export const RECORD_SEAL = 2;
+const RECORD_SEAL = 2;
 
 /** One blob record of a pack: where its content lies. */
 export interface PackEntry {

@@ -26,7 +26,7 @@ import { encodeIndexEntry, encodeRecordHeader, PACK_INDEX_MAGIC, PACK_MAGIC, typ
 import { packIndexPath } from './pack-index.js';
 
 /** A pack is sealed and a new one begun once it holds this many bytes. */
-export const PACK_ROTATE_BYTES = 64 * 1024 * 1024;
+const PACK_ROTATE_BYTES = 64 * 1024 * 1024;
 /**
  * The index is written once this many committed entries wait for it, and
  * when the pack is retired: it is a cache (a reader scans the pack past

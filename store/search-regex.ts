@@ -49,7 +49,7 @@ export interface LinePattern {
 }
 
 /** Programs larger than this (RE2 instructions) are refused: each byte could cost that many steps. */
-export const MAX_PROGRAM_SIZE = 20_000;
+const MAX_PROGRAM_SIZE = 20_000;
 
 /** Bytes of lines tested as one block (a block ends at the first newline after this many). */
 const BLOCK_BYTES = 16 * 1024;

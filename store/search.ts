@@ -44,7 +44,7 @@ const LF = 0x0a;
  * another: at the benchmark's rates ~9 GiB of a literal search, and more
  * than 1 GiB for all but the slowest expressions.
  */
-export const DEFAULT_SEARCH_BUDGET_MS = 10_000;
+const DEFAULT_SEARCH_BUDGET_MS = 10_000;
 
 function searchBudgetMs(): number {
   const v = Number(process.env.SLUICE_SEARCH_BUDGET_MS);

@@ -40,7 +40,7 @@ export interface LockState {
 }
 
 /** Key of the GC lock under `base` (`<prefix>/` or ''). */
-export function gcLockKey(base: string): string {
+function gcLockKey(base: string): string {
   return `${base}gc/lock`;
 }
 

@@ -33,7 +33,7 @@ import { writeNonce } from './expiry.js';
 import type { S3Objects } from './objects.js';
 
 /** How long a lease protects its digests after its last write: two minutes. */
-export const DEFAULT_LEASE_TTL_MS = 120_000;
+const DEFAULT_LEASE_TTL_MS = 120_000;
 
 /** The first line of a live lease. */
 export const LEASE_MAGIC = 'sluice-lease 1';
@@ -49,7 +49,7 @@ export interface LeaseTiming {
 }
 
 /** The error of a pin whose lease was reclaimed while this store stalled. */
-export function leaseLostError(key: string): DiskError {
+function leaseLostError(key: string): DiskError {
   return new DiskError(
     `the S3 lease ${key} expired and was reclaimed: what it pinned may have been collected, so it is not referenced`,
     { s3: 'LeaseLost', key },

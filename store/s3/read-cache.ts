@@ -34,7 +34,7 @@ import { ownedName } from '../owners.js';
 import type { ObjectHead } from './objects.js';
 
 /** Default bound of the cache: 1 GiB. */
-export const DEFAULT_S3_CACHE_BYTES = 1024 * 1024 * 1024;
+const DEFAULT_S3_CACHE_BYTES = 1024 * 1024 * 1024;
 
 /**
  * The cache bound: `option`, else `$SLUICE_S3_CACHE_BYTES`, else

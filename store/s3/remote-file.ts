@@ -21,9 +21,9 @@ import type { ObjectHead, S3Objects } from './objects.js';
 import type { CacheTee } from './read-cache.js';
 
 /** Smallest GET of a read that does not continue the previous one. */
-export const RANDOM_BLOCK = 256 * 1024;
+const RANDOM_BLOCK = 256 * 1024;
 /** GET size of reads that continue the previous one (sequential scans). */
-export const SEQUENTIAL_BLOCK = 4 * 1024 * 1024;
+const SEQUENTIAL_BLOCK = 4 * 1024 * 1024;
 
 /** A device number no local filesystem reports, so remote identities never equal a local file's. */
 const REMOTE_DEV = 0x5333n;
