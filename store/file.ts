@@ -1,11 +1,8 @@
 /**
- * An open store file as a plain descriptor driven through Node's callback fs
- * API. It offers the part of `fs/promises` FileHandle the store uses, with the
- * same result shapes, because the main thread is the store's bottleneck and a
- * FileHandle operation costs it about three times the callback one (promise
- * request objects, handle bookkeeping and a close that goes through both):
- * measured 135 vs 47 µs of main-thread time per open+write+close
- * (docs/benchmarks.md, "Per-call overhead"). Every method still runs on libuv's thread pool.
+ * An open store file as a plain descriptor on Node's callback fs API, with
+ * the part of FileHandle the store uses: the main thread is the store's
+ * bottleneck, and a FileHandle costs it about three times as much
+ * (docs/benchmarks.md, "Per-call overhead").
  */
 import {
   type BigIntStats,
@@ -23,12 +20,9 @@ import {
 } from 'node:fs';
 
 /**
- * Flags for reading a file the store wrote itself (a blob, a tombstone, an
- * index): never through a symbolic link (a link planted in the store must not
- * make it read, hash and report on a file elsewhere), and never waiting on a
- * FIFO or a device (an open of a FIFO with no writer would hold one of
- * libuv's four threads forever). O_NONBLOCK changes nothing for a regular
- * file; whoever opens with these flags checks with fstat that it got one.
+ * Never through a symbolic link (a planted link must not make the store hash
+ * a file elsewhere), never waiting on a FIFO (which would hold one of libuv's
+ * threads forever); callers check with fstat that they got a regular file.
  */
 export const READ_STORE_FILE = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
 

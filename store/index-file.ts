@@ -1,9 +1,8 @@
 /**
- * Using and rebuilding the cached line-index file beside a large blob (format
- * in line-index.ts). The index is derived data, so nothing here trusts it:
- * headers are checked against the verified blob, entries against their
- * neighbours and against the blob itself, and any failure to build or place
- * one is swallowed, because a read can always fall back to scanning.
+ * Using and rebuilding the cached line-index file (format in line-index.ts).
+ * Nothing here trusts it: headers and entries are checked against the
+ * verified blob, and failing to build or place one is swallowed, since a
+ * read can always scan.
  */
 import { createHash, type Hash } from 'node:crypto';
 import type { BlobHandle } from './blob-handle.js';
@@ -40,11 +39,7 @@ export interface IndexHeaderInfo {
   fileSize: number;
 }
 
-/**
- * What an index says about a line: the last known line start at or before
- * it and, when there is one, the first entry after it. `indexed` is false
- * when no index was used (the blob start is all that is known).
- */
+/** The last known line start at or before a line and the first entry after it; `indexed` false without an index. */
 export interface IndexedAnchor {
   anchor: LineAnchor;
   /** The first entry after `anchor`'s line; absent when none follows (or no index was used). */
@@ -52,11 +47,7 @@ export interface IndexedAnchor {
   indexed: boolean;
 }
 
-/**
- * A line at least this long is always followed by an index entry (entries
- * fall at the first line start {@link INDEX_EVERY_BYTES} after the previous
- * one), so an index knows where such a line ends without a scan.
- */
+// Entries fall at the first line start INDEX_EVERY_BYTES after the previous one, so an index knows where such a line ends.
 export const INDEX_SCAN_BOUND = INDEX_EVERY_BYTES;
 
 /** The start of the blob: line 0 begins at byte 0 and is never stored in an index. */
@@ -83,11 +74,7 @@ async function readExactly(fh: Pick<BlobHandle, 'read'>, buf: Buffer, position: 
   return true;
 }
 
-/**
- * Reads and checks the header of an open index file against a blob of `blobBytes`
- * bytes: magic, recorded size, and a file size that holds exactly the recorded
- * number of entries. Returns undefined when any of that is off.
- */
+// Undefined when magic, recorded size or entry count does not fit.
 async function readHeader(fh: StoreFile, blobBytes: number): Promise<IndexHeaderInfo | undefined> {
   const st = await fh.stat();
   // A FIFO or device planted at the index's path is no index (opened without blocking, never read).
@@ -125,16 +112,10 @@ function entryAt(buf: Buffer, at: number): LineAnchor {
 }
 
 /**
- * Finds the last indexed line start at or before `line` in a verified blob of
- * `blobBytes` bytes and `blobLines` lines, and the entry after it, with
- * positioned reads and a binary search (O(log entries) small reads; the index
- * is never loaded whole).
- *
- * Returns undefined when the index is missing or fails a check, so the caller
- * can rebuild it or scan instead. The checks: header matches the blob; every
- * entry read lies strictly between the entries bracketing it (entries are
- * strictly increasing in both line and byte); each entry is plausible (line
- * <= byte, within the blob); and the byte before the chosen entry is `\n`.
+ * The last indexed line start at or before `line` and the entry after it, by
+ * a binary search of positioned reads. Undefined when the index is missing
+ * or any read entry fails a check (strictly between its neighbours, line <=
+ * byte, within the blob, `\n` before the chosen one): rebuild or scan instead.
  */
 export async function findAnchor(
   store: Store,
@@ -197,11 +178,7 @@ export async function findAnchor(
   }
 }
 
-/**
- * Writes a new index file in the store's tmp/ while the blob is scanned, then
- * renames it beside the blob. Never throws: the first failure makes it stop,
- * remove its temporary file and leave the blob without an index.
- */
+/** Never throws: the first failure removes its temporary file and leaves the blob without an index. */
 export class IndexBuilder {
   private readonly store: Store;
   /** The store's writing side (store/placement.ts). */
@@ -267,10 +244,7 @@ export class IndexBuilder {
   }
 }
 
-/**
- * Hashes freshly computed entries so they can be compared with an existing
- * index file without holding either in memory.
- */
+/** Compares fresh entries with an index file by hash, holding neither in memory. */
 export class IndexComparer {
   private readonly hash: Hash = createHash('sha256');
   private entries = 0;
@@ -281,10 +255,6 @@ export class IndexComparer {
     this.entries += entries.length / INDEX_ENTRY_BYTES;
   }
 
-  /**
-   * True when the index file of `digest` holds exactly the entries fed here
-   * and a header for `bytes` and `lines`.
-   */
   async matches(store: Store, digest: string, bytes: number, lines: number): Promise<boolean> {
     const fh = await store.backend.openIndex(digest);
     if (!fh) return false;

@@ -1,14 +1,9 @@
 /**
- * Integrity of stored blobs: a blob is trusted only after its whole content
- * has been hashed (streaming, bounded memory) and found equal to its name.
- *
- * Each {@link Store} instance remembers which blobs it verified
- * (store/verified.ts), keyed by the digest and the identity of the file it
- * hashed (device, inode, size, mtime, ctime from fstat of the open
- * descriptor): a blob modified or replaced later no longer matches the key
- * and is hashed again. The same pass counts lines
- * and, for a large blob, checks or rebuilds its cached line index, so a first
- * read costs one sequential read of the blob.
+ * A blob is trusted only once its whole content has hashed to its name. A
+ * store remembers what it verified keyed by digest and the identity of the
+ * hashed file (store/verified.ts), so a blob modified or replaced later is
+ * hashed again. The same pass counts lines and checks or rebuilds a large
+ * blob's line index, so a first read costs one sequential read.
  */
 import { createHash } from 'node:crypto';
 import { BadUriError, IntegrityError, NotFoundError, toSluiceError } from '../engine/protocol/errors.js';
@@ -60,12 +55,8 @@ function lstatOrUndefined(store: Store, path: string): Promise<{ ino: number } |
   );
 }
 
-/**
- * Reads `fh` from the start to end of file, handing each chunk to `onChunk`
- * while the next read is already in flight. Two fixed buffers, whatever the
- * size. Returns the number of bytes read. The chunk is only valid during the call.
- */
-export async function readSequentially(
+// The next read is in flight while `onChunk` runs; a chunk is valid only during the call.
+async function readSequentially(
   fh: Pick<BlobHandle, 'read'>,
   onChunk: (chunk: Buffer) => void | Promise<void>,
   chunkSize = HASH_CHUNK,
@@ -98,12 +89,7 @@ function corrupt(digest: string, actual: string, bytes: number): IntegrityError 
   );
 }
 
-/**
- * Hashes the whole blob behind `fh` and counts its lines. For a large blob the
- * same pass checks the cached index (when its header looks right) or writes a
- * new one (when it does not); an index that fails the check is rebuilt with a
- * second, hash-free pass. Throws {@link IntegrityError} on a digest mismatch.
- */
+// An index that fails the check is rebuilt with a second, hash-free pass.
 async function verifyPass(store: Store, digest: string, fh: BlobHandle, size: number): Promise<number> {
   const hash = createHash('sha256');
   const scanner = new LineScanner();
@@ -136,11 +122,7 @@ async function verifyPass(store: Store, digest: string, fh: BlobHandle, size: nu
   }
 }
 
-/**
- * Rewrites the index of an already verified blob from its content (no
- * hashing). Returns true when a new index was placed; failures leave no
- * temporary file and are otherwise ignored, as the index is only a cache.
- */
+/** True when a new index was placed; failures are ignored, the index being a cache. */
 export async function rebuildIndex(store: Store, digest: string, fh: BlobHandle, size: number): Promise<boolean> {
   if (!wantsIndex(size)) return false;
   const scanner = new LineScanner();
@@ -162,13 +144,9 @@ export async function rebuildIndex(store: Store, digest: string, fh: BlobHandle,
 }
 
 /**
- * Opens the blob `digest` and makes sure its content matches its name, hashing
- * it unless this store already verified the very same file. Concurrent first
- * reads of one blob share a single pass.
- *
- * Throws {@link NotFoundError} (ENOTFOUND) when absent and {@link IntegrityError}
- * (EINTEGRITY) when the content differs from its name (truncated, extended,
- * altered) or the path is not a regular file.
+ * Opens blob `digest` once its content matches its name, hashed unless this
+ * store verified that very file; concurrent first reads share one pass.
+ * @throws ENOTFOUND; EINTEGRITY for other content or not a regular file.
  */
 export async function openVerifiedBlob(store: Store, digest: string): Promise<VerifiedBlob> {
   const h = await openBlob(store, digest);
@@ -198,11 +176,7 @@ export async function openVerifiedBlob(store: Store, digest: string): Promise<Ve
   }
 }
 
-/**
- * Like {@link openVerifiedBlob}, for the copy of blob `digest` at `path` (a
- * collection's tombstone): no other place is looked at, so a missing file is
- * ENOTFOUND. Not part of the public store API.
- */
+/** {@link openVerifiedBlob} of the copy at `path` (a collection's tombstone) and nowhere else. */
 export async function openVerifiedAt(store: Store, digest: string, path: string): Promise<VerifiedBlob> {
   if (!isDigest(digest)) throw new BadUriError(`${JSON.stringify(digest)} is not a 64-character lowercase hex digest`);
   let handle: StoreFile;
@@ -251,11 +225,7 @@ export async function verifyOpened(store: Store, digest: string, handle: BlobHan
   }
 }
 
-/**
- * Hashes the blob file of `digest` unconditionally (an audit, not a read):
- * reports it missing, corrupt or ok, and remembers an ok blob as verified.
- * Other filesystem failures are thrown as {@link DiskError}s.
- */
+/** An audit: hashes unconditionally, remembers an ok blob as verified; other failures throw EDISK. */
 export async function checkBlob(
   store: Store,
   digest: string,
@@ -294,11 +264,7 @@ export async function checkBlob(
   }
 }
 
-/**
- * Records that the index of the verified blob `digest` could not be rebuilt,
- * so later reads scan instead of paying for another full rebuild attempt each
- * time. Cleared when the blob is verified again (which retries the index).
- */
+/** Later reads scan instead of retrying the rebuild; cleared when the blob is verified again. */
 export function markIndexUnavailable(store: Store, digest: string): void {
   const v = store.verified.get(digest);
   if (v) v.indexUnavailable = true;
@@ -310,15 +276,10 @@ export function isIndexUnavailable(store: Store, digest: string): boolean {
 }
 
 /**
- * For a publish that would deduplicate against blob `digest`: when the
- * stored blob is a regular file of `bytes` bytes whose content matches its
- * name (hashed, unless this store already verified this very file), runs
- * `refresh` (the publisher's mtime refresh) and returns true, remembering
- * the refreshed file as verified, so neither the next dedup nor the next
- * read hashes it again. A blob that is missing, of another size, not a
- * regular file or corrupt is false: the publisher then places its own copy
- * over it, which is how a corrupt blob heals. Other filesystem errors are
- * thrown as DiskErrors.
+ * For a publisher's dedup: true (after `refresh`) when the stored blob is a
+ * regular file of `bytes` bytes that matches its name, remembered as
+ * verified. Anything else is false, and the publisher's copy over it heals
+ * a corrupt blob. @throws EDISK for other filesystem errors.
  */
 export async function refreshIntact(
   store: Store,
@@ -350,12 +311,7 @@ export async function refreshIntact(
   }
 }
 
-/**
- * Remembers the blob a publisher just placed as verified: its content was
- * hashed while it was written. `fh` is the publisher's descriptor of the
- * placed file, so the identity is that of the file written, wherever its
- * name points now.
- */
+/** Hashed while written; `fh` is the publisher's descriptor, so the identity is the file written. */
 export async function rememberWritten(store: Store, digest: string, fh: StoreFile, lines: number): Promise<void> {
   try {
     store.verified.remember(digest, { key: (await fileKey(fileHandle(fh))).key, lines });

@@ -1,8 +1,4 @@
-/**
- * The store's filesystem calls, in one replaceable object. Production uses
- * {@link realIO}; tests wrap it to inject ENOSPC, EIO, EACCES, short writes and
- * fsync failures, and to record the order of durable operations.
- */
+/** The store's filesystem calls in one replaceable object, so tests can inject faults and record durable order. */
 import {
   constants,
   promises as fsp,
@@ -25,11 +21,7 @@ export { StoreFile } from './file.js';
 export interface StoreIO {
   /** Opens `path` with `flags` and `mode`. */
   open(path: string, flags: number, mode?: number): Promise<StoreFile>;
-  /**
-   * Writes `buf[off, off+len)` at `position`, or at the file's current offset
-   * when `position` is null (the end, for a file opened with O_APPEND);
-   * resolves to bytes written (may be short).
-   */
+  /** At `position`, or (null) the current offset; may be short. */
   write(fh: StoreFile, buf: Uint8Array, off: number, len: number, position: number | null): Promise<number>;
   /** Writes `bufs` in order starting at `position`; resolves to bytes written (may be short). */
   writev(fh: StoreFile, bufs: Uint8Array[], position: number): Promise<number>;
@@ -74,12 +66,8 @@ function settleWith<T>(
   return (err, value) => (err ? reject(err) : resolve(value));
 }
 
-/**
- * Creates `path` and its parents, mode 0700, reporting the real error: Node's
- * recursive mkdir reports ENOENT when the last directory cannot be created
- * (on a read-only filesystem: EROFS; without permission: EACCES), so the
- * last step is tried again alone to learn why.
- */
+// Node's recursive mkdir says ENOENT when the last directory cannot be made (EROFS, EACCES), so the
+// last step is tried alone to learn why.
 export async function makeDirs(path: string): Promise<void> {
   try {
     await fsp.mkdir(path, { recursive: true, mode: 0o700 });
@@ -124,11 +112,7 @@ export const realIO: StoreIO = {
   link: (existing, newPath) => new Promise((resolve, reject) => link(existing, newPath, settle(resolve, reject))),
 };
 
-/**
- * Writes all of `buf` through `io`, retrying short writes: at `position`
- * onwards, or (null) at the file's current offset, the end under O_APPEND. A
- * write that makes no progress would loop forever, so it is the EIO it is.
- */
+/** Retries short writes; null `position` is the current offset. No progress is EIO, not a loop. */
 export async function writeAll(io: StoreIO, fh: StoreFile, buf: Uint8Array, position: number | null): Promise<void> {
   let off = 0;
   while (off < buf.length) {

@@ -1,14 +1,8 @@
 /**
- * The sparse line index: (line number, byte offset) pairs at line starts, so a
- * page deep in a large blob costs O(page), not O(offset).
- *
- * An entry is recorded at the start of a line when at least
- * {@link INDEX_EVERY_LINES} lines or {@link INDEX_EVERY_BYTES} bytes have passed
- * since the previous entry. Between two consecutive entries every line start
- * lies less than that far from the first, so a read scans less than 64 KiB or
- * 1024 lines before its page begins.
- *
- * File format (little-endian), written beside the blob as a cache:
+ * The sparse line index: (line, byte offset) pairs at line starts, an entry
+ * once {@link INDEX_EVERY_LINES} lines or {@link INDEX_EVERY_BYTES} bytes
+ * have passed, so a read scans less than that before its page. Written
+ * beside the blob as a cache (little-endian):
  *
  *     0   8  magic "SLXIDX01"
  *     8   8  blob bytes (u64)
@@ -16,9 +10,8 @@
  *     24  8  entry count (u64)
  *     32  16*n entries: line (u64), byte offset (u64)
  *
- * Line 0 at offset 0 is implicit and never stored. The index is derived data:
- * a missing or malformed one is rebuilt, and every entry is checked against the
- * blob (the byte before it must be `\n`) before it is trusted.
+ * Line 0 at offset 0 is implicit. A missing or malformed index is rebuilt,
+ * and an entry is trusted only when the byte before it is `\n`.
  */
 
 /** Lines between index entries. */
@@ -32,21 +25,17 @@ export const INDEX_HEADER_BYTES = 32;
 /** Bytes of one entry. */
 export const INDEX_ENTRY_BYTES = 16;
 /** The magic at the start of an index file. */
-export const INDEX_MAGIC = 'SLXIDX01';
+const INDEX_MAGIC = 'SLXIDX01';
 
 import { type NewlineFinder, newlineFinder } from './newline-simd.js';
 
 const LF = 0x0a;
 /** Chunks shorter than this are scanned in JavaScript: copying them into the SIMD module's memory would cost more than it saves. */
 const SIMD_MIN_BYTES = 256;
-/** Below this many bytes per line on average, counting words beats one indexOf per newline (scratch measurements: indexOf 1.7 GB/s at 37-byte lines, 0.1 GB/s at 2-byte lines; the word loop ~1.1–1.7 GB/s throughout). */
+/** Below this many bytes per line, counting words beats one indexOf per newline (docs/benchmarks.md, "Line counting"). */
 const DENSE_GAP = 24;
 
-/**
- * Scans bytes in order, counting lines and collecting index entries. Entries
- * are handed out in batches ({@link takeEntries}) so a caller can spill them to
- * disk; nothing here grows with the blob.
- */
+/** Counts lines and collects entries, handed out in batches to spill: nothing here grows with the blob. */
 export class LineScanner {
   /** Bytes seen. */
   bytes = 0;
@@ -65,12 +54,10 @@ export class LineScanner {
   }
 
   /**
-   * Feeds the next chunk. Hot on the capture path (it runs on the main thread
-   * for every byte of output): with WebAssembly SIMD the chunk is copied into
-   * the finder's memory and counted there, 16 bytes per comparison, asking
-   * only for the newline where the next index entry falls
-   * (store/newline-simd.ts; ~0.17 s per GiB where the JavaScript scan took
-   * 0.5-1 s). Without it, or for a short chunk, the JavaScript scan below.
+   * Hot on the capture path (the main thread, every byte of output): with
+   * WebAssembly SIMD (store/newline-simd.ts) the chunk is counted in the
+   * finder's memory, asking only for the newline where the next entry falls
+   * (docs/benchmarks.md, "Line counting"); else the JavaScript scan.
    */
   push(chunk: Uint8Array): void {
     const len = chunk.length;
@@ -89,11 +76,7 @@ export class LineScanner {
     this.bytes = base + len;
   }
 
-  /**
-   * Counts the newlines of the finder's memory `[0, n)`, which holds the
-   * blob's bytes from `base`: up to where the next entry is due (by lines or
-   * by bytes) in one call, then that entry's newline, and again.
-   */
+  // Counts up to where the next entry is due in one call, then finds that entry's newline, and again.
   private scanFinder(f: NewlineFinder, n: number, base: number): void {
     let p = 0;
     while (p < n) {
@@ -122,13 +105,8 @@ export class LineScanner {
     }
   }
 
-  /**
-   * The JavaScript scan. It picks its method by density: `indexOf` (native,
-   * memchr-fast) while lines are long, and a word-at-a-time count once they
-   * are short, where one native call per newline would cost more than
-   * looking at every word. Exact positions are only computed where an index
-   * entry may fall.
-   */
+  // `indexOf` while lines are long, a word-at-a-time count once they are short (one native call per
+  // newline would cost more); exact positions only where an entry may fall.
   private pushScalar(chunk: Uint8Array): void {
     const base = this.bytes;
     const len = chunk.length;
@@ -203,11 +181,7 @@ export class LineScanner {
     return this.pending.length / 2;
   }
 
-  /**
-   * Removes and returns the collected entries, encoded as index-file entries.
-   * An entry at the very end of the blob (a start with no line after it) is
-   * harmless: reads treat it as the end.
-   */
+  /** Encoded as index-file entries; an entry at the very end of the blob is harmless (reads take it as the end). */
   takeEntries(): Buffer {
     const out = Buffer.allocUnsafe(this.pending.length * 8);
     for (let i = 0; i < this.pending.length; i++) out.writeBigUInt64LE(BigInt(this.pending[i] ?? 0), i * 8);

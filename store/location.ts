@@ -1,10 +1,8 @@
 /**
- * Where a store lives: a local directory, or an S3 bucket and key prefix
- * (`s3://bucket/prefix`) with a local directory beside it for what must stay
- * on this host (capture temporaries, copies of line indexes, the read
- * cache, mirrors of session records). One parser for `--store`, `$SLUICE_STORE` and the SDK's
- * `store` option, so a value meant as S3 is never taken for a path (which
- * would quietly create a directory `./s3:/b/p`).
+ * Where a store lives: a directory, or `s3://bucket/prefix` with a local
+ * directory for what stays on this host. One parser for `--store`,
+ * `$SLUICE_STORE` and the SDK, so a value meant as S3 is never taken for a
+ * path (which would quietly create `./s3:/b/p`).
  */
 import { createHash } from 'node:crypto';
 import { homedir, tmpdir, userInfo } from 'node:os';
@@ -48,7 +46,7 @@ const S3_SCHEME = /^s3:/i;
 const BAD_PREFIX_CHARS = /[\u0000-\u001f\u007f\\?#]/;
 
 /** True when `value` names an S3 location (it may still be malformed: {@link parseStoreLocation} says). */
-export function isS3Url(value: string): boolean {
+function isS3Url(value: string): boolean {
   return S3_SCHEME.test(value);
 }
 
@@ -61,13 +59,8 @@ function malformed(value: string, why: string): BadOptionError {
   );
 }
 
-/**
- * Parses `s3://bucket[/prefix]` into its bucket and prefix, or throws
- * {@link BadOptionError} (EBADOPTION) quoting the value. A trailing `/` is
- * dropped; empty, `.` and `..` segments are refused (S3 would store them
- * literally, and two spellings of one prefix would be two stores).
- */
-export function parseS3Url(value: string): { bucket: string; prefix: string; url: string } {
+// Empty, `.` and `..` segments are refused: S3 stores them literally, and two spellings would be two stores.
+function parseS3Url(value: string): { bucket: string; prefix: string; url: string } {
   if (!value.startsWith('s3://')) throw malformed(value, 'it must start with s3:// in lowercase');
   const rest = value.slice('s3://'.length);
   const slash = rest.indexOf('/');
@@ -86,18 +79,11 @@ export function parseS3Url(value: string): { bucket: string; prefix: string; url
 }
 
 /**
- * The local directory of an S3 store, unless `$SLUICE_STORE_LOCAL` names one:
- * `$XDG_CACHE_HOME/sluice/s3/<bucket>-<16 hex>` (else `~/.cache/...`, else
- * the system temporary directory under a per-user name), the hex a hash of
- * the endpoint, bucket and prefix.
- *
- * A cache directory because nothing in it is the only copy of anything
- * shared: temporaries live for one publish, indexes are copies of objects,
- * and pins protect this host's in-flight work only. Keyed by endpoint as
- * well as bucket and prefix, since the same names on two services are two
- * stores; hashed, since a prefix may be any length and hold any character.
- * Per user, never the working directory: a relative default would scatter
- * caches over every directory sluice is run in.
+ * `$XDG_CACHE_HOME/sluice/s3/<bucket>-<16 hex of endpoint, bucket, prefix>`
+ * (else `~/.cache`, else a per-user temporary directory): a cache, since
+ * nothing there is the only copy of anything shared; keyed by endpoint too,
+ * since the same names on two services are two stores; never relative, which
+ * would scatter caches over every directory sluice runs in.
  */
 function defaultLocalDir(bucket: string, prefix: string, env: NodeJS.ProcessEnv = process.env): string {
   const explicit = env.SLUICE_STORE_LOCAL;
@@ -128,11 +114,7 @@ function safeUid(): string {
   }
 }
 
-/**
- * The location `value` names: an S3 URL (validated; `localDir` overrides
- * the default local directory) or a directory path resolved against the
- * working directory. An empty value is the default `./.sluice`.
- */
+/** An S3 URL (validated; `localDir` overrides its local directory) or a path; empty is `./.sluice`. */
 export function parseStoreLocation(
   value: string,
   env: NodeJS.ProcessEnv = process.env,
@@ -151,11 +133,7 @@ export function parseStoreLocation(
   return { kind: 'directory', dir: resolve(value || DEFAULT_STORE_DIR) };
 }
 
-/**
- * The store the CLI and the SDK open: an explicit value, else
- * `$SLUICE_STORE`, else `./.sluice`. An empty value counts as unset (it would
- * otherwise resolve to the working directory itself).
- */
+/** An explicit value, else `$SLUICE_STORE`, else `./.sluice`; empty counts as unset. */
 export function resolveStoreLocation(explicit?: string, env: NodeJS.ProcessEnv = process.env): StoreLocation {
   return parseStoreLocation(explicit || env.SLUICE_STORE || DEFAULT_STORE_DIR, env);
 }

@@ -1,18 +1,10 @@
 /**
- * Finding newlines with WebAssembly SIMD, for the line scanner
- * (store/line-index.ts), which runs on the main thread for every byte a
- * call captures. In JavaScript it cost more than the SHA-256 of the same
- * bytes (one `indexOf` per line, ~18 ns each at 37-byte lines: ~0.5-1 s
- * per GiB by profile); here it compares 16 bytes per instruction and counts
- * 256 bytes per horizontal sum.
- *
- * The module is a few hundred bytes assembled below, so the build needs no
- * wasm toolchain. Its one function, `nth(from, to, k)`, looks at memory
- * `[from, to)` for the `k`-th newline (`k >= 1`): it returns its offset, or,
- * when there are fewer, `-1 - count` (the number it did find, encoded as a
- * negative number). The memory is the module's own: callers copy bytes in
- * (one `memcpy`, cheaper than the JavaScript scan it replaces), so nothing
- * outside the store can change bytes between the copy and the count.
+ * Finding newlines with WebAssembly SIMD for the line scanner, which runs on
+ * the main thread for every captured byte (docs/benchmarks.md, "Line
+ * counting"). The module is assembled below, so the build needs no wasm
+ * toolchain. `nth(from, to, k)` returns the offset of the `k`-th newline in
+ * `[from, to)`, or `-1 - count` when there are fewer. Callers copy bytes into
+ * the module's own memory, so nothing outside can change them mid-count.
  */
 
 /** The SIMD newline finder, or undefined where WebAssembly SIMD is not available. */
@@ -245,7 +237,7 @@ function section(id: number, content: number[]): number[] {
 }
 
 /** The module's bytes. */
-export function newlineModuleBytes(): Uint8Array {
+function newlineModuleBytes(): Uint8Array {
   const code = body();
   const locals = [2, 3, I32, 2, V128]; // two groups: three i32, two v128
   const fn = [...locals, ...code];
@@ -280,11 +272,7 @@ interface WasmGlobals {
 
 let finder: NewlineFinder | null | undefined;
 
-/**
- * The process's (thread's) finder, made on first use; undefined where
- * WebAssembly SIMD is not available (the JavaScript scan is used there).
- * `SLUICE_NEWLINE_SIMD=0` turns it off (to compare the two).
- */
+/** Undefined without WebAssembly SIMD, or with `SLUICE_NEWLINE_SIMD=0`. */
 export function newlineFinder(): NewlineFinder | undefined {
   if (finder !== undefined) return finder ?? undefined;
   finder = null;

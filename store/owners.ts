@@ -1,24 +1,12 @@
 /**
- * Who owns a file in tmp/ or pins/, and whether that owner still lives.
- *
- * Owned files are named `<pid>-<token>.<kind>` by the process that creates
- * them, the token from {@link ownedName}: `t<start>b<boot>r<random>`, the
- * creator's start in clock ticks since boot (/proc/self/stat) and the first
- * 8 hex digits of the boot's id. Where a name carries them and /proc can be
- * read, the owner is alive exactly when a process with that pid runs, is not
- * a zombie, and has that start in that boot: no wall clock is consulted, so
- * a clock stepped back (or forward) cannot make a live owner look dead.
- *
- * Names without the token (written by an older sluice, or where /proc
- * could not be read): the owner is alive when `process.kill(pid, 0)` finds the process
- * (EPERM counts as alive: it exists, under another user) and it is not a
- * zombie. Pid reuse: on Linux the start time of the process now holding the
- * pid is read from /proc/<pid>/stat (plus the boot time from /proc/stat);
- * when that process started more than {@link START_SLACK_MS} after the file
- * was last modified, it cannot be the file's owner (an owner exists before
- * it writes), so the owner is dead. Elsewhere, or when /proc cannot be read,
- * a running process with the pid counts as the owner (conservative: the file
- * is kept). The whole store must be used from one pid namespace.
+ * Who owns a file in tmp/ or pins/, and whether that owner lives. Names are
+ * `<pid>-t<start ticks>b<boot id>r<random>.<kind>`: the owner is alive
+ * exactly when that pid runs, not a zombie, with that start in that boot, so
+ * no wall clock is consulted and a stepped clock cannot make it look dead.
+ * A name without the token (where /proc could not be read) falls back to
+ * `kill(pid, 0)` (EPERM is alive) and, against pid reuse, a process started
+ * over {@link START_SLACK_MS} after the file's mtime is not its owner; where
+ * that cannot be read the file is kept. One pid namespace per store.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -26,7 +14,7 @@ import { readFileSync } from 'node:fs';
 /** Clock ticks per second of /proc times (USER_HZ, 100 on every mainstream Linux). */
 const CLOCK_TICKS = 100;
 /** Boot time in /proc/stat has one-second resolution; start times closer than this to the file's mtime are not judged. */
-export const START_SLACK_MS = 2000;
+const START_SLACK_MS = 2000;
 
 const OWNED = /^([1-9][0-9]{0,9})-[0-9a-zA-Z]+\.[a-z]+$/;
 
@@ -55,10 +43,7 @@ export function bootId(): string | null {
 
 let selfToken: string | undefined;
 
-/**
- * A fresh name stem for a file this process owns: `<pid>-<token>` (see the
- * module comment), with `randomHex` random hex digits; append the suffix.
- */
+/** `<pid>-<token>` with `randomHex` random digits; append the suffix. */
 export function ownedName(randomHex = 12): string {
   if (selfToken === undefined) {
     const ticks = startTicks(process.pid);
@@ -130,11 +115,7 @@ export function procInfo(
 export class OwnerCheck {
   private readonly procs = new Map<number, { exists: boolean; info: ReturnType<typeof procInfo> }>();
 
-  /**
-   * True when the owner of a file named for `pid`, last modified at
-   * `fileMtimeMs`, may still be alive. This process is always alive. With
-   * the file's `name`, a token in it decides without any timestamp.
-   */
+  /** This process is always alive; a token in `name` decides without any timestamp. */
   alive(pid: number, fileMtimeMs: number, name?: string): boolean {
     if (pid === process.pid) return true;
     let p = this.procs.get(pid);

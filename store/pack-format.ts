@@ -1,8 +1,6 @@
 /**
- * The bytes of a pack file and of its index, and the scan that finds a
- * pack's records without trusting anything but the pack itself.
- *
- * A pack is `packs/<pid>-<random>.pack`, appended to by its owner only:
+ * The bytes of a pack and its index, and the scan that trusts only the pack.
+ * A pack, appended to by its owner only:
  *
  *     0   8  magic "SLPACK01"
  *     8      records, back to back:
@@ -15,16 +13,11 @@
  *            52  4  zero
  *            56  n  content
  *
- * The header check tells a record from garbage (a torn tail, zeros a crash
- * left in a file's last block) without hashing; the content is trusted only
- * after it hashed to its digest (store/integrity.ts), like a blob file's.
- *
- * A pack's index, `packs/<same>.idx`, is a cache of where its blob records
- * are: "SLPIDX01", then 48-byte entries (digest, content offset u64, content
- * length u64) appended after each group commit. It is never fsynced and never
- * trusted alone: an entry is used only when the record header it points at
- * names the same digest and length, and whatever the index does not cover
- * (missing, torn, short) is found by scanning the pack past the last entry.
+ * The header check tells a record from a torn tail without hashing; content
+ * is trusted only once hashed. The index `packs/<same>.idx` ("SLPIDX01",
+ * 48-byte entries: digest, offset u64, length u64) is never fsynced nor
+ * trusted alone: an entry must match its record header, and the pack past
+ * the last entry is scanned.
  */
 import { crc32 } from 'node:zlib';
 
@@ -36,12 +29,12 @@ const RECORD_MAGIC = 0x52504c53; // "SLPR" little-endian
 /** Bytes of a record header. */
 export const RECORD_HEADER_BYTES = 56;
 /** Bytes of a pack index entry. */
-export const PACK_INDEX_ENTRY_BYTES = 48;
+const PACK_INDEX_ENTRY_BYTES = 48;
 
 /** Record types. */
 export const RECORD_BLOB = 1;
 /** The owner appends nothing after a seal: a collection may repack the pack while its owner lives. */
-export const RECORD_SEAL = 2;
+const RECORD_SEAL = 2;
 
 /** One blob record of a pack: where its content lies. */
 export interface PackEntry {
@@ -88,12 +81,7 @@ export function encodeIndexEntry(e: PackEntry): Buffer {
   return b;
 }
 
-/**
- * The entries of index bytes `buf` that are plausible for a pack of
- * `packSize` bytes (a torn last entry, or one pointing past the pack, is
- * left out; each is still checked against its record header before use).
- * Undefined when the magic is wrong: the index is then ignored.
- */
+// A torn entry, or one past the pack, is left out; undefined for a wrong magic.
 export function decodeIndex(buf: Buffer, packSize: number): PackEntry[] | undefined {
   if (buf.length < PACK_INDEX_MAGIC.length || !buf.subarray(0, PACK_INDEX_MAGIC.length).equals(PACK_INDEX_MAGIC)) {
     return undefined;
@@ -122,12 +110,7 @@ export interface PackScan {
 /** Reads `length` bytes at `position` of whatever `read` reads (short at end of file). */
 export type PositionedRead = (buf: Buffer, offset: number, length: number, position: number) => Promise<number>;
 
-/**
- * Walks the records of a pack of `size` bytes from `from` (a record start,
- * or 0 for the beginning), reading headers only: content is skipped by its
- * length. Stops at the first bytes that are not a whole valid record (a torn
- * tail: a partial header, a bad check, content past the end).
- */
+// Headers only; stops at the first bytes that are not a whole valid record (a torn tail).
 export async function scanPack(read: PositionedRead, size: number, from = 0): Promise<PackScan> {
   const scan: PackScan = { entries: [], end: from, sealed: false, badMagic: false };
   let at = from;

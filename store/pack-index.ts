@@ -1,13 +1,9 @@
 /**
- * Where packed blobs are: one in-memory map per open store, digest → (pack,
- * offset, length), built from the packs' index files and, past what they
- * cover, from the packs themselves (store/pack-format.ts).
- *
- * Nothing here is trusted for content: a location is a hint that the reader
- * checks against the record header and then the content's hash. A location
- * whose pack is gone (a collection repacked it) is dropped, and the map is
- * refreshed from the directory: packs are only ever added, appended to, or
- * removed whole, so a refresh reads each known pack from where it left off.
+ * Where packed blobs are: per open store, digest → (pack, offset, length),
+ * from the packs' index files and past them the packs (store/pack-format.ts).
+ * A location is only a hint, checked against the record header and the
+ * hash. Packs are only added, appended to or removed whole, so a refresh
+ * reads each known pack from where it left off.
  */
 import { join } from 'node:path';
 import { toSluiceError } from '../engine/protocol/errors.js';
@@ -33,11 +29,9 @@ export interface PackLocation {
   /** Content length. */
   length: number;
   /**
-   * Known durable: appended by this store's committed batch or a collection's
-   * synced copy, or listed in the pack's index (which its owner writes only
-   * after the batch's fdatasync). A record found only by scanning may be one
-   * its owner has written and not yet synced (or whose sync failed): it is
-   * read, never deduplicated onto (store/integrity.ts, packedIntact).
+   * Known durable: committed by this store, copied by a collection, or in the
+   * pack's index (written after the fdatasync). A record found by scanning
+   * may not be synced yet: it is read, never deduplicated onto.
    */
   committed?: boolean;
 }
@@ -79,11 +73,7 @@ function readerOf(fh: StoreFile) {
     (await fh.read(buf, offset, length, position)).bytesRead;
 }
 
-/**
- * Reads pack `path` from `known` onwards (its index first, then a scan of
- * the pack past what the index covers). Undefined when the pack is gone or
- * not a regular file (a FIFO or link planted there is no pack).
- */
+/** Undefined when gone or not a regular file (a FIFO or link planted there is no pack). */
 export async function readPack(
   store: Store,
   path: string,
@@ -241,11 +231,7 @@ export class PackIndex {
     this.where.set(entry.digest, { path, offset: entry.offset, length: entry.length, committed });
   }
 
-  /**
-   * Forgets the location of `digest` if it is `loc` (its pack is gone or the
-   * record there is not this blob's): the pack is then read again from its
-   * own records at the next refresh, its index no longer trusted.
-   */
+  // The pack is then read again from its own records, its index no longer trusted.
   forget(digest: string, loc: PackLocation): void {
     const cur = this.where.get(digest);
     if (cur && cur.path === loc.path && cur.offset === loc.offset) this.where.delete(digest);
@@ -256,13 +242,8 @@ export class PackIndex {
     this.distrusted.add(loc.path);
   }
 
-  /**
-   * Forgets everything of pack `path` (gone: repacked or dropped). A blob
-   * kept in memory at one place only may have a copy in another pack, whose
-   * entry was passed over when it was read; so every pack is read again at
-   * the next refresh (from its index, mostly), or that copy would never be
-   * found.
-   */
+  // A blob kept at one place only may have a copy elsewhere that was passed over, so every pack is
+  // read again at the next refresh.
   forgetPack(path: string): void {
     let had = this.packs.delete(path);
     for (const [d, loc] of this.where) {

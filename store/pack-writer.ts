@@ -1,20 +1,10 @@
 /**
- * Appending small blobs to this store's own pack, with group commit: every
- * blob that arrives while a batch is being written and synced goes into the
- * next batch, and a batch is one write and one fdatasync, however many
- * publishes it carries. A publish resolves only after its batch's fdatasync
- * (and, for a pack's first batch, the fsync of packs/ that makes its name
- * durable).
- *
- * Each open store appends to a pack no other process writes, named after its
- * pid (`packs/<pid>-<random>.pack`). After any failed write or sync the pack
- * is retired (nothing more is appended to it, so bytes whose durability is
- * unknown are never followed by a committed record) and the next batch starts
- * a new pack. A pack past {@link PACK_ROTATE_BYTES} is sealed and a new one
- * begun; closing the store seals its pack too. A seal tells a collection the
- * owner is done with it (store/gc/repack.ts).
- *
- * All of it goes through the store's {@link StoreIO}.
+ * Appending small blobs to this store's own pack (`packs/<pid>-<random>.pack`,
+ * written by no other process) with group commit: one write and one
+ * fdatasync per batch, a publish resolving after its batch's sync. After a
+ * failed write or sync the pack is retired, so bytes of unknown durability
+ * are never followed by a committed record. A seal tells a collection the
+ * owner is done with the pack (store/gc/repack.ts).
  */
 import { constants } from 'node:fs';
 import { toSluiceError } from '../engine/protocol/errors.js';
@@ -26,14 +16,9 @@ import { encodeIndexEntry, encodeRecordHeader, PACK_INDEX_MAGIC, PACK_MAGIC, typ
 import { packIndexPath } from './pack-index.js';
 
 /** A pack is sealed and a new one begun once it holds this many bytes. */
-export const PACK_ROTATE_BYTES = 64 * 1024 * 1024;
-/**
- * The index is written once this many committed entries wait for it, and
- * when the pack is retired: it is a cache (a reader scans the pack past
- * what it covers), so a write per batch would cost a system call per
- * publish at low concurrency for nothing a reader needs; a reader's scan of
- * the rest reads at most this many record headers more.
- */
+const PACK_ROTATE_BYTES = 64 * 1024 * 1024;
+// The index is a cache (a reader scans past it), so a write per batch would cost a syscall per
+// publish for nothing a reader needs.
 const INDEX_EVERY = 64;
 /** At most this many blobs in one batch (IOV_MAX is 1024; two buffers per blob). */
 const MAX_BATCH_BLOBS = 256;
@@ -93,11 +78,7 @@ export class PackWriter {
   private closed = false;
   /** Called for every committed blob (the store's pack index). */
   private readonly committed: (path: string, entry: PackEntry) => void;
-  /**
-   * Awaited before a seal record is written: the store writes its in-memory
-   * pins to the journal (store/pins.ts), since a sealed pack may be rewritten
-   * by any collection. When it rejects, the pack is left unsealed.
-   */
+  /** Writes the in-memory pins to the journal, since any collection may rewrite a sealed pack; a rejection leaves it unsealed. */
   private readonly beforeSeal: () => Promise<void>;
   readonly stats: PackStats = { blobs: 0, batches: 0, packs: 0 };
 
@@ -129,11 +110,7 @@ export class PackWriter {
     });
   }
 
-  /**
-   * Seals the pack being appended to (after the appends already waiting),
-   * so the next batch starts a new one: a collection in this process seals
-   * its own pack first, or it could never rewrite it while the store is open.
-   */
+  /** A collection in this process seals its own pack first, or it could never rewrite it while the store is open. */
   seal(): Promise<void> {
     if (this.closed) return Promise.resolve();
     return new Promise((resolve) => {
@@ -234,12 +211,8 @@ export class PackWriter {
     return this.pack;
   }
 
-  /**
-   * Stops appending to the current pack; with `seal`, first writes a seal
-   * record (best effort, no sync). The pack stops being the active one
-   * before the in-memory pins are written out, so no hold taken after that
-   * can be for it (DirectoryPacks.ownActiveCopy asks for the active pack).
-   */
+  // The pack stops being the active one before the in-memory pins are written out, so no later hold
+  // can be for it (DirectoryPacks.ownActiveCopy).
   private async retire(seal: boolean): Promise<void> {
     const pack = this.pack;
     if (!pack) return;

@@ -1,16 +1,9 @@
-/**
- * What a page read takes and gives: its bounds, its options (checked and
- * defaulted by {@link pageOptions}) and the shape of a page.
- */
+/** What a page read takes and gives. */
 import { BadArgumentsError } from '../engine/protocol/errors.js';
 
 /** Lines in a page when no limit is given, and the largest limit accepted. */
 export const MAX_PAGE_LINES = 2000;
-/**
- * The largest page, in UTF-8 bytes of its text (and so of its stored bytes,
- * which are never more). Whole lines that pass it are an error, never a cut
- * page; a single line that passes it is returned in pieces.
- */
+/** The largest page in UTF-8 bytes: whole lines past it are an error, a single longer line comes in pieces. */
 export const MAX_PAGE_BYTES = 2 * 1024 * 1024;
 
 /** Options of {@link readPage}. */
@@ -19,11 +12,7 @@ export interface ReadPageOptions {
   offset?: number;
   /** Most lines in the page; an integer from 1 to {@link MAX_PAGE_LINES}. @default 2000 */
   limit?: number;
-  /**
-   * Bytes into line `offset` where the page starts: a `nextByteOffset` a
-   * previous page gave, to continue a line longer than a page. Must lie
-   * inside the line (less than its length, its `\n` included). @default 0
-   */
+  /** A previous page's `nextByteOffset`, to continue a line longer than a page; inside the line. @default 0 */
   byteOffset?: number;
 }
 
@@ -37,10 +26,7 @@ export interface PageInfo {
   totalLines: number;
   /** Offset of the next page, or null when this page reaches the end. */
   nextOffset: number | null;
-  /**
-   * Non-null when the page stops inside line `nextOffset` (a line longer
-   * than {@link MAX_PAGE_BYTES}): the `byteOffset` that continues it.
-   */
+  /** The `byteOffset` that continues line `nextOffset` when the page stops inside it. */
   nextByteOffset: number | null;
   /** True when the stored bytes of the page are not valid UTF-8 (its text shows U+FFFD for them). */
   lossy: boolean;
@@ -78,11 +64,7 @@ function isCount(v: unknown): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 }
 
-/**
- * Checks and defaults paging options. Throws {@link BadArgumentsError} (EBADARGS)
- * quoting the bad value: offset and byteOffset must be non-negative integers,
- * limit an integer from 1 to {@link MAX_PAGE_LINES}.
- */
+/** @throws EBADARGS quoting the value: non-negative integer offsets, limit from 1 to {@link MAX_PAGE_LINES}. */
 export function pageOptions(opts: ReadPageOptions = {}): { offset: number; limit: number; byteOffset: number } {
   const { offset = 0, limit = MAX_PAGE_LINES, byteOffset = 0 } = opts;
   if (!isCount(offset)) {

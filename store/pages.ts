@@ -1,20 +1,10 @@
 /**
- * Paged reads of artifacts: `artifact://<digest>` reads a blob as stored,
- * `artifact://<digest>/<stream>` reads one stream of a manifest.
- *
- * A page is lines (lines end at `\n`, see lines.ts) returned exactly as
- * stored, with continuation metadata: {@link readPageBytes} gives its bytes,
- * {@link readPage} their text (invalid UTF-8 shown as U+FFFD, the page then
- * marked `lossy`). Its cost is O(page), not O(offset): a large blob's cached
- * line index gives a line start at most 64 KiB or 1024 lines before the
- * page, so a read scans less than that before its page begins.
- *
- * A line longer than the page bound is read in pieces: a page that holds only
- * part of one line stops on a code-point boundary, with `nextOffset` on the
- * same line and `nextByteOffset` saying how far into it the next page starts.
- * Reads deep inside such a line cost O(page) too: the index has an entry at
- * the start of every line that follows a long one, so it knows where the line
- * ends without scanning it.
+ * Paged reads of `artifact://<digest>` (a blob as stored) and
+ * `artifact://<digest>/<stream>` (a manifest's stream), costing O(page), not
+ * O(offset): a large blob's line index gives a line start at most 64 KiB or
+ * 1024 lines before the page. A line longer than a page is read in pieces
+ * cut on code-point boundaries; the index has an entry after every long
+ * line, so reads deep inside one need not scan it.
  */
 import { isUtf8 } from 'node:buffer';
 import {
@@ -107,12 +97,7 @@ function pastLine(offset: number, byteOffset: number, length: number): BadArgume
   );
 }
 
-/**
- * Checks that `byteOffset` lies inside the line starting at `start` and
- * returns it. With an index and an offset past {@link INDEX_SCAN_BOUND}, the
- * line's length comes from the entry after it (every line longer than that
- * bound is followed by an entry); otherwise the bytes before it are scanned.
- */
+// Past INDEX_SCAN_BOUND with an index, the line's length comes from the entry after it.
 async function checkByteOffset(
   blob: VerifiedBlob,
   found: IndexedAnchor,
@@ -142,12 +127,7 @@ async function checkByteOffset(
   if (start + byteOffset >= blob.bytes) throw pastLine(offset, byteOffset, blob.bytes - start);
 }
 
-/**
- * Refuses a `byteOffset` inside a valid multi-byte character (a page would
- * start with half of it): EBADARGS naming where that character starts.
- * Offsets that pages give are always on a boundary; bytes that are not
- * valid UTF-8 have no characters to split.
- */
+// A page never starts with half a character; bytes that are not valid UTF-8 have none to split.
 async function checkCharBoundary(
   blob: VerifiedBlob,
   lineStart: number,
@@ -183,11 +163,7 @@ interface Collected {
   cutInLine: number | undefined;
 }
 
-/**
- * Collects up to `expected` lines from byte `start` (which is `byteOffset`
- * bytes into line `offset`), holding at most {@link MAX_PAGE_BYTES} plus one
- * read buffer. Past the bound, see {@link overflowPage}.
- */
+// Holds at most MAX_PAGE_BYTES plus one read buffer.
 async function collect(
   blob: VerifiedBlob,
   start: number,
@@ -241,12 +217,10 @@ async function collect(
 }
 
 /**
- * A page past the bound (its `raw` bytes, whose complete lines end at
- * `ends`). The whole lines whose text fits are kept. When the line that
- * crosses the bound is longer than a page on its own, as much of it as fits
- * follows them, and the page says where that line goes on; a line that
- * would fit a page of its own is never cut: that is ERESOURCELIMIT, saying
- * how many lines fit (so the reader asks for that many, then reads on).
+ * A page past the bound keeps the whole lines that fit; a line longer than a
+ * page on its own follows in part. A line that would fit a page of its own is
+ * never cut: ERESOURCELIMIT says how many lines fit, so the reader asks for
+ * that many and reads on.
  */
 async function overflowPage(
   blob: VerifiedBlob,
@@ -338,10 +312,7 @@ export interface ResolvedArtifact {
   expectedBytes?: number;
 }
 
-/**
- * Resolves an artifact URI to its blob: itself, or a manifest's stream.
- * EBADURI, ENOTFOUND, EINTEGRITY, ENOTMANIFEST and EUNKNOWNSTREAM as for a read.
- */
+/** A blob itself or a manifest's stream; errors as for a read. */
 export async function resolveArtifact(store: Store, uri: string): Promise<ResolvedArtifact> {
   const { digest, stream } = parseArtifactUri(uri);
   if (stream === undefined) return { digest, blob: digest };
@@ -361,11 +332,7 @@ export async function resolveArtifact(store: Store, uri: string): Promise<Resolv
   return { digest, stream, blob: entry.digest, expectedBytes: entry.bytes };
 }
 
-/**
- * Byte position where zero-based line `offset` (below the blob's line
- * count) starts, found through the line index: O(64 KiB) of scanning, not
- * O(offset).
- */
+/** Through the line index: O(64 KiB) of scanning, not O(offset). */
 export async function lineStartByte(store: Store, blob: VerifiedBlob, offset: number): Promise<number> {
   return lineStart(blob, (await anchorFor(store, blob, offset)).anchor, offset);
 }
@@ -406,11 +373,7 @@ export async function readPageBytes(store: Store, uri: string, opts?: ReadPageOp
   };
 }
 
-/**
- * Reads one page of the artifact at `uri` as text: the bytes of
- * {@link readPageBytes} decoded as UTF-8, invalid sequences as U+FFFD (the
- * page is then `lossy`). Same URIs, options and errors.
- */
+/** {@link readPageBytes} decoded as UTF-8, invalid sequences as U+FFFD (the page then `lossy`). */
 export async function readPage(store: Store, uri: string, opts?: ReadPageOptions): Promise<ReadPage> {
   const { bytes, ...info } = await readPageBytes(store, uri, opts);
   return { content: bytes.toString('utf8'), ...info };

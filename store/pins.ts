@@ -1,25 +1,10 @@
 /**
- * Pins: GC roots held by a live process, as in Nix's temporary roots.
- *
- * Each open Store keeps one journal file `pins/<pid>-<random>.pin` from its
- * first pin until it closes: a line `+<digest>` adds a hold, `-<digest>`
- * drops one (a digest is pinned while its adds outnumber its drops; a bare
- * `<digest>` line counts as an add). One append per pin and one per release,
- * on a file that stays open, instead of creating and deleting a file per
- * call. The journal is rewritten when mostly drops, cut to zero length when
- * nothing is held (or, if it cannot be cut, given the drops), and removed
- * when the store closes with nothing held (else by the last release after
- * that), so a closed store leaves an empty pins/.
- *
- * Cut, not removed, while the store is open: a file per call costs an inode
- * allocation and a deletion per call, and on ext4 without a journal (this
- * project's benchmark machine) the allocator scans past every inode deleted
- * in its block group in the last one to six minutes, so deletions make every
- * later file creation nearby slower (docs/benchmarks.md, "Inode churn").
- *
- * No fsync: a pin matters only while its owner lives, and a crash makes the
- * owner dead (GC then reclaims the file). Writes go through the store's
- * {@link StoreIO} so faults are testable.
+ * Pins: GC roots held by a live process, as in Nix's temporary roots. An
+ * open Store keeps one journal `pins/<pid>-<random>.pin` of `+<digest>` and
+ * `-<digest>` lines (a bare `<digest>` adds). It is cut to zero length, not
+ * removed, while the store is open: a file per call makes every later file
+ * creation nearby slower (docs/benchmarks.md, "Inode churn"). No fsync: a
+ * pin matters only while its owner lives, and a crash makes the owner dead.
  */
 import { constants } from 'node:fs';
 import { ClosedError, toSluiceError } from '../engine/protocol/errors.js';
@@ -34,22 +19,18 @@ export interface Pin {
   /** Protects more digests (before they are placed in the store). */
   add(digests: readonly string[]): Promise<void>;
   /**
-   * Protects digests whose copy is (or is about to be appended) in this
-   * store's own unsealed pack, in memory only: no collection rewrites that
-   * pack while it is unsealed and its owner lives, and the store writes
-   * these holds to its journal before it seals the pack
-   * ({@link PinJournal.flushInMemory}). Only a small blob's publication
-   * uses it (store/blob-writer.ts); it throws once the pin is released or
-   * the store closed.
+   * Holds a copy in this store's own unsealed pack in memory only: no
+   * collection rewrites that pack while its owner lives, and the holds reach
+   * the journal before it is sealed ({@link PinJournal.flushInMemory}).
+   * Throws once released or closed.
    */
   holdInOwnPack?(digests: readonly string[]): void;
   /** Releases the pin (idempotent). */
   release(): Promise<void>;
   /**
-   * Resolves when what this pin holds is still protected, so a reference to
-   * it may be recorded; rejects (EDISK, `details.s3: 'LeaseLost'`) when an
-   * S3 store's lease was reclaimed while it stalled (store/s3/lease.ts).
-   * Local pins cannot be lost while their process lives: it resolves.
+   * Resolves while what this pin holds is still protected, so a reference may
+   * be recorded; EDISK (`details.s3: 'LeaseLost'`) when an S3 lease was
+   * reclaimed while it stalled. Local pins cannot be lost.
    */
   vouch(): Promise<void>;
 }
@@ -180,11 +161,9 @@ export class PinJournal {
   }
 
   /**
-   * Writes every in-memory hold ({@link Pin.holdInOwnPack}) to the journal;
-   * resolves once they are there. The pack writer awaits this before it
-   * seals a pack, so a collection that sees the seal (and may then rewrite
-   * the pack) reads these holds in the pins it lists after it. Rejects when
-   * a write fails; the holds stay in memory and the pack is not sealed.
+   * The pack writer awaits this before sealing, so a collection that sees the
+   * seal reads these holds in the pins it lists after it. On failure the
+   * holds stay in memory and the pack is not sealed.
    */
   async flushInMemory(): Promise<void> {
     const outs = [...this.inMemory.values()];
@@ -212,11 +191,7 @@ export class PinJournal {
     });
   }
 
-  /**
-   * Group commit: every hold and drop queued while a write is in flight goes
-   * out in the next single write, in queue order. With many calls publishing
-   * at once this is one write per batch instead of two per call.
-   */
+  // Group commit: what is queued during a write goes out in the next single write, in order.
   private async flush(): Promise<void> {
     // Never finish synchronously: a batch with nothing to write (the drops of pins held only in
     // memory) would otherwise clear `flushing` before enqueue's `??=` stores this call's promise,
@@ -308,10 +283,7 @@ export class PinJournal {
     this.torn = false;
   }
 
-  /**
-   * Nothing is held (`drops` are the batch's drop lines): the journal keeps
-   * its file, with no lines; after the store closed, the file goes.
-   */
+  // After the store closed, the empty file goes.
   private async empty(drops: string): Promise<void> {
     if (this.closed) {
       await this.remove();
@@ -342,11 +314,7 @@ export class PinJournal {
     if (path) await this.io.unlink(path).catch(() => {});
   }
 
-  /**
-   * Closes the journal: removed when nothing is held, else left for GC to
-   * reclaim once this process ends (pins still held stop protecting anything
-   * then).
-   */
+  /** Removed when nothing is held, else left for GC to reclaim once this process ends. */
   async close(): Promise<void> {
     this.closed = true;
     while (this.flushing) await this.flushing;

@@ -1,9 +1,7 @@
 /**
- * The local writing side every store has, whatever its backend: temporary
- * files in tmp/, moving a finished file to its local path, the background
- * writeback slots, and the full-disk state (a backend's reserve).
- * BlobWriter and the line-index writer use it; placing a blob or an index
- * where the backend keeps it is the backend's (store/backend.ts).
+ * The local writing side of every store: tmp/ files, background writeback
+ * slots, and the full-disk state; placing where the backend keeps blobs is
+ * the backend's (store/backend.ts).
  */
 import { constants } from 'node:fs';
 import { dirname } from 'node:path';
@@ -21,10 +19,7 @@ const CREATE_FLAGS = constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY;
 export class Placement {
   private readonly store: Store;
   private readonly knownDirs = new Set<string>();
-  /**
-   * Temporary names are `<pid>-<12 hex of this store><counter>.<kind>`: unique
-   * without a random draw per file, of the owner pattern GC reads (store/owners.ts).
-   */
+  // Unique without a random draw per file, and of the owner pattern GC reads (store/owners.ts).
   private readonly tmpPrefix = ownedName();
   private tmpCounter = 0;
   private writebacks = 0;
@@ -35,12 +30,7 @@ export class Placement {
     for (const d of createdDirs) this.knownDirs.add(d);
   }
 
-  /**
-   * Reserves one of the store's {@link MAX_BACKGROUND_WRITEBACKS} slots for a
-   * capture's background flush; false when they are all taken (the capture
-   * tries again after its next write). Without a bound, 16 long captures could
-   * hold all of libuv's 4 threads in fdatasync while every write waited.
-   */
+  /** False when all are taken: unbounded, long captures could hold all of libuv's 4 threads in fdatasync. */
   beginWriteback(): boolean {
     if (this.writebacks >= MAX_BACKGROUND_WRITEBACKS || !this.store.backend.placesLocally) return false;
     this.writebacks++;
@@ -52,10 +42,7 @@ export class Placement {
     this.writebacks--;
   }
 
-  /**
-   * Creates a new temporary file in tmp/, named after this process so cleanup
-   * can tell live owners from dead ones.
-   */
+  /** Named after this process, so cleanup can tell live owners from dead. */
   async createTemp(kind: string): Promise<{ handle: StoreFile; path: string }> {
     this.store.assertOpen();
     const reserve = this.store.backend.reserve;
@@ -73,22 +60,13 @@ export class Placement {
     }
   }
 
-  /**
-   * The ENOSPC a capture's write fails with while the store is full (a
-   * capture of it hit ENOSPC, and there is no room for the reserve again
-   * yet: store/space-reserve.ts), else undefined.
-   */
+  /** While the store is full (store/space-reserve.ts), the ENOSPC a capture's write fails with. */
   fullError(): Error | undefined {
     const reserve = this.store.backend.reserve;
     return reserve?.isFull ? reserve.fullError() : undefined;
   }
 
-  /**
-   * At a capture's ENOSPC, or its write failing because the store is full:
-   * frees the reserve for the writes that finish the calls in flight. True
-   * when the capture is counted as cut: it must call {@link cutDone} once it
-   * has published or been discarded.
-   */
+  /** Frees the reserve; true when the capture is counted as cut and must call {@link cutDone}. */
   async diskFull(): Promise<boolean> {
     const reserve = this.store.backend.reserve;
     if (!reserve) return false;

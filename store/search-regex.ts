@@ -1,23 +1,11 @@
 /**
- * Regular expressions over stored output, in linear time. A pattern is RE2
- * syntax (re2js, the pure-JavaScript port of RE2): it matches in time
- * proportional to the text, whatever the pattern, so no pattern a model or a
- * request sends can stall the thread it runs on (JavaScript's RegExp
- * backtracks: `(a+)+$` on 40 `a`s and a `b` runs for minutes). What RE2
- * leaves out, because it cannot be matched in linear time (backreferences,
- * lookaround, atomic groups, possessive quantifiers), is EBADARGS naming
- * the construct.
- *
- * The scanner finds matching lines in one read's text in blocks of lines:
- * RE2's DFA tests a whole block (multi-line, so `^` and `$` hold at each
- * line) and returns at its first match, and only a block that matches is
- * tested line by line. A sparse pattern costs about one DFA pass over the
- * text; a dense one about one test per line. A block match is a superset of
- * its lines' matches (a match may cross a newline), never a subset, except
- * for `\A` and `\z`, which hold only at a block's ends, and a flag group that
- * clears `m`: a pattern with them is tested line by line throughout. A
- * case-insensitive pattern with required text finds its candidate lines by
- * that text instead (the byte search cannot ignore case).
+ * Regular expressions over stored output in linear time: RE2 syntax (re2js),
+ * so no pattern a model sends can stall its thread (JavaScript's RegExp
+ * backtracks for minutes on `(a+)+$`). What RE2 cannot match linearly
+ * (backreferences, lookaround) is EBADARGS naming the construct. A block of
+ * lines is tested at once (multi-line), and only a matching block line by
+ * line; a block match is a superset of its lines' matches except with `\A`,
+ * `\z` or a group clearing `m`, which are tested line by line throughout.
  */
 import { RE2JS } from 're2js';
 import { BadArgumentsError } from '../engine/protocol/errors.js';
@@ -25,31 +13,20 @@ import { type Scanner, textLines } from './search-scanners.js';
 
 /** A compiled pattern: the per-line matcher, and the block filter unless the pattern has `\A` or `\z`. */
 export interface LinePattern {
-  /**
-   * Text every match contains, when the pattern shows one plainly (see
-   * {@link requiredLiteral}): lines without it are never decoded or tested.
-   */
+  /** Text every match contains ({@link requiredLiteral}): lines without it are never tested. */
   readonly literal: string | undefined;
-  /**
-   * For a case-insensitive pattern with such text: that text as a
-   * JavaScript RegExp ignoring case (a plain literal, which no input can
-   * make backtrack), which finds the candidate lines in a read's text.
-   */
+  /** A case-insensitive literal as a plain RegExp (which no input can make backtrack) to find candidates. */
   readonly foldedLiteral: RegExp | undefined;
   /** Matches one line (its text without the `\n`). */
   readonly line: RE2JS;
   /** Multi-line, for a block of lines; undefined when blocks cannot be filtered. */
   readonly block: RE2JS | undefined;
-  /**
-   * Cost per byte searched, which sizes the slices between turns of the
-   * event loop: the program's size over 4 (at least 1), a rough bound of
-   * what RE2's NFA does per byte in its slowest case (its DFA does far less).
-   */
+  /** Sizes the slices between event-loop turns: a rough bound of RE2's NFA's slowest per-byte work. */
   readonly costPerByte: number;
 }
 
 /** Programs larger than this (RE2 instructions) are refused: each byte could cost that many steps. */
-export const MAX_PROGRAM_SIZE = 20_000;
+const MAX_PROGRAM_SIZE = 20_000;
 
 /** Bytes of lines tested as one block (a block ends at the first newline after this many). */
 const BLOCK_BYTES = 16 * 1024;
@@ -65,11 +42,7 @@ const UNSUPPORTED: Array<[RegExp, string]> = [
   [/invalid escape sequence: `\\u`/, 'a \\u escape (write \\x{263A}, or the character itself)'],
 ];
 
-/**
- * Compiles `source` (RE2 syntax) for line search. EBADARGS for a pattern RE2
- * refuses, naming the unsupported construct when it is one, and for a
- * program over {@link MAX_PROGRAM_SIZE}.
- */
+/** EBADARGS for a pattern RE2 refuses (naming the construct) and for a program over MAX_PROGRAM_SIZE. */
 export function compileLinePattern(source: string, ignoreCase: boolean): LinePattern {
   const flags = ignoreCase ? RE2JS.CASE_INSENSITIVE : 0;
   let line: RE2JS;
@@ -113,16 +86,9 @@ export function compileLinePattern(source: string, ignoreCase: boolean): LinePat
 const PLAIN = /[^\\.+*?()|[\]{}^$]/;
 
 /**
- * The longest run of literal text that every match of `source` contains,
- * read off the pattern conservatively: only its top level (no `|` there;
- * groups, classes and escapes other than an escaped punctuation character
- * end a run and are skipped), and a character followed by a quantifier
- * that allows zero (`*`, `?`, `{0,…}`) or that starts a counted repetition
- * is not counted. Undefined when there is no run of 2 or more, when the
- * pattern has a group with `(?` (flags such as `(?i)`), or an escape whose
- * extent is not followed (`\Q…\E`, `\x{…}`, `\p{…}`, octal). A wrong answer
- * could only be too short (a slower search), never text a match might lack;
- * test/builtins/grep-redos.test.ts checks that on random patterns.
+ * The longest literal run (2 or more) every match of `source` contains, read
+ * conservatively off the top level: a wrong answer can only be too short (a
+ * slower search), never text a match might lack (test/builtins/grep-redos.test.ts).
  */
 export function requiredLiteral(source: string): string | undefined {
   if (source.includes('(?')) return undefined;
@@ -199,11 +165,7 @@ export function literalPattern(literal: string, ignoreCase: boolean): LinePatter
   return compileLinePattern(RE2JS.quote(literal), ignoreCase);
 }
 
-/**
- * A {@link Scanner} over one read's `text` whose candidates are the starts of
- * matching lines (see the module comment), so the caller's test of the
- * candidate's line is already answered.
- */
+/** Candidates are the starts of matching lines, so the caller's line test is already answered. */
 export function regexScanner(text: string, p: LinePattern): Scanner {
   const base = textLines(text);
   /** The line start `find` returned last, whose line is known to match. */

@@ -9,7 +9,7 @@
 import { SEARCH_LINE_WINDOW, type SearchLine, type SearchPage } from './search.js';
 
 /** The marker after a shown line that was cut. */
-export function cutLineMarker(bytes: number): string {
+function cutLineMarker(bytes: number): string {
   return ` … [cut: the line is ${bytes} bytes]`;
 }
 

@@ -1,24 +1,12 @@
 /**
- * Searching a stored artifact, like `grep -n` but with zero-based line
- * numbers (each one a `read` offset): one sequential pass over the blob in
- * 1 MiB reads, counting lines as it goes (no second pass for line numbers),
- * holding only the current read, the line being crossed (at most 1 MiB of
- * it), a few context lines and the page of results. A continuation starts
- * at its `offset` through the line index, not by rescanning from the start.
- *
- * A literal, case-sensitive pattern is searched in the bytes (memchr-fast);
- * a regular expression (RE2 syntax, linear time: store/search-regex.ts) or
- * a case-insensitive search runs on each read's text. Either way a match is
- * reported once per line, and a regular expression only matches within one
- * line (as grep's do).
- *
- * A page's matching time is bounded ({@link DEFAULT_SEARCH_BUDGET_MS}): a
- * page over it ends where it got to, with its matches and `nextOffset`
- * there, or, with none found yet, ERESOURCELIMIT carrying that offset. RE2
- * is linear, so this bounds a search over a huge artifact with a slow
- * expression, not a pathological pattern. A regular expression's text is
- * searched in slices with a turn of the event loop between them, so the
- * other calls on the thread go on.
+ * Searching a stored artifact like `grep -n`, with zero-based line numbers:
+ * one sequential pass in 1 MiB reads that counts lines as it goes, holding
+ * only the current read, the line being crossed and the page. A literal,
+ * case-sensitive pattern is searched in the bytes; a regular expression
+ * (RE2, linear: store/search-regex.ts) or a case-insensitive one in each
+ * read's text, in slices with a turn of the event loop between them so the
+ * thread's other calls go on. A page's matching time is bounded: RE2 being
+ * linear, the budget bounds a slow expression over a huge artifact.
  */
 import { BadArgumentsError, IntegrityError, ResourceLimitError } from '../engine/protocol/errors.js';
 import { openVerifiedBlob, type VerifiedBlob } from './integrity.js';
@@ -38,24 +26,15 @@ export { MAX_SHOWN_LINE_BYTES } from './search-scanners.js';
 export const SEARCH_LINE_WINDOW = 1024 * 1024;
 const READ_BYTES = 1024 * 1024;
 const LF = 0x0a;
-/**
- * Milliseconds of matching one page may spend (the time the thread spends in
- * the pattern, not waiting for reads), unless `SLUICE_SEARCH_BUDGET_MS` sets
- * another: at the benchmark's rates ~9 GiB of a literal search, and more
- * than 1 GiB for all but the slowest expressions.
- */
-export const DEFAULT_SEARCH_BUDGET_MS = 10_000;
+/** Matching time one page may spend, unless `SLUICE_SEARCH_BUDGET_MS` (docs/benchmarks.md, "Reads and search"). */
+const DEFAULT_SEARCH_BUDGET_MS = 10_000;
 
 function searchBudgetMs(): number {
   const v = Number(process.env.SLUICE_SEARCH_BUDGET_MS);
   return Number.isFinite(v) && v > 0 ? v : DEFAULT_SEARCH_BUDGET_MS;
 }
 
-/**
- * Bytes times cost per byte between turns of the event loop while a regular
- * expression is searched: 1 MiB of text for a small expression, 4 KiB (the
- * least) for the largest.
- */
+/** Bytes times cost per byte between turns of the event loop: 1 MiB for a small expression, at least 4 KiB. */
 const SLICE_WORK = 1024 * 1024;
 
 /** What to search for, and which page of results. */
@@ -118,11 +97,7 @@ function count(name: string, v: number | undefined, min: number, max: number, df
   return v;
 }
 
-/**
- * What a search matches with: the bytes of a literal, a compiled line
- * pattern, or both (a pattern whose matches all contain the literal: its
- * candidates are found in the bytes, and only their lines are decoded).
- */
+// With both, the pattern's matches all contain the literal: only the lines of its candidates are decoded.
 type Matcher = { needle: Buffer; pattern?: LinePattern } | { needle?: Buffer; pattern: LinePattern };
 
 function compile(opts: SearchOptions): Matcher {
@@ -192,11 +167,8 @@ class Page {
 }
 
 /**
- * Searches the artifact at `uri` (a bare or stream URI). EBADURI, ENOTFOUND,
- * EINTEGRITY, ENOTMANIFEST, EUNKNOWNSTREAM as for a read; EBADARGS for bad
- * options (an empty pattern, an invalid regular expression, a count out of
- * range). Memory: O(1 MiB read + 1 MiB line window + the page), whatever the
- * artifact's size.
+ * Searches the artifact at `uri`; errors as for a read, and EBADARGS for bad
+ * options. Memory is O(read + line window + page), whatever the size.
  */
 export async function searchArtifact(store: Store, uri: string, opts: SearchOptions): Promise<SearchPage> {
   const context = count('context', opts.context, 0, MAX_SEARCH_CONTEXT, 0);
@@ -255,11 +227,7 @@ async function scan(
       spentMs += performance.now() - t;
     }
   };
-  /**
-   * After a slice, with lines from `at` on still to search: true when the
-   * page must end there (over its budget, with matches), ERESOURCELIMIT when
-   * it is over its budget with none.
-   */
+  // True when the page must end at `at` (over budget, with matches); ERESOURCELIMIT over budget with none.
   const overBudget = (at: number): boolean => {
     if (spentMs <= budgetMs) return false;
     if (page.matches > 0) return true;
@@ -343,11 +311,7 @@ function nextAfter(page: Page, scanned: number, total: number): number | null {
   return next < total ? next : null;
 }
 
-/**
- * Searches the complete lines of `chunk`, whose first line is `base`;
- * returns how many lines it held. `partial`: the chunk is the first part of
- * one long line (no newline in it).
- */
+// Returns the lines of `chunk` searched; `partial`: the chunk is the first part of one long line.
 function searchChunk(chunk: Buffer, base: number, m: Matcher, page: Page, partial = false): { lines: number } {
   const line = m.pattern?.line;
   const s = m.needle

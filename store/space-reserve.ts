@@ -1,27 +1,13 @@
 /**
- * Room to finish on a full disk. When a capture's write fails with ENOSPC,
- * the bytes already in its capture file are kept (BlobWriter.commitWritten),
- * but keeping them takes a few small writes more: the pin journal, a
- * manifest, small streams appended to the pack, the session's event record.
- * On a disk with no space at all those would fail too and the call would
- * keep nothing. So a directory store holds `<root>/reserve`, a file of
- * {@link RESERVE_BYTES} of random bytes (allocated, and not compressible
- * away by a filesystem that compresses), and deletes it at the first
- * ENOSPC of a capture: what it held is what those writes use.
- *
- * From that moment the store is full for its captures: every capture's next
- * write fails too (and keeps its prefix), so the freed space goes to
- * finishing calls rather than to whichever capture writes first. Captures
- * cut this way are counted until they have published; only then, and only
- * when the filesystem has room for twice the reserve, is it made again
- * before the next capture file is created, and that ends the full state.
- *
- * The reserve is made by the first capture that needs a file of its own
- * (output above the pack threshold), not when a store opens: a store whose
- * outputs are all small never holds one. Several processes on one store
- * share the one file, but each knows only what it did: one that finds it
- * already deleted by another frees nothing at its own ENOSPC, and its cut
- * captures keep what the remaining space allows.
+ * Room to finish on a full disk (docs/store.md, "A full disk"). Keeping a
+ * cut capture's prefix takes a few small writes more (pin, manifest, pack,
+ * session record), so a directory store holds `<root>/reserve` of random
+ * (incompressible) bytes and deletes it at a capture's first ENOSPC. From
+ * then every capture's next write fails too, so the freed space finishes
+ * calls instead of feeding whichever capture writes first; the reserve is
+ * made again only once the cut captures have published and the disk has
+ * room for twice it. Made by the first capture that needs a file, so a store
+ * of small outputs never holds one.
  */
 import { randomBytes } from 'node:crypto';
 import { constants, promises as fsp } from 'node:fs';
@@ -70,12 +56,7 @@ export class SpaceReserve {
     });
   }
 
-  /**
-   * Makes the reserve unless it is in place, or while cut captures are still
-   * publishing. Before a capture creates its file: awaited when the store is
-   * full (the full state ends only if it succeeds), else started in the
-   * background. Never throws.
-   */
+  /** Awaited before a capture file when the store is full (success ends that state), else in the background. Never throws. */
   async ensure(): Promise<void> {
     if (this.held || this.cuts > 0) return;
     // A make in flight may have begun before a release (then it ends nothing): one more after it.
@@ -115,11 +96,7 @@ export class SpaceReserve {
     }
   }
 
-  /**
-   * At a capture's ENOSPC (or its write failing because the store is full):
-   * marks the store full, counts the capture as cut until {@link endCut},
-   * and deletes the reserve (once; it may already be gone).
-   */
+  /** Marks the store full, counts the capture as cut until {@link endCut}, deletes the reserve once. */
   release(): Promise<void> {
     this.full = true;
     this.held = false;

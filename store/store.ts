@@ -1,9 +1,6 @@
 /**
- * The store: content-addressed blobs, their line indexes, pins that protect
- * published objects until their references are durable, and the tmp/ area
- * where every write starts. Blobs and indexes live where its backend keeps
- * them (store/backend.ts): its directory, or an S3 bucket, with the
- * directory (local to this host) keeping everything else.
+ * The store: content-addressed blobs and their line indexes where its backend
+ * keeps them (store/backend.ts), pins, and the local tmp/ where writes start.
  */
 import { promises as fsp } from 'node:fs';
 import { BadOptionError, ClosedError, toSluiceError, UnsupportedPlatformError } from '../engine/protocol/errors.js';
@@ -32,17 +29,14 @@ export interface StoreOptions {
   /** Filesystem calls to use; tests inject faults here. @default realIO */
   io?: StoreIO;
   /**
-   * Blobs of at most this many bytes are appended to a pack (no file per
-   * blob, one fdatasync per batch of publishes); 0 gives every blob a file
-   * of its own. At most 1 MiB - 1 (a packed blob never needs a line index).
-   * An S3 store packs nothing (one object per blob).
+   * Blobs of at most this many bytes go to a pack; 0 gives every blob a file.
+   * At most 1 MiB - 1, so a packed blob never needs a line index; S3 packs nothing.
    * @default `$SLUICE_PACK_MAX_BLOB_BYTES`, else 65536
    */
   packMaxBlobBytes?: number;
   /**
-   * For an `s3://` location: the local directory of this host's
-   * temporaries and caches. @default `$SLUICE_STORE_LOCAL`, else a per-user
-   * cache directory keyed by endpoint, bucket and prefix (store/location.ts)
+   * For `s3://`: this host's temporaries and caches.
+   * @default `$SLUICE_STORE_LOCAL`, else a per-user cache directory (store/location.ts)
    */
   localDir?: string;
   /**
@@ -51,15 +45,12 @@ export interface StoreOptions {
    */
   s3ClientConfig?: Record<string, unknown>;
   /**
-   * For an `s3://` location: how long its pins (a lease object) protect
-   * their digests after the lease's last write, and how often it is
-   * rewritten (store/s3/lease.ts). @default `$SLUICE_S3_LEASE_TTL_MS` and
-   * `$SLUICE_S3_LEASE_RENEW_MS`, else 120000 and a quarter of the TTL
+   * For `s3://`: the lease's TTL and renewal (store/s3/lease.ts).
+   * @default `$SLUICE_S3_LEASE_TTL_MS` and `$SLUICE_S3_LEASE_RENEW_MS`, else 120000 and a quarter of the TTL
    */
   lease?: LeaseOptions;
   /**
-   * For an `s3://` location: the bound in bytes of the local read cache of
-   * blobs (store/s3/read-cache.ts); 0 turns it off.
+   * For `s3://`: bytes of the local read cache; 0 turns it off.
    * @default `$SLUICE_S3_CACHE_BYTES`, else 1 GiB
    */
   s3CacheBytes?: number;
@@ -80,22 +71,14 @@ function defaultPackMax(env: NodeJS.ProcessEnv = process.env): number {
 
 export { MAX_BACKGROUND_WRITEBACKS } from './placement.js';
 
-/**
- * The read path (pages, and through it line indexes and text cuts): loaded on
- * the first read, since an engine's main thread publishes and records but
- * reads pages only for `Engine.read`, and every module a cold open loads is
- * on the path to its first call. A backend's collector and audit load on
- * first use the same way.
- */
+// Loaded on the first read: a main thread rarely reads pages, and every module a cold open loads
+// delays its first call. A backend's collector and audit load on first use the same way.
 const pagesModule = () => import('./pages.js');
 
 /**
- * Resolves the store directory the way the CLI does: an explicit value, else
- * `$SLUICE_STORE`, else `./.sluice`. An empty value counts as unset (it would
- * otherwise resolve to the working directory itself). An `s3://` value has
- * no directory of its own: for it this throws EUNSUPPORTED (use
- * {@link resolveStoreLocation}), and a malformed one EBADOPTION; it is
- * never taken for a relative path.
+ * The store directory as the CLI resolves it: `explicit`, else `$SLUICE_STORE`,
+ * else `./.sluice`; empty counts as unset. EUNSUPPORTED for an `s3://` value
+ * (use {@link resolveStoreLocation}).
  */
 export function resolveStoreDir(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
   const location = resolveStoreLocation(explicit, env);
@@ -134,10 +117,9 @@ export class Store {
   }
 
   /**
-   * Opens (creating when needed) the store at `location`: a directory, or
-   * `s3://bucket/prefix` (EBADOPTION when malformed; EMISSINGDEP without
-   * the AWS SDK; ENOTFOUND when the bucket does not exist). Opening never
+   * Opens (creating) the store at a directory or `s3://bucket/prefix`. Never
    * reads blobs, so corrupt content cannot prevent it.
+   * @throws EBADOPTION; EMISSINGDEP without the AWS SDK; ENOTFOUND for a missing bucket.
    */
   static async open(location: string | StoreLocation, options: StoreOptions = {}): Promise<Store> {
     const where = typeof location === 'string' ? parseStoreLocation(location, process.env, options.localDir) : location;
@@ -174,11 +156,7 @@ export class Store {
     return describeLocation(this.location);
   }
 
-  /**
-   * Marks the store closed (later writes fail with ECLOSED), closes its
-   * directory descriptors, and closes its pin journal, removing the file when
-   * nothing is held.
-   */
+  /** Later writes fail with ECLOSED; the pin journal is removed when nothing is held. */
   async close(): Promise<void> {
     this.closed = true;
     await this.backend.close();
@@ -203,11 +181,7 @@ export class Store {
     return w.commit(expectedDigest, pin);
   }
 
-  /**
-   * Reads one page of `artifact://<digest>` or `artifact://<digest>/<stream>`
-   * (zero-based line `offset`, `limit` lines, at most 2000 lines and 2 MiB).
-   * See {@link readPage} for the contract and its errors.
-   */
+  /** One page of `artifact://<digest>[/<stream>]`; see {@link readPage}. */
   readPage(uri: string, options?: ReadPageOptions): Promise<ReadPage> {
     return pagesModule().then((m) => m.readPage(this, uri, options));
   }
@@ -226,20 +200,14 @@ export class Store {
   }
 
   /**
-   * Hashes every blob and lists corrupt ones and manifest references that
-   * are missing. Removes nothing; with `repair`, moves corrupt blobs to
-   * quarantine/ (an S3 store deletes the corrupt object) so the next publish
-   * of their content restores them.
+   * Hashes every blob and lists corrupt ones and missing manifest references;
+   * `repair` quarantines (on S3 deletes) corrupt blobs, so the next publish restores them.
    */
   verify(options: VerifyOptions = {}): Promise<VerifyReport> {
     return this.backend.verify(options);
   }
 
-  /**
-   * True when a blob with `digest` is present, as a file, packed or as an
-   * object (content is not checked; a packed copy's record header is, so a
-   * location a collection has since removed does not count).
-   */
+  /** A file, packed or an object; content not checked, but a packed copy's record header is. */
   hasBlob(digest: string): Promise<boolean> {
     return this.backend.hasBlob(digest);
   }
@@ -255,12 +223,8 @@ export class Store {
   }
 
   /**
-   * Pins `digests` against garbage collection. The pin is a file in pins/
-   * owned by this process (its pid is in the name), one digest per line, so
-   * a pin left by a dead process is recognisable and reclaimable (an S3
-   * store's pins are its lease object, store/s3/lease.ts). Publishers
-   * add a digest *before* placing the blob, so a GC that sees the blob also
-   * sees the pin (see docs/operations.md).
+   * Pins `digests` against collection (docs/operations.md). Publishers pin
+   * *before* placing, so a collection that sees the blob sees the pin.
    */
   pin(digests: readonly string[] = []): Promise<Pin> {
     this.assertOpen();

@@ -1,9 +1,7 @@
 /**
- * A whole-store audit: every blob is hashed (streaming) and compared with its
- * name, and every blob a manifest references must be present. It reads and
- * reports; with `repair` it also moves each corrupt blob to quarantine/, so
- * the blob is missing rather than wrong and the next publish of its content
- * (or a copy from elsewhere) puts a good one in its place.
+ * A whole-store audit: every blob hashed against its name, every blob a
+ * manifest references present. `repair` quarantines corrupt blobs, so they
+ * are missing rather than wrong and the next publish puts a good one back.
  */
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
@@ -25,11 +23,7 @@ export interface VerifyReport {
   corrupt: string[];
   /** Digests referenced by a manifest in the store but absent from it (and from the tombstones). */
   missing: string[];
-  /**
-   * Digests referenced (by a manifest, or by a live session record) that are
-   * not at their address but among the tombstones of a collection: readable,
-   * and put back by the next collection when the one that moved them died.
-   */
+  /** Referenced digests among a collection's tombstones: readable, put back by the next collection. */
   tombstoned: string[];
   /** Paths (relative to the store root) under blobs/ that are not blob names; not scanned, not removed. */
   unexpected: string[];
@@ -39,11 +33,7 @@ export interface VerifyReport {
   repairFailed: string[];
   /** Packed blobs hashed (counted in `scanned` too). */
   packed: number;
-  /**
-   * Packs (relative paths) with bytes after their last whole record: the torn
-   * tail a crash leaves mid-append, never a committed blob. Not an error; the
-   * next collection that rewrites the pack drops it.
-   */
+  /** Bytes after the last whole record: a crash's torn tail, not an error; the next repack drops it. */
   tornPacks: string[];
 }
 
@@ -63,11 +53,7 @@ export function emptyVerifyReport(): VerifyReport {
   };
 }
 
-/**
- * Counts blob `digest` (`bytes` long, hashed intact) as present and ok; if
- * it may be a manifest, adds the streams it names to `referenced`, for the
- * check that every referenced blob exists. Shared by both backends' verify.
- */
+/** Shared by both backends' verify: counts an intact blob and adds a manifest's streams to `referenced`. */
 export async function countIntact(
   store: Store,
   digest: string,
@@ -106,13 +92,7 @@ async function listDir(dir: string): Promise<{ name: string; isDir: boolean; isF
   }
 }
 
-/**
- * Hashes every blob in `store` and lists the corrupt ones, then lists the
- * digests that valid manifests reference but the store lacks. A corrupt
- * manifest is reported as corrupt and its references are not followed.
- * Removes nothing; with `repair`, moves corrupt blobs to quarantine/.
- * Memory grows with the number of blobs, never their size.
- */
+/** A corrupt manifest's references are not followed. Memory grows with the number of blobs, never their size. */
 export async function verifyStore(store: Store, options: VerifyOptions = {}): Promise<VerifyReport> {
   const report = emptyVerifyReport();
   const present = new Set<string>();
@@ -187,12 +167,9 @@ export async function verifyStore(store: Store, options: VerifyOptions = {}): Pr
 }
 
 /**
- * Moves the corrupt blob `digest` to quarantine/ (named after its inode, so
- * no two repairs take one name) and drops its line index. Only the file that
- * was found corrupt moves: a publisher may have healed the blob since it
- * was hashed (placed a good copy under the name), so the moved file's inode
- * is checked and a good copy moved back. A failure is reported, not thrown:
- * the audit goes on.
+ * Named after its inode, so no two repairs take one name. Only the file found
+ * corrupt moves: a publisher may have healed the blob since, so the moved
+ * inode is checked and a good copy moved back. Failures are reported, not thrown.
  */
 async function quarantine(
   store: Store,

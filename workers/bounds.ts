@@ -23,7 +23,7 @@ interface Cut {
 }
 
 /** `text` cut to at most `maxBytes` of UTF-8 (on a code point); the size of the whole when it was longer. */
-export function cutText(text: string, maxBytes: number): Cut {
+function cutText(text: string, maxBytes: number): Cut {
   // A string of n units is at most 3n bytes: short texts need no measuring at all.
   if (text.length * 3 <= maxBytes) return { text };
   const { end } = utf8PrefixEnd(text, maxBytes);

@@ -19,7 +19,7 @@
  */
 
 /** The Node variables the helper itself runs without. */
-export const HELPER_WITHOUT = ['NODE_EXTRA_CA_CERTS', 'NODE_OPTIONS'] as const;
+const HELPER_WITHOUT = ['NODE_EXTRA_CA_CERTS', 'NODE_OPTIONS'] as const;
 
 /** The environment to start the helper with: `env` without the {@link HELPER_WITHOUT} variables. */
 export function helperEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {

@@ -23,7 +23,7 @@ export const SPAWN_MARK_VAR = 'SLUICE_SPAWN_MARK';
 const SCAN_BATCH = 64;
 
 /** Pids of the processes whose environment holds `SLUICE_SPAWN_MARK=<mark>` (Linux; none elsewhere). */
-export async function markedPids(mark: string): Promise<number[]> {
+async function markedPids(mark: string): Promise<number[]> {
   const entry = Buffer.from(`${SPAWN_MARK_VAR}=${mark}\0`);
   const inside = Buffer.concat([Buffer.from([0]), entry]);
   let names: string[];
@@ -53,7 +53,7 @@ export async function markedPids(mark: string): Promise<number[]> {
  * process's environ can block while that process is stuck in the kernel
  * (uninterruptible sleep), and the calls of a dead helper wait for the scan.
  */
-export const SCAN_TIMEOUT_MS = 10_000;
+const SCAN_TIMEOUT_MS = 10_000;
 
 /**
  * SIGKILLs every process carrying `mark`, and the group of each that leads

@@ -1,9 +1,4 @@
-/**
- * The packs of a directory store as its publishers see them: the pack this
- * store appends small blobs to (store/pack-writer.ts, group-committed), the
- * map of where packed blobs are (store/pack-index.ts), and the dedup check
- * against a packed copy. An S3 store has none (StoreBackend.packs).
- */
+/** The packs of a directory store as its publishers see them (store/pack-writer.ts, store/pack-index.ts). */
 import type { BlobHandle } from '../blob-handle.js';
 import type { DirSync } from '../dir-sync.js';
 import { type VerifiedBlob, verifyOpened } from '../integrity.js';
@@ -12,11 +7,7 @@ import { PackWriter } from '../pack-writer.js';
 import type { Store } from '../store.js';
 import { openPacked, otherCopies } from './read.js';
 
-/**
- * By default, blobs of at most this many bytes are appended to a pack instead of
- * becoming files of their own (docs/benchmarks.md, "Packs"). Below the line
- * index's 1 MiB, so a packed blob never has one.
- */
+/** docs/benchmarks.md, "Packs"; under the line index's 1 MiB, so a packed blob never has one. */
 export const DEFAULT_PACK_MAX_BLOB_BYTES = 64 * 1024;
 
 /** Copies remembered for the dedup short cut (see {@link DirectoryPacks.ownActiveCopy}). */
@@ -31,11 +22,7 @@ export class DirectoryPacks {
   /** Blobs of at most this many bytes are packed (0: none). */
   readonly maxBlobBytes: number;
   private readonly store: Store;
-  /**
-   * Copies this store appended, newest last, by digest: the pack and the
-   * verified key, for {@link refresh}'s short cut. Bounded like the
-   * verified-blob cache (the oldest are forgotten and simply checked).
-   */
+  // For refresh's short cut; bounded like the verified-blob cache.
   private readonly ownCopies = new Map<string, { path: string | undefined; key: string }>();
 
   /** The packs of `store`; `dirSync` makes a new pack's name durable. */
@@ -52,12 +39,7 @@ export class DirectoryPacks {
     );
   }
 
-  /**
-   * Publishes a small blob by appending it to this store's pack: resolves
-   * once the batch it went out in is durable (one fdatasync shared by every
-   * publish in the batch). The caller has checked that no intact copy exists
-   * ({@link refresh}) and pinned the digest.
-   */
+  /** Resolves once its batch is durable; the caller found no intact copy and pinned the digest. */
   async append(digest: string, content: Uint8Array, lines: number): Promise<void> {
     this.store.assertOpen();
     const { entry, fileId, path } = await this.writer.append(digest, content);
@@ -70,16 +52,11 @@ export class DirectoryPacks {
   }
 
   /**
-   * True, with no I/O, when this store itself appended `digest` (`bytes`
-   * long) to the pack it still appends to, and the batch is committed. Such
-   * a copy needs no check: that pack is removed by no collection while
-   * unsealed and its owner lives (a collection in this process seals it
-   * first, which changes the active pack), a committed record never changes,
-   * and the copy was hashed as it was written (the same trust as the
-   * verified-file cache, integrity.ts). Nor its age: the seal that ends the
-   * pack's life as the active one is written later, and that write is the
-   * pack's new mtime. Synchronous, so a caller may take an in-memory pin
-   * (Pin.holdInOwnPack) before any seal can intervene.
+   * True, with no I/O, when this store appended `digest` to the pack it still
+   * appends to and the batch is committed: no collection removes that pack
+   * while unsealed and its owner lives, a committed record never changes, and
+   * the copy was hashed as written. Synchronous, so the caller may hold it in
+   * memory (Pin.holdInOwnPack) before any seal can intervene.
    */
   ownActiveCopy(digest: string, bytes: number): boolean {
     const own = this.ownCopies.get(digest);
@@ -96,13 +73,7 @@ export class DirectoryPacks {
     return this.index.known(digest) !== undefined;
   }
 
-  /**
-   * True when this store knows a packed copy of `digest` that is still in
-   * its pack, `bytes` long and intact. The packs present when the store was
-   * opened are read on first use; packs other processes add later are not
-   * looked for (a duplicate copy is harmless, a directory scan per publish
-   * is not).
-   */
+  /** Packs other processes add later are not looked for: a duplicate is harmless, a scan per publish is not. */
   async refresh(digest: string, bytes: number): Promise<boolean> {
     this.store.assertOpen();
     if (this.ownActiveCopy(digest, bytes)) return true;
@@ -120,13 +91,9 @@ export class DirectoryPacks {
   }
 
   /**
-   * True when this store knows a committed packed copy of `digest` that is
-   * still in its pack, `bytes` long and intact (hashed unless already
-   * verified), and `touch` (given the pack's path) succeeds. Opening the
-   * pack by its name is the check a collection's tombstoning defeats
-   * (store/gc/repack.ts). A record found only by scanning may be one its
-   * owner has written and not yet synced (PackLocation.committed): leaning
-   * on it would make this publish return before its bytes are durable.
+   * Opening the pack by name is the check a collection's tombstoning defeats
+   * (store/gc/repack.ts). A record found only by scanning may not be synced
+   * yet: leaning on it would return before the publish is durable.
    */
   private async intact(digest: string, bytes: number, touch: (packPath: string) => Promise<boolean>): Promise<boolean> {
     let blob: VerifiedBlob;

@@ -1,9 +1,4 @@
-/**
- * Opening a blob of a directory store: the blob file at its address, a
- * window into a pack, or either of them among a running collection's
- * tombstones. What is opened is not trusted content: store/integrity.ts
- * hashes it before any byte reaches a reader.
- */
+/** Opening a directory store's blob (file, pack window or tombstone); store/integrity.ts hashes it before use. */
 import { join } from 'node:path';
 import { IntegrityError, NotFoundError, toSluiceError } from '../../engine/protocol/errors.js';
 import { assertDigest, type BlobHandle, fileHandle } from '../blob-handle.js';
@@ -13,11 +8,7 @@ import { type PackIndex, type PackLocation, packNames, readPack } from '../pack-
 import type { Store } from '../store.js';
 import { openTombstoned } from '../tombstone.js';
 
-/**
- * The window `loc` of an open pack as a handle. A record never changes once
- * written (packs are append-only and removed whole), so its identity is the
- * pack file's and the window's place.
- */
+// A record never changes once written, so its identity is the pack's and the window's place.
 function windowHandle(fh: StoreFile, loc: PackLocation): BlobHandle {
   return {
     read: async (buffer, offset, length, position) => {
@@ -41,13 +32,7 @@ function windowHandle(fh: StoreFile, loc: PackLocation): BlobHandle {
 
 const codeOf = (err: unknown) => (err as { code?: unknown }).code;
 
-/**
- * Opens the packed copy at `loc` after checking that the record there is
- * `digest`'s: undefined when the pack is gone or the record says otherwise
- * (a stale or damaged index). A FIFO or link in a pack's place is never
- * opened through or waited on (READ_STORE_FILE); the integrity check
- * refuses a non-regular file.
- */
+/** Undefined when the pack is gone or its record is not `digest`'s (a stale index); never opens through a FIFO or link. */
 export async function openPackedAt(store: Store, digest: string, loc: PackLocation): Promise<BlobHandle | undefined> {
   let fh: StoreFile;
   try {
@@ -127,11 +112,7 @@ async function tombstonedFile(store: Store, digest: string): Promise<BlobHandle 
   return fh ? fileHandle(fh) : undefined;
 }
 
-/**
- * Opens blob `digest` for reading: the copy `index` last knew of in a
- * pack, else the blob file at its address, else a pack added since (the
- * packs are re-read), else a copy a running collection has moved aside.
- */
+/** The packed copy last known, else the file, else a pack added since, else a collection's tombstone. */
 export async function openDirectoryBlob(store: Store, index: PackIndex, digest: string): Promise<BlobHandle> {
   const known = index.known(digest);
   if (known) {
@@ -148,13 +129,7 @@ export async function openDirectoryBlob(store: Store, index: PackIndex, digest: 
   return h;
 }
 
-/**
- * Every other copy of `digest` than the packed one at `except`: the blob
- * file at its address, then each packed copy in packs/ (read from the packs
- * themselves, not from memory). For a reader whose copy failed its hash: a
- * publish of the same content after a corruption adds a good copy
- * somewhere, and it must be found whichever copy memory holds.
- */
+/** For a reader whose copy failed its hash: a later publish may have added a good copy anywhere. */
 export async function* otherCopies(store: Store, digest: string, except: PackLocation): AsyncGenerator<BlobHandle> {
   const file = await openFileAt(store, digest).catch(() => undefined);
   if (file) yield file;

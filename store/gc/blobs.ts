@@ -1,14 +1,8 @@
 /**
- * What the collector reads of the blobs themselves: the listing (names,
- * sizes, mtimes), and the stream digests of the blobs that are manifests
- * (through the manifest loader, store/manifest-load.ts). All of it through
- * the store's {@link StoreIO}.
- *
- * Both fail closed: a shard directory or a manifest that cannot be read
- * (EACCES, EIO) aborts the collection (EDISK) instead of being taken for
- * "no blobs" or "not a manifest", since either would let a manifest's
- * streams be deleted while the manifest survives. Only ENOENT (a blob
- * removed or moved aside meanwhile) is a normal answer.
+ * What the collector reads of the blobs: the listing and manifests' streams.
+ * Both fail closed: an unreadable shard or manifest aborts the collection
+ * (EDISK), since taking it for "no blobs" or "not a manifest" would let a
+ * manifest's streams be deleted while it survives. Only ENOENT is normal.
  */
 import { join } from 'node:path';
 import { toSluiceError } from '../../engine/protocol/errors.js';
@@ -68,11 +62,7 @@ export async function listBlobs(store: Store): Promise<Map<string, ListedBlob>> 
   return out;
 }
 
-/**
- * Blobs at their address now that the listing did not account for: names it
- * did not list (placed since), and names in `aside` (moved to the trash by
- * this collection) that a publisher has placed again.
- */
+/** Names placed since the listing, and names in `aside` (this collection's trash) placed again. */
 export async function placedSince(
   store: Store,
   listed: ReadonlyMap<string, ListedBlob>,
@@ -92,13 +82,7 @@ export async function placedSince(
   return out;
 }
 
-/**
- * True when the blob behind `open` may be a manifest: a regular file of at
- * most MAX_MANIFEST_BYTES that starts as every canonical manifest does.
- * Most small blobs are not manifests, and their first bytes tell without
- * reading or hashing the rest. Gone, or a symbolic link (ELOOP): not a
- * manifest this store wrote.
- */
+// Most small blobs are not manifests, and their first bytes tell without hashing the rest.
 async function mayBeManifest(open: () => Promise<BlobHandle | undefined>): Promise<boolean> {
   let h: BlobHandle | undefined;
   try {
@@ -134,13 +118,8 @@ async function streamsOf(load: () => Promise<{ streams: { digest: string }[] } |
 }
 
 /**
- * The stream digests of blob `digest` when it is an intact manifest, else
- * none: a corrupt blob references nothing, a missing one neither. Without
- * `path`, the blob is read wherever the store keeps it (store/blob-handle.ts:
- * a file, a pack, a tombstone); with it, only the file at `path` (a
- * tombstone) is.
- *
- * @throws DiskError (EDISK) when the blob exists but cannot be read.
+ * A blob's stream digests when it is an intact manifest, else none; with
+ * `path`, only that file (a tombstone) is read. @throws EDISK when unreadable.
  */
 export async function manifestStreams(store: Store, digest: string, path?: string): Promise<string[]> {
   if (path === undefined) {
@@ -168,12 +147,7 @@ export async function packedManifestStreams(
   });
 }
 
-/**
- * Whether a file last modified at `mtimeMs` is inside the grace period at
- * `now`. A grace period of 0 holds nothing: an mtime has sub-millisecond
- * precision and `Date.now()` does not, so a file written in the current
- * millisecond would otherwise read as written in the future, and young.
- */
+/** A grace period of 0 holds nothing: mtimes are sub-millisecond, `Date.now()` is not, so a file would read as young. */
 export function insideGrace(now: number, mtimeMs: number, graceMs: number): boolean {
   return graceMs > 0 && now - mtimeMs < graceMs;
 }

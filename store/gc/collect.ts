@@ -1,28 +1,13 @@
 /**
- * Garbage collection of a store: mark from the roots, sweep the rest.
- *
- * Protocol (docs/operations.md), under the store-wide GC lock:
- *
- * 1. Restore the trash of a collection that died mid-sweep; run the owner's
- *    own reclaiming ({@link CollectHooks.whileLocked}).
- * 2. List every blob with its size and mtime, FIRST.
- * 3. THEN read the pins, THEN the roots (the session logs, through
- *    {@link CollectHooks.roots}). A publisher adds a digest to
- *    its pin before renaming the blob into place and releases the pin only
- *    after the record referencing it is durable, so every blob in the listing
- *    is either pinned in step 3 or referenced by a record read after it.
- * 4. Mark: roots, pinned digests and every blob younger than the grace
- *    period, then everything a marked manifest references, transitively.
- * 5. Sweep the unmarked blobs by tombstoning, with a re-check of pins, of
- *    the roots added since step 3 and of the manifests placed since
- *    step 2 (sweep.ts). No step of the argument rests on a timestamp.
- * 6. Reclaim pins and temporary files whose owner is dead, and line indexes
- *    whose blob is gone. Temporary files of live owners are never touched,
- *    nor files whose names are not of the owned form.
- *
- * Anything that cannot be read on the way (a shard, a pin, a log, a
- * manifest) fails the collection with EDISK before anything is deleted, or
- * puts back what it had moved aside: what cannot be read may hold roots.
+ * Garbage collection of a directory store, under the GC lock
+ * (docs/operations.md): restore a dead collection's trash; list every blob
+ * FIRST, THEN read the pins, THEN the roots. A publisher pins before placing
+ * and releases only once the record referencing the blob is durable, so
+ * every listed blob is pinned or referenced by a record read after the
+ * listing. Mark roots, pins, blobs younger than the grace period and what
+ * marked manifests reference; sweep the rest by tombstoning with a re-check
+ * (sweep.ts). No step rests on a timestamp. Anything unreadable (it may hold
+ * roots) fails the collection with EDISK before anything is deleted.
  */
 import { join } from 'node:path';
 import { BadOptionError, toSluiceError } from '../../engine/protocol/errors.js';
@@ -53,11 +38,7 @@ export interface GcOptions {
   dryRun?: boolean;
   /** How long to wait for another collection's lock before failing with ETIMEOUT. @default 30000 */
   lockTimeoutMs?: number;
-  /**
-   * S3 stores: the TTL of the GC lock object (renewed before every batch of
-   * deletes; a lock not renewed for this long, by the server's clock, is
-   * taken over). @default 120000
-   */
+  /** S3: the GC lock's TTL by the server's clock, renewed before every batch of deletes. @default 120000 */
   lockTtlMs?: number;
   /** @internal Awaited at each named step; tests interleave publishers there. */
   onStep?: (step: GcStep) => Promise<void> | void;
@@ -114,11 +95,8 @@ const PREFIX = /^[0-9a-f]{2}$/;
 const INDEX_NAME = /^([0-9a-f]{62})\.idx$/;
 
 /**
- * Collects the garbage of the directory store `store`, whose packs (its
- * backend's) are `own`. Safe against concurrent publishers in this and
- * other processes, even with a grace period of 0.
- *
- * @throws BadOptionError (EBADOPTION) for a bad option; TimeoutError (ETIMEOUT) when another collection holds the lock; DiskError (EDISK).
+ * Safe against concurrent publishers anywhere, even with a grace period of 0.
+ * @throws EBADOPTION; ETIMEOUT when another collection holds the lock; EDISK.
  */
 export async function collectStore(
   store: Store,
@@ -223,11 +201,7 @@ export async function collectStore(
   }
 }
 
-/**
- * The mark: every digest of `seeds`, then whatever the marked manifests
- * reference (`streamsOf` reads a marked blob's stream digests, none when it
- * is not a manifest), transitively.
- */
+/** `seeds`, then whatever marked manifests reference (`streamsOf`), transitively. */
 export async function markReachable(
   seeds: Iterable<Iterable<string>>,
   streamsOf: (digest: string) => Promise<readonly string[]>,

@@ -1,27 +1,13 @@
 /**
- * The store-wide GC lock: one collection at a time. Publishers never take
- * it (pins and tombstoning keep them safe, see collect.ts).
- *
- * The lock is the directory `gc/lock` holding one file named for its owner,
- * `<pid>-t<start ticks>b<boot id>r<random>.owner` (store/owners.ts). A
- * collector prepares such a directory under an owned name in `gc/` and
- * renames it to `gc/lock`. rename(2) replaces a missing or empty directory
- * and fails on a non-empty one, and that is the whole protocol:
- *
- * - **taking**: the rename succeeds only when no owner file is in place;
- * - **breaking** a lock whose owner is dead (judged by the token alone:
- *   that pid runs with that start tick in this boot, whatever the clocks
- *   say): unlink that owner's file by its name, then rmdir `gc/lock`. The
- *   name is unique to the dead owner, so a breaker that judged it stale and
- *   was overtaken (another breaker took the lock meanwhile) removes nothing
- *   of the new holder's: its unlink finds no such file and its rmdir finds
- *   the directory not empty;
- * - **releasing**: unlink our own owner file, then rmdir; a collector that
- *   got in between our two steps makes the rmdir fail, harmlessly.
- *
- * So no interleaving of takers, breakers and releasers ever has two holders,
- * and no step rests on a timestamp. Anything else at `gc/lock` (a regular
- * file, a FIFO, a symbolic link) is nobody's lock and is never broken.
+ * The store-wide GC lock (publishers never take it): the directory `gc/lock`
+ * holding one file named for its owner (store/owners.ts), made under an
+ * owned name and renamed into place. rename(2) replaces a missing or empty
+ * directory and fails on a non-empty one, and that is the protocol: taking
+ * succeeds only with no owner file in place; breaking a dead owner's lock
+ * (judged by its token, not clocks) unlinks that owner's file by name, then
+ * rmdirs, so an overtaken breaker removes nothing of a new holder's;
+ * releasing does the same with our own file. No interleaving has two
+ * holders. Anything else at `gc/lock` is nobody's lock and never broken.
  */
 import { constants } from 'node:fs';
 import { join } from 'node:path';
@@ -53,11 +39,7 @@ function errno(err: unknown): unknown {
   return (err as { code?: unknown })?.code;
 }
 
-/**
- * Takes the GC lock of `store`, waiting up to `timeoutMs` for a live holder.
- *
- * @throws TimeoutError (ETIMEOUT) when a live collection holds it longer.
- */
+/** Waits up to `timeoutMs` for a live holder. @throws ETIMEOUT when it holds longer. */
 export async function acquireGcLock(store: Store, timeoutMs: number): Promise<GcLock> {
   const path = gcLockPath(store);
   const deadline = Date.now() + timeoutMs;
@@ -125,16 +107,11 @@ async function prepare(io: StoreIO, prep: string, ownerName: string, token: stri
 }
 
 /**
- * Our own owner file goes first, by its name: from then on a collector may
- * rename its directory over the empty one, so the rmdir that follows may
- * find another holder's (not empty) and leaves it. Should the unlink fail
- * and our file still stand, the whole directory, still ours (a directory
- * holding a file cannot be replaced), is renamed aside and removed: kept,
- * it would stop every collection while this process lives. An unlink that
- * reports an error although the file went (a disk answering late) has
- * freed the lock, which another collector may hold by now: it is left
- * (and so is the directory when even the lstat fails: kept until this
- * process exits is better than moving a lock that may be another's).
+ * Our owner file goes first, by name: then another collector may rename its
+ * directory over ours, and the rmdir leaves that one. If the unlink fails and
+ * our file stands, the directory (still ours) is renamed aside and removed,
+ * or it would stop every collection. An unlink that errs although the file
+ * went has freed the lock, which another may hold by now: it is left.
  */
 async function release(store: Store, path: string, ownerName: string): Promise<void> {
   const io = store.io;
@@ -210,11 +187,7 @@ async function readHolder(io: StoreIO, path: string, owners: OwnerCheck): Promis
   return { kind: 'held', stale, pid };
 }
 
-/**
- * Removes the directories dead collectors were preparing
- * (`gc/lock.prep-<owned name>`, left by a crash before their rename); a
- * live owner's are left alone.
- */
+// `gc/lock.prep-<owned name>`, left by a crash before the rename; a live owner's stay.
 async function removeDeadPreps(store: Store, owners: OwnerCheck): Promise<void> {
   for (const name of await store.io.readdir(store.layout.gc)) {
     if (!name.startsWith(PREP_PREFIX)) continue;

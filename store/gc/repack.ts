@@ -1,26 +1,12 @@
 /**
- * The collector's side of packs: which packs it may rewrite, the new pack it
- * copies their live blobs into, and moving packs aside and back.
- *
- * A pack is rewritten only when its owner can append nothing more to it: it
- * ends with a seal, or its owner is dead (the rule tmp/ files follow,
- * store/owners.ts). The protocol, inside sweep.ts, mirrors the tombstoning of
- * blob files:
- *
- * 1. copy every marked blob of those packs into a new pack owned by this
- *    collection, fdatasync it and fsync packs/ (crash point `repack-copied`);
- * 2. move the old packs aside, into this collection's trash directory
- *    (`repack-tombstoned`); from here a publisher's dedup check, which opens
- *    the pack by name after pinning, fails and it appends its own copy;
- * 3. re-check pins, roots and newly published manifests (sweep.ts), and copy
- *    every blob of the moved packs that they now keep into the new pack,
- *    fdatasync it again;
- * 4. only then unlink the moved packs (and their index files).
- *
- * A crash at any step loses nothing: before 4 every old pack still exists
- * (in packs/, or in the trash, which the next collection restores), and
- * whatever step 4 deletes was durable in the new pack first. Copies that
- * exist twice are harmless: content is named by its hash.
+ * The collector's side of packs. A pack is rewritten only once its owner can
+ * append nothing more (sealed, or owner dead). Inside sweep.ts: (1) copy its
+ * marked blobs into a new pack, synced (`repack-copied`); (2) move the old
+ * packs into the trash (`repack-tombstoned`), after which a publisher's
+ * dedup, opening the pack by name, fails and it appends its own copy;
+ * (3) re-check, copying what is kept, synced; (4) only then unlink. A crash
+ * loses nothing: before (4) every old pack exists, and what (4) deletes was
+ * durable in the new pack first.
  */
 
 import { createHash } from 'node:crypto';

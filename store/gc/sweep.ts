@@ -1,32 +1,18 @@
 /**
- * Deleting blobs safely while publishers run: tombstoning, then one re-check.
+ * Deleting blobs safely while publishers run: every candidate is renamed
+ * into this collection's trash (`gc/trash/<pid>-<random>/<digest>`, in the
+ * store, so atomically); then, in this order, it re-reads (1) the pins,
+ * (2) the roots added since the scan, (3) the manifests placed since the
+ * listing, and puts back every tombstone they name (transitively) or that
+ * is inside the grace period; only then are the others unlinked.
  *
- * Every candidate is first renamed into this collection's trash directory
- * (`gc/trash/<pid>-<random>/<digest>`, inside the store, so the rename is
- * atomic). Then, in this order, the re-check reads
- *
- * 1. the pins again,
- * 2. the roots again: whatever the root scan says was added since it was
- *    read (for the sessions: every record appended to their logs since the
- *    scan, and whole logs of sessions created since),
- * 3. the blobs placed at their address since the listing (or placed again
- *    after being moved aside) that are manifests,
- *
- * and puts back every tombstone that one of them names, or that a kept
- * manifest among the tombstones names, transitively, or that is inside the
- * grace period (a packed blob by its moved pack's mtime). Only then are the others unlinked, with their index files.
- *
- * Why this loses nothing, whatever the timestamps say (docs/operations.md):
- * a publisher adds a digest to its pin before it refreshes or places the
- * blob. A refresh after the rename fails (ENOENT) and the publisher places
- * its own copy, which is never touched. A refresh before the rename was
- * preceded by the pin add, so the pins read in step 1 hold it, unless the
- * pin was released; a release follows the durable record (read in step 2),
- * or, for an unrecorded call, the placing of the manifest that references
- * the blob (found in step 3). Restoring over a publisher's copy is harmless:
- * the content is the same.
- *
- * Trash left by a collection that died is restored by the next one.
+ * Why nothing is lost, whatever the timestamps (docs/operations.md): a
+ * publisher pins before it refreshes or places. A refresh after the rename
+ * fails and the publisher places its own copy; one before it was preceded by
+ * the pin, read in (1), unless released, and a release follows the durable
+ * record (2) or the placed manifest (3). Restoring over a publisher's copy is
+ * harmless: the content is the same. A dead collection's trash is restored
+ * by the next one.
  */
 import { join } from 'node:path';
 import { toSluiceError } from '../../engine/protocol/errors.js';
@@ -145,11 +131,7 @@ class SweepRun {
     this.target = new RepackTarget(store, opts.packs.index);
   }
 
-  /**
-   * Copies the marked blobs of the packs to rewrite into the collection's new
-   * pack, durably (store/gc/repack.ts, step 1); returns the packs whose live
-   * blobs all read back intact: only those may go.
-   */
+  // Durably (store/gc/repack.ts, step 1); only packs whose live blobs all read back intact may go.
   async copyLivePacked(): Promise<ListedPack[]> {
     const { packs, marked } = this.opts.packs;
     const rewritable: ListedPack[] = [];
@@ -332,12 +314,7 @@ async function restore(store: Store, path: string, digest: string): Promise<void
   else await store.io.rename(path, store.layout.blobPath(digest));
 }
 
-/**
- * Restores the trash of collections that died mid-sweep (their owner is
- * dead, or is this process and the caller holds the lock): each tombstone
- * goes back to its address unless the blob is there again. Returns how many
- * tombstones were handled.
- */
+/** Owner dead, or this process under the caller's lock; a tombstone whose blob is back is dropped. Returns how many. */
 export async function recoverTrash(store: Store): Promise<number> {
   const base = store.layout.trash;
   const owners = new OwnerCheck();

@@ -1,18 +1,11 @@
 /**
- * The S3 backend of a store (store/backend.ts): blobs and line indexes as
- * objects under the store's prefix, one object per blob; pins are a lease
- * object (store/s3/lease.ts), collection and audit span every host on the
- * bucket (store/s3/collect.ts, store/s3/verify.ts, loaded on first use).
+ * The S3 backend (store/backend.ts), one object per blob:
  *
  *     <prefix>/blobs/sha256/<2 hex>/<62 hex>       content, created once, never rewritten
  *     <prefix>/index/sha256/<2 hex>/<62 hex>.idx   line index of a blob of 1 MiB or more
  *
- * Every operation is a few requests, and what each costs is in
- * docs/store.md ("What a call costs in requests"). Opening a blob reads it
- * in ranged GETs (store/s3/remote-file.ts); a large blob's index is fetched
- * once per host and kept in the local directory; blobs read whole are copied
- * to a bounded local read cache (store/s3/read-cache.ts), from which later
- * opens on the host need no GET.
+ * Pins are a lease (store/s3/lease.ts); collection and audit span every host
+ * on the bucket. Request costs: docs/store.md, "What a call costs in requests".
  */
 import { constants } from 'node:fs';
 import { dirname } from 'node:path';
@@ -39,12 +32,7 @@ const BLOB_KEY_REST = /^[0-9a-f]{2}\/[0-9a-f]{62}$/;
 /** Bytes per GET when copying an index object to the local directory. */
 const COPY_CHUNK = 4 * 1024 * 1024;
 
-/**
- * Connects to the bucket of `location` for a store opening there: checks
- * the lease and cache options first (EBADOPTION), loads the SDK
- * (EMISSINGDEP without it), and checks that the bucket answers (ENOTFOUND
- * when it does not exist, EDISK when it cannot be reached or read).
- */
+/** @throws EBADOPTION for lease or cache options; EMISSINGDEP without the SDK; ENOTFOUND or EDISK for the bucket. */
 export async function connectS3(location: S3Location, options: StoreOptions): Promise<BackendConnection> {
   const timing = leaseTiming(options.lease);
   const cacheBytes = s3CacheBytes(options.s3CacheBytes);
@@ -142,11 +130,7 @@ export class S3Backend implements StoreBackend {
     return this.openBlob(digest);
   }
 
-  /**
-   * Opens blob `digest` as the version its HEAD finds: a local copy of that
-   * very object (store/s3/read-cache.ts), else the object, copied to the
-   * cache as it is read whole. ENOTFOUND when absent.
-   */
+  /** The version its HEAD finds: a cached copy of that object, else the object (cached as read whole). */
   async openObject(digest: string): Promise<{ file: StoreFile; head: ObjectHead }> {
     const key = this.blobKey(digest);
     const head = await this.objects.head(key);

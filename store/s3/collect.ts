@@ -1,24 +1,10 @@
 /**
- * Garbage collection of an S3 store, across every host on its bucket
- * (docs/operations.md, "GC across hosts"). The local protocol
- * (store/gc/collect.ts) with S3's parts:
- *
- * 1. Take the GC lock object (store/s3/gc-lock.ts; not in a dry run). Every
- *    tombstone standing is a dead or fenced collection's: cleared. The
- *    owner's own reclaiming runs ({@link CollectHooks.whileLocked}).
- * 2. List every blob (size, LastModified, ETag), FIRST.
- * 3. THEN read the leases (store/s3/lease-scan.ts: unexpired ones are
- *    roots, expired ones are reclaimed), THEN the roots
- *    ({@link CollectHooks.roots}).
- * 4. Mark: roots, leased digests, blobs inside the grace period by the
- *    server's clock, then what marked manifests reference, transitively.
- * 5. Sweep by tombstone markers, re-check and deletes under a renewed lock
- *    (store/s3/sweep.ts).
- * 6. Remove line-index objects whose blob is gone and that are past the
- *    grace period; reclaim this host's temporaries of dead owners.
- *
- * Anything that cannot be read fails the collection (EDISK) before a
- * delete, and its tombstones are cleared: nothing was moved.
+ * Garbage collection of an S3 store across hosts (docs/operations.md, "GC
+ * across hosts"): store/gc/collect.ts's order with S3's parts. Under the
+ * lock object, standing tombstones (a dead collection's) are cleared; list
+ * FIRST, THEN the leases (expired ones reclaimed), THEN the roots; mark by
+ * the server's clock; sweep (store/s3/sweep.ts). Anything unreadable fails
+ * the collection (EDISK) before a delete.
  */
 import { toSluiceError } from '../../engine/protocol/errors.js';
 import { manifestStreams } from '../gc/blobs.js';
@@ -46,11 +32,9 @@ import { tombstonePrefix } from './tombstones.js';
 const INDEX_KEY = /index\/sha256\/([0-9a-f]{2})\/([0-9a-f]{62})\.idx$/;
 
 /**
- * Collects the garbage of the S3 store `store` (its backend `backend`).
- * Safe against publishers on any host sharing the bucket, even with a grace
- * period of 0, under the one assumption docs/operations.md states.
- *
- * @throws BadOptionError (EBADOPTION); TimeoutError (ETIMEOUT) when another collection holds the lock or took it over; DiskError (EDISK).
+ * Safe against publishers on any host, even with a grace period of 0, under
+ * the one assumption docs/operations.md states.
+ * @throws EBADOPTION; ETIMEOUT when another holds the lock or took it over; EDISK.
  */
 export async function collectS3Store(
   store: Store,
@@ -131,11 +115,7 @@ export async function collectS3Store(
   }
 }
 
-/**
- * Deletes line-index objects past the grace period (server clock) whose
- * blob is absent now (a fresh HEAD): an index is placed after its blob, so
- * it is an orphan, and at worst a cache a later read rebuilds.
- */
+// An index is placed after its blob, so one whose blob is gone is an orphan (at worst a cache rebuilt).
 async function removeOrphanIndexObjects(backend: S3Backend, graceMs: number): Promise<number> {
   const { objects } = backend;
   let removed = 0;

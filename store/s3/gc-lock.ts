@@ -1,20 +1,10 @@
 /**
- * The GC lock of an S3 store: one collector at a time across every host on
- * the bucket.
- *
- *     <prefix>/gc/lock     header lines: id, seq, ttl, nonce
- *
- * Taken with a create-once PUT (`If-None-Match: *`). Its holder renews it by
- * compare-and-swap on its ETag (`If-Match`; every body has a fresh nonce, so
- * every write is a new ETag) before each batch of deletes and at each step,
- * so a collector whose lock was taken over finds out (412) before it deletes
- * anything more and stops. A lock past its TTL by the server's clock
- * (store/s3/expiry.ts) is taken over with a compare-and-swap on the ETag
- * that was judged expired, so two hosts can never both take over one lock.
- * Released by delete (after checking that it is still ours).
- *
- * Tombstones name the id of the lock that wrote them (store/s3/tombstones.ts):
- * a publisher that finds one waits while that lock is held and alive.
+ * The GC lock of an S3 store, across every host: `<prefix>/gc/lock` (id,
+ * seq, ttl, nonce), taken create-once and renewed by compare-and-swap before
+ * each batch of deletes, so a collector whose lock was taken over learns it
+ * (412) before deleting more. An expired lock (server clock) is taken over
+ * by a compare-and-swap on the very ETag judged expired, so two hosts never
+ * both take it. Tombstones name the lock id that wrote them.
  */
 import { TimeoutError } from '../../engine/protocol/errors.js';
 import { ownedName } from '../owners.js';
@@ -40,7 +30,7 @@ export interface LockState {
 }
 
 /** Key of the GC lock under `base` (`<prefix>/` or ''). */
-export function gcLockKey(base: string): string {
+function gcLockKey(base: string): string {
   return `${base}gc/lock`;
 }
 
@@ -54,12 +44,7 @@ export async function readGcLock(objects: S3Objects, base: string): Promise<Lock
   return { id, etag: got.etag, expired: expiredOnServer(got.lastModified, got.serverDate, id ? ttl : 0) };
 }
 
-/**
- * Ends a lock that expired (its collector died or stalled past its TTL):
- * compare-and-swap over the expired version, then delete. A stalled
- * collector's next renewal then fails, so it deletes nothing more. True when
- * the lock is gone or another now (whoever broke it).
- */
+/** A stalled collector's next renewal then fails, so it deletes nothing more. True when the lock is gone or another's. */
 export async function breakExpiredLock(objects: S3Objects, base: string, state: LockState): Promise<boolean> {
   if (!state.expired) return false;
   const key = gcLockKey(base);
@@ -84,11 +69,7 @@ export class S3GcLock {
     return Buffer.from(`${MAGIC}\nid ${id}\nseq ${seq}\nttl ${ttlMs}\nnonce ${writeNonce()}\n`, 'latin1');
   }
 
-  /**
-   * Takes the lock, waiting up to `timeoutMs` while a live collector holds it.
-   *
-   * @throws TimeoutError (ETIMEOUT) when another collection holds it longer; DiskError (EDISK).
-   */
+  /** @throws ETIMEOUT when another collection holds it past `timeoutMs`; EDISK. */
   static async acquire(objects: S3Objects, base: string, ttlMs: number, timeoutMs: number): Promise<S3GcLock> {
     const key = gcLockKey(base);
     const id = ownedName(16);
@@ -112,11 +93,7 @@ export class S3GcLock {
     }
   }
 
-  /**
-   * Renews the lock; rejects with ETIMEOUT (`details.s3: 'LockLost'`) when
-   * another collector took it over, after which this collection must delete
-   * nothing more.
-   */
+  /** ETIMEOUT (`details.s3: 'LockLost'`) when taken over: this collection must delete nothing more. */
   async renew(): Promise<void> {
     const etag = await this.objects.putIfMatch(this.key, S3GcLock.body(this.id, ++this.seq, this.ttlMs), this.etag);
     if (etag === undefined) {

@@ -33,7 +33,7 @@ export interface LeaseScan {
 }
 
 /** Key prefix of the leases under `base`. */
-export function leasePrefix(base: string): string {
+function leasePrefix(base: string): string {
   return `${base}leases/`;
 }
 

@@ -1,30 +1,14 @@
 /**
- * Pins of an S3 store: a lease object this store renews,
- *
- *     <prefix>/leases/<owned name>     header lines, a blank line, one pinned digest per line
- *
- * A pin's add resolves only once a lease naming its digests is stored: every
- * add queued while a PUT is in flight goes out in the next one (group
- * commit), so a burst of publishes costs one PUT. Releases are lazy: they
- * change only what the next write says. While something is held the lease is
- * rewritten every `renewMs`; once nothing is, one more write empties it and
- * renewals stop.
- *
- * Every write but the first is a compare-and-swap on the ETag of the
- * previous one (`If-Match`), and every body carries a fresh nonce, so each
- * write is a new ETag. A collector that finds the lease expired (by the
- * server's clock, store/s3/expiry.ts) reclaims it with a compare-and-swap of
- * its own; this store's next write then fails (412), and that is how it
- * learns it was fenced: every pin that held a digest under the lost lease is
- * lost (its {@link Pin.vouch} and later adds fail with EDISK,
- * `details.s3: 'LeaseLost'`), and later pins get a lease under a new key.
- *
- * {@link Pin.vouch} is what a publisher asks before it records a reference:
- * it resolves when the lease was stored less than half a TTL ago (by this
- * host's monotonic clock, from the start of that PUT) or after a renewal
- * made now. The rest of the argument (docs/operations.md, "GC across
- * hosts") rests on the order of these writes, not on clocks, except for the
- * one residual assumption stated there.
+ * Pins of an S3 store: a lease object `<prefix>/leases/<owned name>` (header
+ * lines, a blank line, one digest per line) this store renews. An add
+ * resolves once a lease naming it is stored; adds queued during a PUT share
+ * the next one. Every write but the first is a compare-and-swap on the
+ * previous ETag (each body has a fresh nonce), so a collector that reclaims
+ * an expired lease fences this store: its next write fails (412), every pin
+ * under the lost lease fails with EDISK (`details.s3: 'LeaseLost'`), and
+ * later pins get a new key. The argument (docs/operations.md, "GC across
+ * hosts") rests on the order of these writes, not on clocks, but for the
+ * one assumption stated there.
  */
 import { BadOptionError, ClosedError, DiskError, toSluiceError } from '../../engine/protocol/errors.js';
 import { ownedName } from '../owners.js';
@@ -33,7 +17,7 @@ import { writeNonce } from './expiry.js';
 import type { S3Objects } from './objects.js';
 
 /** How long a lease protects its digests after its last write: two minutes. */
-export const DEFAULT_LEASE_TTL_MS = 120_000;
+const DEFAULT_LEASE_TTL_MS = 120_000;
 
 /** The first line of a live lease. */
 export const LEASE_MAGIC = 'sluice-lease 1';
@@ -49,7 +33,7 @@ export interface LeaseTiming {
 }
 
 /** The error of a pin whose lease was reclaimed while this store stalled. */
-export function leaseLostError(key: string): DiskError {
+function leaseLostError(key: string): DiskError {
   return new DiskError(
     `the S3 lease ${key} expired and was reclaimed: what it pinned may have been collected, so it is not referenced`,
     { s3: 'LeaseLost', key },
@@ -154,10 +138,7 @@ export class LeaseJournal {
     this.pins.delete(pin);
   }
 
-  /**
-   * Resolves when `pin`'s digests are under a lease that is stored and not
-   * older than half a TTL; rejects (LeaseLost) when that lease was reclaimed.
-   */
+  // Rejects (LeaseLost) when the lease was reclaimed.
   private async vouch(pin: LeasePin): Promise<void> {
     if (pin.lost) throw leaseLostError(pin.lost);
     if (pin.own.length === 0) return;
@@ -167,10 +148,9 @@ export class LeaseJournal {
   }
 
   /**
-   * The stored lease was sent less than half a TTL ago (this host's
-   * monotonic clock): a collector cannot judge it expired before a whole TTL
-   * after its LastModified (the server's clock), so it is still this
-   * store's, unless the two clocks' rates differ by a factor of two.
+   * A collector cannot judge the lease expired before a whole TTL after its
+   * LastModified (the server's clock), so half a TTL on this host's monotonic
+   * clock is safe unless the clocks' rates differ by a factor of two.
    */
   private fresh(): boolean {
     return performance.now() - this.storedAt < this.timing.ttlMs / 2;
@@ -268,11 +248,7 @@ export class LeaseJournal {
   /** Nothing is held in memory only: an S3 store packs nothing (store/pins.ts, {@link Pin.holdInOwnPack}). */
   async flushInMemory(): Promise<void> {}
 
-  /**
-   * Stops renewing. With nothing held the lease object is deleted; with pins
-   * still held it is left to expire (a collector reclaims it), as a local pin
-   * file of a closed store is left for GC.
-   */
+  /** A lease with pins still held is left to expire, as a closed store's local pin file is left for GC. */
   async close(): Promise<void> {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
@@ -305,12 +281,9 @@ function fromEnv(name: string, env: NodeJS.ProcessEnv): number | undefined {
 }
 
 /**
- * The lease timing of a store: options, else the environment, else the
- * defaults. The renewal interval must be under half the TTL, so that a
- * vouch that finds the lease stored recently (store/s3/lease.ts) has a
- * renewal to spare.
- *
- * @throws BadOptionError (EBADOPTION) for a non-positive value or a renewal interval of half the TTL or more.
+ * Options, else the environment, else the defaults. Renewal must be under
+ * half the TTL, so a vouch of a recent lease has a renewal to spare.
+ * @throws EBADOPTION for a non-positive value or a renewal of half the TTL or more.
  */
 export function leaseTiming(options: LeaseOptions = {}, env: NodeJS.ProcessEnv = process.env): LeaseTiming {
   const ttlMs = options.ttlMs ?? fromEnv('SLUICE_S3_LEASE_TTL_MS', env) ?? DEFAULT_LEASE_TTL_MS;

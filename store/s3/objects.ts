@@ -1,23 +1,9 @@
 /**
- * The S3 object layer of an S3 store: the handful of requests the store
- * makes, each mapped to sluice's typed errors, and counted (operators price
- * a call by its requests: docs/store.md, "S3").
- *
- * - create-once put (`If-None-Match: *`): a 412 means the object is already
- *   there, which for content-addressed keys is success;
- * - multipart upload from a local file for large blobs, parts streamed from
- *   file ranges (store/s3/multipart.ts);
- * - ranged GET, HEAD, ListObjectsV2 (paged), DeleteObject;
- * - compare-and-swap put (`If-Match`) and whole small GETs, for leases and
- *   the GC lock (store/s3/lease.ts, store/s3/gc-lock.ts), with the server's
- *   `Date` of the newest reply, the only clock their expiry is judged by.
- *
- * The client comes from the SDK's standard chain (credentials, region,
- * `AWS_ENDPOINT_URL_S3`), with path-style addressing when the endpoint is
- * overridden (services other than AWS rarely resolve `bucket.host`) and
- * checksums only when an operation requires them: Ceph Pacific refuses the
- * SDK's default aws-chunked bodies with checksum trailers (411
- * MissingContentLength).
+ * The S3 requests a store makes, mapped to typed errors and counted
+ * (docs/store.md, "S3"). Path-style addressing when the endpoint is
+ * overridden (services other than AWS rarely resolve `bucket.host`), and
+ * checksums only where required: Ceph Pacific refuses the SDK's default
+ * aws-chunked bodies with checksum trailers (411 MissingContentLength).
  */
 import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
@@ -52,11 +38,7 @@ export interface SmallObject {
   readonly body: Buffer;
   readonly etag: string;
   readonly lastModified: Date | undefined;
-  /**
-   * The `Date` of the newest reply this client has had (this one's or a
-   * later one's): a time on the server's clock that is not in its future,
-   * which is what judging an expiry by the server's clock needs.
-   */
+  /** The newest reply's `Date`: a server time not in its future, by which expiries are judged. */
   readonly serverDate: Date | undefined;
 }
 
@@ -139,11 +121,9 @@ export class S3Objects {
   }
 
   /**
-   * Replaces `key` with `body` only if its current version is `etag`
-   * (`If-Match`): the compare-and-swap that renews a lease or the GC lock
-   * and that fences a stalled owner. Returns the new ETag, or undefined when
-   * the object is another version or absent (412; Ceph answers 412 for an
-   * absent key too, and 404 is taken the same way).
+   * Compare-and-swap (`If-Match`): renews a lease or the GC lock and fences a
+   * stalled owner. Undefined when another version or absent (412; Ceph's 412
+   * or another's 404 for an absent key).
    */
   putIfMatch(key: string, body: Uint8Array, etag: string): Promise<string | undefined> {
     // Ceph compares the ETag without its quotes: a quoted one never matches.
@@ -187,23 +167,15 @@ export class S3Objects {
   }
 
   /**
-   * Creates `key` with `body` unless it exists (`If-None-Match: *`).
-   * Returns the new object's ETag, or undefined when it was already there
-   * (412): for a content-addressed key that is the same content. Also
-   * undefined when another conditional write of `key` was in progress (AWS
-   * answers 409 ConditionalRequestConflict, and asks for a retry): the
-   * caller looks at what is there, and tries again when nothing is.
+   * Create-once (`If-None-Match: *`). Undefined when already there (412: for
+   * a content-addressed key, the same content) or when another conditional
+   * write is in progress (409): the caller looks, and retries when nothing is.
    */
   putIfAbsent(key: string, body: Uint8Array): Promise<string | undefined> {
     return this.putBody(key, body, { IfNoneMatch: '*' });
   }
 
-  /**
-   * One PUT of `body` under `condition`: the new ETag, or undefined when the
-   * condition failed (412; an `If-Match` on an absent key is 412 on Ceph, 404
-   * elsewhere, taken the same way; a 409 ConditionalRequestConflict, another
-   * conditional write of the key in progress, too).
-   */
+  /** Undefined when the condition failed (412, 404 for `If-Match` on an absent key, 409). */
   private async putBody(
     key: string,
     body: Uint8Array,
@@ -225,14 +197,10 @@ export class S3Objects {
   }
 
   /**
-   * Uploads the local file at `path` (`size` bytes) as `key`, streaming it
-   * from disk: one create-once PUT up to {@link MULTIPART_THRESHOLD}, a
-   * multipart upload above. Returns the ETag, or undefined when a create-once
-   * PUT found the object there. A multipart upload is not conditional
-   * (CompleteMultipartUpload with If-None-Match is not in Ceph Pacific):
-   * two hosts uploading one digest at once write the same bytes, so the
-   * later completion replaces the object with an equal one. With
-   * `overwrite`, the PUT is unconditional (healing a corrupt object).
+   * Streams the file at `path` to `key`: a create-once PUT, or a multipart
+   * upload past {@link MULTIPART_THRESHOLD}, which cannot be conditional on
+   * Ceph Pacific; two hosts uploading one digest write the same bytes.
+   * `overwrite` heals a corrupt object. Undefined when the object was there.
    */
   async uploadFile(key: string, path: string, size: number, overwrite = false): Promise<string | undefined> {
     if (size <= MULTIPART_THRESHOLD) {
@@ -282,13 +250,9 @@ export class S3Objects {
   }
 
   /**
-   * Bytes `[start, end)` of `key` (one ranged GET), read into one buffer of
-   * at most `end - start` bytes: callers bound the range. `etag`, when
-   * given, makes the GET conditional (`If-Match`), so a read never mixes
-   * two versions of one key: an object replaced since it was opened fails
-   * the read with EDISK (`details.s3` PreconditionFailed), and opening it
-   * again verifies the new version. Fewer bytes come back only at the end
-   * of the object.
+   * Bytes `[start, end)` of `key` in one buffer (callers bound the range).
+   * `etag` makes the GET conditional, so a read never mixes two versions: a
+   * replaced object fails with EDISK (PreconditionFailed). Short only at the end.
    */
   async getRange(key: string, start: number, end: number, etag?: string): Promise<Buffer> {
     if (end <= start) return Buffer.alloc(0);
@@ -339,11 +303,7 @@ export class S3Objects {
     } while (token);
   }
 
-  /**
-   * The "directories" right under `prefix` (which ends with `/`): each
-   * distinct next path segment, as the full key prefix ending with `/`, in
-   * key order (ListObjectsV2 with a delimiter, one request per 1000).
-   */
+  /** Each distinct next segment under `prefix`, as a key prefix ending with `/`, in key order. */
   async *listPrefixes(prefix: string): AsyncIterable<string> {
     let token: string | undefined;
     do {

@@ -1,28 +1,11 @@
 /**
- * The bounded local read cache of an S3 store: copies of blobs read from
- * the bucket, in the local directory, so a second store instance on the
- * host (another worker thread, another process) reads a blob from disk
- * instead of downloading it again.
- *
- *     <local>/cache/sha256/<2 hex>/<62 hex>.<16 hex of the object's ETag>
- *
- * A publisher keeps the file it uploaded as the copy of the new object. A
- * copy is also made while a store reads the whole object front to back (its
- * verifying first read, store/integrity.ts): each block the handle fetches
- * is also written to a temporary file and hashed, and the file is renamed
- * into the cache only when it holds exactly the object and hashes to its
- * digest. A copy is named by the ETag of the object it came from, so it
- * serves only that very object: a replaced (healed, corrupted, re-created)
- * object is read from the bucket again. A copy is a blob like any other to
- * the reader, hashed on its first read by each store instance; one that
- * fails is removed and the object read from the bucket
- * ({@link ReadCache.drop}, called by the integrity check).
- *
- * The bound: after a copy is added and this instance's estimate of the
- * total passes it, the cache is listed and the least recently used copies
- * (by the later of access and modification time) are removed until it fits.
- * Several processes may share the directory: copies appear by rename and
- * disappear by unlink, so a reader that opened one keeps reading it.
+ * The bounded local read cache of an S3 store, shared by every store
+ * instance on the host: `<local>/cache/sha256/<2 hex>/<62 hex>.<16 hex of
+ * ETag>`. A copy is a publisher's uploaded file, or made while a first read
+ * goes front to back, renamed in only when it hashes to its digest. Named by
+ * ETag, it serves only that very object; it is hashed on first read like any
+ * blob, and dropped when it fails. Copies appear by rename and go by unlink,
+ * so a reader that opened one keeps reading it. Least recently used go first.
  */
 import { createHash, type Hash } from 'node:crypto';
 import { constants } from 'node:fs';
@@ -34,14 +17,9 @@ import { ownedName } from '../owners.js';
 import type { ObjectHead } from './objects.js';
 
 /** Default bound of the cache: 1 GiB. */
-export const DEFAULT_S3_CACHE_BYTES = 1024 * 1024 * 1024;
+const DEFAULT_S3_CACHE_BYTES = 1024 * 1024 * 1024;
 
-/**
- * The cache bound: `option`, else `$SLUICE_S3_CACHE_BYTES`, else
- * {@link DEFAULT_S3_CACHE_BYTES}; 0 turns the cache off.
- *
- * @throws BadOptionError (EBADOPTION) for a value that is not a non-negative integer.
- */
+/** `option`, else `$SLUICE_S3_CACHE_BYTES`, else 1 GiB; 0 turns it off. @throws EBADOPTION. */
 export function s3CacheBytes(option?: number, env: NodeJS.ProcessEnv = process.env): number {
   const v =
     option ??
@@ -102,12 +80,7 @@ export class ReadCache {
     return head.size <= this.maxBytes ? new CacheTee(this, digest, head) : undefined;
   }
 
-  /**
-   * Takes the file `tmp` a publisher just uploaded as the object `head`
-   * describes (hashed while it was written, so it is blob `digest`) as the
-   * copy of that object: renamed, not copied. False (and `tmp` left where it
-   * is) when it does not fit or cannot be placed.
-   */
+  /** Renamed, not copied (hashed while written); false, `tmp` left, when it does not fit or place. */
   async keepPublished(tmp: string, digest: string, head: ObjectHead): Promise<boolean> {
     if (head.size > this.maxBytes || head.etag === '') return false;
     try {
@@ -179,11 +152,7 @@ export class ReadCache {
   }
 }
 
-/**
- * One copy in the making: the blocks a remote handle fetches, in order from
- * the start, are appended and hashed; anything else (a read elsewhere, a
- * failure, a content that does not hash to its digest) abandons the copy.
- */
+/** A copy in the making from a handle's in-order blocks; anything else abandons it. */
 export class CacheTee {
   private fh: StoreFile | undefined;
   private tmp: string | undefined;

@@ -1,18 +1,9 @@
 /**
- * An S3 object opened for reading as a {@link StoreFile}: the read paths of
- * the store (integrity hashing, the line index search, page collection,
- * manifests) take a random-access handle, `read(buffer, offset, length,
- * position)`, `stat()`, `close()`, and this one answers each read with a
- * ranged GET, so a page costs O(page) bytes from the service whatever the
- * object's size.
- *
- * Reads go through one block buffer: a random read fetches at least
- * {@link RANDOM_BLOCK} bytes (a line search probes close to where it last
- * read), a read that continues where the previous one ended fetches
- * {@link SEQUENTIAL_BLOCK} (the hashing pass of a first read: 1 GiB is 256
- * GETs, not 1024). Memory per open handle is one block. Every GET carries
- * `If-Match` with the ETag seen at open, so the bytes of one handle all
- * come from one version of the object.
+ * An S3 object as a random-access {@link StoreFile}, each read a ranged GET,
+ * so a page costs O(page) from the service. One block buffer per handle: a
+ * continuing read fetches SEQUENTIAL_BLOCK (fewer GETs for the hashing
+ * pass), others RANDOM_BLOCK. Every GET carries `If-Match` with the ETag
+ * seen at open, so one handle's bytes are of one version.
  */
 import { createHash } from 'node:crypto';
 import type { BigIntStats, Stats } from 'node:fs';
@@ -21,9 +12,9 @@ import type { ObjectHead, S3Objects } from './objects.js';
 import type { CacheTee } from './read-cache.js';
 
 /** Smallest GET of a read that does not continue the previous one. */
-export const RANDOM_BLOCK = 256 * 1024;
+const RANDOM_BLOCK = 256 * 1024;
 /** GET size of reads that continue the previous one (sequential scans). */
-export const SEQUENTIAL_BLOCK = 4 * 1024 * 1024;
+const SEQUENTIAL_BLOCK = 4 * 1024 * 1024;
 
 /** A device number no local filesystem reports, so remote identities never equal a local file's. */
 const REMOTE_DEV = 0x5333n;
@@ -93,11 +84,9 @@ export class RemoteFile extends StoreFile {
   }
 
   /**
-   * A stat(2)-shaped answer: a regular file of the object's size, whose
-   * device and inode stand for the ETag, so the integrity cache's file
-   * identity (store/integrity.ts) changes exactly when the object does.
-   * Times are zero: a PUT answers with no Last-Modified, and the identity
-   * the publisher remembers must equal the one a later open sees.
+   * Device and inode stand for the ETag, so the integrity cache's identity
+   * changes exactly when the object does. Times are zero: a PUT answers with
+   * no Last-Modified, and the publisher's identity must equal a later open's.
    */
   override stat(): Promise<Stats>;
   override stat(options: { bigint: true }): Promise<BigIntStats>;

@@ -1,22 +1,10 @@
 /**
- * Deleting blobs of an S3 store while publishers on other hosts run:
- * tombstone markers, one re-check, then deletes under a renewed lock.
- *
- * 1. A tombstone (store/s3/tombstones.ts) is created (create-once) for
- *    every candidate; one that is there already keeps its candidate.
- * 2. THEN the re-check reads, in this order: the leases again (every lease,
- *    expired or not, but those reclaimed), the roots added since the scan
- *    ({@link RootScan.appended}), and the blobs placed or replaced since
- *    the listing that are manifests. Whatever they name is kept, with what
- *    a kept manifest among the candidates references, transitively, and
- *    with every candidate replaced since the listing or inside the grace
- *    period (server clock) as belt and braces.
- * 3. The rest is deleted in batches, each preceded by a renewal of the GC
- *    lock (compare-and-swap): a collector whose lock was taken over stops
- *    before its next batch. Per blob: the blob, its index, its tombstone.
- *    Kept candidates lose their tombstone (nothing was moved: that is the
- *    restore).
- *
+ * Deleting an S3 store's blobs while other hosts publish: (1) a create-once
+ * tombstone per candidate; (2) THEN re-read the leases, the roots added
+ * since the scan and the manifests placed since the listing, keeping what
+ * they name (transitively) and anything replaced since or in the grace
+ * period; (3) delete the rest in batches, each after renewing the GC lock,
+ * so a collector taken over stops. Kept candidates lose their tombstone.
  * Why this loses nothing: docs/operations.md, "GC across hosts".
  */
 import { toSluiceError } from '../../engine/protocol/errors.js';

@@ -27,13 +27,13 @@ import { countNewlines } from '../../store/lines.js';
 import type { Attachment } from '../tool.js';
 
 /** The largest text page or directory listing page, in UTF-8 bytes of output (numbers included). */
-export const MAX_FS_PAGE_BYTES = 2 * 1024 * 1024;
+const MAX_FS_PAGE_BYTES = 2 * 1024 * 1024;
 /** The largest image or PDF returned as an attachment. */
-export const MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024;
+const MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024;
 /** Bytes at the start of a file checked for NUL and invalid UTF-8 (binary detection). */
-export const SNIFF_BYTES = 8 * 1024;
+const SNIFF_BYTES = 8 * 1024;
 /** Names collected from one directory before giving up: the listing is sorted, so it is held whole. */
-export const MAX_LISTING_NAME_BYTES = 16 * 1024 * 1024;
+const MAX_LISTING_NAME_BYTES = 16 * 1024 * 1024;
 /** Width of the right-aligned line number, as `cat -n` prints it. */
 const NUMBER_WIDTH = 6;
 const READ_CHUNK = 64 * 1024;
@@ -117,7 +117,7 @@ export async function resolveFsTarget(filePath: string, cwd: string): Promise<Fs
 }
 
 /** The media type of content starting with `head`, by magic bytes (never by file name). */
-export function sniffMediaType(head: Uint8Array): string | undefined {
+function sniffMediaType(head: Uint8Array): string | undefined {
   const b = Buffer.from(head.buffer, head.byteOffset, head.byteLength);
   if (b.length >= 8 && b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) {
     return 'image/png';
@@ -131,7 +131,7 @@ export function sniffMediaType(head: Uint8Array): string | undefined {
 }
 
 /** True when `head` (the first bytes of a file of `size` bytes) looks binary: a NUL byte or invalid UTF-8. */
-export function looksBinary(head: Uint8Array, size: number): boolean {
+function looksBinary(head: Uint8Array, size: number): boolean {
   if (head.includes(0)) return true;
   // A character cut by the sniff window is not a fault of the file.
   const end = head.length < size ? utf8CompleteEnd(head) : head.length;
