@@ -90,8 +90,13 @@ export function parseConfig(input: unknown, baseDir: string, origin = 'config'):
         },
       );
     }
-    const { type: _t, ...rest } = s;
-    mcpServers.push({ ...rest, name, ...(s.cwd !== undefined ? { cwd: resolve(baseDir, s.cwd) } : {}) });
+    const { type: _t, sandbox, ...rest } = s;
+    mcpServers.push({
+      ...rest,
+      name,
+      ...(s.cwd !== undefined ? { cwd: resolve(baseDir, s.cwd) } : {}),
+      ...(sandbox !== undefined ? { sandbox: sandboxOfFile(sandbox, baseDir, `${origin}: mcpServers.${name}`) } : {}),
+    });
   }
   const plugins = (c.plugins ?? []).map((p) => (isUrl(p) ? p : resolve(baseDir, p)));
   if (c.toolOutput !== undefined) parseToolOutputOptions(c.toolOutput, `${origin}: toolOutput`);

@@ -24,6 +24,7 @@ import {
 import { applyConfig, loadRunConfig } from './config.js';
 
 const USAGE = `Usage: sluice tools [--json] [-q] [--store DIR] [--config FILE] [--plugin PATH]... [--mcp NAME=COMMAND]...
+                    [--sandbox MODE] [--network MODE]
 
 Lists the tools sluice run (and sluice serve) can call: the built-ins, and
 those --config, --plugin and --mcp add, with each one's description and
@@ -37,6 +38,8 @@ arguments.
   --plugin PATH   register a plugin tool module (repeatable)
   --mcp NAME=COMMAND [ARGS]
                   start an MCP server over stdio; its tools are NAME.<tool> (repeatable)
+  --sandbox MODE  the sandbox whose policy bash's description states (workspace-write, read-only, off)
+  --network MODE  off or on, with --sandbox
 `;
 
 const OPTIONS = {
@@ -109,7 +112,12 @@ export const command: Command = {
     const store = await storeFor(values.store, ctx.env);
     let tools: ToolInfo[];
     try {
-      const engine = await Engine.open({ store: store.dir, concurrency: 1, minThreads: 1 });
+      const engine = await Engine.open({
+        store: store.dir,
+        concurrency: 1,
+        minThreads: 1,
+        ...(extra.engine.sandbox ? { sandbox: extra.engine.sandbox } : {}),
+      });
       try {
         await applyConfig(engine, extra);
         tools = engine.tools();

@@ -32,6 +32,8 @@ import { assertSpawnSettings } from './processes/spawn-settings.js';
 import { startWatchdog, type Watchdog } from './processes/watchdog.js';
 import type { Registry, ToolInfo } from './registry.js';
 import type { CallEvent, TerminalResult } from './result.js';
+import { describeSandbox } from './sandbox/describe.js';
+import { narrowSandbox } from './sandbox/policy.js';
 import type {
   GcOptions,
   GcReport,
@@ -214,15 +216,21 @@ export class Engine {
         register: (module, overrides) => this.registry.register(this.pool, module, 'mcp', overrides),
         tools: () => this.registry.list(),
         unregister: (name) => this.registry.unregister(name),
+        sandboxOf: (spec) => narrowSandbox(this.options.sandbox, spec, this.options.sandboxContext),
       });
       return this.mcp;
     });
     return this.mcpLoad.then((servers) => servers.add(config));
   }
 
-  /** Registered tools. */
+  /** Registered tools; where the engine has a sandbox, bash's description states its policy. */
   tools(): ToolInfo[] {
-    return this.registry.list();
+    const tools = this.registry.list();
+    const sandbox = this.options.sandbox;
+    if (!sandbox) return tools;
+    // The model reads the description: it should know what the sandbox will refuse before it tries.
+    const note = describeSandbox(sandbox);
+    return tools.map((t) => (runsUnderSandbox(t) ? { ...t, description: `${t.description} ${note}` } : t));
   }
 
   /**
@@ -429,4 +437,9 @@ export class Engine {
   private assertOpen(): void {
     if (this.closed) throw new this.runtime.ClosedError('the engine is closed');
   }
+}
+
+/** The tools whose processes a sandbox confines: bash (MCP servers say so in their own entry's description). */
+function runsUnderSandbox(tool: ToolInfo): boolean {
+  return tool.source === 'builtin' && tool.name === 'bash';
 }

@@ -1,9 +1,10 @@
 /** MCP server configuration (`Engine.addMcpServer`, `sluice run --config`) and the mapping of a server's tool names to sluice names. */
 import { createHash } from 'node:crypto';
 import { resolve } from 'node:path';
-import { BadOptionError } from '../protocol/errors.js';
+import { BadOptionError, type SluiceError } from '../protocol/errors.js';
 import { firstIssue } from '../protocol/issues.js';
 import { MCP_DEFAULT_MAX_MESSAGE_BYTES, type McpServerSpec } from '../protocol/mcp.js';
+import type { SandboxPolicy, SandboxSpec } from '../protocol/sandbox.js';
 import { z } from '../protocol/zod.js';
 
 /** One MCP server, started over stdio. */
@@ -20,6 +21,11 @@ export interface McpServerConfig {
   cwd?: string;
   /** Largest JSON-RPC message (one tool result) accepted from the server, in bytes. @default 64 MiB */
   maxMessageBytes?: number;
+  /**
+   * The sandbox the server runs under, narrowing the engine's (docs/security.md); the variables of
+   * `env` pass into it. @default the engine's `sandbox`
+   */
+  sandbox?: SandboxSpec;
 }
 
 /** Server names: a sluice tool-name prefix without dots, so `<server>.<tool>` splits one way only. */
@@ -37,6 +43,8 @@ export const mcpServerFields = {
     .min(1024)
     .max(1024 ** 3)
     .optional(),
+  // Checked by the engine's sandbox narrowing, which names the field.
+  sandbox: z.unknown().optional(),
 };
 
 const configSchema = z.strictObject({
@@ -45,18 +53,32 @@ const configSchema = z.strictObject({
 });
 
 /** Validates a server configuration and applies defaults; EBADOPTION quotes the bad value. */
-export function parseMcpServerConfig(input: unknown, cwd: string): McpServerSpec {
+export function parseMcpServerConfig(
+  input: unknown,
+  cwd: string,
+  sandboxOf: (spec: unknown) => SandboxPolicy | undefined = () => undefined,
+): McpServerSpec {
   const r = configSchema.safeParse(input);
   if (!r.success) {
     const i = firstIssue(r.error, input);
     throw new BadOptionError(`MCP server option ${i.path || '(config)'}: ${i.message} (${i.got})`, { option: i.path });
   }
   const c = r.data;
+  let sandbox: SandboxPolicy | undefined;
+  try {
+    sandbox = sandboxOf(c.sandbox);
+  } catch (err) {
+    const e = err as SluiceError;
+    throw new BadOptionError(`MCP server option ${e.message}`, { option: 'sandbox' }, { cause: err });
+  }
+  const env = c.env ?? {};
   return {
+    // The variables the host gave the server pass into its sandbox as well.
+    ...(sandbox ? { sandbox: { ...sandbox, env: [...new Set([...sandbox.env, ...Object.keys(env)])] } } : {}),
     name: c.name,
     command: c.command,
     args: c.args ?? [],
-    env: c.env ?? {},
+    env,
     cwd: resolve(cwd, c.cwd ?? '.'),
     maxMessageBytes: c.maxMessageBytes ?? MCP_DEFAULT_MAX_MESSAGE_BYTES,
   };

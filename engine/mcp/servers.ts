@@ -7,6 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { distPath } from '../pool/dist-paths.js';
 import { BadModuleError, BadOptionError } from '../protocol/errors.js';
 import type { McpServerSpec, McpToolDef } from '../protocol/mcp.js';
+import type { SandboxPolicy } from '../protocol/sandbox.js';
 import type { RegisterOverrides, ToolInfo } from '../registry.js';
 import { type McpServerConfig, parseMcpServerConfig, sluiceToolNames } from './config.js';
 import { McpHost } from './host.js';
@@ -21,6 +22,8 @@ export interface McpServersDeps {
   tools(): ToolInfo[];
   /** Undoes a registration of a server whose add failed. */
   unregister(name: string): void;
+  /** The policy a server's `sandbox` entry resolves to, narrowing the engine's. */
+  sandboxOf(spec: unknown): SandboxPolicy | undefined;
 }
 
 /** The MCP servers of one engine. */
@@ -39,7 +42,7 @@ export class McpServers {
    * server cannot be started or listed or a name is taken (then nothing of it stays).
    */
   async add(config: McpServerConfig): Promise<ToolInfo[]> {
-    const spec = parseMcpServerConfig(config, this.deps.cwd);
+    const spec = parseMcpServerConfig(config, this.deps.cwd, this.deps.sandboxOf);
     if (this.specs.has(spec.name)) {
       throw new BadOptionError(`an MCP server named ${JSON.stringify(spec.name)} is already added`, {
         option: 'name',

@@ -3,8 +3,10 @@
  * and call workers, which reach the host over a BroadcastChannel named by the
  * engine's random host id (piscina workers have no port to the host thread).
  */
+
 import type { SerializedError } from './errors.js';
 import type { Attachment } from './messages.js';
+import type { SandboxPolicy } from './sandbox.js';
 
 /** What the host thread needs to start one server (validated and defaulted on the main thread). */
 export interface McpServerSpec {
@@ -18,6 +20,8 @@ export interface McpServerSpec {
   cwd: string;
   /** Largest JSON-RPC message accepted from the server, in bytes. */
   maxMessageBytes: number;
+  /** The sandbox the server runs under (docs/security.md); absent: unconfined. */
+  sandbox?: SandboxPolicy;
 }
 
 /** A tool as a server lists it. */

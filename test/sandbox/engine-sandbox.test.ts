@@ -60,6 +60,17 @@ describe.runIf(support.available)('bash under the engine sandbox', () => {
     }
   });
 
+  it("states the policy in bash's description, so the model knows it before it tries", async () => {
+    const { engine, dir } = await openEngine({
+      sandbox: { filesystem: 'workspace-write', limits: { memoryBytes: 256 * 1024 * 1024 } },
+    });
+    const bash = engine.tools().find((t) => t.name === 'bash');
+    expect(bash?.description).toContain(`Commands run in a sandbox: only ${dir} and a private /tmp are writable`);
+    expect(bash?.description).toContain('there is no network');
+    expect(bash?.description).toContain('memory 256.0 MiB');
+    expect(engine.tools().find((t) => t.name === 'read')?.description).not.toContain('sandbox');
+  });
+
   it('cannot signal the engine process from inside', async () => {
     const { engine } = await openEngine({ sandbox: {} });
     const r = await engine.run('bash', { command: `kill -0 ${process.pid} && echo reached || echo refused` });

@@ -16,6 +16,7 @@ import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/s
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServerSpec } from '../../engine/protocol/mcp.js';
+import { prepareSandboxed, unconfined } from '../sandbox/prepare.js';
 
 /** Bytes of the server's stderr kept for error messages (the newest). */
 const STDERR_TAIL_BYTES = 2048;
@@ -52,6 +53,8 @@ export class GroupStdioTransport implements Transport {
   private readonly buffer: ReadBuffer;
   private child: ChildProcessByStdio<Writable, Readable, Readable> | undefined;
   private stderr = '';
+  /** Removes the server's limit cgroup once it has exited. */
+  private releaseSandbox: () => Promise<void> = () => Promise.resolve();
   private readonly inbox: JSONRPCMessage[] = [];
   private delivering = false;
   private closed: Promise<void> | undefined;
@@ -75,9 +78,15 @@ export class GroupStdioTransport implements Transport {
   /** Spawns the server; resolves once it runs, rejects when it cannot start (ENOENT, EACCES). */
   start(): Promise<void> {
     if (this.child) throw new Error('the transport is already started');
-    const child = spawn(this.spec.command, this.spec.args, {
+    const env = { ...getDefaultEnvironment(), ...this.spec.env };
+    // Under a sandbox, the command is bwrap's (EUNSUPPORTED here: the server never starts unconfined).
+    const sandbox = this.spec.sandbox
+      ? prepareSandboxed(this.spec.sandbox, this.spec.command, this.spec.args, this.spec.cwd, env)
+      : unconfined(this.spec.command, this.spec.args);
+    this.releaseSandbox = sandbox.release;
+    const child = spawn(sandbox.file, sandbox.args, {
       cwd: this.spec.cwd,
-      env: { ...getDefaultEnvironment(), ...this.spec.env },
+      env,
       // Its own process group: the server and everything it starts are killed together.
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -95,6 +104,7 @@ export class GroupStdioTransport implements Transport {
       child.once('error', (err) => {
         // Spawn failure: no 'exit' follows, and nothing was started.
         this.exit ??= { code: null, signal: null };
+        void this.releaseSandbox();
         exited();
         reject(err);
         this.onerror?.(err);
@@ -107,6 +117,7 @@ export class GroupStdioTransport implements Transport {
           killGroup(pid, 'SIGKILL');
           this.hooks.exited(pid);
         }
+        void this.releaseSandbox();
       });
       child.once('close', () => {
         exited();
