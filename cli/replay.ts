@@ -43,7 +43,8 @@ function heading(c: ReplayedCall): string {
   const r = c.result;
   const state = c.interrupted ? 'interrupted' : r.complete ? r.status : `${r.status}, incomplete`;
   // Tool names and call ids come from the log, which anyone with write access to the store can shape.
-  return `── ${c.tool} ${c.callId} (${state})`;
+  const sandbox = r.sandbox ? `, sandbox ${r.sandbox.filesystem}, network ${r.sandbox.network}` : '';
+  return `── ${c.tool} ${c.callId} (${state}${sandbox})`;
 }
 
 /** The `replay` command. */

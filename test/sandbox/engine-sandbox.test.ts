@@ -189,3 +189,21 @@ describe('an engine sandbox option that is not valid', () => {
     }
   });
 });
+
+describe.runIf(support.available)('sluice replay of a sandboxed call', () => {
+  it('names the sandbox in the call heading', async () => {
+    const dir = await fsp.mkdtemp(join(process.env.TMPDIR ?? '/tmp', 'sluice-replay-sbx-'));
+    try {
+      const opts = { cwd: dir };
+      await run(
+        process.execPath,
+        [CLI, 'run', '--sandbox', 'read-only', '--session', 's', 'bash', '--args', '{"command":"true"}'],
+        opts,
+      );
+      const r = await run(process.execPath, [CLI, 'replay', 's'], opts);
+      expect(r.stdout).toMatch(/^── bash \S+ \(success, sandbox read-only, network off\)$/m);
+    } finally {
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
+  });
+});
