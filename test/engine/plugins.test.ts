@@ -102,6 +102,9 @@ describe('the tool context', () => {
       display: 'function',
       // Host services: approve() runs on the main thread, through comlink loaded on its first use.
       host: 'object',
+      // No sandbox on this engine; sandboxed() then returns the command unchanged.
+      sandbox: 'undefined',
+      sandboxed: 'function',
       signal: 'object',
       stream: 'function',
       trackProcessGroup: 'function',
