@@ -14,7 +14,9 @@
  *   its spawn helper (posix_spawn), so it may come in below 1x.
  * - sleeps: 200 concurrent sandboxed `sleep 2` calls, the engine's
  *   concurrency letting all run at once: all succeed within 4 s (2x the
- *   sleep).
+ *   sleep). The same sleeps spawned raw at once (from a process of their
+ *   own) are printed beside it: every bwrap start costs CPU, so on a busy
+ *   2-core machine the raw side alone can take longer than 4 s.
  *
  * Without a working bwrap it prints why and keeps no result.
  *
@@ -55,8 +57,8 @@ async function inFlight(n: number, one: (i: number) => Promise<void>): Promise<n
 }
 
 /** What the bash tool does with a sandboxed call, without the engine: build, spawn, read both pipes, verdict, release. */
-function rawCall(policy: SandboxPolicy, cwd: string, i: number): Promise<void> {
-  const cmd = prepareSandboxed(policy, 'bash', ['-c', `echo ${i}`], cwd);
+function rawCall(policy: SandboxPolicy, cwd: string, command: string): Promise<void> {
+  const cmd = prepareSandboxed(policy, 'bash', ['-c', command], cwd);
   return new Promise<void>((resolve, reject) => {
     const child = spawn(cmd.file, cmd.args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.on('data', () => {});
@@ -75,8 +77,8 @@ function rawCall(policy: SandboxPolicy, cwd: string, i: number): Promise<void> {
  * engines and their threads) every raw spawn would copy their page tables,
  * a cost the engine's spawn helper never pays.
  */
-function rawRound(policyFile: string, dir: string, round: number): number {
-  const out = execFileSync(process.execPath, [fileURLToPath(import.meta.url), 'raw', policyFile, dir, String(round)], {
+function rawRound(policyFile: string, dir: string, part: 'raw' | 'raw-sleeps', round = 0): number {
+  const out = execFileSync(process.execPath, [fileURLToPath(import.meta.url), part, policyFile, dir, String(round)], {
     encoding: 'utf8',
   });
   return Number(out.trim());
@@ -98,7 +100,7 @@ async function small(dir: string) {
     if (!policy) throw new Error('a sandboxed engine ran a call unconfined');
     const policyFile = join(dir, 'policy.json');
     writeFileSync(policyFile, JSON.stringify(policy));
-    const raw = (round: number) => rawRound(policyFile, dir, round);
+    const raw = (round: number) => rawRound(policyFile, dir, 'raw', round);
     for (let w = 1; w <= WARMUP_ROUNDS; w++) {
       await engineRound(sandboxed, -w);
       await engineRound(plain, -w);
@@ -158,6 +160,10 @@ async function sleeps(dir: string) {
     );
     const wallMs = performance.now() - t0;
     const failed = results.filter((r) => r.status !== 'success' || !r.sandbox).length;
+    // For comparison: the same sleeps spawned raw at once, to tell the engine from the machine's bwrap start-ups.
+    const policyFile = join(dir, 'sleeps-policy.json');
+    writeFileSync(policyFile, JSON.stringify(results[0]?.sandbox));
+    const rawMs = rawRound(policyFile, dir, 'raw-sleeps');
     const targets = [
       target(
         'sandbox.sleeps-wall',
@@ -177,6 +183,8 @@ async function sleeps(dir: string) {
     return {
       calls: SLEEPS,
       wallMs: Math.round(wallMs),
+      rawBwrapMs: Math.round(rawMs),
+      wallRatioToRaw: r2(wallMs / rawMs),
       failed,
       threads: engine.threads,
       pass: passes(targets),
@@ -188,11 +196,13 @@ async function sleeps(dir: string) {
 }
 
 const [mode, ...rest] = process.argv.slice(2);
-if (mode === 'raw') {
+if (mode === 'raw' || mode === 'raw-sleeps') {
   const [policyFile, dir, round] = rest as [string, string, string];
   const policy = JSON.parse(readFileSync(policyFile, 'utf8')) as SandboxPolicy;
-  const ms = await inFlight(CALLS, (i) => rawCall(policy, dir, Number(round) * CALLS + i));
-  process.stdout.write(`${ms}\n`);
+  const t0 = performance.now();
+  if (mode === 'raw') await inFlight(CALLS, (i) => rawCall(policy, dir, `echo ${Number(round) * CALLS + i}`));
+  else await Promise.all(Array.from({ length: SLEEPS }, () => rawCall(policy, dir, `sleep ${SLEEP_S}`)));
+  process.stdout.write(`${performance.now() - t0}\n`);
 } else if (!sandboxSupport().available) {
   const why = sandboxSupport().bwrap.error ?? 'bwrap cannot build a sandbox here';
   report({
