@@ -33,6 +33,7 @@ export const BENCHMARKS = [
   'channel',
   'mcp',
   'scale',
+  'sandbox',
   'pack-threshold',
   'watchdog',
   's3',

@@ -1,8 +1,10 @@
 /**
  * The engine's counters, plain numbers on the hot path (no metrics library
  * there); `GET /v1/metrics` (server/metrics.ts) renders them. Label values
- * are bounded: registered tool names, declared stream names, four statuses.
+ * are bounded: registered tool names, declared stream names, four statuses,
+ * three sandbox modes, five limit names.
  */
+import { SANDBOX_LIMIT_NAMES, type SandboxFilesystem } from './protocol/sandbox.js';
 import type { CallStatus, OutputRef, TerminalResult } from './result.js';
 
 /** Upper bounds (seconds) of the call-duration histogram's buckets. */
@@ -24,6 +26,10 @@ export interface MetricsSnapshot {
   durations: Map<string, DurationHistogram>;
   /** Bytes captured by stream name (`single` for single-output tools). */
   bytes: Map<string, number>;
+  /** Ended calls by the filesystem mode of the sandbox they ran under (`off`: unconfined). */
+  sandboxed: Map<SandboxFilesystem, number>;
+  /** Calls ended by a sandbox limit (ELIMIT), by `details.limit`. */
+  limitKills: Map<string, number>;
   creditWaits: number;
   gcRuns: number;
   gcBytesFreed: number;
@@ -37,6 +43,8 @@ export class EngineMetrics {
     ended: new Map(),
     durations: new Map(),
     bytes: new Map(),
+    sandboxed: new Map(),
+    limitKills: new Map(),
     creditWaits: 0,
     gcRuns: 0,
     gcBytesFreed: 0,
@@ -67,6 +75,12 @@ export class EngineMetrics {
     h.count++;
     h.sum += seconds;
     for (const [stream, n] of streamBytes(r.output)) this.s.bytes.set(stream, (this.s.bytes.get(stream) ?? 0) + n);
+    const mode = r.sandbox?.filesystem ?? 'off';
+    this.s.sandboxed.set(mode, (this.s.sandboxed.get(mode) ?? 0) + 1);
+    if (r.error?.code === 'ELIMIT') {
+      const limit = limitName(r.error.details?.limit);
+      this.s.limitKills.set(limit, (this.s.limitKills.get(limit) ?? 0) + 1);
+    }
   }
 
   /** A call's bytes in flight reached its credit window: its worker waits for credit. */
@@ -85,6 +99,11 @@ export class EngineMetrics {
   snapshot(): Readonly<MetricsSnapshot> {
     return this.s;
   }
+}
+
+/** A label value from the known limit names only: anything else would make the label's values unbounded. */
+function limitName(limit: unknown): string {
+  return typeof limit === 'string' && (SANDBOX_LIMIT_NAMES as readonly string[]).includes(limit) ? limit : 'unknown';
 }
 
 function streamBytes(o: OutputRef | null): Array<[string, number]> {

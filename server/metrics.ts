@@ -87,6 +87,7 @@ function registerEngineMetrics(prom: Prom, registry: Registry, e: EngineRegistry
   const m = metricsOn(prom, registry);
   const counts = () => engine.metricsSnapshot().counters;
   callCounters(m, counts);
+  sandboxCounters(m, counts);
   durationHistogram(prom, registry, counts);
   captureCounters(m, counts);
   poolGauges(m, () => engine.metricsSnapshot().pool);
@@ -104,6 +105,21 @@ function callCounters(m: Metrics, counts: Counts): void {
     [...counts().ended].flatMap(([tool, byStatus]) =>
       [...byStatus].map(([status, n]): [LabelValues<'tool' | 'status'>, number] => [{ tool, status }, n]),
     ),
+  );
+}
+
+function sandboxCounters(m: Metrics, counts: Counts): void {
+  m.counter(
+    'sluice_sandboxed_calls_total',
+    'Calls ended, by the filesystem mode of the sandbox they ran under (off: unconfined).',
+    ['sandbox'],
+    () => [...counts().sandboxed].map(([sandbox, n]) => [{ sandbox }, n]),
+  );
+  m.counter(
+    'sluice_sandbox_limit_kills_total',
+    'Calls a sandbox limit ended (error ELIMIT), by limit.',
+    ['limit'],
+    () => [...counts().limitKills].map(([limit, n]) => [{ limit }, n]),
   );
 }
 

@@ -3,15 +3,15 @@
  * replaced by the final display of the terminal result, as the spec says),
  * the bytes and lines of each stream, a follow mode that keeps the newest
  * output in view while the call runs, each stream's preview (its first
- * lines, read back from the artifact) and the model view exactly as the
- * model receives it.
+ * lines, read back from the artifact), the sandbox policy it ran under and
+ * the model view exactly as the model receives it.
  */
 import { ApiError, getJson, postJson, readEvents, Unauthorized } from './api.js';
 import type { CallsModel } from './calls-model.js';
 import { elapsed, statusBadge } from './calls-view.js';
 import { h, replace, textWithMarkers } from './dom.js';
 import { bytes, clock, count, duration } from './format.js';
-import type { ReadPage, StreamProgress, TerminalResult } from './types.js';
+import type { ReadPage, SandboxPolicy, StreamProgress, TerminalResult } from './types.js';
 
 /** Display text the page keeps while a call runs; older text is dropped from the front (marked). */
 const DISPLAY_KEEP = 1 << 20;
@@ -29,6 +29,25 @@ export function streamUris(r: TerminalResult): Array<{ name: string; uri: string
     bytes: s.bytes,
     lines: s.lines,
   }));
+}
+
+/** The sandbox of a call in one line: mode, network, workspace and limits; `unconfined` without one. */
+export function sandboxText(p: SandboxPolicy | undefined): string {
+  if (!p) return 'unconfined';
+  const l = p.limits ?? {};
+  const limits = [
+    l.memoryBytes !== undefined ? `memory ${bytes(l.memoryBytes)}` : '',
+    l.cpuSeconds !== undefined ? `cpu ${count(l.cpuSeconds)} s` : '',
+    l.processes !== undefined ? `processes ${count(l.processes)}` : '',
+    l.fileSizeBytes !== undefined ? `file size ${bytes(l.fileSizeBytes)}` : '',
+    l.openFiles !== undefined ? `open files ${count(l.openFiles)}` : '',
+  ].filter((x) => x !== '');
+  return [
+    p.filesystem,
+    `network ${p.network}`,
+    `workspace ${p.workspace}`,
+    limits.length > 0 ? `limits: ${limits.join(', ')}` : 'no limits',
+  ].join('; ');
 }
 
 /** The pager's address for `uri` at `line`. */
@@ -90,6 +109,9 @@ export function mountCall(root: HTMLElement, id: string, model: CallsModel): () 
       h('span', {}, clock(result?.startedAt ?? s?.startedAt ?? startedAt)),
       h('span', { class: 'muted' }, 'elapsed'),
       h('span', {}, duration(ms)),
+      // Known once the result is: a running call's policy is not in its events.
+      result ? h('span', { class: 'muted' }, 'sandbox') : null,
+      result ? h('span', { class: 'mono', attrs: { id: 'call-sandbox' } }, sandboxText(result.sandbox)) : null,
       result?.error ? h('span', { class: 'muted' }, 'error') : null,
       result?.error ? h('span', { class: 'error' }, `${result.error.code}: ${result.error.message}`) : null,
     );

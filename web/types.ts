@@ -46,6 +46,25 @@ export interface TerminalResult {
   error?: { code: string; message: string };
   startedAt: string;
   durationMs: number;
+  /** The policy the call's processes ran under; absent: unconfined. */
+  sandbox?: SandboxPolicy;
+}
+
+/** SandboxPolicy. */
+export interface SandboxPolicy {
+  filesystem: 'read-only' | 'workspace-write';
+  workspace: string;
+  network: 'on' | 'off';
+  writable: string[];
+  hidden: string[];
+  env: string[];
+  limits?: {
+    memoryBytes?: number;
+    cpuSeconds?: number;
+    processes?: number;
+    fileSizeBytes?: number;
+    openFiles?: number;
+  };
 }
 
 /** ReadPage. */

@@ -2,11 +2,15 @@
  * GET /v1/metrics: the Prometheus text exposition, parsed by a Prometheus
  * text parser: calls started and ended by tool and status, the duration
  * histogram, bytes captured per stream, credit waits, queue depth, threads,
- * store blobs and bytes, GC runs and bytes freed; behind the bearer token.
+ * store blobs and bytes, GC runs and bytes freed, calls by sandbox mode and
+ * limit kills; behind the bearer token.
  */
+import { promises as fsp } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { storeWalk } from '../../server/metrics.js';
+import { sandboxSupport } from '../../workers/sandbox/support.js';
 import { cleanup, startTestServer } from './helpers.js';
 
 interface Sample {
@@ -142,5 +146,36 @@ describe('GET /v1/metrics', () => {
     const bad = await api('/v1/metrics?x=1');
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { code: string } }).error.code).toBe('EBADARGS');
+  });
+});
+
+describe.runIf(sandboxSupport().available)('GET /v1/metrics of sandboxed calls', () => {
+  it('counts ended calls by sandbox mode and the calls a limit ended by limit', async () => {
+    const { api, engine, dir } = await startTestServer([], {}, { sandbox: {} });
+    expect((await engine.run('bash', { command: 'echo in' })).sandbox?.filesystem).toBe('workspace-write');
+    const ro = await engine.run('bash', { command: 'echo ro' }, { sandbox: { filesystem: 'read-only' } });
+    expect(ro.sandbox?.filesystem).toBe('read-only');
+    // The shell's last command: a file-size kill there ends the call (docs/security.md).
+    const big = await engine.run(
+      'bash',
+      { command: 'head -c 10M /dev/zero > f' },
+      { sandbox: { limits: { fileSizeBytes: 1024 * 1024 } } },
+    );
+    expect(big.error).toMatchObject({ code: 'ELIMIT', details: { limit: 'fileSize' } });
+    const f = await scrape(api);
+    expect(value(f, 'sluice_sandboxed_calls_total', { sandbox: 'workspace-write' })).toBe(2);
+    expect(value(f, 'sluice_sandboxed_calls_total', { sandbox: 'read-only' })).toBe(1);
+    expect(f.get('sluice_sandboxed_calls_total')?.metrics.map((m) => m.labels?.sandbox)).not.toContain('off');
+    expect(value(f, 'sluice_sandbox_limit_kills_total', { limit: 'fileSize' })).toBe(1);
+    expect(f.get('sluice_sandbox_limit_kills_total')?.metrics).toHaveLength(1);
+    // The kill stopped the write at the limit, and left nothing running.
+    expect((await fsp.stat(join(dir, 'f'))).size).toBe(1024 * 1024);
+    expect(value(f, 'sluice_calls_running')).toBe(0);
+
+    const plain = await startTestServer();
+    await plain.engine.run('bash', { command: 'true' });
+    const g = await scrape(plain.api);
+    expect(value(g, 'sluice_sandboxed_calls_total', { sandbox: 'off' })).toBe(1);
+    expect(g.get('sluice_sandbox_limit_kills_total')?.metrics ?? []).toEqual([]);
   });
 });

@@ -5,6 +5,7 @@
  * as text, nothing run, no data without the token).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { sandboxSupport } from '../../workers/sandbox/support.js';
 import { cleanup, spawnServe, startTestServer, type TestServer, tempDir } from '../server/helpers.js';
 import { chromiumBrowser, useBrowser } from '../support/browser.js';
 import {
@@ -150,6 +151,7 @@ describe.runIf(chromium)('the web view (headless Chromium)', () => {
     expect(await page.textContent('#display')).toBe(result.display);
     expect(await page.textContent('#model-view')).toBe(result.model);
     expect(await page.textContent('#call-status')).toContain('cancelledincomplete');
+    expect(await page.textContent('#call-sandbox')).toBe('unconfined');
     await page.waitForFunction(() =>
       document.querySelector('[data-preview="stdout"] pre')?.textContent?.startsWith('line 1\nline 2\n'),
     );
@@ -157,6 +159,24 @@ describe.runIf(chromium)('the web view (headless Chromium)', () => {
     expect(w.errors).toEqual([]);
     await expectNoLeaks(s);
   });
+
+  it.runIf(sandboxSupport().available)(
+    'shows the sandbox a call ran under: mode, network, workspace, limits',
+    async () => {
+      const s = await startTestServer([], {}, { sandbox: { limits: { cpuSeconds: 30, fileSizeBytes: 1024 * 1024 } } });
+      const { callId, result } = await runCall(s, 'bash', { command: 'echo in' });
+      w = await watchedPage(browser());
+      const { page } = w;
+      await openView(w, s, `#/call/${callId}`);
+      await page.waitForSelector('#call-sandbox');
+      expect(result.sandbox).toMatchObject({ filesystem: 'workspace-write', workspace: s.dir });
+      expect(await page.textContent('#call-sandbox')).toBe(
+        `workspace-write; network off; workspace ${s.dir}; limits: cpu 30 s, file size 1.0 MiB`,
+      );
+      expect(w.errors).toEqual([]);
+      await expectNoLeaks(s);
+    },
+  );
 
   it('renders tool output as text: markup and script in a stream show as characters and run nothing', async () => {
     const s = await startTestServer();

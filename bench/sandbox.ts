@@ -1,0 +1,233 @@
+/**
+ * The sandbox's cost (issue 39), with the policy a user gets from
+ * `Engine.open({ sandbox: {} })` (workspace-write, no network, the default
+ * hidden paths and environment, no limits):
+ *
+ * - small: 200 small bash calls (`echo $i`), 16 in flight, on a warm engine,
+ *   sandboxed against the same bwrap command line spawned straight from this
+ *   process (`prepareSandboxed` builds it from the policy the engine's call
+ *   recorded, so both sides run the identical argv; stdout and stderr read,
+ *   the verdict taken and the group released as the bash tool does): wall
+ *   <= 1.3x. The same calls unsandboxed through the engine are printed
+ *   beside it. Rounds alternate; medians are quoted. The raw side runs in
+ *   a node process of its own ({@link rawRound}); the engine spawns through
+ *   its spawn helper (posix_spawn), so it may come in below 1x.
+ * - sleeps: 200 concurrent sandboxed `sleep 2` calls, the engine's
+ *   concurrency letting all run at once: all succeed within 4 s (2x the
+ *   sleep). The same sleeps spawned raw at once (from a process of their
+ *   own) are printed beside it: every bwrap start costs CPU, so on a busy
+ *   2-core machine the raw side alone can take longer than 4 s.
+ *
+ * Without a working bwrap it prints why and keeps no result.
+ *
+ *   SLUICE_BENCH_SANDBOX_ROUNDS (default 3), SLUICE_BENCH_SANDBOX_WARMUP
+ *   (default 1000, rounded up to whole rounds of 200), SLUICE_BENCH_SLEEPS
+ *   (default 200)
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Engine } from '../engine/engine.js';
+import type { SandboxPolicy } from '../engine/protocol/sandbox.js';
+import { prepareSandboxed } from '../workers/sandbox/prepare.js';
+import { sandboxSupport } from '../workers/sandbox/support.js';
+import { check, passes, type Target, target } from './targets.js';
+import { envInt, median, report, tempDir } from './util.js';
+
+const CALLS = 200;
+const IN_FLIGHT = 16;
+const ROUNDS = envInt('SLUICE_BENCH_SANDBOX_ROUNDS', 3);
+const WARMUP_ROUNDS = Math.max(1, Math.ceil(envInt('SLUICE_BENCH_SANDBOX_WARMUP', 1000) / CALLS));
+const SLEEPS = envInt('SLUICE_BENCH_SLEEPS', 200);
+const SLEEP_S = 2;
+
+const r2 = (x: number) => Math.round(x * 100) / 100;
+
+/** Runs `n` jobs, `IN_FLIGHT` at a time; returns the wall ms. */
+async function inFlight(n: number, one: (i: number) => Promise<void>): Promise<number> {
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (next < n) await one(next++);
+    }),
+  );
+  return performance.now() - t0;
+}
+
+/** What the bash tool does with a sandboxed call, without the engine: build, spawn, read both pipes, verdict, release. */
+function rawCall(policy: SandboxPolicy, cwd: string, command: string): Promise<void> {
+  const cmd = prepareSandboxed(policy, 'bash', ['-c', command], cwd);
+  return new Promise<void>((resolve, reject) => {
+    const child = spawn(cmd.file, cmd.args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.on('data', () => {});
+    child.stderr.on('data', () => {});
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      cmd.verdict({ code, signal });
+      cmd.release().then(() => (code === 0 ? resolve() : reject(new Error(`exit ${code}`))), reject);
+    });
+  });
+}
+
+/**
+ * One round of raw calls from a node process of its own, which holds no
+ * engine: Node's spawn forks the calling process, so from this one (two
+ * engines and their threads) every raw spawn would copy their page tables,
+ * a cost the engine's spawn helper never pays.
+ */
+function rawRound(policyFile: string, dir: string, part: 'raw' | 'raw-sleeps', round = 0): number {
+  const out = execFileSync(process.execPath, [fileURLToPath(import.meta.url), part, policyFile, dir, String(round)], {
+    encoding: 'utf8',
+  });
+  return Number(out.trim());
+}
+
+async function engineRound(engine: Engine, round: number): Promise<number> {
+  return inFlight(CALLS, async (i) => {
+    const r = await engine.run('bash', { command: `echo ${i}` }, { session: `s${round}-${i % 10}` });
+    if (r.status !== 'success') throw new Error(r.model);
+  });
+}
+
+async function small(dir: string) {
+  const sandboxed = await Engine.open({ store: join(dir, 'store-sbx'), cwd: dir, sandbox: {} });
+  const plain = await Engine.open({ store: join(dir, 'store-plain'), cwd: dir });
+  try {
+    const first = await sandboxed.run('bash', { command: 'true' });
+    const policy = first.sandbox;
+    if (!policy) throw new Error('a sandboxed engine ran a call unconfined');
+    const policyFile = join(dir, 'policy.json');
+    writeFileSync(policyFile, JSON.stringify(policy));
+    const raw = (round: number) => rawRound(policyFile, dir, 'raw', round);
+    for (let w = 1; w <= WARMUP_ROUNDS; w++) {
+      await engineRound(sandboxed, -w);
+      await engineRound(plain, -w);
+      await raw(-w);
+    }
+    const rows: Array<{ sandboxedMs: number; unsandboxedMs: number; rawBwrapMs: number }> = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const rawBwrapMs = await raw(round);
+      const sandboxedMs = await engineRound(sandboxed, round);
+      const unsandboxedMs = await engineRound(plain, round);
+      rows.push({ sandboxedMs, unsandboxedMs, rawBwrapMs });
+    }
+    const wall = median(rows.map((r) => r.sandboxedMs / r.rawBwrapMs));
+    const targets = [
+      target(
+        'sandbox.small-wall',
+        '200 small sandboxed bash calls, 16 in flight, warm engine, default policy: wall ≤ 1.3× the same bwrap spawns',
+        wall,
+        '<=',
+        1.3,
+        'x',
+        2,
+      ),
+    ];
+    return {
+      warmupCalls: WARMUP_ROUNDS * CALLS,
+      wallRatio: r2(wall),
+      sandboxedToUnsandboxed: r2(median(rows.map((r) => r.sandboxedMs / r.unsandboxedMs))),
+      rounds: rows.map((r) => ({
+        sandboxedMs: Math.round(r.sandboxedMs),
+        unsandboxedMs: Math.round(r.unsandboxedMs),
+        rawBwrapMs: Math.round(r.rawBwrapMs),
+      })),
+      pass: passes(targets),
+      targets,
+    };
+  } finally {
+    await sandboxed.close();
+    await plain.close();
+  }
+}
+
+async function sleeps(dir: string) {
+  const engine = await Engine.open({
+    store: join(dir, 'store-sleeps'),
+    cwd: dir,
+    sandbox: {},
+    concurrency: Math.max(SLEEPS, 200),
+    callsPerThread: Math.max(SLEEPS, 256),
+  });
+  try {
+    // Threads up and the helper started: the figure is the sleeps, not the engine's start.
+    await engine.run('bash', { command: 'true' });
+    const t0 = performance.now();
+    const results = await Promise.all(
+      Array.from({ length: SLEEPS }, () => engine.run('bash', { command: `sleep ${SLEEP_S}` })),
+    );
+    const wallMs = performance.now() - t0;
+    const failed = results.filter((r) => r.status !== 'success' || !r.sandbox).length;
+    // For comparison: the same sleeps spawned raw at once, to tell the engine from the machine's bwrap start-ups.
+    const policyFile = join(dir, 'sleeps-policy.json');
+    writeFileSync(policyFile, JSON.stringify(results[0]?.sandbox));
+    const rawMs = rawRound(policyFile, dir, 'raw-sleeps');
+    const targets = [
+      target(
+        'sandbox.sleeps-wall',
+        `${SLEEPS} concurrent sandboxed \`sleep ${SLEEP_S}\` calls: all done ≤ 2× the sleep`,
+        wallMs / (SLEEP_S * 1000),
+        '<=',
+        2,
+        'x',
+        2,
+      ),
+      check(
+        'sandbox.sleeps-failed',
+        `${SLEEPS} concurrent sandboxed sleeps: every call succeeds, sandboxed`,
+        failed === 0,
+      ),
+    ];
+    return {
+      calls: SLEEPS,
+      wallMs: Math.round(wallMs),
+      rawBwrapMs: Math.round(rawMs),
+      wallRatioToRaw: r2(wallMs / rawMs),
+      failed,
+      threads: engine.threads,
+      pass: passes(targets),
+      targets,
+    };
+  } finally {
+    await engine.close();
+  }
+}
+
+const [mode, ...rest] = process.argv.slice(2);
+if (mode === 'raw' || mode === 'raw-sleeps') {
+  const [policyFile, dir, round] = rest as [string, string, string];
+  const policy = JSON.parse(readFileSync(policyFile, 'utf8')) as SandboxPolicy;
+  const t0 = performance.now();
+  if (mode === 'raw') await inFlight(CALLS, (i) => rawCall(policy, dir, `echo ${Number(round) * CALLS + i}`));
+  else await Promise.all(Array.from({ length: SLEEPS }, () => rawCall(policy, dir, `sleep ${SLEEP_S}`)));
+  process.stdout.write(`${performance.now() - t0}\n`);
+} else if (!sandboxSupport().available) {
+  const why = sandboxSupport().bwrap.error ?? 'bwrap cannot build a sandbox here';
+  report({
+    bench: 'sandbox',
+    skipped: `sandbox benchmarks did not run: ${why}`,
+    targets: [],
+    pass: true,
+  });
+} else {
+  const tmp = tempDir('sluice-bench-sandbox-');
+  try {
+    const which = new Set(mode ? mode.split(',') : ['small', 'sleeps']);
+    const out: Record<string, unknown> = { bench: 'sandbox' };
+    const targets: Target[] = [];
+    const part = (name: string, r: { targets: Target[] }) => {
+      const { targets: own, ...rest } = r;
+      out[name] = rest;
+      targets.push(...own);
+    };
+    if (which.has('small')) part('small', await small(tmp.dir));
+    if (which.has('sleeps')) part('sleeps', await sleeps(tmp.dir));
+    out.targets = targets;
+    out.pass = passes(targets);
+    report(out);
+  } finally {
+    tmp.remove();
+  }
+}
