@@ -1,10 +1,8 @@
 /**
- * Streaming blob publication: bytes are hashed and line-scanned as they
- * arrive, appended to a temporary file, and at commit moved to their content
- * address in the order write → fsync(file) → rename → fsync(dir). A blob
- * within packMaxBlobBytes is held in memory and appended to the store's pack
- * instead (store/pack-writer.ts). Nothing here keeps the content: line-index
- * entries are spilled to their own temporary file.
+ * Streaming blob publication: hashed and line-scanned as bytes arrive,
+ * appended to a temporary file, placed at commit in the order write →
+ * fsync(file) → rename → fsync(dir); a small blob goes to the pack instead.
+ * Content is never held: index entries spill to a file of their own.
  */
 import { createHash, type Hash } from 'node:crypto';
 import { DigestMismatchError, toSluiceError } from '../engine/protocol/errors.js';
@@ -32,23 +30,15 @@ export interface BlobInfo {
 /** Under IOV_MAX (1024 on Linux). */
 const MAX_BATCH_CHUNKS = 512;
 
-/**
- * A capture is CPU-bound below what the disk takes, so flushing while it runs
- * leaves the final fsync little to do (docs/benchmarks.md, "Capture").
- */
+/** Flushing during a CPU-bound capture leaves the final fsync little (docs/benchmarks.md, "Capture"). */
 const WRITEBACK_EVERY_BYTES = 32 * 1024 * 1024;
 
 const INDEX_SPILL_ENTRIES = 4096;
 
-/**
- * One blob being written. Call {@link write} in order (each promise settles
- * when that chunk is on disk, which is when its backpressure credit may be
- * returned), then exactly one of {@link commit} or {@link abort}.
- */
+/** One blob being written: {@link write} in order (each settles once on disk), then {@link commit} or {@link abort}. */
 export class BlobWriter {
   private readonly store: Store;
   private readonly placement: Placement;
-  /** Set when the store packs small blobs. */
   private readonly packs: DirectoryPacks | undefined;
   private readonly hash: Hash = createHash('sha256');
   private readonly scanner = new LineScanner();
@@ -72,7 +62,6 @@ export class BlobWriter {
   private flushing: Promise<void> | undefined;
   private failure: unknown;
   private settled = false;
-  /** Copies of the chunks while the blob is small enough to pack; undefined once it has a file. */
   private small: Uint8Array[] | undefined = [];
 
   /** @internal use {@link Store.writer}. */
@@ -100,10 +89,9 @@ export class BlobWriter {
   }
 
   /**
-   * Accepts the next chunk, hashed and scanned now; the promise settles when
-   * it is written, and the caller must not mutate it until then. Chunks that
-   * arrive during a write share one writev, so throughput follows disk
-   * bandwidth, not latency.
+   * Accepts the next chunk, hashed and scanned now; settles once written
+   * (the caller must not mutate it before). Chunks arriving during a write
+   * share one writev, so throughput follows bandwidth, not latency.
    */
   write(chunk: Uint8Array): Promise<void> {
     if (this.settled) return Promise.reject(new Error('BlobWriter already committed or aborted'));
@@ -127,8 +115,8 @@ export class BlobWriter {
   }
 
   private async flush(): Promise<void> {
-    // Never synchronous: write() assigns `flushing` after this returns and the loop clears it at the
-    // end, so a flush ending before its first await would leave a settled promise written() awaits forever.
+    // Never synchronous: a flush ending before its first await would leave written() a settled
+    // promise to await forever (write() assigns `flushing` after this returns).
     await undefined;
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, MAX_BATCH_CHUNKS);
@@ -136,8 +124,7 @@ export class BlobWriter {
         if (this.failure !== undefined) throw this.failure;
         // Opening the file remakes the reserve of a full store first, which ends that state (store/space-reserve.ts).
         const fh = this.file ?? (await this.open());
-        // The disk filled under another capture: this one stops too, so the freed reserve finishes
-        // calls instead of feeding whichever capture writes next.
+        // The disk filled under another capture: this one stops too, so the reserve finishes calls.
         const full = this.placement.fullError();
         if (full) throw full;
         await this.writeBatch(
@@ -181,8 +168,7 @@ export class BlobWriter {
       },
       (err: unknown) => {
         this.placement.endWriteback();
-        // After a failed fsync the kernel may have dropped the dirty pages and cleared the error, so
-        // a later fsync that succeeds would not prove the bytes are on disk.
+        // After a failed fsync the kernel may have dropped the pages and cleared the error.
         this.failure ??= toSluiceError(err, 'EDISK');
         this.syncFailed = true;
         this.writeback = undefined;
@@ -232,10 +218,9 @@ export class BlobWriter {
   }
 
   /**
-   * After a failed write (a full disk), publishes the prefix that reached the
-   * temporary file (store/durable-prefix.ts; each piece read back also goes to
-   * `sink`). Undefined when no prefix can be trusted: nothing reached the
-   * file, or a background fdatasync failed. The temporary file goes either way.
+   * After a failed write, publishes the prefix on the temporary file
+   * (store/durable-prefix.ts; each piece read back also goes to `sink`);
+   * undefined when none can be trusted. The temporary file goes either way.
    */
   async commitWritten(pin: Pin | undefined, sink: (chunk: Uint8Array) => void): Promise<BlobInfo | undefined> {
     if (this.settled) throw new Error('BlobWriter already committed or aborted');
@@ -256,11 +241,7 @@ export class BlobWriter {
     }
   }
 
-  /**
-   * Deduplicates against an intact stored copy, else places the file. A cut
-   * prefix (not `complete`) is already fsynced and gets no line index: the
-   * spilled one describes bytes it lacks.
-   */
+  /** Deduplicates against an intact copy, else places the file; a cut prefix gets no line index. */
   private async placeFile(
     digest: string,
     bytes: number,
@@ -268,18 +249,16 @@ export class BlobWriter {
     pin: Pin | undefined,
     complete: boolean,
   ): Promise<BlobInfo> {
-    // Pinned before the blob is ours to reference, so a concurrent GC that sees it sees the pin;
-    // then the backend's wait for a collection elsewhere: the publisher's half of the handshake.
+    // Pinned before the blob is ours to reference (a GC that sees it sees the pin), then the wait
+    // for a collection elsewhere: the publisher's half of the handshake.
     await pin?.add([digest]);
     if (pin) await this.store.backend.settle(digest);
     if (await this.store.backend.refreshBlob(digest, bytes)) {
-      // Unlinked here, not in the best-effort cleanup, so a failing unlink fails the publish
-      // instead of leaving the copy in tmp/.
+      // Here, not in the cleanup: a failing unlink fails the publish, not leaves a copy in tmp/.
       crashPoint('capture-written');
       if (this.filePath !== undefined) await this.store.io.unlink(this.filePath);
       this.filePath = undefined;
-      // Closed off the call's path: a close waits for the background fdatasync, whose bytes nobody
-      // needs now (docs/benchmarks.md, "Capture").
+      // Closed off the call's path: a close waits for the background fdatasync nobody needs now.
       const copy = this.file;
       this.file = undefined;
       void copy?.close().catch(() => {});
@@ -297,8 +276,7 @@ export class BlobWriter {
     const placed = await this.store.backend.placeBlob(this.filePath as string, digest);
     crashPoint('blob-renamed');
     this.filePath = undefined;
-    // Hashed while written, so known good. Its identity comes from the open descriptor after the
-    // rename (which changes its ctime), or from the uploaded object on S3.
+    // Hashed while written; its identity from the descriptor after the rename, or the object on S3.
     await rememberWritten(this.store, digest, placed ?? fh, lines);
     await fh.close();
     this.file = undefined;
@@ -309,12 +287,10 @@ export class BlobWriter {
   }
 
   /**
-   * Deduplicates against a packed copy the store can confirm intact, else
-   * appends to the pack. Pinned first, as a file blob is; a copy in this
-   * store's own unsealed pack only in memory ({@link Pin.holdInOwnPack}): no
-   * collection rewrites that pack while this process lives, and the holds
-   * reach the journal before it is sealed. A blob file of the same content is
-   * not looked for: a second, packed copy is harmless, a stat per publish is not.
+   * Deduplicates against a confirmed-intact packed copy, else appends to the
+   * pack, pinned first; a copy in our own unsealed pack only in memory
+   * ({@link Pin.holdInOwnPack}). A blob file of the same content is not
+   * looked for: a second copy is harmless, a stat per publish is not.
    */
   private async commitPacked(
     packs: DirectoryPacks,
@@ -397,7 +373,7 @@ export class BlobWriter {
     }
   }
 
-  /** `position` advances with each system call, so after a failure it counts exactly the bytes on the file. */
+  /** Advances per system call, so after a failure it counts exactly the bytes on the file. */
   private async writeBatch(fh: StoreFile, bufs: Uint8Array[]): Promise<void> {
     let i = 0;
     let off = 0;

@@ -37,11 +37,8 @@ const DENSE_GAP = 24;
 
 /** Counts lines and collects entries, handed out in batches to spill: nothing here grows with the blob. */
 export class LineScanner {
-  /** Bytes seen. */
   bytes = 0;
-  /** `\n` bytes seen. */
   newlines = 0;
-  /** Whether the last byte seen was `\n`. */
   endsWithNewline = false;
   private lastLine = 0;
   private lastOffset = 0;
@@ -53,12 +50,7 @@ export class LineScanner {
     this.simd = options.simd === false ? undefined : newlineFinder();
   }
 
-  /**
-   * Hot on the capture path (the main thread, every byte of output): with
-   * WebAssembly SIMD (store/newline-simd.ts) the chunk is counted in the
-   * finder's memory, asking only for the newline where the next entry falls
-   * (docs/benchmarks.md, "Line counting"); else the JavaScript scan.
-   */
+  /** Hot on the capture path: counted in the SIMD finder's memory when available, else in JavaScript. */
   push(chunk: Uint8Array): void {
     const len = chunk.length;
     const f = this.simd;
@@ -80,7 +72,6 @@ export class LineScanner {
   private scanFinder(f: NewlineFinder, n: number, base: number): void {
     let p = 0;
     while (p < n) {
-      // A newline at q starts a line at base + q + 1: the byte rule is due from q >= byteDue.
       const byteDue = this.lastOffset + INDEX_EVERY_BYTES - 1 - base;
       const limit = Math.min(n, Math.max(p, byteDue));
       if (limit > p) {
@@ -97,7 +88,6 @@ export class LineScanner {
         p = limit;
         if (p >= n) return;
       }
-      // Past the byte rule's mark: the next newline is an entry.
       const r = f.nth(p, n, 1);
       if (r < 0) return;
       this.newline(base + r + 1);
@@ -105,8 +95,7 @@ export class LineScanner {
     }
   }
 
-  // `indexOf` while lines are long, a word-at-a-time count once they are short (one native call per
-  // newline would cost more); exact positions only where an entry may fall.
+  // `indexOf` while lines are long, a word count once short; exact positions only where an entry may fall.
   private pushScalar(chunk: Uint8Array): void {
     const base = this.bytes;
     const len = chunk.length;
@@ -118,7 +107,6 @@ export class LineScanner {
       if (q === -1) break;
       this.newline(base + q + 1);
       p = q + 1;
-      // Short lines: switch to the word loop for the rest of the chunk.
       if (++found >= 32 && p < found * DENSE_GAP) {
         this.scanWords(chunk, p, base);
         break;

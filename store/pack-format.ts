@@ -13,11 +13,9 @@
  *            52  4  zero
  *            56  n  content
  *
- * The header check tells a record from a torn tail without hashing; content
- * is trusted only once hashed. The index `packs/<same>.idx` ("SLPIDX01",
- * 48-byte entries: digest, offset u64, length u64) is never fsynced nor
- * trusted alone: an entry must match its record header, and the pack past
- * the last entry is scanned.
+ * The header check tells a record from a torn tail without hashing. The
+ * index `packs/<same>.idx` ("SLPIDX01", 48-byte entries: digest, offset,
+ * length) is never fsynced nor trusted alone.
  */
 import { crc32 } from 'node:zlib';
 

@@ -1,9 +1,7 @@
 /**
- * Where packed blobs are: per open store, digest → (pack, offset, length),
- * from the packs' index files and past them the packs (store/pack-format.ts).
- * A location is only a hint, checked against the record header and the
- * hash. Packs are only added, appended to or removed whole, so a refresh
- * reads each known pack from where it left off.
+ * Where packed blobs are, per open store: digest → (pack, offset, length),
+ * a hint checked against the record header and the hash. Packs are only
+ * added, appended to or removed whole, so a refresh reads on from where it left off.
  */
 import { join } from 'node:path';
 import { toSluiceError } from '../engine/protocol/errors.js';
@@ -22,17 +20,12 @@ import type { Store } from './store.js';
 
 /** A packed blob's place. */
 export interface PackLocation {
-  /** Absolute path of the pack. */
   path: string;
   /** Offset of the content. */
   offset: number;
   /** Content length. */
   length: number;
-  /**
-   * Known durable: committed by this store, copied by a collection, or in the
-   * pack's index (written after the fdatasync). A record found by scanning
-   * may not be synced yet: it is read, never deduplicated onto.
-   */
+  /** Known durable (ours, copied by GC, or indexed); a scanned record is read, never deduplicated onto. */
   committed?: boolean;
 }
 
@@ -94,13 +87,11 @@ export async function readPack(
     const st = await fh.stat();
     if (!st.isFile()) return undefined;
     const entries: PackEntry[] = [];
-    /** The first `indexed` entries came from the index: their owner had synced them. */
     let indexed = 0;
     const next = { ...known };
     if (next.covered < st.size && !next.sealed) {
-      // The index first: it covers most of the pack without reading the content. Only a run of entries
-      // that follow each other record by record from what is known counts, and the last of them is
-      // checked against its record header; past that, the pack itself is scanned.
+      // The index first; only a run of entries following each other counts, its last checked against
+      // its header; past that the pack is scanned.
       const fromIndex = useIndex ? await readIndexTail(store, path, next.indexRead, st.size) : undefined;
       if (fromIndex) {
         next.indexRead = fromIndex.read;
@@ -160,7 +151,6 @@ async function readIndexTail(
     const buf = await fh.readFile();
     const entries = decodeIndex(buf, packSize);
     if (!entries) return undefined;
-    // Whole entries past `from`: the index is re-read from the start (it is small) and filtered.
     const whole = buf.length - ((buf.length - 8) % 48);
     return { entries, read: whole };
   } catch {
@@ -235,15 +225,13 @@ export class PackIndex {
   forget(digest: string, loc: PackLocation): void {
     const cur = this.where.get(digest);
     if (cur && cur.path === loc.path && cur.offset === loc.offset) this.where.delete(digest);
-    // Whatever else memory holds of that pack is as doubtful (a pack this store appended to is in memory
-    // without having been read, so this is not only for packs a refresh read).
+    // The rest memory holds of that pack is as doubtful.
     this.forgetPack(loc.path);
     this.packs.clear();
     this.distrusted.add(loc.path);
   }
 
-  // A blob kept at one place only may have a copy elsewhere that was passed over, so every pack is
-  // read again at the next refresh.
+  // A copy elsewhere may have been passed over: every pack is read again next refresh.
   forgetPack(path: string): void {
     let had = this.packs.delete(path);
     for (const [d, loc] of this.where) {

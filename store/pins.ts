@@ -1,10 +1,9 @@
 /**
- * Pins: GC roots held by a live process, as in Nix's temporary roots. An
- * open Store keeps one journal `pins/<pid>-<random>.pin` of `+<digest>` and
- * `-<digest>` lines (a bare `<digest>` adds). It is cut to zero length, not
- * removed, while the store is open: a file per call makes every later file
- * creation nearby slower (docs/benchmarks.md, "Inode churn"). No fsync: a
- * pin matters only while its owner lives, and a crash makes the owner dead.
+ * Pins: GC roots held by a live process, like Nix's temporary roots. An
+ * open Store keeps a journal `pins/<pid>-<random>.pin` of `+<digest>` /
+ * `-<digest>` lines, cut to zero length rather than removed while open
+ * (docs/benchmarks.md, "Inode churn"). No fsync: a pin matters only while
+ * its owner lives, and a crash makes the owner dead.
  */
 import { constants } from 'node:fs';
 import { ClosedError, toSluiceError } from '../engine/protocol/errors.js';
@@ -19,19 +18,14 @@ export interface Pin {
   /** Protects more digests (before they are placed in the store). */
   add(digests: readonly string[]): Promise<void>;
   /**
-   * Holds a copy in this store's own unsealed pack in memory only: no
-   * collection rewrites that pack while its owner lives, and the holds reach
-   * the journal before it is sealed ({@link PinJournal.flushInMemory}).
-   * Throws once released or closed.
+   * Holds a copy in our own unsealed pack in memory only: no collection
+   * rewrites it while we live, and the holds reach the journal before it is
+   * sealed ({@link PinJournal.flushInMemory}). Throws once released.
    */
   holdInOwnPack?(digests: readonly string[]): void;
   /** Releases the pin (idempotent). */
   release(): Promise<void>;
-  /**
-   * Resolves while what this pin holds is still protected, so a reference may
-   * be recorded; EDISK (`details.s3: 'LeaseLost'`) when an S3 lease was
-   * reclaimed while it stalled. Local pins cannot be lost.
-   */
+  /** Resolves while the holds are protected; EDISK (`LeaseLost`) when an S3 lease was reclaimed. */
   vouch(): Promise<void>;
 }
 
@@ -107,8 +101,7 @@ export class PinJournal {
       throw err;
     }
     let released = false;
-    // Adds still being written: a release waits for them, so it drops what they added (an add and a
-    // release in one journal batch would otherwise drop before the add is counted, pinning it for good).
+    // A release waits for adds in flight, or in one batch it would drop before the add counts (pinned for good).
     let adding: Promise<unknown> = Promise.resolve();
     const add = (more: readonly string[]) => {
       const added = this.hold(more, own);
@@ -161,9 +154,8 @@ export class PinJournal {
   }
 
   /**
-   * The pack writer awaits this before sealing, so a collection that sees the
-   * seal reads these holds in the pins it lists after it. On failure the
-   * holds stay in memory and the pack is not sealed.
+   * Awaited before a seal, so a collection that sees the seal sees these
+   * holds; on failure they stay in memory and the pack stays unsealed.
    */
   async flushInMemory(): Promise<void> {
     const outs = [...this.inMemory.values()];
@@ -193,9 +185,8 @@ export class PinJournal {
 
   // Group commit: what is queued during a write goes out in the next single write, in order.
   private async flush(): Promise<void> {
-    // Never finish synchronously: a batch with nothing to write (the drops of pins held only in
-    // memory) would otherwise clear `flushing` before enqueue's `??=` stores this call's promise,
-    // leaving a settled promise there that no later op would ever get past.
+    // Never synchronous: an empty batch would clear `flushing` before enqueue's `??=` stores this
+    // promise, leaving a settled promise no later op gets past.
     await null;
     while (this.ops.length > 0) {
       const batch = this.ops;
@@ -254,11 +245,10 @@ export class PinJournal {
   private async append(text: string): Promise<void> {
     const fh = await this.open();
     this.dirty = true;
-    // After a failed write part of it may have landed, a line without its newline: this write's first
-    // line would be glued onto it and parse as no line at all, a hold no collection could see.
+    // A failed write may have left a line without its newline: ours would glue onto it, unseen.
     const out = this.torn ? `\n${text}` : text;
     this.torn = true;
-    // O_APPEND and no position (write, not pwrite): every write lands at the end, on every platform.
+    // O_APPEND, no position: every write lands at the end.
     await writeAll(this.io, fh, Buffer.from(out, 'latin1'), null);
     this.torn = false;
     this.lines += text.length / LINE_CHARS;
@@ -322,7 +312,7 @@ export class PinJournal {
       await this.remove();
       return;
     }
-    // Pins still held: their releases (after this) append no more, they remove the file once nothing is held.
+    // Held pins remove the file once nothing is held.
     await this.fh?.close().catch(() => {});
     this.fh = undefined;
   }

@@ -1,12 +1,9 @@
 /**
- * Searching a stored artifact like `grep -n`, with zero-based line numbers:
- * one sequential pass in 1 MiB reads that counts lines as it goes, holding
- * only the current read, the line being crossed and the page. A literal,
- * case-sensitive pattern is searched in the bytes; a regular expression
- * (RE2, linear: store/search-regex.ts) or a case-insensitive one in each
- * read's text, in slices with a turn of the event loop between them so the
- * thread's other calls go on. A page's matching time is bounded: RE2 being
- * linear, the budget bounds a slow expression over a huge artifact.
+ * Searching a stored artifact like `grep -n`, zero-based: one pass in 1 MiB
+ * reads counting lines, holding only the read, the line crossed and the
+ * page. A case-sensitive literal is searched in the bytes; a regex (RE2,
+ * linear) or a case-insensitive one in each read's text, in slices with a
+ * turn of the event loop between. A page's matching time is bounded.
  */
 import { BadArgumentsError, IntegrityError, ResourceLimitError } from '../engine/protocol/errors.js';
 import { openVerifiedBlob, type VerifiedBlob } from './integrity.js';
@@ -118,7 +115,6 @@ function costPerByte(m: Matcher): number {
   return m.pattern ? m.pattern.costPerByte : 1;
 }
 
-/** A turn of the event loop: the thread's other calls (and I/O) run before the search goes on. */
 function yieldTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
@@ -128,13 +124,9 @@ class Page {
   readonly lines: SearchLine[] = [];
   matches = 0;
   bytes = 0;
-  /** Last line number emitted, -1 before any. */
   last = -1;
-  /** Context lines still owed after the last match. */
   after = 0;
-  /** Set when the page is full: the line the next page starts at. */
   stopAt: number | undefined;
-  /** The last `context` lines seen before the current read, for before-context across reads. */
   before: SearchLine[] = [];
 
   constructor(
@@ -166,10 +158,7 @@ class Page {
   }
 }
 
-/**
- * Searches the artifact at `uri`; errors as for a read, and EBADARGS for bad
- * options. Memory is O(read + line window + page), whatever the size.
- */
+/** Searches the artifact at `uri` in O(read + line window + page) memory; read errors, EBADARGS. */
 export async function searchArtifact(store: Store, uri: string, opts: SearchOptions): Promise<SearchPage> {
   const context = count('context', opts.context, 0, MAX_SEARCH_CONTEXT, 0);
   const limit = count('limit', opts.limit, 1, MAX_SEARCH_LIMIT, DEFAULT_SEARCH_LIMIT);
@@ -236,7 +225,6 @@ async function scan(
       { limit: 'searchTime', budgetMs, offset: at },
     );
   };
-  // One buffer for the whole pass: the unfinished line carried over, then the next read after it.
   const buf = Buffer.allocUnsafe(SEARCH_LINE_WINDOW + READ_BYTES);
   let position = await lineStartByte(store, blob, offset);
   let line = offset;
@@ -263,7 +251,6 @@ async function scan(
       line++;
     }
     const lastNl = buf.lastIndexOf(LF, end - 1);
-    // Complete lines: up to the last newline, or everything at the end of the blob.
     const complete = atEof ? end : lastNl >= start ? lastNl + 1 : start;
     // A regular expression's text goes in slices of about SLICE_WORK, each ending at a newline.
     const slice = m.pattern ? Math.max(4096, Math.floor(SLICE_WORK / cost)) : complete - start;
@@ -318,7 +305,6 @@ function searchChunk(chunk: Buffer, base: number, m: Matcher, page: Page, partia
     ? byteScanner(chunk, chunk.length, m.needle, line && ((text) => line.test(text)))
     : regexScanner(chunk.toString('utf8'), m.pattern as LinePattern);
   const endsWithLf = chunk[chunk.length - 1] === LF;
-  // Line bookkeeping: the line holding position `cursor` is `cursorLine`.
   let cursor = 0;
   let cursorLine = base;
   const lineAt = (pos: number): number => {
@@ -326,7 +312,7 @@ function searchChunk(chunk: Buffer, base: number, m: Matcher, page: Page, partia
     cursor = pos;
     return cursorLine;
   };
-  // Lines in the chunk: the cursor goes on counting from the last match, so each byte is counted once.
+  // The cursor counts on from the last match, so each byte is counted once.
   const lines = (): { lines: number } => {
     if (partial) return { lines: 1 };
     if (m.needle) return { lines: lineAt(s.length) - base + (endsWithLf ? 0 : 1) };
@@ -342,7 +328,6 @@ function searchChunk(chunk: Buffer, base: number, m: Matcher, page: Page, partia
     const t = s.text(start, end);
     return { line: n, text: t.text, match, ...(t.cut !== undefined ? { cut: t.cut } : {}) };
   };
-  // After-context owed from the previous read, then the matches of this one.
   let from = 0;
   let lineNo = base;
   const emitAfter = (): boolean => {
@@ -372,7 +357,6 @@ function searchChunk(chunk: Buffer, base: number, m: Matcher, page: Page, partia
       from = b.end + 1;
       continue;
     }
-    // Before-context: lines in this read, then those carried from the previous one.
     const ctx: SearchLine[] = [];
     let ls = b.start;
     for (let k = 1; k <= page.context && n - k > page.last; k++) {
@@ -394,7 +378,6 @@ function searchChunk(chunk: Buffer, base: number, m: Matcher, page: Page, partia
     cursorLine = lineNo;
     if (!emitAfter()) return lines();
   }
-  // Keep the last lines of this read for the before-context of a match early in the next.
   if (page.context > 0 && !partial) {
     const keep: SearchLine[] = [];
     const total = lines().lines;

@@ -1,7 +1,4 @@
-/**
- * The store: content-addressed blobs and their line indexes where its backend
- * keeps them (store/backend.ts), pins, and the local tmp/ where writes start.
- */
+/** The store: content-addressed blobs and line indexes in its backend, pins, and the local tmp/. */
 import { promises as fsp } from 'node:fs';
 import { BadOptionError, ClosedError, toSluiceError, UnsupportedPlatformError } from '../engine/protocol/errors.js';
 import type { BackendConnection, StoreBackend } from './backend.js';
@@ -29,8 +26,7 @@ export interface StoreOptions {
   /** Filesystem calls to use; tests inject faults here. @default realIO */
   io?: StoreIO;
   /**
-   * Blobs of at most this many bytes go to a pack; 0 gives every blob a file.
-   * At most 1 MiB - 1, so a packed blob never needs a line index; S3 packs nothing.
+   * Blobs of at most this many bytes (< 1 MiB, so no line index) go to a pack; 0: none. S3 packs nothing.
    * @default `$SLUICE_PACK_MAX_BLOB_BYTES`, else 65536
    */
   packMaxBlobBytes?: number;
@@ -39,10 +35,7 @@ export interface StoreOptions {
    * @default `$SLUICE_STORE_LOCAL`, else a per-user cache directory (store/location.ts)
    */
   localDir?: string;
-  /**
-   * For an `s3://` location: S3Client configuration applied over the
-   * standard chain (credentials, region, endpoint from the AWS variables).
-   */
+  /** For `s3://`: S3Client configuration over the standard AWS chain. */
   s3ClientConfig?: Record<string, unknown>;
   /**
    * For `s3://`: the lease's TTL and renewal (store/s3/lease.ts).
@@ -71,15 +64,10 @@ function defaultPackMax(env: NodeJS.ProcessEnv = process.env): number {
 
 export { MAX_BACKGROUND_WRITEBACKS } from './placement.js';
 
-// Loaded on the first read: a main thread rarely reads pages, and every module a cold open loads
-// delays its first call. A backend's collector and audit load on first use the same way.
+// Loaded on the first read: every module a cold open loads delays its first call.
 const pagesModule = () => import('./pages.js');
 
-/**
- * The store directory as the CLI resolves it: `explicit`, else `$SLUICE_STORE`,
- * else `./.sluice`; empty counts as unset. EUNSUPPORTED for an `s3://` value
- * (use {@link resolveStoreLocation}).
- */
+/** The CLI's store directory: `explicit`, else `$SLUICE_STORE`, else `./.sluice`; EUNSUPPORTED for `s3://`. */
 export function resolveStoreDir(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
   const location = resolveStoreLocation(explicit, env);
   if (location.kind === 'directory') return location.dir;
@@ -117,15 +105,14 @@ export class Store {
   }
 
   /**
-   * Opens (creating) the store at a directory or `s3://bucket/prefix`. Never
-   * reads blobs, so corrupt content cannot prevent it.
+   * Opens (creating) the store at a directory or `s3://bucket/prefix`; never reads blobs.
    * @throws EBADOPTION; EMISSINGDEP without the AWS SDK; ENOTFOUND for a missing bucket.
    */
   static async open(location: string | StoreLocation, options: StoreOptions = {}): Promise<Store> {
     const where = typeof location === 'string' ? parseStoreLocation(location, process.env, options.localDir) : location;
     const io = options.io ?? realIO;
     const layout = new StoreLayout(where.kind === 'directory' ? where.dir : where.localDir);
-    // The bucket first: a wrong location creates nothing locally. The S3 backend's modules load only here.
+    // The bucket first: a wrong location creates nothing locally.
     const connection =
       where.kind === 's3'
         ? await (await import('./s3/backend.js')).connectS3(where, options)
@@ -136,7 +123,7 @@ export class Store {
         await makeDirs(d);
       } catch (err) {
         connection.discard();
-        // Not a directory, not writable, disk full: a typed EDISK naming the OS code, like every store write.
+        // A typed EDISK naming the OS code, like every store write.
         throw toSluiceError(err, 'EDISK');
       }
     }
@@ -148,10 +135,7 @@ export class Store {
     return this.layout.root;
   }
 
-  /**
-   * What opens this store again, as `--store` takes it: the directory, or
-   * the `s3://` URL (a worker thread opens the store by it for the read tool).
-   */
+  /** What opens this store again, as `--store` takes it (a worker opens it by this). */
   get locator(): string {
     return describeLocation(this.location);
   }
@@ -191,18 +175,12 @@ export class Store {
     return pagesModule().then((m) => m.readPageBytes(this, uri, options));
   }
 
-  /**
-   * The manifest stored as blob `digest` (integrity-checked, at most
-   * MAX_MANIFEST_BYTES read). Fails with ENOTFOUND, EINTEGRITY or ENOTMANIFEST.
-   */
+  /** The manifest stored as blob `digest`; ENOTFOUND, EINTEGRITY or ENOTMANIFEST. */
   loadManifest(digest: string): Promise<Manifest> {
     return loadManifest(this, digest);
   }
 
-  /**
-   * Hashes every blob and lists corrupt ones and missing manifest references;
-   * `repair` quarantines (on S3 deletes) corrupt blobs, so the next publish restores them.
-   */
+  /** Hashes every blob, listing corrupt ones and missing references; `repair` quarantines corrupt blobs. */
   verify(options: VerifyOptions = {}): Promise<VerifyReport> {
     return this.backend.verify(options);
   }
@@ -222,10 +200,7 @@ export class Store {
     }
   }
 
-  /**
-   * Pins `digests` against collection (docs/operations.md). Publishers pin
-   * *before* placing, so a collection that sees the blob sees the pin.
-   */
+  /** Pins `digests` against collection (docs/operations.md); publishers pin *before* placing. */
   pin(digests: readonly string[] = []): Promise<Pin> {
     this.assertOpen();
     return this.backend.pins.pin(digests);

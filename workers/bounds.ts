@@ -1,12 +1,8 @@
 /**
- * Bounding what a tool hands back besides its output, before it leaves the
- * worker: an error's message and details, a note, a final display, emitted
- * messages, metadata and attachments (limits in engine/protocol/limits.ts,
- * the table in docs/tools.md). Over its bound a text is cut on a code point;
- * the two texts whose whole matters, an error's message and the final
- * display, are first sent whole to the engine (in credit-paced `text`
- * messages), which keeps them as artifacts. Nothing here copies a text
- * whole: the part kept is at most the bound, the rest goes in slices.
+ * Bounds what a tool hands back besides its output (limits in
+ * engine/protocol/limits.ts, the table in docs/tools.md). Over its bound a
+ * text is cut on a code point; an error's message and the final display are
+ * first sent whole, as artifacts. No text is copied whole.
  */
 import { ProtocolError, ResourceLimitError, type SerializedError } from '../engine/protocol/errors.js';
 import { COMPLETION_BOUNDS } from '../engine/protocol/limits.js';
@@ -31,11 +27,7 @@ function cutText(text: string, maxBytes: number): Cut {
   return { text: detachString(text.slice(0, end)), fullBytes: Buffer.byteLength(text, 'utf8') };
 }
 
-/**
- * A lower bound on the size of `value` as JSON, walked with an early stop:
- * true as soon as it is certainly over `bound`, without building the JSON
- * of a value that may be huge.
- */
+/** True once `value`'s JSON is certainly over `bound`, without building a huge value's JSON. */
 function surelyOver(value: unknown, bound: number): boolean {
   let size = 0;
   const stack: unknown[] = [value];
@@ -68,11 +60,7 @@ function jsonOf(value: unknown, what: string): string | undefined {
   }
 }
 
-/**
- * Error details over their bound are replaced by the start of their JSON and
- * its size; details that are not JSON (a cycle, a BigInt) by a note saying
- * so. Either way the error itself, its code and message, stands.
- */
+/** Error details over their bound become a cut of their JSON; non-JSON details a note. The error stands. */
 function boundDetails(details: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
   if (details === undefined) return undefined;
   const max = COMPLETION_BOUNDS.errorDetailsBytes;
@@ -89,11 +77,7 @@ function boundDetails(details: Record<string, unknown> | undefined): Record<stri
   return { cut: `${cutText(json ?? '', max / 4).text}…`, bytes };
 }
 
-/**
- * The error bounded: a message past its bound is sent whole (`send`) and
- * cut; `cut` is then the whole message's size. Details past their bound are
- * replaced by a cut of their JSON.
- */
+/** The error bounded: a message past its bound is sent whole and cut (`cut`: its size); details cut as JSON. */
 export async function boundError(
   error: SerializedError,
   send: SendText,
@@ -146,11 +130,10 @@ function checkAttachments(attachments: CompletionFields['attachments']): void {
 }
 
 /**
- * The terminal fields of a completion, bounded (see the module comment).
- * Throws {@link ResourceLimitError} for what cannot be cut: too many
- * messages or attachments, attachments too large, metadata and messages
- * over their JSON bound. Returns the sizes of the texts that were cut and
- * sent whole.
+ * The terminal fields of a completion, bounded. Throws
+ * {@link ResourceLimitError} for what cannot be cut (too many messages or
+ * attachments, too large ones, JSON over its bound). Returns the sizes of
+ * the texts cut and sent whole.
  */
 export async function boundCompletion(
   fields: CompletionFields,

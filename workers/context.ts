@@ -1,8 +1,4 @@
-/**
- * One call inside a worker: the tool context (stream writers, display, host
- * services, abort signal) and the bookkeeping the runtime needs to finalise
- * the call (which streams were written, whether a rule was broken).
- */
+/** One call inside a worker: the tool context and what finalising the call needs. */
 import { Writable } from 'node:stream';
 import { CallEndpoint } from '../engine/protocol/call-endpoint.js';
 import { ResourceLimitError, UndeclaredStreamError } from '../engine/protocol/errors.js';
@@ -20,27 +16,21 @@ import { StringCarry } from './utf8.js';
 
 /** Pending display text is capped at this many characters (oldest part elided). */
 const DISPLAY_PENDING_MAX = 64 * 1024;
-/** What a trim keeps of the pending display: trimming below the cap makes appends amortised O(appended). */
+/** Trimming below the cap keeps appends amortised O(appended). */
 const DISPLAY_PENDING_LOW = (DISPLAY_PENDING_MAX * 3) / 4;
 /** Starts pending display text whose oldest part was dropped. */
 const DISPLAY_ELIDED = '[… display elided]\n';
 
 /**
- * Most a stream writer queues (bytes, or UTF-16 units of strings) before it
- * refuses further writes: a tool that ignores `write()` returning false would
- * otherwise grow the worker without bound (Buffers live outside the worker's
- * heap limit). One write of any size is always taken; writing again while
- * more than this waits fails the call with ERESOURCELIMIT.
+ * Most a stream writer queues (bytes, or UTF-16 units) before it refuses
+ * writes: Buffers live outside the heap limit, so a tool ignoring
+ * backpressure would grow the worker without bound.
  */
 export function writeQueueBound(window: number): number {
   return Math.max(16 * 1024 * 1024, 4 * window);
 }
 
-/**
- * Largest message a stream writer sends: a quarter of the credit window, so several
- * are in flight at once and a message never needs more credit than the window
- * holds, within the protocol's bound.
- */
+/** A quarter of the window: several messages in flight, none needing more credit than the window. */
 function chunkBytesFor(window: number): number {
   // At least one code point, so a split always makes progress.
   return Math.max(4, Math.min(MAX_CHUNK_BYTES, Math.floor(window / 4)));
@@ -52,15 +42,12 @@ class StreamWriter extends Writable {
   private readonly index: number;
   private readonly textCarry = new StringCarry();
   private readonly chunkBytes: number;
-  /** UTF-16 units of a string encoded at once: at most {@link chunkBytes} bytes of UTF-8. */
   private readonly stringStep: number;
   private readonly queueBound: number;
-  /** Bytes sent so far. */
   sent = 0;
 
   constructor(run: CallRun, index: number) {
     const chunkBytes = chunkBytesFor(run.gate.window);
-    // decodeStrings: false keeps strings as strings, so we encode once.
     super({ decodeStrings: false, highWaterMark: chunkBytes });
     this.run = run;
     this.index = index;
@@ -75,8 +62,8 @@ class StreamWriter extends Writable {
     cb?: (error: Error | null | undefined) => void,
   ): boolean {
     if (this.writableLength > this.queueBound && !this.destroyed) {
-      // Destroyed without an error event (a tool with no 'error' listener would crash its
-      // worker): the queued writes are dropped and their callbacks fail; the violation fails the call.
+      // No error event (a tool without an 'error' listener would crash its worker): queued writes
+      // fail their callbacks and the violation fails the call.
       const name = this.run.names[this.index] || 'output';
       this.run.violation ??= new ResourceLimitError(
         `the tool kept writing to ${name} while ${this.writableLength} bytes waited (write() returned false; wait for 'drain'); the bound is ${this.queueBound}`,
@@ -100,13 +87,7 @@ class StreamWriter extends Writable {
     this.send(b.bytes, b.owned).then(() => cb(), cb);
   }
 
-  /**
-   * Writes that arrive while a chunk is on its way are buffered by the stream
-   * and handed over together: they leave as one message of up to a quarter
-   * of the window (at most 256 KiB)
-   * instead of one per write (a pipe yields reads of a few KiB; each message
-   * costs the engine a dispatch, a hash update and a credit).
-   */
+  /** Writes queued behind a chunk in flight leave as one message, not one each. */
   override _writev(
     chunks: Array<{ chunk: unknown; encoding: BufferEncoding }>,
     cb: (err?: Error | null) => void,
@@ -115,12 +96,9 @@ class StreamWriter extends Writable {
   }
 
   /**
-   * Sends queued writes as few messages as possible, copying each byte at
-   * most once: small parts are copied together into buffers of at most one
-   * message (each its own allocation, so it is transferred, not copied again);
-   * a part big enough to be a message of its own goes as it is (moved when the
-   * runtime owns it). Writes are encoded here, in order: a string's surrogate
-   * carry must meet the writes in the order the tool made them.
+   * Sends queued writes as few messages as possible, copying a byte at most
+   * once. Encoded here, in order: a string's surrogate carry must meet the
+   * writes in the tool's order.
    */
   private async sendGathered(chunks: readonly unknown[]): Promise<void> {
     let group: Uint8Array[] = [];
@@ -157,17 +135,13 @@ class StreamWriter extends Writable {
     await flush();
   }
 
-  /**
-   * The bytes to store for a write, and whether the runtime owns them (so
-   * they may be transferred). A string is encoded as UTF-8; bytes are stored
-   * exactly as given, valid UTF-8 or not (capture is byte-exact).
-   */
+  /** The bytes to store (a string as UTF-8, bytes exactly), and whether we own them to transfer. */
   private toBytes(chunk: unknown): { bytes: Uint8Array; owned: boolean } | Error {
     if (typeof chunk === 'string') return { bytes: this.textCarry.push(chunk), owned: true };
     if (chunk instanceof Uint8Array) {
-      // A high surrogate waiting for its pair will not get it: it is stored as U+FFFD before the bytes.
+      // A high surrogate left waiting never gets its pair: U+FFFD.
       if (this.textCarry.holding) return { bytes: Buffer.concat([this.textCarry.end(), chunk]), owned: true };
-      // The tool's own buffer is copied on the way out, unless it handed it over (workers/transfer.ts).
+      // Copied on the way out unless handed over (workers/transfer.ts).
       return { bytes: chunk, owned: takeHandedOver(chunk) };
     }
     return new TypeError(`stream writers accept strings and Uint8Arrays, not ${describeValue(chunk)}`);
@@ -184,14 +158,14 @@ class StreamWriter extends Writable {
     this.send(this.textCarry.end(), true).then(() => cb(), cb);
   }
 
-  /** Posts `bytes` in messages of at most {@link chunkBytes}, each after its credit. Cuts fall anywhere: bytes are bytes. */
+  /** Posts `bytes` in messages of at most {@link chunkBytes}, each after its credit. */
   private async send(bytes: Uint8Array, owned: boolean): Promise<void> {
     let off = 0;
     while (off < bytes.length) {
       const piece = bytes.subarray(off, off + this.chunkBytes);
       const wait = this.run.gate.acquire(piece.length);
       if (wait) await wait;
-      // Read before posting: a moved piece (and the view it was cut from) is empty afterwards.
+      // A moved piece (and the view it was cut from) is empty after posting.
       const n = piece.length;
       postChunk(this.run.callId, this.index, piece, owned && n === bytes.length);
       this.sent += n;
@@ -200,7 +174,7 @@ class StreamWriter extends Writable {
   }
 }
 
-/** A short description of a value of the wrong type, for error messages. */
+/** A value of the wrong type, described for error messages. */
 export function describeValue(v: unknown): string {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
@@ -215,12 +189,11 @@ export class CallRun {
   readonly abort = new AbortController();
   readonly writers = new Map<string, StreamWriter>();
   readonly names: readonly string[];
-  /** The first contract violation (undeclared stream), which fails the call whatever the tool does. */
+  /** The first contract violation: it fails the call whatever the tool does. */
   violation: Error | undefined;
   private readonly endpoint: CallEndpoint;
   private hostProxy: HostServices | undefined;
   private hostRpc: Promise<HostServices> | undefined;
-  /** Display text not yet posted, oldest first, and its length in UTF-16 units. */
   private displayPieces: string[] = [];
   private displayChars = 0;
   private displayElided = false;
@@ -234,10 +207,9 @@ export class CallRun {
   }
 
   /**
-   * Host services, through comlink, which loads on the first request (most
-   * calls never make one, and comlink is ~8 ms of a starting worker). The
-   * engine answers on this call's endpoint only after the request, so
-   * nothing arrives before comlink listens.
+   * Host services through comlink, loaded on the first request: most calls
+   * make none. The engine answers only after a request, so nothing arrives
+   * before comlink listens.
    */
   get host(): HostServices {
     this.hostProxy ??= { approve: (op) => this.hostServices().then((h) => h.approve(op)) };
@@ -293,7 +265,7 @@ export class CallRun {
     this.kickDisplay();
   }
 
-  /** Drops the oldest pending display text down to the low-water mark (never inside a surrogate pair). */
+  /** Drops the oldest pending display text to the low-water mark, never inside a surrogate pair. */
   private trimDisplay(): void {
     let drop = this.displayChars - DISPLAY_PENDING_LOW;
     while (drop > 0) {
@@ -305,7 +277,7 @@ export class CallRun {
         continue;
       }
       const cut = unitCutAfter(first, drop);
-      // Copied through a Buffer: a slice could keep the whole (perhaps huge) original alive.
+      // A slice could keep the whole original alive.
       this.displayPieces[0] = Buffer.from(first.slice(cut), 'utf8').toString('utf8');
       this.displayChars -= cut;
       drop = 0;
@@ -315,9 +287,7 @@ export class CallRun {
 
   private kickDisplay(): void {
     if (this.displayFlushing) return;
-    // Cleared only after the flush settles (it may finish synchronously); text appended in the
-    // meantime, e.g. by a tool calling display() in a synchronous loop, starts another flush then
-    // instead of being stranded.
+    // Cleared only once the flush settles: text appended meanwhile starts another, not stranded.
     const flushing = this.flushDisplay().then(() => {
       this.displayFlushing = undefined;
       if (this.displayChars > 0) this.kickDisplay();
@@ -326,10 +296,8 @@ export class CallRun {
   }
 
   /**
-   * Sends `text` whole to the engine as `text` messages of kind `kind`,
-   * each after its credit: a field the worker cut to its bound (an error's
-   * message, the final display), which the engine keeps as an artifact.
-   * Encoded a slice at a time, so a long text is never copied whole.
+   * Sends `text` whole as `text` messages of `kind`, each after its credit,
+   * a slice at a time (the engine keeps it as an artifact).
    */
   async sendText(kind: TextKind, text: string): Promise<void> {
     const carry = new StringCarry();
@@ -342,7 +310,7 @@ export class CallRun {
       postText(this.callId, kind, bytes);
     };
     for (let i = 0; i < text.length; i += step) {
-      // A cancelled call stops sending: the engine drops a text that arrived short (its marker then has no address).
+      // The engine drops a text that arrived short.
       if (this.abort.signal.aborted) return;
       await post1(carry.push(text.slice(i, i + step)));
     }
@@ -367,7 +335,7 @@ export class CallRun {
         post({ t: 'display', c: this.callId, text, n: Math.min(n, Number.MAX_SAFE_INTEGER) });
       }
     } catch {
-      // The call ended while display waited for credit: nothing left to show it to.
+      // The call ended while waiting for credit.
     }
   }
 

@@ -1,8 +1,7 @@
 /**
- * Credit-based backpressure, worker side: the engine grants a window of bytes
- * per call; a sender spends credit before posting and waits when it has none.
- * Credit comes back from the engine only after bytes are on disk, so the bytes
- * in flight for a call never exceed the window.
+ * Credit-based backpressure, worker side: a sender spends credit before
+ * posting; the engine returns it once bytes are on disk, so a call's bytes
+ * in flight never exceed the window.
  */
 import { CancelledError } from '../engine/protocol/errors.js';
 
@@ -12,7 +11,7 @@ export class CreditGate {
   /** The window this gate was opened with. */
   readonly window: number;
   private readonly waiters: Array<{ n: number; resolve: () => void; reject: (e: unknown) => void }> = [];
-  /** Why the gate closed; made on first need (building an error with its stack cost ~10 µs of every call). */
+  /** Why the gate closed; made on first need (its stack costs every call, docs/benchmarks.md). */
   private closedWith: unknown;
   private closed = false;
 
@@ -44,11 +43,7 @@ export class CreditGate {
     }
   }
 
-  /**
-   * Fails every waiter and every later acquire (the call is over). Without a
-   * reason, the CancelledError is made only if something waits or acquires
-   * after: every call closes its gate, and almost none of them ever need it.
-   */
+  /** Fails every waiter and later acquire; the CancelledError is made only if anything waits. */
   close(reason?: unknown): void {
     if (this.closed) return;
     this.closed = true;

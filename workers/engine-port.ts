@@ -1,8 +1,4 @@
-/**
- * The worker side of the per-worker port: one MessagePort to the engine for
- * the thread's whole life, handed over through piscina's message event at
- * startup, multiplexed by call id.
- */
+/** The worker side of the per-worker port: one MessagePort to the engine for life, multiplexed by call id. */
 import { MessageChannel, type MessagePort, parentPort, threadId } from 'node:worker_threads';
 import type { EngineMessage, WorkerMessage } from '../engine/protocol/messages.js';
 import { PORT_HANDSHAKE } from '../engine/protocol/port.js';
@@ -40,13 +36,10 @@ export function post(m: WorkerMessage): void {
 }
 
 /**
- * Posts a chunk. Its bytes are transferred, never cloned: a view into a larger
- * buffer would otherwise clone the whole backing buffer. `owned` says the
- * runtime made these bytes itself; anything else is copied first, because
- * transferring would detach a buffer the tool may still hold. An owned view
- * is transferred with its buffer when it uses at least half of it (the rest
- * travels along unused), and copied to its size otherwise, so a message never
- * carries more than twice its bytes.
+ * Posts a chunk, transferred, never cloned (cloning a view clones its whole
+ * buffer). Bytes not `owned` by the runtime are copied first: the tool may
+ * still hold them. An owned view moves with its buffer when it fills half of
+ * it, else is copied to size: a message never carries twice its bytes.
  */
 export function postChunk(c: string, s: number, b: Uint8Array, owned: boolean): void {
   const transfer = owned && b.byteOffset === 0 && b.byteLength * 2 >= b.buffer.byteLength;

@@ -1,9 +1,4 @@
-/**
- * The piscina task entry: every worker thread runs this module. It loads tool
- * modules (only ever here, never on the main thread), describes them, and runs
- * calls: validate arguments, prepare, ask approval, run, then finalise the
- * output and report the completion on the thread's port.
- */
+/** The piscina task entry of every worker thread: loads tool modules (only here) and runs calls. */
 import { pathToFileURL } from 'node:url';
 import {
   BadArgumentsError,
@@ -36,10 +31,8 @@ const modules = new Map<string, Promise<ToolDefinition>>();
 const stores = new Map<string, Promise<Store>>();
 
 /**
- * Artifact reads for tools, on a store opened once per thread (its integrity
- * cache lives with it). The store's modules load on the first read: most
- * calls never read an artifact, and a worker's first call waits for every
- * module its thread loads before it.
+ * Artifact reads on a store opened once per thread (its integrity cache
+ * lives with it), loaded on the first read: most calls never read one.
  */
 function artifactReader(storeDir: string): ArtifactReader {
   const open = async () => {
@@ -134,8 +127,8 @@ async function runCall(task: CallTask, abandon: () => void): Promise<void> {
   const pending: EngineMessage[] = [];
   const off = onEngineMessage(task.callId, (m) => {
     if (m.t === 'abandon') {
-      // The tool did not stop within the grace period and the engine has ended its call: whatever
-      // it still does belongs to no call, so this thread takes no new call and retires once idle.
+      // The tool outlived its grace period and its call: what it still does belongs to no call,
+      // so this thread takes no new one and retires once idle.
       tainted = true;
       abandon();
       return;
@@ -199,7 +192,7 @@ async function runCall(task: CallTask, abandon: () => void): Promise<void> {
       await run.displayDrained();
     }
     const full = cancelled ? serializeError(run?.abort.signal.reason ?? err, 'ECANCELLED') : serializeError(err);
-    // An error's message can be anything a tool threw (30 MB of it): bounded, and sent whole when cut.
+    // A thrown message can be huge: bounded, and sent whole when cut.
     const send = run ? (k: TextKind, text: string) => (run as CallRun).sendText(k, text) : async () => {};
     const { error, cut } = await boundError(full, send).catch(() => boundError(full, async () => {}));
     post({ t: 'fail', c: task.callId, error, cancelled, ...(cut !== undefined && run ? { cut } : {}) });
@@ -222,11 +215,7 @@ function badOutput(tool: ToolDefinition, stream: string | undefined, v: unknown)
   );
 }
 
-/**
- * Feeds a non-streaming completion's output through the same writers as
- * streamed output. Every value is checked before the first byte is written,
- * so a bad one fails the call with nothing of the full output captured.
- */
+/** Feeds a full completion's output through the writers; every value is checked before any byte is written. */
 async function feedFull(run: CallRun, tool: ToolDefinition, output: unknown): Promise<void> {
   if (tool.output.kind === 'single') {
     if (!isOutputValue(output)) throw badOutput(tool, undefined, output);
@@ -260,20 +249,15 @@ function writeAll(w: NodeJS.WritableStream, value: string | Uint8Array): Promise
   });
 }
 
-/**
- * Calls this thread is carrying (piscina's concurrentTasksPerWorker lets a
- * shared thread carry many at once; an isolated thread carries one).
- */
+/** Calls this thread carries (a shared thread many, an isolated one one). */
 let running = 0;
 /** Set while an idle thread looks for leftovers: calls that arrive meanwhile wait for its verdict. */
 let checking: Promise<boolean> | undefined;
 /** An abandoned call's tool may still run here: the thread must retire. */
 let tainted = false;
-/** The thread has decided to exit. */
 let retiring = false;
 
-// A tool ending its thread with the retirement code would have the pool run its sibling calls
-// again as if this thread had retired before starting them: that code is reserved.
+// The pool would rerun a retiring thread's sibling calls: a tool may not exit with that code.
 const exit = process.exit.bind(process);
 process.exit = ((code?: number | string | null) =>
   exit(Number(code) === RETIRE_EXIT_CODE ? 1 : (code ?? undefined))) as typeof process.exit;
@@ -287,8 +271,8 @@ export default async function task(t: Task): Promise<DescribeResult | null> {
       return { error: serializeError(err, 'EBADMODULE') };
     }
   }
-  // A call that arrives while the idle check runs waits for it; if the thread retires, this call
-  // never starts (it posted nothing) and the pool runs it on another thread.
+  // A call arriving during the idle check waits for it; if the thread retires, the call posted
+  // nothing and the pool runs it elsewhere.
   while (checking) await checking;
   // A thread with an abandoned call, or about to retire, takes no new call: it waits for the exit.
   if (tainted || retiring) return new Promise<never>(() => {});
@@ -304,9 +288,8 @@ export default async function task(t: Task): Promise<DescribeResult | null> {
     checking = (async () => tainted || (await leftBehind()) !== undefined)();
     retiring = await checking;
     checking = undefined;
-    // This task resolves first (its call started, so it must not look like one that never ran);
-    // the thread exits once piscina has its answer. A task handed over meanwhile waits, never
-    // starts, and is rejected by the exit with the code that tells the pool to run it elsewhere.
+    // This task resolves first (its call started, it must not look unrun); a task handed over
+    // meanwhile never starts and is rejected by the exit code that sends it elsewhere.
     if (retiring) setImmediate(() => exit(RETIRE_EXIT_CODE));
   }
   return null;
@@ -322,13 +305,10 @@ function countResources(): Map<string, number> {
 }
 
 /**
- * A tool may leave work behind (a timer, a socket, a child it did not track)
- * that would run, and perhaps throw, during a later call on this thread. A
- * call must only ever fail by its own doing, so a thread with leftovers is
- * retired and piscina starts a fresh one. Handles cannot be told apart by
- * call, so the count is taken when the thread is idle (no call running):
- * a shared thread that is never idle is checked at its next idle moment.
- * Returns the leftover type, if any.
+ * A tool may leave work behind (a timer, a socket, an untracked child) that
+ * would run during a later call; a call must only fail by its own doing, so
+ * a thread with leftovers retires. Handles cannot be told apart by call, so
+ * the count is taken when the thread is idle. Returns the leftover type.
  */
 async function leftBehind(): Promise<string | undefined> {
   // Handles of finished pipes and processes close on the next turns of the loop.

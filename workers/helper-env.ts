@@ -1,21 +1,10 @@
 /**
- * The spawn helper's own environment.
- *
- * The helper is a Node process (or a Python one), so the variables that
- * configure Node would apply to it, though it needs none of them.
- * `NODE_EXTRA_CA_CERTS` is read and parsed when a Node process starts: with
- * a distribution's bundle (~140 certificates) that took a bare Node's start
- * from ~20-25 ms to ~50-60 ms on this project's machine, on every helper
- * start. `NODE_OPTIONS` can preload modules (`--require`, `--import`). So the
- * helper starts without them.
- *
- * The processes it starts do not get this environment: the worker sends the
- * helper its own, whole, as the channel's first message (workers/spawner.ts),
- * because the helper is started through `/bin/sh`, and a shell passes on only
- * the variables whose names it can hold (dash drops `a-b` and the
- * `BASH_FUNC_name%%` of an exported bash function).
- *
- * This file imports nothing.
+ * The spawn helper's own environment: without Node's variables, which it
+ * needs none of (`NODE_EXTRA_CA_CERTS` slows every start,
+ * docs/benchmarks.md; `NODE_OPTIONS` can preload modules). Its processes get
+ * the worker's environment whole, sent over the channel: through `/bin/sh`
+ * a shell passes on only the names it can hold (dash drops `a-b` and
+ * `BASH_FUNC_name%%`). Imports nothing.
  */
 
 /** The Node variables the helper itself runs without. */

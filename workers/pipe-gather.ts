@@ -1,24 +1,13 @@
 /**
- * Moving a child's pipe into a stream writer in message-sized pieces. A
- * pipe read returns what the producer has written since the last one: when
- * the reader keeps up, 16-25 KiB (~50,000 reads per GiB, measured with
- * `yes | head`). Written one by one, each read is a write through the
- * writer's stream machinery; gathered here, a GiB is ~4,000 writes of up to
- * a message each, handed over so the writer moves them to the engine
- * uncopied (workers/transfer.ts). A byte is copied at most once: reads
- * written together are copied into one buffer of exactly their size, and a
- * read written alone (every read of a small output, and a read of
- * {@link HAND_OVER_READ_BYTES} or more that finds nothing gathered) is
- * handed over as it is. Either goes uncopied when the writer sends it at
- * once (one queued behind a credit wait is grouped with the writes queued
- * beside it, workers/context.ts).
- *
- * Backpressure is the writer's: when a write returns false the pipe is
- * paused until 'drain' (and the producer blocks on the full pipe). What is
- * gathered goes out before a read would take it past a message, after
- * {@link MAX_PARTS} reads, at the pipe's end, and at most
- * {@link GATHER_MS} after its first byte, so output that trickles is seen
- * soon; the delay bounds only how late bytes are seen, never what is stored.
+ * Moves a child's pipe into a stream writer in message-sized pieces: one
+ * write per read would cost the writer's stream machinery per read. A byte
+ * is copied at most once: reads gathered together are copied into one
+ * buffer of their exact size; a read written alone is handed over as it is
+ * (workers/transfer.ts). Backpressure is the writer's: a false write pauses
+ * the pipe until 'drain'. Gathered bytes go out before a read would pass a
+ * message, after {@link MAX_PARTS} reads, at the end, and {@link GATHER_MS}
+ * after their first byte: the delay bounds when bytes are seen, never what
+ * is stored. Read sizes: docs/benchmarks.md, "Capture".
  */
 import type { Readable, Writable } from 'node:stream';
 import { handOver } from './transfer.js';
@@ -26,22 +15,13 @@ import { handOver } from './transfer.js';
 /** Longest gathered bytes wait for more before they are written. */
 const GATHER_MS = 2;
 
-/**
- * Most reads gathered into one write. Each is a buffer of its own, so a
- * producer that trickles a byte at a time, read faster than it writes, must
- * not pile up thousands of them before the timer (or the message's size)
- * writes them; a fast producer's reads fill a message in 10-16.
- */
+/** Most reads per write: a byte-at-a-time producer must not pile up thousands of buffers. */
 const MAX_PARTS = 64;
 
 /**
- * A read at least this long (when nothing is gathered) goes as a message of
- * its own, uncopied: a pipe read's buffer is exactly the read. With one
- * fast producer reads are mostly 16-25 KiB and still gathered; with 16
- * calls sharing two threads they are 32-64 KiB, and copying those into
- * sixteen 256 KiB gathering buffers (4 MiB, past the cache) costs more
- * than the extra messages: 16 x 128 MiB use 4.2-4.9 s of the engine's CPU
- * this way, 5.3-6.5 s gathered (docs/benchmarks.md, "Concurrent captures").
+ * A read this long (nothing gathered) goes alone, uncopied: copying many
+ * such reads into gathering buffers costs more than the extra messages
+ * (docs/benchmarks.md, "Concurrent captures").
  */
 const HAND_OVER_READ_BYTES = 32 * 1024;
 
@@ -59,13 +39,10 @@ export class PipeGather {
   private timer: NodeJS.Timeout | undefined;
 
   /**
-   * Starts reading at once: no await may come between this and the
-   * process's start. `onData` sees every read before it is gathered (the
-   * tool's display); it must not keep the chunk or a view of it, because a
-   * read may move to the engine (and every view of it empty): a read of
-   * {@link HAND_OVER_READ_BYTES} or more before the 'data' event's listeners
-   * return, any other when it is written. Nothing else may listen for
-   * `src`'s 'data', for the same reason.
+   * Starts reading at once: no await may come between this and the spawn.
+   * `onData` sees every read first and must not keep it or a view of it: a
+   * read may move to the engine (emptying its views). Nothing else may
+   * listen for `src`'s 'data', for the same reason.
    */
   constructor(src: Readable, dst: Writable, onData: (chunk: Buffer) => void) {
     this.dst = dst;
@@ -87,8 +64,7 @@ export class PipeGather {
       const closed = () => {
         if (!src.readableEnded) fail(new Error('the pipe closed before its end'));
       };
-      // A pipe can end (and close) before this runs: a socket reads as soon as it exists, and a
-      // process that printed nothing may be gone while the spawn was being reported.
+      // The pipe may have closed already: a process that printed nothing may be gone.
       if (src.destroyed) process.nextTick(closed);
       else src.once('close', closed);
       dst.once('finish', () => {
@@ -121,7 +97,6 @@ export class PipeGather {
     // What is gathered goes first when this read would take it past a message.
     if (this.used + chunk.length > this.size) ok = this.flush();
     if (this.used === 0 && chunk.length >= Math.min(this.size / 2, HAND_OVER_READ_BYTES)) {
-      // Big enough to be a message of its own: it goes as it is (a pipe read's buffer is ours to give).
       this.stopTimer();
       return this.dst.write(handOver(chunk)) && ok;
     }
@@ -146,11 +121,8 @@ export class PipeGather {
     this.parts = [];
     this.used = 0;
     if (n === 0 || this.dst.destroyed || this.dst.writableEnded) return true;
-    // One read goes as it is: a pipe read's buffer is exactly the read, so it moves uncopied. Several
-    // are copied once, into a buffer of exactly their size, which moves. (A buffer of the message's
-    // size, allocated for the first byte, would make every small call allocate 256 KiB per stream:
-    // external memory that starts a Mark-Compact in each worker every ~80 calls; docs/benchmarks.md,
-    // "Small calls and spawning".)
+    // One read moves uncopied; several are copied once into a buffer of their size. A
+    // message-sized buffer per stream would start Mark-Compacts (docs/benchmarks.md).
     if (parts.length === 1) return this.dst.write(handOver(parts[0] as Buffer));
     const buf = Buffer.allocUnsafeSlow(n);
     let at = 0;

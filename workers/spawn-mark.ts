@@ -1,18 +1,10 @@
 /**
- * Finding the processes a spawn helper started after it has died.
- *
- * Every process a helper starts gets `SLUICE_SPAWN_MARK=<mark>` in its
- * environment, one mark per helper; its descendants inherit it. A helper
- * killed between starting a process and reporting the pid leaves a process
- * nothing else knows of, so when a helper dies with requests unfinished, its
- * thread scans /proc for the mark and kills every group it finds. The mark
- * is read from /proc/<pid>/environ: the environment the process started
- * with, which a process cannot change after the fact (one that scrubs its
- * environment and execs again escapes it, as it escapes any group kill by
- * leaving the group).
- *
- * This file imports only Node: the helper process and the worker threads
- * both use it.
+ * Finding the processes a dead spawn helper started. Each gets
+ * `SLUICE_SPAWN_MARK=<mark>` (one mark per helper, inherited by
+ * descendants); a helper killed before reporting a pid leaves a process
+ * nothing else knows of, so its thread scans /proc/<pid>/environ (fixed at
+ * exec) for the mark and kills every group it finds. Imports only Node: the
+ * helper and the worker threads both use it.
  */
 import { promises as fsp } from 'node:fs';
 
@@ -48,18 +40,13 @@ async function markedPids(mark: string): Promise<number[]> {
   return found;
 }
 
-/**
- * How long a scan may take before its callers go on without it: reading a
- * process's environ can block while that process is stuck in the kernel
- * (uninterruptible sleep), and the calls of a dead helper wait for the scan.
- */
+/** How long callers wait for a scan: reading environ can block on a process stuck in the kernel. */
 const SCAN_TIMEOUT_MS = 10_000;
 
 /**
- * SIGKILLs every process carrying `mark`, and the group of each that leads
- * one; resolves with how many it found, or -1 when the scan did not finish
- * within {@link SCAN_TIMEOUT_MS} (it goes on in the background and kills
- * what it finds then).
+ * SIGKILLs every process carrying `mark`, and the group of each leader;
+ * resolves with how many it found, or -1 past {@link SCAN_TIMEOUT_MS} (the
+ * scan goes on in the background).
  */
 export async function killMarked(mark: string): Promise<number> {
   const found = markedPids(mark).then(killAll);

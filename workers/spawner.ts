@@ -1,28 +1,15 @@
 /**
- * Starting a tool's process from a worker thread, with its stdout and stderr
- * piped back: through this thread's spawn helper (workers/spawn-helper.ts)
- * once it is up, directly until then and wherever it cannot run.
+ * Starts a tool's process from a worker thread, stdout and stderr piped
+ * back: through this thread's spawn helper once it is up, directly until
+ * then and wherever it cannot run. A spawn from the engine copies the page
+ * tables of all its memory; the helper's copies a bare Node's, or nothing
+ * for the Python helper (posix_spawn; docs/benchmarks.md, "Small calls and
+ * spawning"). The pipes' descriptors come back over the helper's IPC
+ * channel, so capture reads the same sockets Node's `spawn` would give.
  *
- * A spawn from the engine's process copies the page tables of all its
- * memory (every worker thread's heap included); one from the helper copies
- * a bare Node's. The pipes come back to this thread over the helper's IPC
- * channel (their descriptors travel, the bytes never pass through the
- * helper), so capture is unchanged: the same sockets Node's own `spawn`
- * would have given, read here.
- *
- * There are two helpers with one protocol. Where a system Python 3.9+ is
- * found (/usr/bin/python3, /usr/local/bin/python3, /bin/python3, or
- * `SLUICE_SPAWN_PYTHON`), the helper is workers/spawn-helper.py, which
- * starts processes with posix_spawn: no page tables copied at all, so a
- * spawn costs its CPU a tenth of a fork from a bare Node and the tool
- * process no copy to tear down at exec (docs/benchmarks.md, "Small calls
- * and spawning"). Otherwise (or when that one cannot run) it is the Node helper,
- * workers/spawn-helper.ts. `SLUICE_SPAWN_PYTHON=` (empty) picks the Node one.
- *
- * `SLUICE_SPAWN_HELPER=0` in the engine's environment turns the helper off
- * (every spawn direct, as before it existed); `SLUICE_SPAWN_HELPER=wait`
- * sends every spawn to it, the first ones waiting for it to start (by
- * default they start directly meanwhile).
+ * `SLUICE_SPAWN_PYTHON` picks the Python interpreter (empty: the Node
+ * helper); `SLUICE_SPAWN_HELPER=0` turns the helper off, `=wait` sends even
+ * the first spawns to it.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -119,12 +106,10 @@ function executableFile(path: string): boolean {
 }
 
 /**
- * The interpreter for the Python helper, or undefined for the Node one:
- * `SLUICE_SPAWN_PYTHON` when set (empty: none), else the first system
- * Python of {@link PYTHON_CANDIDATES}. Absolute paths only, never a PATH
- * lookup: a version manager's shim there is a shell script that takes ~100 ms
- * to start a Python. Whether that Python can serve (3.9+, Linux 5.3+) the
- * helper itself finds out, and says so by exiting before it is ready.
+ * The interpreter for the Python helper, or undefined for the Node one.
+ * Absolute paths only, never a PATH lookup: a version manager's shim there
+ * is slow to start. Whether that Python can serve the helper finds out
+ * itself, and says so by exiting before it is ready.
  */
 function pythonInterpreter(): string | undefined {
   if (!regularFile(PYTHON_HELPER)) return undefined;
@@ -156,9 +141,7 @@ class Helper {
   private readonly channel: ChildProcess;
 
   constructor(kind: HelperKind, python: string | undefined, onDead: (everReady: boolean) => void) {
-    // Through sh, backgrounded: the helper is not this process's child, so its exit leaves no
-    // zombie here even when the thread that started it is gone. The channel's descriptor is
-    // inherited by the helper; sh exits at once.
+    // Through sh, backgrounded: the helper is not our child, so its exit leaves no zombie here.
     const argv =
       kind === 'python'
         ? ['-c', '"$0" -I -S -B "$1" "$2" "$3" "$4" </dev/null &', python as string, PYTHON_HELPER, HELPER_NAME]
@@ -170,24 +153,18 @@ class Helper {
           ];
     this.channel = spawn('/bin/sh', [...argv, String(process.pid), this.mark], {
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-      // A session of its own: a signal to the engine's process group (`kill -- -pgid`, `timeout`)
-      // does not reach the helper, which would otherwise die beside the engine with processes it
-      // had started and not yet reported, or SIGKILL every call's group ahead of the engine's own
-      // SIGTERM-then-SIGKILL. It still ends with its channel, however the engine ends.
+      // A session of its own: a signal to the engine's group must not kill the helper (losing
+      // processes it has not reported) or reach the calls' groups ahead of the engine's own.
       detached: true,
-      // Without the Node variables it does not need (its start-up ~30 ms shorter with a CA
-      // bundle in NODE_EXTRA_CA_CERTS; workers/helper-env.ts).
+      // Without the Node variables it does not need: they slow its start (workers/helper-env.ts).
       env: helperEnv(process.env),
     });
-    // The tools' environment, whole, ahead of any request: what a direct spawn would give them.
-    // sh passes on only the names it can hold, so it cannot come through the helper's own. (No pid:
-    // sh did not start, there is no channel; see the 'error' handler.)
+    // The tools' environment, whole: sh passes on only the names it can hold.
     if (this.channel.pid !== undefined) this.channel.send({ t: 'env', env: { ...process.env } });
-    // Unreferenced while idle: an idle helper must not keep its thread alive (see settled()).
+    // An idle helper must not keep its thread alive (see settled()).
     this.channel.unref();
     this.channel.channel?.unref();
-    // sh could not be started (EMFILE, EAGAIN, ...): with no pid there may be no channel, and so no
-    // 'disconnect' ever. The helper is gone before it was ever up.
+    // sh could not start: with no pid there may be no channel, so no 'disconnect' ever.
     this.channel.on('error', () => {
       if (this.channel.pid === undefined) this.gone(onDead);
     });
@@ -204,12 +181,10 @@ class Helper {
     const waiting = [...this.waiting.values()];
     this.waiting.clear();
     onDead(everReady);
-    // A helper that never said it was ready never read a request (it says so before it reads
-    // any): those are started directly. Otherwise a request may have started its process, so
-    // it is never started again (that could run a command twice).
+    // A helper never ready never read a request: those start directly. Otherwise a request may
+    // have started its process, so it is never started again (that could run a command twice).
     if (everReady && waiting.length > 0) {
-      // A request the helper had not reported (or a process that left its group) is known to no
-      // one: its processes are found by the helper's mark. The calls fail once that is done.
+      // Unreported processes are known to no one: find them by the helper's mark first.
       void killMarked(this.mark)
         .catch(() => 0)
         .then(() => {
@@ -222,18 +197,16 @@ class Helper {
 
   /** Asks the helper to start `file args` in `cwd`. */
   spawn(file: string, args: string[], cwd: string): Promise<PipedProcess> {
-    // The channel has closed and its 'disconnect' is on its way: a send now would be dropped, and
-    // the request counted as possibly started. It was never sent, so it is started directly.
+    // 'disconnect' is on its way and a send now would be dropped: never sent, so start it here.
     if (this.channel.pid !== undefined && !this.channel.connected) return spawnDirect(file, args, cwd);
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
       this.waiting.set(id, { file, args, cwd, resolve, reject });
-      // A request keeps the thread alive until it is answered: in a process with nothing else
-      // running, a spawn waiting for its helper to come up would otherwise end the event loop.
+      // A pending request keeps the thread alive, or a spawn waiting for the helper ends the loop.
       if (this.waiting.size === 1) this.channel.channel?.ref();
-      // sh did not start: there is no channel to send on; its 'error', on its way, starts this directly.
+      // sh did not start: its 'error', on its way, starts this directly.
       if (this.channel.pid === undefined) return;
-      // Absolute: the Python helper changes its own directory for each spawn.
+      // The Python helper changes its own directory for each spawn.
       this.channel.send({ t: 'spawn', id, file, args, cwd: absolutePath(cwd) });
     });
   }
@@ -268,7 +241,7 @@ class Helper {
         const exited = new Promise<ProcessExit>((resolve, reject) => {
           w.exit = { resolve, reject };
         });
-        // Nobody may be listening yet when the helper dies: the rejection is still handled.
+        // The helper may die before anyone listens.
         exited.catch(() => {});
         w.resolve({
           pid: w.pid as number,
@@ -290,10 +263,7 @@ class Helper {
     }
   }
 
-  /**
-   * The helper died with `w` unfinished. A process it had started and reported is killed here
-   * (nothing else would end it); the call learns that its process's end is unknown.
-   */
+  /** The helper died with `w` unfinished: kill its reported process, fail the call. */
   private lost(w: Waiting): void {
     const err = new ToolFailedError('the spawn helper process ended while the command ran');
     if (w.pid !== undefined) {
@@ -334,9 +304,8 @@ function currentHelper(): Helper | undefined {
   const kind: HelperKind = python ? 'python' : 'node';
   const h = new Helper(kind, python, (everReady) => {
     if (helper === h) helper = undefined;
-    // A helper that worked and then ended (e.g. it was killed) may be started again; one that
-    // never came up would not come up next time either. A Python one that cannot serve here
-    // (too old, no pidfd_open, not there at all) gives way to the Node one.
+    // One that worked may be started again; one that never came up would not next time either.
+    // A Python one that cannot serve here gives way to the Node one.
     if (everReady) return;
     if (kind === 'python') {
       python = undefined;
@@ -379,26 +348,22 @@ function spawnDirect(file: string, args: string[], cwd: string): Promise<PipedPr
  * not start.
  */
 export function spawnPiped(file: string, args: string[], cwd: string): Promise<PipedProcess> {
-  // No helper yet (this thread's first spawn, or its helper ended): this one starts directly and
-  // the helper's own fork waits for the next turn of the event loop. By then the caller has
-  // reported the new group to the engine (its continuation runs first), so the engine does not
-  // learn of the group only after that fork: a window in which the engine's death would leave the
-  // group to run. The spawn counts as one of those made directly while the helper starts.
+  // No helper yet: this spawn goes direct and the helper's fork waits a turn, so the caller has
+  // reported the new group to the engine first (an engine dying during that fork would otherwise
+  // leave the group running untracked).
   if (!disabled && MODE !== 'wait' && (!helper || helper.dead) && directBeforeStart < DIRECT_WHILE_STARTING) {
     directBeforeStart++;
     startSoon ??= setImmediate(startHelper);
     return spawnDirect(file, args, cwd);
   }
-  // More in the same run (a burst): they queue for the helper, which still starts only after the
-  // direct spawns' callers have gone on (setImmediate callbacks run in order, this one after
-  // startHelper).
+  // The rest of a burst queue for the helper, which still starts after the direct spawns'
+  // callers have gone on (setImmediate callbacks run in order).
   if (startSoon) return new Promise<void>((r) => setImmediate(r)).then(() => spawnPiped(file, args, cwd));
   const h = currentHelper();
   if (!h) return spawnDirect(file, args, cwd);
   if (h.ready) return h.spawn(file, args, cwd);
-  // Starting (a Python helper takes ~20-40 ms to come up, a Node one ~50-150): the first calls do
-  // not wait for it, but a burst does, since its direct spawns would keep this thread too busy to
-  // hear the helper is up.
+  // While it starts, the first calls go direct, but a burst waits: its direct spawns would keep
+  // this thread too busy to hear the helper is up (start-up times: docs/benchmarks.md).
   if (MODE !== 'wait' && h.directWhileStarting < DIRECT_WHILE_STARTING) {
     h.directWhileStarting++;
     return spawnDirect(file, args, cwd);

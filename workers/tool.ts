@@ -1,18 +1,6 @@
 /**
- * The tool authoring API (`sluice/tool`). A tool module default-exports the
- * result of {@link defineTool}; it is imported only inside worker threads.
- *
- * ```ts
- * export default defineTool({
- *   name: 'greet',
- *   description: 'Says hello',
- *   args: z.object({ who: z.string() }),
- *   output: 'single',
- *   async run({ who }, ctx) {
- *     ctx.stream().write(`hello ${who}\n`);
- *   },
- * });
- * ```
+ * The tool authoring API (`sluice/tool`): a tool module default-exports
+ * the result of {@link defineTool}; it is imported only in worker threads.
  */
 import type { Writable } from 'node:stream';
 import { BadDeclarationError } from '../engine/protocol/errors.js';
@@ -91,38 +79,27 @@ export interface ToolContext {
   /** Working directory the host configured. */
   readonly cwd: string;
   /**
-   * The writer of a declared stream, or of the single output when called
-   * without a name. Strings are stored as UTF-8; Buffers and Uint8Arrays are
-   * stored exactly as given, whatever they hold (binary data, invalid UTF-8):
-   * the artifact's SHA-256 is that of the bytes written. The writer applies
-   * the engine's backpressure: `pipeline(child.stdout, ctx.stream('stdout'))`
-   * works as is; a tool that keeps writing while `write()` returns false and
-   * more than max(16 MiB, 4 credit windows) waits fails the call with
-   * ERESOURCELIMIT. A name the tool did not
-   * declare throws EUNDECLAREDSTREAM and fails the call.
+   * The writer of a declared stream, or of the single output without a
+   * name. Strings are stored as UTF-8, bytes exactly. It applies the
+   * engine's backpressure (`pipeline(child.stdout, ctx.stream('stdout'))`
+   * works); writing on while more than max(16 MiB, 4 windows) waits fails
+   * with ERESOURCELIMIT, an undeclared name with EUNDECLAREDSTREAM.
    */
   stream(name?: string): Writable;
-  /** Appends text to the live UI display. Never enters any stream. Bounded: when the engine is slower, pending display text is coalesced and its oldest part elided. */
+  /** Appends text to the live UI display, never to a stream; when the engine lags, the oldest pending text is elided. */
   display(text: string): void;
   /** Host services. */
   readonly host: HostServices;
-  /**
-   * Artifact reads by possession of a URI (`artifact://<digest>[/<stream>]`),
-   * straight from the store in this worker: a page of stored text with
-   * continuation metadata, bounded by 2000 lines and 2 MiB.
-   */
+  /** Reads artifacts by URI, straight from the store in this worker, pages bounded by 2000 lines and 2 MiB. */
   readonly artifacts: ArtifactReader;
   /** Registers a child process group the engine must kill if the call ends or its worker dies. */
   trackProcessGroup(pid: number): void;
   /** The sandbox policy the host set for this call's processes (docs/security.md); undefined: none. */
   readonly sandbox: SandboxPolicy | undefined;
   /**
-   * The command that starts `file args` in `cwd` under this call's sandbox:
-   * spawn its `file` and `args` instead (same cwd), then pass the exit to
-   * `verdict` (the limit that ended it, for ELIMIT) and call `release` once
-   * it has exited. Without a sandbox it is `file args` unchanged. Throws
-   * EUNSUPPORTED, saying what is missing, where the sandbox cannot be had:
-   * never run the process unconfined then.
+   * The command that runs `file args` in `cwd` under this call's sandbox:
+   * spawn it instead, pass its exit to `verdict`, `release` once it exited.
+   * Throws EUNSUPPORTED where the sandbox cannot be had: never run unconfined then.
    */
   sandboxed(file: string, args: readonly string[], cwd?: string): PreparedSandbox;
 }
@@ -135,12 +112,7 @@ export interface StreamedCompletion extends CompletionFields {
 /** Completion of a tool that supplies its whole output once. */
 export interface FullCompletion extends CompletionFields {
   mode: 'full';
-  /**
-   * Single output: a string (stored as UTF-8) or bytes (a Buffer or
-   * Uint8Array, stored exactly as given). Named streams: one such value per
-   * declared stream (missing ones are empty). Anything else fails the call
-   * with EBADOUTPUT naming the stream, and nothing is published as success.
-   */
+  /** Text, bytes, or one per declared stream (missing ones empty); anything else fails with EBADOUTPUT. */
   output: FullOutput;
 }
 
@@ -174,23 +146,16 @@ export interface ToolSpec<S extends z.ZodObject> {
   args: S;
   /** `'single'`, or the stream names in rendering order. */
   output: 'single' | readonly string[];
-  /**
-   * Opts out of output retention and truncation (a self-paginating reader
-   * whose page is already bounded). Honoured only for sluice's built-in tools.
-   */
+  /** Opts out of output retention and truncation; honoured only for sluice's built-in tools. */
   selfPaginating?: boolean;
   /**
-   * `'shared'` (default): a worker thread carries this tool's calls alongside
-   * others (right for tools that wait on processes and I/O). `'thread'`: each
-   * call gets a thread to itself, for a tool that blocks its event loop,
-   * needs the whole heap limit or may crash its thread: in a shared thread,
-   * such a tool fails the calls it shares the thread with (EWORKERCRASH).
+   * `'shared'` (default): a worker thread carries this tool's calls beside
+   * others. `'thread'`: a thread per call, for a tool that blocks its event
+   * loop, needs the whole heap or may crash (EWORKERCRASH for its neighbours).
    */
   isolation?: ToolIsolation;
   /**
-   * How the model sees this tool's truncated streams: `head` (the first
-   * lines) or `head+tail` (the first and the last lines, the middle named
-   * by the read hint). A call's own `preview` option overrides it.
+   * How the model sees truncated streams: `head` or `head+tail`; a call's `preview` overrides it.
    * @default the engine's `toolOutput.preview`
    */
   preview?: PreviewMode;
@@ -211,11 +176,7 @@ export const TOOL_BRAND = Symbol.for('sluice.tool/1');
 
 const TOOL_NAME = /^[a-z][a-z0-9_.-]{0,63}$/;
 
-/**
- * Defines a tool. Throws EBADDECL for an invalid name or output declaration
- * (duplicate, empty, too long, separators, traversal, control characters, more
- * than 16 streams) so a bad tool fails at registration, not mid-call.
- */
+/** Defines a tool; a bad name or output declaration throws EBADDECL at registration, not mid-call. */
 export function defineTool<S extends z.ZodObject>(spec: ToolSpec<S>): ToolDefinition<S> {
   if (typeof spec?.name !== 'string' || !TOOL_NAME.test(spec.name)) {
     throw new BadDeclarationError(`tool name ${JSON.stringify(spec?.name)} must match ${TOOL_NAME}`);

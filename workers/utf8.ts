@@ -1,16 +1,8 @@
-/**
- * Text a tool writes as JavaScript strings, encoded as UTF-8. Bytes a tool
- * writes (Buffers, Uint8Arrays) are stored exactly as given and never pass
- * through here: capture is byte-exact, and decoding happens only where text
- * is shown (docs/tools.md, "Bytes and text").
- */
+/** Strings a tool writes, encoded as UTF-8; bytes never pass through here (docs/tools.md, "Bytes and text"). */
 
 /**
- * Incremental encoder for string input. A JavaScript string is UTF-16, so
- * the one thing that can be split between writes is a surrogate pair: a high
- * surrogate at the end of one write waits for its low half in the next. A
- * surrogate without its pair has no UTF-8 form and is encoded as U+FFFD, as
- * `Buffer.from(string)` does.
+ * Incremental string encoder: a high surrogate ending one write waits for
+ * its low half; a lone surrogate becomes U+FFFD, as `Buffer.from` does.
  */
 export class StringCarry {
   private pending = '';

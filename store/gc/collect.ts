@@ -1,13 +1,10 @@
 /**
- * Garbage collection of a directory store, under the GC lock
+ * Garbage collection of a directory store under the GC lock
  * (docs/operations.md): restore a dead collection's trash; list every blob
  * FIRST, THEN read the pins, THEN the roots. A publisher pins before placing
- * and releases only once the record referencing the blob is durable, so
- * every listed blob is pinned or referenced by a record read after the
- * listing. Mark roots, pins, blobs younger than the grace period and what
- * marked manifests reference; sweep the rest by tombstoning with a re-check
- * (sweep.ts). No step rests on a timestamp. Anything unreadable (it may hold
- * roots) fails the collection with EDISK before anything is deleted.
+ * and releases once its record is durable, so every listed blob is pinned or
+ * referenced by a record read after the listing. No step rests on a
+ * timestamp; anything unreadable fails with EDISK before any delete.
  */
 import { join } from 'node:path';
 import { BadOptionError, toSluiceError } from '../../engine/protocol/errors.js';
@@ -95,7 +92,7 @@ const PREFIX = /^[0-9a-f]{2}$/;
 const INDEX_NAME = /^([0-9a-f]{62})\.idx$/;
 
 /**
- * Safe against concurrent publishers anywhere, even with a grace period of 0.
+ * Safe against concurrent publishers anywhere, even with no grace period.
  * @throws EBADOPTION; ETIMEOUT when another collection holds the lock; EDISK.
  */
 export async function collectStore(
@@ -116,14 +113,13 @@ export async function collectStore(
     const report = emptyReport(dryRun, graceMs);
     report.trashRecovered = dryRun ? 0 : await recoverTrash(store);
     if (!dryRun) await hooks.whileLocked?.();
-    // This store's own pack is sealed first, so that what it holds can be rewritten like any other's.
+    // Our own pack is sealed first, so it can be rewritten like any other's.
     if (!dryRun) await own.writer.seal();
     // The order below is the safety argument: blobs first, then pins, then records.
     const listed = await listBlobs(store);
-    // Packed blobs are listed with the files, at the same point of the argument; a packed blob's age is its pack's.
+    // Packed blobs are listed with the files; a packed blob's age is its pack's.
     const packs = await listPacks(store);
     const all = new Map(listed);
-    /** Where the listing found each packed blob: the mark reads packed manifests there, not through a cache. */
     const packedAt = new Map<string, { path: string; entry: (typeof packs)[number]['entries'][number] }>();
     for (const p of packs) {
       for (const e of p.entries) {
@@ -151,7 +147,6 @@ export async function collectStore(
       if (!b || b.bytes > MAX_MANIFEST_BYTES) return [];
       const at = listed.has(d) ? undefined : packedAt.get(d);
       const streams = at ? await packedManifestStreams(store, d, at.path, at.entry) : await manifestStreams(store, d);
-      // A packed manifest that did not read back where it was listed is read wherever it is now.
       return streams.length > 0 || !at ? streams : manifestStreams(store, d);
     });
     await step('marked');

@@ -1,14 +1,10 @@
 /**
- * Pins of an S3 store: a lease object `<prefix>/leases/<owned name>` (header
- * lines, a blank line, one digest per line) this store renews. An add
- * resolves once a lease naming it is stored; adds queued during a PUT share
- * the next one. Every write but the first is a compare-and-swap on the
- * previous ETag (each body has a fresh nonce), so a collector that reclaims
- * an expired lease fences this store: its next write fails (412), every pin
- * under the lost lease fails with EDISK (`details.s3: 'LeaseLost'`), and
- * later pins get a new key. The argument (docs/operations.md, "GC across
- * hosts") rests on the order of these writes, not on clocks, but for the
- * one assumption stated there.
+ * Pins of an S3 store: a lease object `<prefix>/leases/<owned name>` this
+ * store renews; an add resolves once a lease naming it is stored. Every
+ * write but the first is a compare-and-swap on the previous ETag, so a
+ * collector reclaiming an expired lease fences this store: its pins fail
+ * with EDISK (`LeaseLost`), later ones get a new key. The argument rests on
+ * the order of writes, not clocks (docs/operations.md, "GC across hosts").
  */
 import { BadOptionError, ClosedError, DiskError, toSluiceError } from '../../engine/protocol/errors.js';
 import { ownedName } from '../owners.js';
@@ -66,7 +62,6 @@ export class LeaseJournal {
   private waiters: Array<() => void> = [];
   private flushing: Promise<void> | undefined;
   private renewWanted = false;
-  /** performance.now() when the last stored write was sent. */
   private storedAt = Number.NEGATIVE_INFINITY;
   /** The digests the stored lease names (an empty one after a non-empty one is worth one more write). */
   private stored = new Set<string>();
@@ -75,7 +70,6 @@ export class LeaseJournal {
 
   constructor(
     private readonly objects: S3Objects,
-    /** `<prefix>/` or ''. */
     private readonly base: string,
     /** TTL and renewal interval. */
     readonly timing: LeaseTiming,
@@ -120,8 +114,7 @@ export class LeaseJournal {
     if (this.closed) return Promise.reject(new ClosedError('the store is closed'));
     if (pin.lost) return Promise.reject(leaseLostError(pin.lost));
     if (digests.length === 0) return Promise.resolve();
-    // Already named by the lease as stored, recently enough that it cannot have expired, and no write
-    // in flight that could leave them out: held without a PUT (a dedup of what this host pinned before).
+    // Named by the stored lease, too recently to have expired, no write in flight: held without a PUT.
     if (!this.flushing && this.fresh() && digests.every((d) => this.stored.has(d))) {
       pin.own.push(...digests);
       return Promise.resolve();
@@ -147,11 +140,7 @@ export class LeaseJournal {
     if (pin.lost) throw leaseLostError(pin.lost);
   }
 
-  /**
-   * A collector cannot judge the lease expired before a whole TTL after its
-   * LastModified (the server's clock), so half a TTL on this host's monotonic
-   * clock is safe unless the clocks' rates differ by a factor of two.
-   */
+  /** A collector waits a whole TTL of server time, so half a TTL here is safe unless clock rates differ 2×. */
   private fresh(): boolean {
     return performance.now() - this.storedAt < this.timing.ttlMs / 2;
   }
@@ -203,7 +192,7 @@ export class LeaseJournal {
     this.renewWanted = false;
     let failure: unknown;
     try {
-      // At most two tries: the second under a new key, after the first found the lease reclaimed.
+      // At most two tries: the second under a new key.
       for (let attempt = 0; attempt < 2; attempt++) {
         this.key ??= `${this.base}leases/${ownedName(16)}`;
         const { text, digests } = this.body(batch);
@@ -281,8 +270,7 @@ function fromEnv(name: string, env: NodeJS.ProcessEnv): number | undefined {
 }
 
 /**
- * Options, else the environment, else the defaults. Renewal must be under
- * half the TTL, so a vouch of a recent lease has a renewal to spare.
+ * Options, else the environment, else defaults; renewal under half the TTL.
  * @throws EBADOPTION for a non-positive value or a renewal of half the TTL or more.
  */
 export function leaseTiming(options: LeaseOptions = {}, env: NodeJS.ProcessEnv = process.env): LeaseTiming {

@@ -1,9 +1,7 @@
 /**
- * The S3 requests a store makes, mapped to typed errors and counted
- * (docs/store.md, "S3"). Path-style addressing when the endpoint is
- * overridden (services other than AWS rarely resolve `bucket.host`), and
- * checksums only where required: Ceph Pacific refuses the SDK's default
- * aws-chunked bodies with checksum trailers (411 MissingContentLength).
+ * The S3 requests a store makes, as typed errors and counted (docs/store.md,
+ * "S3"). Path-style when the endpoint is overridden; checksums only where
+ * required (Ceph Pacific refuses aws-chunked bodies with trailers).
  */
 import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
@@ -19,7 +17,7 @@ export const MULTIPART_THRESHOLD = 64 * 1024 * 1024;
 /** What HEAD (or a listing) says about one object. */
 export interface ObjectHead {
   readonly size: number;
-  /** The ETag as the service sends it (quoted). Identifies this version of the object. */
+  /** The ETag as sent (quoted): this version of the object. */
   readonly etag: string;
   readonly lastModified: Date | undefined;
 }
@@ -28,7 +26,7 @@ export interface ObjectHead {
 export interface ListedObject {
   readonly key: string;
   readonly size: number;
-  /** The ETag as the service lists it (quoted), identifying this version of the object. */
+  /** The ETag as listed (quoted). */
   readonly etag: string;
   readonly lastModified: Date | undefined;
 }
@@ -87,8 +85,7 @@ export class S3Objects {
     const config: Record<string, unknown> = {
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
-      // Failures reach the caller as typed errors; without a logger of its own the SDK prints some
-      // (a create-once PUT of a stream answered 412) on the console.
+      // Failures reach the caller as typed errors; the SDK's own logger would print some on the console.
       logger: SILENT,
     };
     if (endpoint) {
@@ -120,11 +117,7 @@ export class S3Objects {
     return this.lastServerDate;
   }
 
-  /**
-   * Compare-and-swap (`If-Match`): renews a lease or the GC lock and fences a
-   * stalled owner. Undefined when another version or absent (412; Ceph's 412
-   * or another's 404 for an absent key).
-   */
+  /** Compare-and-swap (`If-Match`) for leases and the GC lock; undefined on 412 (or 404 for absent). */
   putIfMatch(key: string, body: Uint8Array, etag: string): Promise<string | undefined> {
     // Ceph compares the ETag without its quotes: a quoted one never matches.
     return this.putBody(key, body, { IfMatch: etag.replace(/^"|"$/g, '') });
@@ -135,10 +128,7 @@ export class S3Objects {
     return (await this.putBody(key, body, {})) ?? '';
   }
 
-  /**
-   * All of the small object `key` (at most `limit` bytes; a larger one is
-   * EDISK, never read in part), or undefined when it does not exist.
-   */
+  /** All of the small object `key` (larger than `limit`: EDISK, never partly read), or undefined. */
   async getSmall(key: string, limit: number): Promise<SmallObject | undefined> {
     this.requests.gets++;
     try {
@@ -167,9 +157,8 @@ export class S3Objects {
   }
 
   /**
-   * Create-once (`If-None-Match: *`). Undefined when already there (412: for
-   * a content-addressed key, the same content) or when another conditional
-   * write is in progress (409): the caller looks, and retries when nothing is.
+   * Create-once (`If-None-Match: *`). Undefined when already there (412) or
+   * another conditional write is in progress (409): the caller looks.
    */
   putIfAbsent(key: string, body: Uint8Array): Promise<string | undefined> {
     return this.putBody(key, body, { IfNoneMatch: '*' });
@@ -197,10 +186,9 @@ export class S3Objects {
   }
 
   /**
-   * Streams the file at `path` to `key`: a create-once PUT, or a multipart
-   * upload past {@link MULTIPART_THRESHOLD}, which cannot be conditional on
-   * Ceph Pacific; two hosts uploading one digest write the same bytes.
-   * `overwrite` heals a corrupt object. Undefined when the object was there.
+   * Streams the file at `path` to `key`: a create-once PUT, or multipart past
+   * {@link MULTIPART_THRESHOLD} (not conditional on Ceph Pacific: two hosts
+   * write the same bytes). `overwrite` heals a corrupt object. Undefined when there.
    */
   async uploadFile(key: string, path: string, size: number, overwrite = false): Promise<string | undefined> {
     if (size <= MULTIPART_THRESHOLD) {
@@ -224,7 +212,7 @@ export class S3Objects {
     return uploadParts(this, key, path, size);
   }
 
-  /** Checks that the bucket exists and answers: ENOTFOUND when it does not exist, EDISK when refused or unreachable. */
+  /** Checks that the bucket answers: ENOTFOUND when missing, EDISK when refused or unreachable. */
   async checkBucket(): Promise<void> {
     this.requests.heads++;
     try {
@@ -250,9 +238,8 @@ export class S3Objects {
   }
 
   /**
-   * Bytes `[start, end)` of `key` in one buffer (callers bound the range).
-   * `etag` makes the GET conditional, so a read never mixes two versions: a
-   * replaced object fails with EDISK (PreconditionFailed). Short only at the end.
+   * Bytes `[start, end)` of `key`, short only at the end. `etag` makes the
+   * GET conditional, so a read never mixes two versions (EDISK).
    */
   async getRange(key: string, start: number, end: number, etag?: string): Promise<Buffer> {
     if (end <= start) return Buffer.alloc(0);
@@ -267,8 +254,7 @@ export class S3Objects {
           ...(etag ? { IfMatch: etag.replace(/^"|"$/g, '') } : {}),
         }),
       );
-      // HTTP lets a server (or a proxy) ignore Range and send the whole object: its first bytes are
-      // then not the range's. From 0 they are; from anywhere else the read fails.
+      // A server may ignore Range and send everything: fine from 0, else the read fails.
       if (start > 0 && !out.ContentRange?.startsWith(`bytes ${start}-`)) {
         (out.Body as Readable | undefined)?.destroy();
         throw new DiskError(
@@ -286,10 +272,7 @@ export class S3Objects {
     }
   }
 
-  /**
-   * Every object under `prefix`, in key order, one ListObjectsV2 request per
-   * 1000; with `startAfter`, only the keys after it.
-   */
+  /** Every object under `prefix` in key order (after `startAfter`), 1000 per request. */
   async *list(prefix: string, startAfter?: string): AsyncIterable<ListedObject> {
     let token: string | undefined;
     do {

@@ -1,14 +1,9 @@
 /**
- * The built-in `bash` tool: runs `bash -c <command>` in its own process group
- * and pipes stdout and stderr into the named streams of the same names. The
- * engine owns capture; this tool only moves bytes and keeps a useful display.
- *
- * Status: exit 0 is success; any other exit or a signal is `failed` with
- * complete output; the `timeout` argument ends the call `failed` with
- * ETIMEOUT and incomplete output. `exitCode`, `signal` and `timedOut` are in
- * metadata, and a note tells the model how the command ended. Output is
- * stored byte for byte; only the display decodes it (characters split
- * between reads are kept whole, invalid UTF-8 shows as U+FFFD).
+ * The built-in `bash` tool: runs `bash -c <command>` in its own process
+ * group, piping stdout and stderr into streams of those names; the engine
+ * owns capture. Exit 0 is success; another exit or a signal is `failed`
+ * with complete output; `timeout` fails with ETIMEOUT and incomplete
+ * output. Only the display decodes the bytes.
  */
 import { existsSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
@@ -29,12 +24,7 @@ const KILL_AFTER_MS = 500;
 /** After bash exits, how long its pipes may take to reach end of file before the group is killed. */
 const DRAIN_MS = 250;
 
-/**
- * A failed spawn is not a disk error (which is what an fs-style error would
- * otherwise become): a command too long for the kernel or a missing working
- * directory is the caller's mistake (EBADARGS), anything else is the tool
- * failing (ETOOLFAILED).
- */
+/** A failed spawn is no disk error: too long a command or a missing cwd is EBADARGS, else ETOOLFAILED. */
 function spawnError(err: unknown, command: string, cwd: string): Error {
   const code = (err as { code?: unknown })?.code;
   const message = (err as Error)?.message ?? String(err);
@@ -81,9 +71,8 @@ function liveDisplay(ctx: ToolContext): (chunk: Buffer) => void {
 
 /**
  * Waits for bash to exit and its pipes to drain, killing its group on
- * timeout (SIGKILL), on cancellation (SIGTERM, then SIGKILL) and at the end
- * (grandchildren must not outlive the call). Rejects when a pipe failed or
- * the spawn helper died, the group killed.
+ * timeout, cancellation and at the end (grandchildren must not outlive the
+ * call). Rejects, the group killed, when a pipe failed or the helper died.
  */
 async function waitForEnd(
   child: PipedProcess,
@@ -138,8 +127,8 @@ async function waitForEnd(
     await pumping;
     throw e;
   }
-  // A background process that inherited the pipes would hold them open forever: once bash
-  // has exited, give the pipes a moment to drain, then end the group so they close.
+  // A background process holding the pipes would keep them open forever: once bash exited they
+  // get a moment to drain, then the group ends.
   let drainTimer: NodeJS.Timeout | undefined;
   const drained = await Promise.race([
     pumping,
@@ -235,7 +224,6 @@ export default defineTool({
     // Reported at once: a call that ends in the meantime, its worker terminated, must still kill this group.
     ctx.trackProcessGroup(child.pid);
     // Their 'data' listeners start the pipes flowing: nothing may await between the spawn and here.
-    // Pipe reads are gathered into writes of up to a message (workers/pipe-gather.ts).
     const show = liveDisplay(ctx);
     const out = new PipeGather(child.stdout, ctx.stream('stdout'), show);
     const err = new PipeGather(child.stderr, ctx.stream('stderr'), show);

@@ -1,13 +1,8 @@
 /**
- * The built-in `grep` tool: searches the stored output of earlier calls
- * (artifact URIs only, never the filesystem), like `grep -n` with zero-based
- * line numbers, each one an offset for `read`.
- *
- * It is an artifact read: prepared as `{ kind: 'artifact.read', ... }` for
- * the host's approval policy (possession of the URI grants access), and
- * self-paginating like `read`: its page is bounded here (at most 1000
- * matches, 2 MiB) and returned as is, never retained as a new artifact; a
- * page that stopped early ends with the exact `grep(...)` call that goes on.
+ * The built-in `grep` tool: searches stored artifacts (never the
+ * filesystem) like `grep -n`, with zero-based line numbers for `read`.
+ * Prepared as `artifact.read`; self-paginating like `read`, a page that
+ * stopped early ending with the `grep(...)` call that goes on.
  */
 import { BadUriError } from '../../engine/protocol/errors.js';
 import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_CONTEXT, MAX_SEARCH_LIMIT } from '../../store/search.js';

@@ -1,12 +1,9 @@
 /**
- * The filesystem half of the built-in `read` tool: where a path really points,
- * and what a page of it is (numbered text lines, a directory listing, or an
- * image/PDF attachment detected by its bytes).
- *
- * Memory stays bounded whatever the file: text is scanned in 64 KiB reads and
- * only the lines of the page are kept (at most {@link MAX_FS_PAGE_BYTES} of
- * output); lines outside the page are only counted. Attachments are read
- * whole, so they are bounded by {@link MAX_ATTACHMENT_BYTES}.
+ * The filesystem half of the built-in `read` tool: where a path really
+ * points, and what a page of it is (text lines, a directory listing, or an
+ * image/PDF attachment by its bytes). Memory stays bounded: text is scanned
+ * in 64 KiB reads keeping only the page's lines; attachments are read whole,
+ * so {@link MAX_ATTACHMENT_BYTES} bounds them.
  */
 
 import { isUtf8 } from 'node:buffer';
@@ -44,10 +41,9 @@ export interface FsTarget {
   /** Absolute path after `~` expansion and resolution against the working directory (symlinks not followed). */
   path: string;
   /**
-   * The path with every symlink resolved. For a missing file it is the real
-   * path of its deepest existing ancestor joined with the rest, so the policy
-   * judges where the file would be, and a missing file outside the root is
-   * denied rather than reported missing.
+   * The path with every symlink resolved; for a missing file, its deepest
+   * existing ancestor's real path plus the rest, so a missing file outside
+   * the root is denied, not reported missing.
    */
   realPath: string;
   /** True when nothing exists at the path. */
@@ -85,10 +81,7 @@ function expandHome(p: string): string {
   return p;
 }
 
-/**
- * Resolves `filePath` for a read: `~` expansion, then relative to `cwd`, then
- * symlinks. Never opens the file. Throws EBADARGS for a path with a NUL byte.
- */
+/** Resolves `filePath` for a read (`~`, `cwd`, symlinks) without opening it; EBADARGS for a NUL byte. */
 export async function resolveFsTarget(filePath: string, cwd: string): Promise<FsTarget> {
   if (filePath.includes('\0')) {
     throw new BadArgumentsError(`filePath ${JSON.stringify(filePath)} contains a NUL byte`, { filePath });
@@ -161,10 +154,9 @@ async function readAt(fh: FileHandle, buf: Buffer, position: number, length: num
 }
 
 /**
- * Formats lines `[offset, offset + limit)` of the open file as `cat -n` does
- * (right-aligned 1-based number, a tab, the line) and counts every line.
- * Reads at most `size` bytes (the size when opened: a growing file does not
- * keep the scan going). Invalid UTF-8 past the sniffed head becomes U+FFFD.
+ * Formats lines `[offset, offset + limit)` of the open file as `cat -n`
+ * does and counts every line, reading at most `size` bytes (a growing file
+ * does not keep the scan going).
  */
 async function textPage(
   fh: FileHandle,
@@ -303,11 +295,10 @@ async function openedPath(fh: FileHandle): Promise<string | undefined> {
 }
 
 /**
- * Reads the approved `target`: a page of a text file or directory, or a
- * whole image/PDF. The file is opened without following a final symlink and
- * without blocking (a FIFO cannot hang the worker); what the open descriptor
- * is decides the kind, so a file swapped after approval is still judged by
- * what was opened.
+ * Reads the approved `target`: a page of text or a directory, or a whole
+ * image/PDF. Opened without following a final symlink and without blocking
+ * (a FIFO cannot hang the worker); the open descriptor decides the kind, so
+ * a file swapped after approval is judged by what was opened.
  */
 export async function readFsTarget(
   target: FsTarget,
@@ -325,9 +316,8 @@ export async function readFsTarget(
   }
   try {
     const opened = await openedPath(fh);
-    // The approval judged realPath. O_NOFOLLOW covers only the last component: a directory on the
-    // way may have been swapped for a symlink since realpath() ran. Where the kernel can say what
-    // the descriptor really is (/proc on Linux), anything else than the approved path is refused.
+    // O_NOFOLLOW covers only the last component: a directory on the way may have become a symlink
+    // since realpath(). Where /proc says what the descriptor is, anything but realPath is refused.
     if (opened !== undefined && opened !== target.realPath) {
       throw new DeniedError(
         `${target.path} changed while it was being opened (it now leads to ${JSON.stringify(opened)}); not read`,

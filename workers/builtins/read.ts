@@ -1,21 +1,10 @@
 /**
- * The built-in `read` tool: one tool for artifacts and files.
- *
- * - `artifact://<digest>[/<stream>]` is recognised first, before any path
- *   handling: it is parsed (a malformed URI is EBADURI and nothing touches the
- *   filesystem), prepared as `{ kind: 'artifact.read', digest, stream }`, and
- *   read from the store by possession of the URI. The page is the stored text
- *   exactly: no line numbers, no wrapper.
- * - Anything else is a filesystem path: `~` expanded, resolved against the
- *   working directory and through symlinks, prepared as
- *   `{ kind: 'fs.read', path, realPath }` for the host's approval policy,
- *   then read as numbered text lines, a directory listing, or an image/PDF
- *   attachment (detected by content).
- *
- * `read` is self-paginating: its page is bounded here (2000 lines, 2 MiB) and
- * the engine returns it as is, without retaining it as a new artifact or
- * truncating it. Metadata carries the continuation (`nextOffset`), from which
- * the engine adds a `[More: read(...)]` line to the model view.
+ * The built-in `read` tool, for artifacts and files. An `artifact://` URI
+ * is recognised first (malformed: EBADURI, the filesystem untouched),
+ * prepared as `artifact.read` and read from the store as stored. Anything
+ * else is a path, prepared as `{ kind: 'fs.read', path, realPath }` and read
+ * as numbered lines, a listing or an attachment. Self-paginating: the page
+ * is bounded here and returned as is, `nextOffset` in its metadata.
  */
 import { BadArgumentsError } from '../../engine/protocol/errors.js';
 import { formatBytes } from '../../engine/protocol/units.js';
@@ -27,11 +16,7 @@ import { type FsTarget, readFsTarget, resolveFsTarget } from './read-fs.js';
 /** What `prepare` found, kept for `run` of the same call (the context object is per call). */
 const prepared = new WeakMap<ToolContext, FsTarget>();
 
-/**
- * True when `filePath` must be read as an artifact URI: it has the artifact
- * scheme in any case, even after leading whitespace. Such a string is never a
- * file name, so a malformed URI fails instead of falling back to the disk.
- */
+/** True when `filePath` has the artifact scheme (any case, after leading blanks): never a file name. */
 function wantsArtifact(filePath: string): boolean {
   return isArtifactUri(filePath.trimStart());
 }

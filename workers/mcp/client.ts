@@ -1,12 +1,8 @@
 /**
- * The call-worker side of the MCP adapter: one request to the MCP host thread
- * and its answer, over BroadcastChannels (engine/protocol/mcp.ts says why).
- *
- * A request fails with EWORKERCRASH when the host thread is gone: when the
- * main thread announces its death, or when it does not acknowledge the
- * request in time (a thread that died before anyone could announce it). A
- * request not yet acknowledged is sent again when a host thread announces
- * itself (a restarted host was not listening when it was first sent).
+ * The call-worker side of the MCP adapter: one request to the host thread
+ * over BroadcastChannels. EWORKERCRASH when the host thread is announced
+ * dead or does not acknowledge in time; an unacknowledged request is sent
+ * again when a (restarted) host thread announces itself.
  */
 import { randomUUID } from 'node:crypto';
 import { BroadcastChannel } from 'node:worker_threads';

@@ -1,9 +1,4 @@
-/**
- * One live client connection to one MCP server, on the MCP host thread: the
- * SDK `Client` over {@link GroupStdioTransport}. A connection that closed (the
- * server exited, or sent an oversized message) is never reused: the host opens
- * a new one for the next call.
- */
+/** One live client connection to one MCP server, on the host thread; once closed it is never reused. */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
@@ -17,11 +12,7 @@ import type { McpCallOutcome, McpServerSpec, McpToolDef } from '../../engine/pro
 import { toOutcome } from './result.js';
 import { GroupStdioTransport, type TransportHooks } from './transport.js';
 
-/**
- * The SDK times requests out after 60 s by default; a sluice call's duration
- * is the caller's business (cancellation, `timeoutMs`), so the SDK's timer is
- * set out of reach (the largest delay a Node timer takes).
- */
+/** Beyond reach (a call's duration is the caller's business), not the SDK's 60 s default. */
 const NO_TIMEOUT_MS = 2 ** 31 - 1;
 /** Pages of tools/list followed at most, against a server that never stops paginating. */
 const MAX_LIST_PAGES = 100;

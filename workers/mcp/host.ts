@@ -1,20 +1,10 @@
 /**
- * The MCP host thread: a dedicated worker thread (not a pool thread) that
- * owns one client connection per configured MCP server.
- *
- * Why one thread owns the connections, rather than each pool thread keeping
- * its own (see docs/adapters.md for the measurements):
- * - one server process per server, whatever the concurrency: a stateful server
- *   (a browser, a database session) sees one client, as with any MCP host;
- * - the MCP handshake and the server's start-up are paid once, not once per
- *   pool thread (and again whenever piscina recycles an idle thread);
- * - a cancelled call whose worker is terminated after the grace period does
- *   not take the connection (and the server's work for other calls) with it;
- * - the main thread keeps the list of process groups and kills them on close,
- *   even if this thread dies.
- *
- * Control messages come from the main thread on parentPort; call workers reach
- * this thread over BroadcastChannels (engine/protocol/mcp.ts says why).
+ * The MCP host thread: a dedicated worker (not a pool thread) owning one
+ * client connection per configured server, so a stateful server sees one
+ * client, the handshake is paid once, a terminated call worker does not take
+ * the connection with it, and the main thread still kills the groups if
+ * this thread dies (docs/adapters.md). Call workers reach it over
+ * BroadcastChannels (engine/protocol/mcp.ts says why).
  */
 import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
 import {

@@ -1,19 +1,12 @@
-/**
- * An MCP tool result reduced to what a sluice completion carries: one text
- * output (the authoritative single output, captured and truncated like any
- * other) and attachments. Runs on the MCP host thread, so a call worker
- * receives a compact message, not the JSON-RPC envelope.
- */
+/** An MCP tool result reduced, on the host thread, to a sluice completion's text output and attachments. */
 import type { CallToolResult, ContentBlock } from '@modelcontextprotocol/sdk/types.js';
 import type { McpCallOutcome } from '../../engine/protocol/mcp.js';
 import type { Attachment } from '../../engine/protocol/messages.js';
 
 /**
- * Text items (and embedded text resources, and resource links as one line
- * each) become the output, joined with `\n` in order; images, audio and
- * binary resources become attachments. A result with no text but
- * `structuredContent` uses its JSON as the output, so the model is not handed
- * an empty result.
+ * Text items and resource links become the output, joined with `\n`;
+ * images, audio and binary resources attachments. With no text,
+ * `structuredContent`'s JSON is the output, never an empty result.
  */
 export function toOutcome(result: CallToolResult): McpCallOutcome {
   const texts: string[] = [];

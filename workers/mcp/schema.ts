@@ -1,16 +1,9 @@
 /**
- * Argument validation of MCP tools, in the call worker, against the JSON
- * Schema the server listed.
- *
- * The schema is converted with zod's `z.fromJSONSchema` (zod 4.6; draft-07,
- * 2020-12, draft-4): types, required, enums, bounds, formats, `$ref`,
- * composition and `additionalProperties` as the server wrote it (no
- * `additionalProperties` means extra fields are allowed, unlike sluice's own
- * strict schemas). The converter rejects a few keywords (`if`/`then`/`else`,
- * `unevaluatedProperties`, `dependentSchemas`, ...); for such a schema sluice
- * checks only that the arguments are an object with the required top-level
- * fields and leaves the rest to the server, which validates its own input.
- * Validation never rewrites the arguments: defaults are the server's to apply.
+ * MCP tools' arguments checked against the server's JSON Schema, converted
+ * by zod's `z.fromJSONSchema` as the server wrote it (no
+ * `additionalProperties`: extra fields allowed). For keywords it rejects,
+ * only an object with the required fields is checked; the server validates
+ * the rest. Arguments are never rewritten: defaults are the server's.
  */
 import { BadArgumentsError } from '../../engine/protocol/errors.js';
 import { z } from '../../engine/protocol/zod.js';

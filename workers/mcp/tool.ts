@@ -1,16 +1,10 @@
 /**
- * The tool module of every MCP tool. The engine registers one URL per tool,
- * `…/workers/mcp/tool.js?h=<host id>&s=<server>&t=<tool>&n=<sluice name>`;
- * ESM gives each URL its own module instance, so this module knows which tool
- * it is from `import.meta.url` alone and is loaded, described, validated and
- * run by the ordinary worker runtime like any plugin.
- *
- * A call: the arguments are checked against the server's JSON Schema
- * (schema.ts) before `prepare` hands the host's approval policy the operation
- * `{ kind: 'mcp.call', server, tool, arguments }`; then the MCP host thread
- * makes the request and the result comes back once, as a non-streaming single
- * output (`complete.full`): captured, retained and truncated like any other.
- * An `isError` result is a failed call whose text is its output.
+ * The tool module of every MCP tool: registered once per tool as
+ * `…/workers/mcp/tool.js?h=<host>&s=<server>&t=<tool>&n=<name>`, each URL
+ * its own module instance, so `import.meta.url` says which tool it is. The
+ * server's JSON Schema is checked in `prepare`, before approval of
+ * `{ kind: 'mcp.call', … }`; the host thread makes the request and the
+ * result is a full single output; `isError` is a failed call.
  */
 import type { Attachment } from '../../engine/protocol/messages.js';
 import { z } from '../../engine/protocol/zod.js';
@@ -90,10 +84,6 @@ const defined = defineTool({
   },
 });
 
-/**
- * The tool. Its arguments pass the runtime's check as any object (the
- * server's schema is applied in `prepare`): `defineTool` makes schemas strict,
- * and an MCP schema without `additionalProperties: false` allows extra fields.
- */
+/** The tool: args pass as any object (the server's schema, applied in `prepare`, may allow extra fields). */
 const tool: ToolDefinition = Object.freeze({ ...defined, args: z.looseObject({}) });
 export default tool;

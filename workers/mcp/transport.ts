@@ -1,13 +1,9 @@
 /**
- * The stdio transport to one MCP server: the SDK's framing (`ReadBuffer`,
- * `serializeMessage`) over a child process that runs in its own process group.
- *
- * Why not the SDK's `StdioClientTransport`: it spawns the server in the
- * engine's process group and kills only that one pid, so the real server
- * behind a wrapper (`npx -y some-server`, `uvx ...`) outlives it; it sends the
- * server's stderr to ours; and its read buffer limit surfaces only as a closed
- * connection. Here the whole group is killed, stderr is kept as a bounded tail
- * for error messages, and an oversized message is reported as such.
+ * The stdio transport to one MCP server: the SDK's framing over a child in
+ * its own process group. Not the SDK's `StdioClientTransport`: that kills
+ * only its one pid, so the real server behind `npx -y …` outlives it; it
+ * sends the server's stderr to ours; and an oversized message shows only as
+ * a closed connection.
  */
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
@@ -160,11 +156,9 @@ export class GroupStdioTransport implements Transport {
   }
 
   /**
-   * Hands messages to the client one microtask apart. The SDK runs a
-   * notification's handler in a microtask but a response's synchronously, and
-   * drops a call's progress handler with its response: delivered in one go, a
-   * progress notification that arrived in the same read as the result would
-   * find no handler and be lost.
+   * Hands messages to the client a microtask apart: the SDK runs a
+   * response's handler synchronously and drops the call's progress handler
+   * with it, so a progress notification read with the result would be lost.
    */
   private deliver(): void {
     const message = this.inbox.shift();
@@ -195,10 +189,7 @@ export class GroupStdioTransport implements Transport {
     if (pid !== undefined && !this.exit) killGroup(pid, 'SIGKILL');
   }
 
-  /**
-   * Ends the connection politely: closes stdin (a stdio server exits on end
-   * of input), then SIGTERM, then SIGKILL to the group, a short step apart.
-   */
+  /** Ends politely: closes stdin (a stdio server exits at end of input), then SIGTERM, then SIGKILL. */
   async close(): Promise<void> {
     const child = this.child;
     if (!child || !this.closed) return;

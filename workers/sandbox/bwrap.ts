@@ -1,21 +1,14 @@
 /**
  * The bubblewrap command line that runs one tool process under a sandbox
- * policy (docs/security.md). The sandbox is built from mount, PID, network,
- * IPC, UTS and cgroup namespaces: the whole filesystem read-only with the
- * policy's writable paths bound back read-write and its hidden paths covered
- * by empty ones, a private /tmp, /dev and /proc, no capabilities (bwrap run
- * as root keeps them unless told otherwise), and only the allowed
- * environment.
+ * policy (docs/security.md): mount, PID, network, IPC, UTS and cgroup
+ * namespaces, a read-only root with the policy's writable paths bound back
+ * and hidden ones covered, private /tmp, /dev and /proc, no capabilities.
  *
- * Limits go in as RLIMITs set by `prlimit` inside the sandbox, after its user
- * namespace exists: RLIMIT_NPROC counts processes per user and namespace, so
- * set there it bounds this sandbox, where set outside it would bound every
- * process of the engine's user. For a real uid of 0 the kernel never applies
- * RLIMIT_NPROC at all (see {@link processLimitWorks}). A limit a cgroup holds
- * (cgroup.ts, passed in {@link SandboxCommandOptions}) is left out of the
- * RLIMITs: a cgroup's limit is attributable after the fact, and an RLIMIT
- * beside it would fail the program first with an unattributable ENOMEM or
- * EAGAIN.
+ * RLIMITs are set by `prlimit` inside, after the user namespace exists:
+ * RLIMIT_NPROC counts per user and namespace, so outside it would bound
+ * every process of the engine's user (and root is never checked, see
+ * {@link processLimitWorks}). A limit a cgroup holds gets no RLIMIT: one
+ * beside it would fail the program first with an unattributable error.
  */
 import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
@@ -54,10 +47,7 @@ export function onPath(name: string, path = process.env.PATH ?? ''): string | un
   return undefined;
 }
 
-/**
- * False where RLIMIT_NPROC cannot bound a sandbox: the kernel skips the check
- * for processes whose real user is root, in any user namespace.
- */
+/** False where RLIMIT_NPROC cannot bound a sandbox: the kernel skips it for a real uid of root. */
 export function processLimitWorks(uid = process.getuid?.() ?? 0): boolean {
   return uid !== 0;
 }
@@ -98,8 +88,7 @@ function prlimitArgs(limits: SandboxLimits | undefined, cgroup: readonly CgroupL
 
 /**
  * The bwrap command line for `file args` in `cwd`. Throws EUNSUPPORTED,
- * naming what is missing, when bwrap (or, for limits, prlimit) is not on
- * PATH or a processes limit cannot hold (root, and no cgroup holding it);
+ * naming what is missing (bwrap, prlimit, a way to hold a processes limit):
  * the caller never falls back to an unconfined run.
  */
 export function sandboxCommand(

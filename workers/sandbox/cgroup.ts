@@ -1,21 +1,14 @@
 /**
  * A cgroup per sandboxed process for the limits RLIMITs cannot attribute or
- * cannot hold: memory (an OOM kill is counted, where RLIMIT_AS only fails an
- * allocation with ENOMEM) and processes (the pids controller counts hits,
- * and holds for root, whom the kernel never checks against RLIMIT_NPROC).
- *
- * The groups are children of the engine's own cgroup: on cgroup v1 in the
- * memory and pids hierarchies (v1 lets a cgroup with processes have
- * children), on v2 in the unified one only when its `cgroup.subtree_control`
- * already enables the controller. Enabling one ourselves is never tried: v2
- * refuses controllers in a cgroup that holds processes, and moving the
- * engine's own processes to make room is not ours to do.
- *
- * The process joins its group by a `sh` that writes its own pid into each
- * group's `cgroup.procs` and then execs bwrap, so every process of the
- * sandbox is born inside. Group names carry the engine's pid
- * (`sluice-<pid>-<n>`), so a later engine can remove the empty groups of an
- * engine that was killed before it closed them.
+ * hold: memory (an OOM kill is counted; RLIMIT_AS only fails an allocation)
+ * and processes (the pids controller holds for root too). Groups are
+ * children of the engine's cgroup: on v1 in the memory and pids
+ * hierarchies, on v2 only where `cgroup.subtree_control` already enables the
+ * controller (v2 refuses controllers in a cgroup holding processes, and
+ * moving the engine's processes is not ours to do). A `sh` writes its own
+ * pid into each `cgroup.procs` and execs bwrap, so the whole sandbox is born
+ * inside. Names carry the engine's pid, so a later engine can reap a killed
+ * engine's empty groups.
  */
 import { mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -96,11 +89,7 @@ export interface LimitGroup {
   close(): Promise<void>;
 }
 
-/**
- * One process in the sandbox beside the program's: bwrap's outer process,
- * outside the sandbox's PID namespace but in its cgroup. (bwrap's init inside
- * counts, as it counts under RLIMIT_NPROC.)
- */
+/** bwrap's outer process: outside the sandbox's PID namespace, inside its cgroup. */
 const BWRAP_PROCESSES = 1;
 
 const GROUP_NAME = /^sluice-(\d+)-(\d+)$/;
@@ -212,10 +201,9 @@ function detectV2(root: string, lines: [string[], string][], pid: number, files:
 const detected = new Map<string, CgroupDetection>();
 
 /**
- * Where this process may make limit groups: cgroup v2 when the root holds
- * `cgroup.controllers` (the unified hierarchy alone), else v1's memory and
- * pids hierarchies (a hybrid layout's unified tree has no controllers).
- * Probes by making and removing a group; cached per root.
+ * Where this process may make limit groups: v2 when the root holds
+ * `cgroup.controllers`, else v1's memory and pids hierarchies. Probes by
+ * making and removing a group; cached per root.
  */
 export function detectCgroup(opts: CgroupOptions = {}): CgroupDetection {
   const o = optionsOf(opts);
@@ -252,10 +240,9 @@ function alive(pid: number): boolean {
 }
 
 /**
- * Removes the empty groups of engines that are no longer running (their pid
- * is not a live process), under every directory {@link detectCgroup} found.
- * A group with processes is left: rmdir refuses it, and its processes are
- * not ours to judge. Returns the directories removed.
+ * Removes the empty groups of engines no longer running, under every
+ * directory {@link detectCgroup} found; returns those removed. rmdir refuses
+ * a group with processes, which are not ours to judge.
  */
 export function reapStaleGroups(opts: CgroupOptions = {}): string[] {
   const o = optionsOf(opts);
@@ -315,10 +302,9 @@ function pidsIn(files: CgroupFiles, dir: string): number[] {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * A new group holding `limits`' memory and processes limits, as far as this
- * machine's cgroups allow (see {@link LimitGroup.holds}); undefined when
- * neither limit is set or neither can be held. The first call of a process
- * also runs {@link reapStaleGroups}.
+ * A new group holding `limits`' memory and processes limits as far as the
+ * cgroups allow (see {@link LimitGroup.holds}); undefined when it holds
+ * none. A process's first call also runs {@link reapStaleGroups}.
  */
 export function openLimitGroup(limits: SandboxLimits | undefined, opts: CgroupOptions = {}): LimitGroup | undefined {
   const wantMemory = limits?.memoryBytes !== undefined;

@@ -1,9 +1,4 @@
-/**
- * What a tool calls to run a process in the sandbox: the command line
- * (bwrap.ts) inside a limit group (cgroup.ts) when the machine has one for
- * the memory or processes limit, RLIMITs for the rest, and after the exit the
- * verdict on which limit ended it (verdict.ts).
- */
+/** Running a process in the sandbox: bwrap's command line, a limit group, and after the exit the verdict. */
 import type { SandboxPolicy } from '../../engine/protocol/sandbox.js';
 import { type SandboxedCommand, sandboxCommand } from './bwrap.js';
 import { type CgroupOptions, openLimitGroup } from './cgroup.js';
@@ -27,11 +22,7 @@ export interface PrepareOptions {
   readonly cgroup?: CgroupOptions | false;
 }
 
-/**
- * The command that runs `file args` in `cwd` under `policy`. Throws
- * EUNSUPPORTED as {@link sandboxCommand} does (having made no cgroup), never
- * a command that runs unconfined.
- */
+/** The command that runs `file args` in `cwd` under `policy`; throws EUNSUPPORTED as {@link sandboxCommand} does. */
 export function prepareSandboxed(
   policy: SandboxPolicy,
   file: string,

@@ -1,19 +1,12 @@
-/**
- * What this machine can do for the sandbox (`sluice sandbox check`): whether
- * bwrap is there and can build its namespaces, and for each limit whether it
- * holds and whether a call past it ends with ELIMIT or only fails inside the
- * program.
- */
+/** What this machine can do for the sandbox (`sluice sandbox check`): bwrap, and how each limit holds. */
 import { spawnSync } from 'node:child_process';
 import { SANDBOX_LIMIT_NAMES, type SandboxLimitName } from '../../engine/protocol/sandbox.js';
 import { onPath, processLimitWorks } from './bwrap.js';
 import { type CgroupOptions, detectCgroup } from './cgroup.js';
 
 /**
- * How a limit holds here. `attributed`: a call past it ends with ELIMIT;
- * `enforced`: it holds, but the program sees a failed system call (ENOMEM,
- * EAGAIN, EMFILE) and the call ends as its own failure; `unavailable`: a
- * policy with it is refused (EUNSUPPORTED).
+ * How a limit holds: `attributed` (past it, ELIMIT), `enforced` (the program
+ * sees a failed system call, its own failure), `unavailable` (EUNSUPPORTED).
  */
 export type LimitSupport = 'attributed' | 'enforced' | 'unavailable';
 

@@ -1,10 +1,7 @@
 /**
- * Which limit ended a sandboxed process, from what can be told after the
- * fact: its exit (bwrap exits 128 + the signal that killed the program) and
- * its cgroup's counters. A limit only RLIMITs enforce without a signal
- * (RLIMIT_AS's ENOMEM, RLIMIT_NPROC's EAGAIN, RLIMIT_NOFILE's EMFILE) fails a
- * system call inside the program and leaves no trace outside: those calls end
- * as the program's own failure.
+ * Which limit ended a sandboxed process, from its exit (bwrap exits 128 +
+ * the signal) and its cgroup's counters. An RLIMIT without a signal (ENOMEM,
+ * EAGAIN, EMFILE) leaves no trace outside: the program's own failure.
  */
 import { LimitExceededError } from '../../engine/protocol/errors.js';
 import type { SandboxLimitName, SandboxLimits } from '../../engine/protocol/sandbox.js';
@@ -31,10 +28,8 @@ const EXIT_SIGXFSZ = 128 + 25;
 
 /**
  * The limit that ended a process which exited as `exit`, or undefined. The
- * cgroup's counters come first and hold whatever the exit: an OOM kill or a
- * refused fork inside is a limit hit even where the shell went on and exited
- * 0. A signal from an RLIMIT (SIGXCPU, SIGXFSZ) is seen only when it ended
- * the sandboxed command itself (docs/security.md, "Limits").
+ * cgroup's counters count whatever the exit (the shell may have gone on to
+ * exit 0); an RLIMIT's signal only when it ended the command itself.
  */
 export function limitVerdict(
   limits: SandboxLimits | undefined,
@@ -42,7 +37,6 @@ export function limitVerdict(
   group: GroupVerdict | undefined,
 ): LimitVerdict | undefined {
   if (!limits) return undefined;
-  // A cgroup counter moved: some process in the sandbox hit the limit, even where the shell went on.
   if (group) return group;
   if (exit.code === 0 && exit.signal === null) return undefined;
   if (limits.cpuSeconds !== undefined && (exit.code === EXIT_SIGXCPU || exit.signal === 'SIGXCPU')) {
