@@ -85,6 +85,14 @@ async function reportProgress(
   }
 }
 
+/** What the caller of {@link callTool} may observe of a call. */
+export interface CallHooks {
+  /** The call started (the HTTP server tracks it, so its API and web view show it). */
+  started?(handle: CallHandle, tool: string): void;
+  /** The call ended with this result. */
+  finished?(result: TerminalResult): void;
+}
+
 /**
  * Runs `tools/call` on `engine`, recorded in `session`. Resolves to the
  * result (a failed or cancelled call is `isError: true`, its output kept);
@@ -96,7 +104,7 @@ export async function callTool(
   session: string,
   request: CallToolRequest,
   extra: Extra,
-  onResult?: (r: TerminalResult) => void,
+  hooks: CallHooks = {},
 ): Promise<CallToolResult> {
   const { name, arguments: args } = request.params;
   let handle: CallHandle;
@@ -107,12 +115,13 @@ export async function callTool(
     if (INVALID_PARAMS.has(e.code)) throw invalidParams(e.code, e.message, e.details);
     throw new McpError(ErrorCode.InternalError, e.message, { code: e.code });
   }
+  hooks.started?.(handle, name);
   const token = request.params._meta?.progressToken;
   const progress = token === undefined ? undefined : reportProgress(handle, token, extra, handle.result);
   // Not awaited: `ended` stops it as the result arrives, so nothing follows the response.
   void progress?.catch(() => {});
   const result = await handle.result;
-  onResult?.(result);
+  hooks.finished?.(result);
   if (result.error && INVALID_PARAMS.has(result.error.code)) {
     throw invalidParams(result.error.code, result.error.message, result.error.details);
   }

@@ -16,6 +16,7 @@ import {
   ReadResourceRequestSchema,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { CallHandle } from '../../engine/call/call-types.js';
 import type { Engine } from '../../engine/engine.js';
 import { packageVersion } from '../../engine/package-root.js';
 import type { ToolInfo } from '../../engine/registry.js';
@@ -48,6 +49,8 @@ export function toMcpTool(t: ToolInfo): Tool {
 export interface McpServerOptions {
   /** The sluice session every call of this connection is recorded in. */
   session: string;
+  /** Called as each call starts (`sluice serve` tracks MCP calls like its own). */
+  started?(handle: CallHandle, tool: string): void;
 }
 
 /** An SDK server whose tools are `engine`'s, for one connection. */
@@ -62,7 +65,10 @@ export function createMcpServer(engine: Engine, options: McpServerOptions): Serv
   const resources = new ResourceList();
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: engine.tools().map(toMcpTool) }));
   server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-    callTool(engine, options.session, request, extra, (r) => resources.add(r)),
+    callTool(engine, options.session, request, extra, {
+      ...(options.started ? { started: options.started } : {}),
+      finished: (r) => resources.add(r),
+    }),
   );
   server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: resources.list() }));
   server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: RESOURCE_TEMPLATES }));
