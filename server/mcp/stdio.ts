@@ -14,6 +14,7 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage, JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
+import { LineSplitter } from '../../engine/protocol/line-splitter.js';
 
 /** Options of {@link BoundedStdioTransport}. */
 export interface BoundedStdioOptions {
@@ -26,7 +27,6 @@ export interface BoundedStdioOptions {
 }
 
 const MiB = 1024 * 1024;
-const NEWLINE = 0x0a;
 
 type Id = string | number;
 
@@ -47,10 +47,7 @@ export class BoundedStdioTransport implements Transport {
   private readonly maxPending: number;
   private readonly maxQueuedBytes: number;
   private readonly pending = new Set<string>();
-  private parts: Buffer[] = [];
-  private partBytes = 0;
-  /** Inside a line over the bound: drop bytes until its newline. */
-  private skipping = false;
+  private readonly lines: LineSplitter;
   private paused = false;
   private closed = false;
 
@@ -58,6 +55,7 @@ export class BoundedStdioTransport implements Transport {
     this.stdin = stdin;
     this.stdout = stdout;
     this.maxMessageBytes = options.maxMessageBytes ?? 4 * MiB;
+    this.lines = new LineSplitter(this.maxMessageBytes);
     this.maxPending = options.maxPending ?? 256;
     this.maxQueuedBytes = options.maxQueuedBytes ?? MiB;
   }
@@ -71,30 +69,15 @@ export class BoundedStdioTransport implements Transport {
     this.stdout.on('drain', this.flow);
   }
 
+  private readonly sink = {
+    line: (bytes: Buffer) => {
+      if (!this.closed) this.line(bytes.toString('utf8'));
+    },
+    oversized: () => this.reply(null, ErrorCode.InvalidRequest, `message longer than ${this.maxMessageBytes} bytes`),
+  };
+
   private readonly onData = (chunk: Buffer): void => {
-    let rest = chunk;
-    while (rest.length > 0 && !this.closed) {
-      const nl = rest.indexOf(NEWLINE);
-      const piece = nl === -1 ? rest : rest.subarray(0, nl);
-      if (!this.skipping) {
-        this.partBytes += piece.length;
-        if (this.partBytes > this.maxMessageBytes) {
-          this.skipping = true;
-          this.parts = [];
-          this.partBytes = 0;
-          this.reply(null, ErrorCode.InvalidRequest, `message longer than ${this.maxMessageBytes} bytes`);
-        } else this.parts.push(piece);
-      }
-      if (nl === -1) break;
-      if (!this.skipping) {
-        const line = Buffer.concat(this.parts).toString('utf8');
-        this.parts = [];
-        this.partBytes = 0;
-        this.line(line.endsWith('\r') ? line.slice(0, -1) : line);
-      }
-      this.skipping = false;
-      rest = rest.subarray(nl + 1);
-    }
+    this.lines.push(chunk, this.sink);
     this.flow();
   };
 
@@ -169,7 +152,7 @@ export class BoundedStdioTransport implements Transport {
     this.stdin.off('end', this.onEnd);
     this.stdout.off('drain', this.flow);
     this.stdin.pause();
-    this.parts = [];
+    this.lines.clear();
     this.onclose?.();
   }
 }

@@ -1,6 +1,7 @@
 /**
- * The stdio transport to one MCP server: the SDK's framing (`ReadBuffer`,
- * `serializeMessage`) over a child process that runs in its own process group.
+ * The stdio transport to one MCP server: the SDK's message format
+ * (`serializeMessage`, `deserializeMessage`), framed by a line splitter
+ * linear in the bytes, over a child process that runs in its own process group.
  *
  * Why not the SDK's `StdioClientTransport`: it spawns the server in the
  * engine's process group and kills only that one pid, so the real server
@@ -12,9 +13,10 @@
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { LineSplitter } from '../../engine/protocol/line-splitter.js';
 import type { McpServerSpec } from '../../engine/protocol/mcp.js';
 
 /** Bytes of the server's stderr kept for error messages (the newest). */
@@ -49,7 +51,7 @@ export class GroupStdioTransport implements Transport {
 
   private readonly spec: McpServerSpec;
   private readonly hooks: TransportHooks;
-  private readonly buffer: ReadBuffer;
+  private readonly buffer: LineSplitter;
   private child: ChildProcessByStdio<Writable, Readable, Readable> | undefined;
   private stderr = '';
   private readonly inbox: JSONRPCMessage[] = [];
@@ -59,8 +61,25 @@ export class GroupStdioTransport implements Transport {
   constructor(spec: McpServerSpec, hooks: TransportHooks) {
     this.spec = spec;
     this.hooks = hooks;
-    this.buffer = new ReadBuffer({ maxBufferSize: spec.maxMessageBytes });
+    this.buffer = new LineSplitter(spec.maxMessageBytes);
   }
+
+  private readonly sink = {
+    line: (bytes: Buffer) => {
+      if (this.oversized !== undefined) return;
+      try {
+        this.inbox.push(deserializeMessage(bytes.toString('utf8')));
+      } catch (err) {
+        // A malformed line is skipped; the next one may be fine.
+        this.onerror?.(err as Error);
+      }
+    },
+    oversized: () => {
+      // One message is larger than the bound: the stream cannot be resynchronised, so end the connection.
+      this.oversized = this.spec.maxMessageBytes;
+      this.kill();
+    },
+  };
 
   /** The server's pid (= its process group id), while it runs. */
   get pid(): number | undefined {
@@ -122,26 +141,9 @@ export class GroupStdioTransport implements Transport {
   }
 
   private onData(chunk: Buffer): void {
-    try {
-      this.buffer.append(chunk);
-    } catch {
-      // One message is larger than the bound: the stream cannot be resynchronised, so end the connection.
-      this.oversized = this.spec.maxMessageBytes;
-      this.kill();
-      return;
-    }
-    for (;;) {
-      let message: JSONRPCMessage | null;
-      try {
-        message = this.buffer.readMessage();
-      } catch (err) {
-        // A malformed line is skipped; the next one may be fine.
-        this.onerror?.(err as Error);
-        continue;
-      }
-      if (message === null) break;
-      this.inbox.push(message);
-    }
+    if (this.oversized !== undefined) return;
+    this.buffer.push(chunk, this.sink);
+    if (this.oversized !== undefined) return;
     if (!this.delivering && this.inbox.length > 0) {
       this.delivering = true;
       queueMicrotask(() => this.deliver());
