@@ -10,15 +10,18 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
+  ErrorCode,
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
+  McpError,
   ReadResourceRequestSchema,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { CallHandle } from '../../engine/call/call-types.js';
 import type { Engine } from '../../engine/engine.js';
 import { packageVersion } from '../../engine/package-root.js';
+import { z } from '../../engine/protocol/zod.js';
 import type { ToolInfo } from '../../engine/registry.js';
 import { callTool } from './call.js';
 import { RESOURCE_TEMPLATES, ResourceList, readResource } from './resources.js';
@@ -27,6 +30,16 @@ import { RESULT_OUTPUT_SCHEMA } from './result.js';
 /** What the server tells a host's model about every result. */
 export const INSTRUCTIONS =
   'Tool results show bounded previews of their output. When a stream is cut, a line says how much was shown of how much and gives the exact read(filePath="artifact://...", offset=N) call that continues it: call the read tool with those arguments to see more, or grep to search it. Artifacts stay readable across sessions.';
+
+/**
+ * A request schema that accepts any params of `method`. The SDK parses a
+ * request with the handler's schema before anything else and reports a
+ * mismatch as Internal Error; with this one, bad params reach a check that
+ * reports them as Invalid Params, as JSON-RPC wants.
+ */
+function anyParams<M extends string>(method: M) {
+  return z.looseObject({ method: z.literal(method), params: z.unknown().optional() });
+}
 
 /** Tools that only read (what a host may run without asking). */
 const READ_ONLY = new Set(['read', 'grep']);
@@ -64,16 +77,19 @@ export function createMcpServer(engine: Engine, options: McpServerOptions): Serv
   );
   const resources = new ResourceList();
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: engine.tools().map(toMcpTool) }));
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-    callTool(engine, options.session, request, extra, {
+  server.setRequestHandler(anyParams('tools/call'), (request, extra) =>
+    // The SDK's tools/call wrapper has checked it against CallToolRequestSchema (InvalidParams otherwise).
+    callTool(engine, options.session, CallToolRequestSchema.parse(request), extra, {
       ...(options.started ? { started: options.started } : {}),
       finished: (r) => resources.add(r),
     }),
   );
   server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: resources.list() }));
   server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: RESOURCE_TEMPLATES }));
-  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
-    readResource(engine, request.params.uri, extra.signal),
-  );
+  server.setRequestHandler(anyParams('resources/read'), (request, extra) => {
+    const r = ReadResourceRequestSchema.safeParse(request);
+    if (!r.success) throw new McpError(ErrorCode.InvalidParams, `Invalid resources/read request: ${r.error.message}`);
+    return readResource(engine, r.data.params.uri, extra.signal);
+  });
   return server;
 }
