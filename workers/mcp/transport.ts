@@ -1,7 +1,9 @@
 /**
  * The stdio transport to one MCP server: the SDK's message format
  * (`serializeMessage`, `deserializeMessage`), framed by a line splitter
- * linear in the bytes, over a child process that runs in its own process group.
+ * linear in the bytes (a message past 1 MiB is spilled to a file, its large
+ * texts never held: spill.ts), over a child process that runs in its own
+ * process group.
  *
  * Why not the SDK's `StdioClientTransport`: it spawns the server in the
  * engine's process group and kills only that one pid, so the real server
@@ -15,9 +17,10 @@ import type { Readable, Writable } from 'node:stream';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { type JSONRPCMessage, JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
 import { LineSplitter } from '../../engine/protocol/line-splitter.js';
 import type { McpServerSpec } from '../../engine/protocol/mcp.js';
+import { SPILL_BYTES, SpillWriter } from './spill.js';
 
 /** Bytes of the server's stderr kept for error messages (the newest). */
 const STDERR_TAIL_BYTES = 2048;
@@ -61,7 +64,7 @@ export class GroupStdioTransport implements Transport {
   constructor(spec: McpServerSpec, hooks: TransportHooks) {
     this.spec = spec;
     this.hooks = hooks;
-    this.buffer = new LineSplitter(spec.maxMessageBytes);
+    this.buffer = new LineSplitter(spec.maxMessageBytes, SPILL_BYTES);
   }
 
   private readonly sink = {
@@ -73,6 +76,22 @@ export class GroupStdioTransport implements Transport {
         // A malformed line is skipped; the next one may be fine.
         this.onerror?.(err as Error);
       }
+    },
+    spill: () => {
+      // A large message (a big tool result) is kept in a file, its large texts never in memory (spill.ts).
+      const w = new SpillWriter();
+      return {
+        write: (piece: Buffer) => w.write(piece),
+        end: () => {
+          if (this.oversized !== undefined) return w.discard();
+          try {
+            this.inbox.push(JSONRPCMessageSchema.parse(w.end()));
+          } catch (err) {
+            this.onerror?.(err as Error);
+          }
+        },
+        discard: () => w.discard(),
+      };
     },
     oversized: () => {
       // One message is larger than the bound: the stream cannot be resynchronised, so end the connection.
