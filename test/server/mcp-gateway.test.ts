@@ -3,7 +3,7 @@
  * (`@modelcontextprotocol/server-everything`, `server-filesystem`) and a
  * fixture that returns 50 MB of text, driven by the SDK's Client: upstream
  * tools under their server's name, results bounded with read hints that
- * reach every byte, and images passed through.
+ * reach every byte, images passed through, and the gateway's memory bounded.
  */
 import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
@@ -12,7 +12,16 @@ import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_MAX_MODEL_BYTES } from '../../engine/presentation/options.js';
 import { bigDigest, MCP_SERVER, uniqueMarker, waitNoProcess } from '../support/mcp.js';
-import { connectStdio, ROOT, readHint, removeDirs, type StdioSession, tempDir, textOf } from '../support/mcp-client.js';
+import {
+  connectStdio,
+  memoryOf,
+  ROOT,
+  readHint,
+  removeDirs,
+  type StdioSession,
+  tempDir,
+  textOf,
+} from '../support/mcp-client.js';
 
 const MODULES = join(ROOT, 'node_modules', '@modelcontextprotocol');
 const EVERYTHING = join(MODULES, 'server-everything', 'dist', 'index.js');
@@ -85,8 +94,10 @@ describe('sluice mcp as a gateway', () => {
     expect(textOf(page).split('\n')[0]).toBe(`line ${hint.offset + 1}`);
   });
 
-  it('bounds a 50 MB upstream text and reads all of it back through read', async () => {
+  it('bounds a 50 MB upstream text, reads all of it back through read, and grows the gateway under 64 MiB', async () => {
+    const before = memoryOf(s.pid);
     const r = await s.client.callTool({ name: 'fx.big', arguments: { bytes: 50 * MB } });
+    const after = memoryOf(s.pid);
     const text = textOf(r);
     expect(Buffer.byteLength(text)).toBeLessThanOrEqual(DEFAULT_MAX_MODEL_BYTES);
     expect(r.structuredContent).toMatchObject({ status: 'success', output: { kind: 'single', bytes: 50 * MB } });
@@ -104,5 +115,11 @@ describe('sluice mcp as a gateway', () => {
     }
     expect(bytes).toBe(50 * MB);
     expect(hash.digest('hex')).toBe(bigDigest(50 * MB));
+    // The text was never whole in the gateway: spilled to a file as it arrived, streamed into the capture.
+    expect(after.peak - before.rss, `peak ${after.peak} MiB, from ${before.rss} MiB`).toBeLessThan(64);
+    // Its spill file is gone: no descriptor of the gateway still holds it.
+    const fds = await fsp.readdir(`/proc/${s.pid}/fd`);
+    const links = await Promise.all(fds.map((fd) => fsp.readlink(`/proc/${s.pid}/fd/${fd}`).catch(() => '')));
+    expect(links.filter((l) => l.includes('sluice-mcp-spill'))).toEqual([]);
   });
 });
