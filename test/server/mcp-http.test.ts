@@ -115,4 +115,26 @@ describe('sluice serve /mcp over Streamable HTTP, with the SDK client', () => {
       await client.close();
     }
   });
+
+  it('reads an artifact of an earlier run after sluice serve restarts', async () => {
+    const dir = await tempDir();
+    const first = await serve(dir);
+    let hint: { filePath: string; offset: number };
+    try {
+      const { client } = await connectHttp(first);
+      hint = readHint(textOf(await client.callTool({ name: 'bash', arguments: { command: 'seq 1 5000' } })));
+      await client.close();
+    } finally {
+      expect(await first.stop()).toBe(0);
+    }
+    const second = await serve(dir);
+    try {
+      const { client } = await connectHttp(second);
+      const page = await client.callTool({ name: 'read', arguments: hint });
+      expect(textOf(page).split('\n')[0]).toBe(String(hint.offset + 1));
+      await client.close();
+    } finally {
+      expect(await second.stop()).toBe(0);
+    }
+  });
 });
