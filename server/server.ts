@@ -12,7 +12,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Engine } from '../engine/engine.js';
-import { BadMethodError, BadOptionError, ClosedError, NotFoundError } from '../engine/protocol/errors.js';
+import {
+  BadMethodError,
+  BadOptionError,
+  ClosedError,
+  NotFoundError,
+  ResourceLimitError,
+} from '../engine/protocol/errors.js';
 import { firstIssue } from '../engine/protocol/issues.js';
 import { MAX_TIMER_MS } from '../engine/protocol/limits.js';
 import { OPTIONAL_DEPENDENCIES, requireOptional } from '../engine/protocol/optional-dependencies.js';
@@ -255,6 +261,15 @@ export class SluiceServer {
           new m.McpHttpEndpoint(this.ctx.engine, {
             maxBodyBytes: this.options.maxBodyBytes,
             started: (handle, tool, session) => this.tracker.track(handle, tool, session),
+            // The same bound as POST /v1/calls: MCP calls count among the server's running calls.
+            admit: () => {
+              if (this.tracker.active >= this.options.maxActiveCalls) {
+                throw new ResourceLimitError(
+                  `${this.tracker.active} calls are running, the most this server runs at once`,
+                  { limit: this.options.maxActiveCalls },
+                );
+              }
+            },
           }),
       );
     }

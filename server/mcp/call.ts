@@ -87,6 +87,8 @@ async function reportProgress(
 
 /** What the caller of {@link callTool} may observe of a call. */
 export interface CallHooks {
+  /** Throws (a sluice error) to refuse a call before it starts: `sluice serve` bounds the calls it runs at once. */
+  admit?(): void;
   /** The call started (the HTTP server tracks it, so its API and web view show it). */
   started?(handle: CallHandle, tool: string): void;
   /** The call ended with this result. */
@@ -109,6 +111,7 @@ export async function callTool(
   const { name, arguments: args } = request.params;
   let handle: CallHandle;
   try {
+    hooks.admit?.();
     handle = engine.call(name, args ?? {}, { session, signal: extra.signal });
   } catch (err) {
     const e = toSluiceError(err);

@@ -27,6 +27,8 @@ export interface McpHttpOptions {
   maxSessions?: number;
   /** Called as each call starts, with the sluice session it is recorded in. */
   started?(handle: CallHandle, tool: string, session: string): void;
+  /** Throws to refuse a call before it starts. */
+  admit?(): void;
 }
 
 interface Session {
@@ -47,6 +49,7 @@ export class McpHttpEndpoint {
   private readonly maxBodyBytes: number;
   private readonly maxSessions: number;
   private readonly started: McpHttpOptions['started'];
+  private readonly admit: McpHttpOptions['admit'];
   private readonly sessions = new Map<string, Session>();
   private closing = false;
 
@@ -55,6 +58,7 @@ export class McpHttpEndpoint {
     this.maxBodyBytes = options.maxBodyBytes;
     this.maxSessions = options.maxSessions ?? 64;
     this.started = options.started;
+    this.admit = options.admit;
   }
 
   /** MCP sessions open now. */
@@ -91,6 +95,7 @@ export class McpHttpEndpoint {
     const server = createMcpServer(this.engine, {
       session,
       ...(started ? { started: (handle: CallHandle, tool: string) => started(handle, tool, session) } : {}),
+      ...(this.admit ? { admit: this.admit } : {}),
     });
     const entry: Session = { transport, server, lastUsed: Date.now() };
     transport.onclose = () => {

@@ -64,6 +64,8 @@ export interface McpServerOptions {
   session: string;
   /** Called as each call starts (`sluice serve` tracks MCP calls like its own). */
   started?(handle: CallHandle, tool: string): void;
+  /** Throws to refuse a call before it starts (`sluice serve`'s bound on calls at once); the client gets an MCP error with its code. */
+  admit?(): void;
 }
 
 /** An SDK server whose tools are `engine`'s, for one connection. */
@@ -81,6 +83,7 @@ export function createMcpServer(engine: Engine, options: McpServerOptions): Serv
     // The SDK's tools/call wrapper has checked it against CallToolRequestSchema (InvalidParams otherwise).
     callTool(engine, options.session, CallToolRequestSchema.parse(request), extra, {
       ...(options.started ? { started: options.started } : {}),
+      ...(options.admit ? { admit: options.admit } : {}),
       finished: (r) => resources.add(r),
     }),
   );

@@ -4,8 +4,12 @@
  * working read hints, progress arrives, a cancelled call leaves no process
  * and a recorded result the HTTP API shows, and a closed MCP session is gone.
  */
+import { join } from 'node:path';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Engine } from '../../engine/engine.js';
 import { DEFAULT_MAX_MODEL_BYTES } from '../../engine/presentation/options.js';
+import { startServer } from '../../server/server.js';
 import { waitNoProcess } from '../support/mcp.js';
 import {
   connectHttp,
@@ -136,5 +140,41 @@ describe('sluice serve /mcp over Streamable HTTP, with the SDK client', () => {
     } finally {
       expect(await second.stop()).toBe(0);
     }
+  });
+});
+
+describe("/mcp within the server's bounds", () => {
+  it('refuses a call past maxActiveCalls with ERESOURCELIMIT, counting MCP calls with the others', async () => {
+    const dir = await tempDir();
+    const engine = await Engine.open({ store: join(dir, 'store'), cwd: dir });
+    const token = 'a'.repeat(64);
+    const server = await startServer(engine, { token, port: 0, maxActiveCalls: 1 });
+    const marker = `60.${process.pid}${(Date.now() + 7) % 100000}`;
+    try {
+      const { client } = await connectHttp({ url: server.url, token } as Served);
+      const ac = new AbortController();
+      const running = client.callTool({ name: 'bash', arguments: { command: `sleep ${marker}` } }, undefined, {
+        signal: ac.signal,
+      });
+      const until = Date.now() + 10_000;
+      while (pidsWith(`sleep ${marker}`).length === 0 && Date.now() < until)
+        await new Promise((r) => setTimeout(r, 20));
+      const refused = await client.callTool({ name: 'bash', arguments: { command: 'true' } }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(McpError);
+      expect((refused as McpError).data).toMatchObject({ code: 'ERESOURCELIMIT' });
+      const http = await fetch(`${server.url}/v1/calls`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ tool: 'bash', args: { command: 'true' } }),
+      });
+      expect(http.status).toBe(429);
+      ac.abort();
+      await running.catch(() => {});
+      await client.close();
+    } finally {
+      await server.close();
+      await engine.close();
+    }
+    expect(pidsWith(`sleep ${marker}`)).toEqual([]);
   });
 });
