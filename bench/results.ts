@@ -32,6 +32,7 @@ export const BENCHMARKS = [
   'web-pager',
   'channel',
   'mcp',
+  'mcp-server',
   'scale',
   'sandbox',
   'pack-threshold',

@@ -51,6 +51,10 @@ const COMMANDS: Record<string, CommandEntry> = {
     summary: 'serve the HTTP API (calls, live events over SSE, reads, sessions) until SIGINT/SIGTERM/SIGHUP',
     load: () => import('./serve.js'),
   },
+  mcp: {
+    summary: 'serve MCP over stdio: bash, read, grep, plugins and MCP servers behind bounded results',
+    load: () => import('./mcp.js'),
+  },
   tools: {
     summary: 'list the tools a call can name, with descriptions and arguments (--json: their schemas)',
     load: () => import('./tools.js'),

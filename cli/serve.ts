@@ -36,7 +36,8 @@ const USAGE = `Usage: sluice serve [--port N] [--host ADDR] [--store DIR] [--con
 
 Serves the HTTP API (see docs/http.md) and the web view at / (docs/web.md):
 start calls, follow their live events as server-sent events, fetch results,
-cancel, read artifacts, list and replay sessions. Every request needs the
+cancel, read artifacts, list and replay sessions; MCP clients connect to
+/mcp (Streamable HTTP, see docs/mcp.md). Every request needs the
 bearer token, created on first start in <store>/server.token (mode 0600) and
 printed only then, with the web view's address carrying it (#token=...).
 

@@ -12,17 +12,28 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Engine } from '../engine/engine.js';
-import { BadMethodError, BadOptionError, ClosedError, NotFoundError } from '../engine/protocol/errors.js';
+import {
+  BadMethodError,
+  BadOptionError,
+  ClosedError,
+  NotFoundError,
+  ResourceLimitError,
+} from '../engine/protocol/errors.js';
 import { firstIssue } from '../engine/protocol/issues.js';
 import { MAX_TIMER_MS } from '../engine/protocol/limits.js';
+import { OPTIONAL_DEPENDENCIES, requireOptional } from '../engine/protocol/optional-dependencies.js';
 import { z } from '../engine/protocol/zod.js';
 import { PROTOCOL_VERSION } from '../engine/wire/schemas.js';
 import { bearerMatches } from './auth.js';
 import { HttpError, sendError } from './http.js';
+import type { McpHttpEndpoint } from './mcp/http.js';
 import { type RouteContext, route } from './routes.js';
 import { StoreSizeCache } from './store-size.js';
 import { CallTracker } from './tracker.js';
 import { isWebPath, serveWeb } from './web.js';
+
+/** Where the MCP endpoint is served (server/mcp/http.ts's MCP_PATH, here without loading the SDK). */
+const MCP_PATH = '/mcp';
 
 /** Port of `sluice serve` when none is given. */
 export const DEFAULT_PORT = 7433;
@@ -124,6 +135,8 @@ export class SluiceServer {
   /** Connections without an authenticated request yet, oldest first. */
   private readonly unauthenticated = new Set<Socket>();
   private closed: Promise<void> | undefined;
+  /** The `/mcp` endpoint, loaded with the MCP SDK on its first request. */
+  private mcp: Promise<McpHttpEndpoint> | undefined;
 
   private constructor(server: Server, engine: Engine, options: Resolved) {
     this.server = server;
@@ -221,6 +234,7 @@ export class SluiceServer {
         throw new HttpError(new ClosedError('the server is shutting down'), 503, { connection: 'close' });
       }
       const url = new URL(req.url ?? '/', 'http://sluice.invalid');
+      if (url.pathname === MCP_PATH) return await this.serveMcp(req, res, url);
       const method = req.method ?? 'GET';
       const found = route(method, url.pathname);
       if (!found) throw new NotFoundError(`no endpoint ${method} ${url.pathname} (see docs/http.md)`);
@@ -236,6 +250,30 @@ export class SluiceServer {
     } catch (err) {
       sendError(res, err);
     }
+  }
+
+  /** `/mcp`: the MCP server over Streamable HTTP (server/mcp/http.ts); EMISSINGDEP without the SDK. */
+  private async serveMcp(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    if (!this.mcp) {
+      requireOptional(OPTIONAL_DEPENDENCIES.mcp);
+      this.mcp = import('./mcp/http.js').then(
+        (m) =>
+          new m.McpHttpEndpoint(this.ctx.engine, {
+            maxBodyBytes: this.options.maxBodyBytes,
+            started: (handle, tool, session) => this.tracker.track(handle, tool, session),
+            // The same bound as POST /v1/calls: MCP calls count among the server's running calls.
+            admit: () => {
+              if (this.tracker.active >= this.options.maxActiveCalls) {
+                throw new ResourceLimitError(
+                  `${this.tracker.active} calls are running, the most this server runs at once`,
+                  { limit: this.options.maxActiveCalls },
+                );
+              }
+            },
+          }),
+      );
+    }
+    await (await this.mcp).handle(req, res, url);
   }
 
   /**
@@ -254,6 +292,8 @@ export class SluiceServer {
     this.stopping.abort();
     const stopped = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
+    // MCP sessions first: closing them aborts their calls, which then end like the others.
+    await (await this.mcp?.catch(() => undefined))?.close();
     const running = this.tracker.running();
     for (const c of running) c.handle.cancel('the server is shutting down');
     await Promise.all(running.map((c) => c.done));

@@ -35,12 +35,29 @@ export interface McpToolDef {
 
 /** The result of one MCP call, reduced to what a sluice completion carries. */
 export interface McpCallOutcome {
-  /** Text content items joined with `\n` (embedded text resources and resource links included). */
+  /** Text content items joined with `\n` (embedded text resources and resource links included); empty when `spilled`. */
   text: string;
+  /** A result too large to hold: its text is these parts, in a file the host thread keeps open (workers/mcp/spill.ts). */
+  spilled?: McpSpillRef;
   /** Images, audio and binary resources. */
   attachments: Attachment[];
   /** The server's `isError`: the call failed and `text` says why. */
   isError: boolean;
+}
+
+/**
+ * The text of a spilled result: `parts` in order, each a string or a span of
+ * JSON-escaped string bytes of the unlinked file open as `fd` in the host
+ * thread (the same process), identified by `dev` and `ino` so a reused
+ * descriptor number is never mistaken for it. The worker releases the
+ * host's descriptor with `release` once it has its own.
+ */
+export interface McpSpillRef {
+  token: string;
+  fd: number;
+  dev: number;
+  ino: number;
+  parts: Array<string | { start: number; end: number }>;
 }
 
 /** Data the host thread starts with. */
@@ -66,7 +83,8 @@ export type McpHostEvent =
 export type McpRequest =
   | { t: 'call'; id: string; server: string; tool: string; arguments: Record<string, unknown> }
   | { t: 'def'; id: string; server: string; tool: string }
-  | { t: 'cancel'; id: string };
+  | { t: 'cancel'; id: string }
+  | { t: 'release'; token: string };
 
 /** Host thread → call worker, on {@link replyChannel} of the request. */
 export type McpReply =

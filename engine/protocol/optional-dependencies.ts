@@ -20,12 +20,13 @@ export interface OptionalDependency {
 
 /** Every optional dependency, by the feature that needs it. */
 export const OPTIONAL_DEPENDENCIES = {
-  /** The MCP client (stdio transport) of `Engine.addMcpServer`, `--mcp` and `mcpServers` in `--config`. */
+  /** The MCP client (stdio transport) of `Engine.addMcpServer`, `--mcp` and `mcpServers` in `--config`; the MCP server of `sluice mcp` and `/mcp`. */
   mcp: {
     name: '@modelcontextprotocol/sdk',
     range: '^1.32.2',
     entry: '@modelcontextprotocol/sdk/client/index.js',
-    feature: 'MCP servers (Engine.addMcpServer, --mcp, "mcpServers" in --config)',
+    feature:
+      'MCP servers and clients (Engine.addMcpServer, --mcp, "mcpServers" in --config, sluice mcp, /mcp of sluice serve)',
   },
   /** The Prometheus text renderer of `GET /v1/metrics` (server/metrics.ts), loaded on the first scrape. */
   metrics: {

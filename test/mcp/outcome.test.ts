@@ -49,17 +49,26 @@ describe('MCP result mapping', () => {
 });
 
 describe('the MCP client stays off the main thread', () => {
-  it('no module under engine/ imports the MCP SDK: only workers/mcp/ does', async () => {
+  it('only workers/mcp/ imports the MCP SDK, and server/mcp/ its server side, loaded on demand', async () => {
     const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
     const offenders: string[] = [];
+    const eager: string[] = [];
     for (const dir of ['engine', 'cli', 'server', 'compaction', 'workers']) {
       const files = (await fsp.readdir(join(root, dir), { recursive: true })).map(String);
       for (const f of files.filter((n) => n.endsWith('.ts'))) {
         const text = await fsp.readFile(join(root, dir, f), 'utf8');
         const imports = /from '@modelcontextprotocol\/sdk/.test(text);
-        if (imports && !(dir === 'workers' && f.startsWith('mcp/'))) offenders.push(`${dir}/${f}`);
+        const client = /from '@modelcontextprotocol\/sdk\/client/.test(text);
+        // The MCP server (sluice mcp, /mcp) is a front end: it runs where requests arrive, never the client.
+        const serverSide = dir === 'server' && f.startsWith('mcp/') && !client;
+        if (imports && !(dir === 'workers' && f.startsWith('mcp/')) && !serverSide) offenders.push(`${dir}/${f}`);
+        // Outside server/mcp/, it is reached only by import(): a command or request that never uses MCP never loads it.
+        if (!(dir === 'server' && f.startsWith('mcp/')) && /^import [^t][^;]*from '[./]*(server\/)?mcp\//m.test(text)) {
+          eager.push(`${dir}/${f}`);
+        }
       }
     }
     expect(offenders).toEqual([]);
+    expect(eager).toEqual([]);
   });
 });

@@ -125,6 +125,16 @@ describe('installing the packed tarball into a new project', () => {
     });
   });
 
+  it('sluice mcp without the SDK exits 1 with EMISSINGDEP and its install command, writing nothing on stdout', async () => {
+    const failed = await run(join(app, 'node_modules', '.bin', 'sluice'), ['mcp'], { cwd: app }).catch(
+      (e: { code: number; stdout: string; stderr: string }) => e,
+    );
+    expect(failed).toMatchObject({ code: 1, stdout: '' });
+    expect((failed as { stderr: string }).stderr).toMatch(
+      /^EMISSINGDEP: .*sluice mcp.*npm install @modelcontextprotocol\/sdk@'\^1\.32\.2'\n$/,
+    );
+  });
+
   it('the sluice command runs from the install and prints the package version', async () => {
     const { stdout } = await run(join(app, 'node_modules', '.bin', 'sluice'), ['--version'], { cwd: app });
     expect(stdout).toBe(`${PACKAGE.version}\n`);

@@ -41,6 +41,13 @@ export async function hostCall(
   return r.outcome;
 }
 
+/** Tells the host thread of `hostId` that this thread has its own descriptor of spill file `token` (spill.ts). */
+export function hostRelease(hostId: string, token: string): void {
+  const requests = new BroadcastChannel(requestChannel(hostId));
+  requests.postMessage({ t: 'release', token } satisfies McpRequest);
+  requests.close();
+}
+
 /** The definition (JSON Schema) of an MCP tool, from the host thread of `hostId`. */
 export async function hostDef(
   hostId: string,

@@ -30,6 +30,7 @@ import {
 } from '../../engine/protocol/mcp.js';
 import { PROTOCOL_VERSION } from '../../engine/protocol/messages.js';
 import { Connection } from './connection.js';
+import { releaseSpill } from './spill.js';
 
 /** One configured server. */
 interface ServerState {
@@ -128,6 +129,10 @@ async function onControl(m: McpControl): Promise<void> {
 async function onRequest(m: McpRequest): Promise<void> {
   if (m.t === 'cancel') {
     inflight.get(m.id)?.abort(new CancelledError('cancelled by the caller'));
+    return;
+  }
+  if (m.t === 'release') {
+    releaseSpill(m.token);
     return;
   }
   if (seen.has(m.id)) return;

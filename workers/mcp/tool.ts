@@ -4,13 +4,15 @@
  * its own module instance, so `import.meta.url` says which tool it is. The
  * server's JSON Schema is checked in `prepare`, before approval of
  * `{ kind: 'mcp.call', … }`; the host thread makes the request and the
- * result is a full single output; `isError` is a failed call.
+ * result is a full single output (or, when too large to hold, streamed
+ * from the host thread's spill file); `isError` is a failed call.
  */
 import type { Attachment } from '../../engine/protocol/messages.js';
 import { z } from '../../engine/protocol/zod.js';
 import { type CompletionFields, complete, defineTool, type ToolContext, type ToolDefinition } from '../tool.js';
-import { hostCall, hostDef } from './client.js';
+import { hostCall, hostDef, hostRelease } from './client.js';
 import { type ArgsValidator, compileInputSchema } from './schema.js';
+import { openSpilled, writeSpilled } from './spill-read.js';
 
 const params = new URL(import.meta.url).searchParams;
 const hostId = params.get('h') ?? '';
@@ -72,15 +74,20 @@ const defined = defineTool({
           ),
       },
     );
-    const fields: CompletionFields = {
-      display: summary(Buffer.byteLength(outcome.text), outcome.attachments, outcome.isError),
+    const fields = (bytes: number): CompletionFields => ({
+      display: summary(bytes, outcome.attachments, outcome.isError),
       metadata: { mcp: { server, tool: toolName } },
-    };
-    if (outcome.attachments.length > 0) fields.attachments = outcome.attachments;
-    if (outcome.isError) {
-      return complete.full(outcome.text, { ...fields, status: 'failed', note: errorNote(outcome.text) });
+      ...(outcome.attachments.length > 0 ? { attachments: outcome.attachments } : {}),
+    });
+    const failed = (text: string) => (outcome.isError ? { status: 'failed' as const, note: errorNote(text) } : {});
+    if (outcome.spilled) {
+      // Too large to hold: streamed from the host's spill file into the output (spill-read.ts).
+      const fd = openSpilled(outcome.spilled);
+      hostRelease(hostId, outcome.spilled.token);
+      const { bytes, head } = await writeSpilled(outcome.spilled, fd, ctx.stream(), ctx.signal);
+      return complete.streamed({ ...fields(bytes), ...failed(head) });
     }
-    return complete.full(outcome.text, fields);
+    return complete.full(outcome.text, { ...fields(Buffer.byteLength(outcome.text)), ...failed(outcome.text) });
   },
 });
 

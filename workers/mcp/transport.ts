@@ -1,18 +1,22 @@
 /**
- * The stdio transport to one MCP server: the SDK's framing over a child in
- * its own process group. Not the SDK's `StdioClientTransport`: that kills
- * only its one pid, so the real server behind `npx -y …` outlives it; it
- * sends the server's stderr to ours; and an oversized message shows only as
- * a closed connection.
+ * The stdio transport to one MCP server: the SDK's message format framed
+ * by a line splitter linear in the bytes (a message past 1 MiB is spilled
+ * to a file, its large texts never held: spill.ts), over a child in its own
+ * process group. Not the SDK's `StdioClientTransport`: that kills only its
+ * one pid, so the real server behind `npx -y …` outlives it; it sends the
+ * server's stderr to ours; and an oversized message shows only as a closed
+ * connection.
  */
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { type JSONRPCMessage, JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
+import { LineSplitter } from '../../engine/protocol/line-splitter.js';
 import type { McpServerSpec } from '../../engine/protocol/mcp.js';
 import { prepareSandboxed, unconfined } from '../sandbox/prepare.js';
+import { SPILL_BYTES, SpillWriter } from './spill.js';
 
 /** Bytes of the server's stderr kept for error messages (the newest). */
 const STDERR_TAIL_BYTES = 2048;
@@ -46,7 +50,7 @@ export class GroupStdioTransport implements Transport {
 
   private readonly spec: McpServerSpec;
   private readonly hooks: TransportHooks;
-  private readonly buffer: ReadBuffer;
+  private readonly buffer: LineSplitter;
   private child: ChildProcessByStdio<Writable, Readable, Readable> | undefined;
   private stderr = '';
   /** Removes the server's limit cgroup once it has exited. */
@@ -58,8 +62,41 @@ export class GroupStdioTransport implements Transport {
   constructor(spec: McpServerSpec, hooks: TransportHooks) {
     this.spec = spec;
     this.hooks = hooks;
-    this.buffer = new ReadBuffer({ maxBufferSize: spec.maxMessageBytes });
+    this.buffer = new LineSplitter(spec.maxMessageBytes, SPILL_BYTES);
   }
+
+  private readonly sink = {
+    line: (bytes: Buffer) => {
+      if (this.oversized !== undefined) return;
+      try {
+        this.inbox.push(deserializeMessage(bytes.toString('utf8')));
+      } catch (err) {
+        // A malformed line is skipped; the next one may be fine.
+        this.onerror?.(err as Error);
+      }
+    },
+    spill: () => {
+      // A large message (a big tool result) is kept in a file, its large texts never in memory (spill.ts).
+      const w = new SpillWriter();
+      return {
+        write: (piece: Buffer) => w.write(piece),
+        end: () => {
+          if (this.oversized !== undefined) return w.discard();
+          try {
+            this.inbox.push(JSONRPCMessageSchema.parse(w.end()));
+          } catch (err) {
+            this.onerror?.(err as Error);
+          }
+        },
+        discard: () => w.discard(),
+      };
+    },
+    oversized: () => {
+      // One message is larger than the bound: the stream cannot be resynchronised, so end the connection.
+      this.oversized = this.spec.maxMessageBytes;
+      this.kill();
+    },
+  };
 
   /** The server's pid (= its process group id), while it runs. */
   get pid(): number | undefined {
@@ -129,26 +166,9 @@ export class GroupStdioTransport implements Transport {
   }
 
   private onData(chunk: Buffer): void {
-    try {
-      this.buffer.append(chunk);
-    } catch {
-      // One message is larger than the bound: the stream cannot be resynchronised, so end the connection.
-      this.oversized = this.spec.maxMessageBytes;
-      this.kill();
-      return;
-    }
-    for (;;) {
-      let message: JSONRPCMessage | null;
-      try {
-        message = this.buffer.readMessage();
-      } catch (err) {
-        // A malformed line is skipped; the next one may be fine.
-        this.onerror?.(err as Error);
-        continue;
-      }
-      if (message === null) break;
-      this.inbox.push(message);
-    }
+    if (this.oversized !== undefined) return;
+    this.buffer.push(chunk, this.sink);
+    if (this.oversized !== undefined) return;
     if (!this.delivering && this.inbox.length > 0) {
       this.delivering = true;
       queueMicrotask(() => this.deliver());
