@@ -37,24 +37,13 @@ import { Piscina } from 'piscina';
 import { Engine } from '../engine/engine.js';
 import { distPath } from '../engine/pool/dist-paths.js';
 import { passes, target } from './targets.js';
-import { envInt, median, report, tempDir } from './util.js';
+import { envInt, inFlight, median, report, tempDir } from './util.js';
 
 const CALLS = envInt('SLUICE_BENCH_CALLS', 5000);
 const IN_FLIGHT = 16;
 const WARMUP = envInt('SLUICE_BENCH_WARMUP', 8000);
 /** No-op calls published and recorded, 16 in flight: at least 3,000 per second. */
 const TARGET_PER_SEC = 3000;
-
-async function inFlight(n: number, one: (i: number) => Promise<void>): Promise<number> {
-  let next = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: IN_FLIGHT }, async () => {
-      while (next < n) await one(next++);
-    }),
-  );
-  return performance.now() - t0;
-}
 
 /** What one measured run gives: calls per second, and CPU µs per call of the process and of its main thread. */
 interface Measured {
@@ -84,7 +73,7 @@ async function measured(n: number, one: (i: number) => Promise<void>): Promise<M
   (globalThis as { gc?: () => void }).gc?.();
   const main0 = mainThreadMicros();
   const cpu0 = process.cpuUsage();
-  const ms = await inFlight(n, one);
+  const ms = await inFlight(n, IN_FLIGHT, one);
   const cpu = process.cpuUsage(cpu0);
   const main1 = mainThreadMicros();
   return {
@@ -97,7 +86,7 @@ async function measured(n: number, one: (i: number) => Promise<void>): Promise<M
 async function bare(): Promise<Measured> {
   const pool = new Piscina({ filename: distPath('bench/overhead-worker.js'), minThreads: 2, maxThreads: IN_FLIGHT });
   try {
-    await inFlight(WARMUP, async (i) => void (await pool.run(i)));
+    await inFlight(WARMUP, IN_FLIGHT, async (i) => void (await pool.run(i)));
     return await measured(CALLS, async (i) => void (await pool.run(i)));
   } finally {
     await pool.destroy();
@@ -129,7 +118,7 @@ async function sluice(dir: string, v: Variant): Promise<Measured & { failed: num
       const r = await engine.run(v.tool, { i }, options);
       if (r.status !== 'success') failed++;
     };
-    await inFlight(WARMUP, one);
+    await inFlight(WARMUP, IN_FLIGHT, one);
     const r = await measured(CALLS, (i) => one(i + 1_000_000));
     return { ...r, failed };
   } finally {

@@ -32,8 +32,8 @@ import { Engine } from '../engine/engine.js';
 import type { SandboxPolicy } from '../engine/protocol/sandbox.js';
 import { prepareSandboxed } from '../workers/sandbox/prepare.js';
 import { sandboxSupport } from '../workers/sandbox/support.js';
-import { check, passes, type Target, target } from './targets.js';
-import { envInt, median, report, tempDir } from './util.js';
+import { check, passes, reportParts, target } from './targets.js';
+import { envInt, inFlight, median, report, tempDir } from './util.js';
 
 const CALLS = 200;
 const IN_FLIGHT = 16;
@@ -43,18 +43,6 @@ const SLEEPS = envInt('SLUICE_BENCH_SLEEPS', 200);
 const SLEEP_S = 2;
 
 const r2 = (x: number) => Math.round(x * 100) / 100;
-
-/** Runs `n` jobs, `IN_FLIGHT` at a time; returns the wall ms. */
-async function inFlight(n: number, one: (i: number) => Promise<void>): Promise<number> {
-  let next = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: IN_FLIGHT }, async () => {
-      while (next < n) await one(next++);
-    }),
-  );
-  return performance.now() - t0;
-}
 
 /** What the bash tool does with a sandboxed call, without the engine: build, spawn, read both pipes, verdict, release. */
 function rawCall(policy: SandboxPolicy, cwd: string, command: string): Promise<void> {
@@ -85,7 +73,7 @@ function rawRound(policyFile: string, dir: string, part: 'raw' | 'raw-sleeps', r
 }
 
 async function engineRound(engine: Engine, round: number): Promise<number> {
-  return inFlight(CALLS, async (i) => {
+  return inFlight(CALLS, IN_FLIGHT, async (i) => {
     const r = await engine.run('bash', { command: `echo ${i}` }, { session: `s${round}-${i % 10}` });
     if (r.status !== 'success') throw new Error(r.model);
   });
@@ -200,7 +188,8 @@ if (mode === 'raw' || mode === 'raw-sleeps') {
   const [policyFile, dir, round] = rest as [string, string, string];
   const policy = JSON.parse(readFileSync(policyFile, 'utf8')) as SandboxPolicy;
   const t0 = performance.now();
-  if (mode === 'raw') await inFlight(CALLS, (i) => rawCall(policy, dir, `echo ${Number(round) * CALLS + i}`));
+  if (mode === 'raw')
+    await inFlight(CALLS, IN_FLIGHT, (i) => rawCall(policy, dir, `echo ${Number(round) * CALLS + i}`));
   else await Promise.all(Array.from({ length: SLEEPS }, () => rawCall(policy, dir, `sleep ${SLEEP_S}`)));
   process.stdout.write(`${performance.now() - t0}\n`);
 } else if (!sandboxSupport().available) {
@@ -215,18 +204,7 @@ if (mode === 'raw' || mode === 'raw-sleeps') {
   const tmp = tempDir('sluice-bench-sandbox-');
   try {
     const which = new Set(mode ? mode.split(',') : ['small', 'sleeps']);
-    const out: Record<string, unknown> = { bench: 'sandbox' };
-    const targets: Target[] = [];
-    const part = (name: string, r: { targets: Target[] }) => {
-      const { targets: own, ...rest } = r;
-      out[name] = rest;
-      targets.push(...own);
-    };
-    if (which.has('small')) part('small', await small(tmp.dir));
-    if (which.has('sleeps')) part('sleeps', await sleeps(tmp.dir));
-    out.targets = targets;
-    out.pass = passes(targets);
-    report(out);
+    await reportParts('sandbox', which, { small: () => small(tmp.dir), sleeps: () => sleeps(tmp.dir) });
   } finally {
     tmp.remove();
   }

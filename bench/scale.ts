@@ -34,8 +34,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Engine } from '../engine/engine.js';
 import { isSpawnHelperOf } from '../workers/spawner.js';
-import { passes, type Target, target } from './targets.js';
-import { envInt, median, report, tempDir } from './util.js';
+import { passes, reportParts, target } from './targets.js';
+import { envInt, inFlight, median, tempDir } from './util.js';
 
 const CALLS = 200;
 const IN_FLIGHT = 16;
@@ -45,25 +45,11 @@ const ROUNDS = envInt('SLUICE_BENCH_SCALE_ROUNDS', 3);
 const SLEEPS = envInt('SLUICE_BENCH_SLEEPS', 1000);
 const WARMUP_ROUNDS = Math.max(1, Math.ceil(envInt('SLUICE_BENCH_SCALE_WARMUP', 2000) / CALLS));
 
-/** Runs `n` jobs, `IN_FLIGHT` at a time; returns wall ms and each job's latency. */
-async function inFlight(
-  n: number,
-  one: (i: number) => Promise<void>,
-): Promise<{ wallMs: number; latencies: number[] }> {
-  let next = 0;
+/** `n` jobs, `IN_FLIGHT` at a time: the wall ms and each job's latency. */
+async function timed(n: number, one: (i: number) => Promise<void>): Promise<{ wallMs: number; latencies: number[] }> {
   const latencies: number[] = [];
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: IN_FLIGHT }, async () => {
-      while (next < n) {
-        const i = next++;
-        const s = performance.now();
-        await one(i);
-        latencies.push(performance.now() - s);
-      }
-    }),
-  );
-  return { wallMs: performance.now() - t0, latencies };
+  const wallMs = await inFlight(n, IN_FLIGHT, one, latencies);
+  return { wallMs, latencies };
 }
 
 function p99(xs: number[]): number {
@@ -83,7 +69,7 @@ function rawCall(): Promise<void> {
 }
 
 async function engineRound(engine: Engine, round: number) {
-  return inFlight(CALLS, async (i) => {
+  return timed(CALLS, async (i) => {
     const r = await engine.run('bash', { command: COMMAND }, { session: `s${round}-${i % SESSIONS}` });
     if (r.status !== 'success') throw new Error(r.model);
   });
@@ -97,11 +83,11 @@ async function small(dir: string) {
     // Warm: threads up, code optimised (see the module comment); the raw side runs as many calls.
     for (let w = 1; w <= WARMUP_ROUNDS; w++) {
       await engineRound(engine, -w);
-      await inFlight(CALLS, rawCall);
+      await timed(CALLS, rawCall);
     }
     const rows: Array<{ engineMs: number; rawMs: number; engineP99: number; rawP99: number }> = [];
     for (let round = 0; round < ROUNDS; round++) {
-      const raw = await inFlight(CALLS, rawCall);
+      const raw = await timed(CALLS, rawCall);
       const eng = await engineRound(engine, round);
       rows.push({ engineMs: eng.wallMs, rawMs: raw.wallMs, engineP99: p99(eng.latencies), rawP99: p99(raw.latencies) });
     }
@@ -294,7 +280,7 @@ async function sleeps(dir: string) {
 
 const [mode, arg] = process.argv.slice(2);
 if (mode === 'cold-raw') {
-  await inFlight(CALLS, rawCall);
+  await timed(CALLS, rawCall);
 } else if (mode === 'cold-engine') {
   const engine = await Engine.open({ store: join(arg as string, 'store') });
   await engineRound(engine, 0);
@@ -303,20 +289,11 @@ if (mode === 'cold-raw') {
   const tmp = tempDir('sluice-bench-scale-');
   try {
     const which = new Set(mode ? mode.split(',') : ['small', 'cold', 'sleeps']);
-    const out: Record<string, unknown> = { bench: 'scale' };
-    const targets: Target[] = [];
-    // Each part's figures under its name, its targets in the one list.
-    const part = (name: string, r: { targets: Target[] }) => {
-      const { targets: own, ...rest } = r;
-      out[name] = rest;
-      targets.push(...own);
-    };
-    if (which.has('small')) part('small', await small(tmp.dir));
-    if (which.has('cold')) part('cold', await cold(tmp.dir));
-    if (which.has('sleeps')) part('sleeps', await sleeps(tmp.dir));
-    out.targets = targets;
-    out.pass = passes(targets);
-    report(out);
+    await reportParts('scale', which, {
+      small: () => small(tmp.dir),
+      cold: () => cold(tmp.dir),
+      sleeps: () => sleeps(tmp.dir),
+    });
   } finally {
     tmp.remove();
   }

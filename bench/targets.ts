@@ -4,6 +4,7 @@
  * Each benchmark prints `targets` (a list of {@link Target}) and
  * `pass: passes(targets)`, built from the figures it measured.
  */
+import { report } from './util.js';
 
 /** How the figure must compare with the bound. */
 export type Comparison = '<' | '<=' | '>=';
@@ -60,4 +61,26 @@ export function check(id: string, text: string, holds: boolean): Target {
 /** Whether every target passed: a benchmark's `pass`. */
 export function passes(targets: readonly Target[]): boolean {
   return targets.every((t) => t.pass);
+}
+
+/**
+ * Runs the named parts of a benchmark that `which` lists, in order, and
+ * reports their figures under their names with one list of targets.
+ */
+export async function reportParts(
+  bench: string,
+  which: ReadonlySet<string>,
+  parts: Record<string, () => Promise<{ targets: Target[] }>>,
+): Promise<void> {
+  const out: Record<string, unknown> = { bench };
+  const targets: Target[] = [];
+  for (const [name, run] of Object.entries(parts)) {
+    if (!which.has(name)) continue;
+    const { targets: own, ...rest } = await run();
+    out[name] = rest;
+    targets.push(...own);
+  }
+  out.targets = targets;
+  out.pass = passes(targets);
+  return report(out);
 }

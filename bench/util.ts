@@ -76,3 +76,33 @@ export function* generatedChunks(line: (i: number) => string, bytes: number, chu
     yield buf;
   }
 }
+
+/**
+ * Runs jobs `0..n-1`, `width` at a time; resolves to the wall time in ms.
+ * With `latencies`, each job's own time is pushed there (left out otherwise:
+ * the overhead benchmark counts microseconds per call).
+ */
+export async function inFlight(
+  n: number,
+  width: number,
+  one: (i: number) => Promise<void>,
+  latencies?: number[],
+): Promise<number> {
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < n) {
+        const i = next++;
+        if (!latencies) {
+          await one(i);
+          continue;
+        }
+        const s = performance.now();
+        await one(i);
+        latencies.push(performance.now() - s);
+      }
+    }),
+  );
+  return performance.now() - t0;
+}

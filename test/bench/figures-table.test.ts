@@ -30,7 +30,7 @@ describe('the committed benchmark results', () => {
   it('every program in bench/ that reports a result is one npm run bench runs', () => {
     const reporting = readdirSync(join(ROOT, 'bench'))
       .filter((f) => f.endsWith('.ts'))
-      .filter((f) => /^\s*report\(/m.test(readFileSync(join(ROOT, 'bench', f), 'utf8')))
+      .filter((f) => /^\s*(?:await\s+)?report(?:Parts)?\(/m.test(readFileSync(join(ROOT, 'bench', f), 'utf8')))
       .map((f) => f.replace(/\.ts$/, ''));
     expect(reporting.sort()).toEqual([...BENCHMARKS].sort());
   });
