@@ -94,7 +94,7 @@ describe('cgroup v2 (a fake unified hierarchy)', () => {
     expect(group.holds).toEqual(['memory', 'processes']);
     expect(group.dirs).toHaveLength(1);
     const dir = group.dirs[0] as string;
-    expect(basename(dir)).toMatch(new RegExp(`^sluice-${process.pid}-\\d+$`));
+    expect(basename(dir)).toMatch(new RegExp(`^sluice-${process.pid}-\\d+-\\d+$`));
     const read = (f: string) => readFileSync(join(dir, f), 'utf8');
     expect(read('memory.max')).toBe(String(256 << 20));
     expect(read('memory.swap.max')).toBe('0');
@@ -181,17 +181,17 @@ describe('cgroup v2 (a fake unified hierarchy)', () => {
     const opts = v2Tree('memory pids');
     const dead = spawnSync('true').pid;
     const dirs = [
-      `sluice-${dead}-3`,
-      `sluice-${dead}-4`,
-      `sluice-${process.ppid}-1`,
-      `sluice-${process.pid}-1000`,
+      `sluice-${dead}-1-3`,
+      `sluice-${dead}-1-4`,
+      `sluice-${process.ppid}-1-1`,
+      `sluice-${process.pid}-1-1000`,
       'sluice-other',
     ];
     for (const d of dirs) fakeV2.mkdir(join(parent(), d));
     const child = spawn('sleep', ['30'], { stdio: 'ignore' });
     try {
-      writeFileSync(join(parent(), `sluice-${dead}-4`, 'cgroup.procs'), `${child.pid}\n`);
-      expect(reapStaleGroups(opts)).toEqual([join(parent(), `sluice-${dead}-3`)]);
+      writeFileSync(join(parent(), `sluice-${dead}-1-4`, 'cgroup.procs'), `${child.pid}\n`);
+      expect(reapStaleGroups(opts)).toEqual([join(parent(), `sluice-${dead}-1-3`)]);
       expect(ours().sort()).toEqual(dirs.slice(1).sort());
     } finally {
       child.kill('SIGKILL');
@@ -225,7 +225,7 @@ const real = detectCgroup();
 describe.runIf(real.kind === 'v1' && real.memory !== undefined)('cgroup v1 of this process (writable)', () => {
   it('removes an empty group a killed engine left', () => {
     const dead = spawnSync('true').pid;
-    const stale = join(real.memory as string, `sluice-${dead}-1`);
+    const stale = join(real.memory as string, `sluice-${dead}-0-1`);
     mkdirSync(stale);
     expect(reapStaleGroups()).toContain(stale);
     expect(existsSync(stale)).toBe(false);

@@ -12,6 +12,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { threadId } from 'node:worker_threads';
 import type { SandboxLimits } from '../../engine/protocol/sandbox.js';
 import type { CgroupLimit, SandboxedCommand } from './bwrap.js';
 
@@ -92,7 +93,7 @@ export interface LimitGroup {
 /** bwrap's outer process: outside the sandbox's PID namespace, inside its cgroup. */
 const BWRAP_PROCESSES = 1;
 
-const GROUP_NAME = /^sluice-(\d+)-(\d+)$/;
+const GROUP_NAME = /^sluice-(\d+)-\d+-(?:\d+|probe)$/;
 let serial = 0;
 const reaped = new Set<string>();
 
@@ -130,7 +131,7 @@ function under(...parts: string[]): string {
 
 /** Why no group can be made under `dir`, or undefined when one can (a probe, made and removed at once). */
 function canMakeChild(dir: string, pid: number, files: CgroupFiles): string | undefined {
-  const probe = join(dir, `sluice-${pid}-0`);
+  const probe = join(dir, `sluice-${pid}-${threadId}-probe`);
   try {
     files.mkdir(probe);
   } catch (err) {
@@ -318,7 +319,8 @@ export function openLimitGroup(limits: SandboxLimits | undefined, opts: CgroupOp
     reaped.add(reapKey);
     reapStaleGroups(opts);
   }
-  const name = `sluice-${o.pid}-${++serial}`;
+  // The thread's id too: every worker thread of the engine counts from 1 in its own copy of this module.
+  const name = `sluice-${o.pid}-${threadId}-${++serial}`;
   const dirs = new Map<string, CgroupLimit[]>();
   const made: string[] = [];
   const holds: CgroupLimit[] = [];
