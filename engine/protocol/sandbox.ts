@@ -70,6 +70,15 @@ export interface SandboxPolicy {
   limits?: SandboxLimits;
 }
 
+/**
+ * True when the allow-list entry `allowed` (a name, or `PREFIX*`) lets
+ * `name` through; `name` may itself be a pattern, as when a call's list is
+ * checked against its engine's.
+ */
+export function envAllows(allowed: string, name: string): boolean {
+  return allowed.endsWith('*') ? name.startsWith(allowed.slice(0, -1)) : allowed === name;
+}
+
 const path = z.string().min(1);
 const count = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, 'an environment variable name, or a PREFIX* pattern');

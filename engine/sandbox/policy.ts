@@ -8,7 +8,7 @@ import { isAbsolute, join, relative, resolve } from 'node:path';
 import { BadArgumentsError, BadOptionError, type SluiceError } from '../protocol/errors.js';
 import { firstIssue } from '../protocol/issues.js';
 import type { SandboxLimits, SandboxPolicy, SandboxSpec } from '../protocol/sandbox.js';
-import { sandboxSpecSchema } from '../protocol/sandbox.js';
+import { envAllows, sandboxSpecSchema } from '../protocol/sandbox.js';
 
 /** What a shell needs, and nothing that holds a credential (AWS_*, SLUICE_*, tokens). */
 export const DEFAULT_SANDBOX_ENV: readonly string[] = [
@@ -143,7 +143,7 @@ export function narrowSandbox(
   };
   const env = spec.env ?? engine.env;
   for (const name of env) {
-    if (!engine.env.some((allowed) => covers(allowed, name))) {
+    if (!engine.env.some((allowed) => envAllows(allowed, name))) {
       throw argsError(`the engine does not pass ${JSON.stringify(name)} into its sandbox`, 'env');
     }
   }
@@ -190,12 +190,6 @@ function real(path: string): string {
     const parent = resolve(path, '..');
     return parent === path ? path : join(real(parent), relative(parent, path));
   }
-}
-
-/** True when the allow-list entry `allowed` lets `name` (a name or a `PREFIX*` pattern) through. */
-function covers(allowed: string, name: string): boolean {
-  if (!allowed.endsWith('*')) return allowed === name;
-  return name.startsWith(allowed.slice(0, -1));
 }
 
 function unique(paths: string[]): string[] {

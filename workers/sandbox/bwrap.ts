@@ -13,7 +13,7 @@
 import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { UnsupportedPlatformError } from '../../engine/protocol/errors.js';
-import type { SandboxLimits, SandboxPolicy } from '../../engine/protocol/sandbox.js';
+import { envAllows, type SandboxLimits, type SandboxPolicy } from '../../engine/protocol/sandbox.js';
 
 export type { SandboxLimits, SandboxPolicy } from '../../engine/protocol/sandbox.js';
 
@@ -63,11 +63,9 @@ function real(path: string): string | undefined {
 
 /** The variables of `env` that `allowed` names (`PREFIX*` matches by prefix), in a stable order. */
 export function allowedEnv(allowed: readonly string[], env: NodeJS.ProcessEnv): [string, string][] {
-  const exact = new Set(allowed.filter((n) => !n.endsWith('*')));
-  const prefixes = allowed.filter((n) => n.endsWith('*')).map((n) => n.slice(0, -1));
   return Object.entries(env)
     .filter((e): e is [string, string] => e[1] !== undefined)
-    .filter(([name]) => exact.has(name) || prefixes.some((p) => name.startsWith(p)))
+    .filter(([name]) => allowed.some((a) => envAllows(a, name)))
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
