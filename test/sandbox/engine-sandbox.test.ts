@@ -71,6 +71,26 @@ describe.runIf(support.available)('bash under the engine sandbox', () => {
     expect(engine.tools().find((t) => t.name === 'read')?.description).not.toContain('sandbox');
   });
 
+  it('refuses a missing working directory with EBADARGS, as an unsandboxed call does', async () => {
+    const { engine, dir } = await openEngine({ sandbox: {} });
+    const r = await engine.run('bash', { command: 'true', cwd: join(dir, 'nowhere') });
+    expect(r.error).toMatchObject({ code: 'EBADARGS', details: { errno: 'ENOENT' } });
+  });
+
+  it('fails an MCP server it cannot sandbox, never starting it unconfined', async () => {
+    const { engine } = await openEngine({ sandbox: { filesystem: 'read-only' } });
+    const saved = process.env.PATH;
+    // bwrap looked up on this PATH: none there.
+    process.env.PATH = '/nonexistent';
+    try {
+      await expect(
+        engine.addMcpServer({ name: 'fx', command: process.execPath, args: ['-e', 'setInterval(() => {}, 1000)'] }),
+      ).rejects.toMatchObject({ message: expect.stringContaining('bwrap') });
+    } finally {
+      process.env.PATH = saved;
+    }
+  });
+
   it('cannot signal the engine process from inside', async () => {
     const { engine } = await openEngine({ sandbox: {} });
     const r = await engine.run('bash', { command: `kill -0 ${process.pid} && echo reached || echo refused` });

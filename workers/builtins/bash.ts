@@ -211,6 +211,10 @@ export default defineTool({
   async run(args, ctx) {
     const started = Date.now();
     const cwd = args.cwd ?? ctx.cwd;
+    // bwrap would report a missing directory as its own exit 1: say what is wrong, as a direct spawn does.
+    if (ctx.sandbox && !existsSync(cwd)) {
+      throw new BadArgumentsError(`the working directory ${JSON.stringify(cwd)} does not exist`, { errno: 'ENOENT' });
+    }
     // The sandbox's command, or bash itself; EUNSUPPORTED here means it must not run at all.
     const sandbox = ctx.sandboxed('bash', ['-c', args.command], cwd);
     let child: PipedProcess;

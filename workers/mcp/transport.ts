@@ -15,7 +15,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { type JSONRPCMessage, JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
 import { LineSplitter } from '../../engine/protocol/line-splitter.js';
 import type { McpServerSpec } from '../../engine/protocol/mcp.js';
-import { prepareSandboxed, unconfined } from '../sandbox/prepare.js';
+import { type PreparedSandbox, prepareSandboxed, unconfined } from '../sandbox/prepare.js';
 import { SPILL_BYTES, SpillWriter } from './spill.js';
 
 /** Bytes of the server's stderr kept for error messages (the newest). */
@@ -113,9 +113,15 @@ export class GroupStdioTransport implements Transport {
     if (this.child) throw new Error('the transport is already started');
     const env = { ...getDefaultEnvironment(), ...this.spec.env };
     // Under a sandbox, the command is bwrap's (EUNSUPPORTED here: the server never starts unconfined).
-    const sandbox = this.spec.sandbox
-      ? prepareSandboxed(this.spec.sandbox, this.spec.command, this.spec.args, this.spec.cwd, env)
-      : unconfined(this.spec.command, this.spec.args);
+    let sandbox: PreparedSandbox;
+    try {
+      sandbox = this.spec.sandbox
+        ? prepareSandboxed(this.spec.sandbox, this.spec.command, this.spec.args, this.spec.cwd, env)
+        : unconfined(this.spec.command, this.spec.args);
+    } catch (err) {
+      // A rejection like a failed spawn's, so the add fails the same way, naming what is missing.
+      return Promise.reject(err);
+    }
     this.releaseSandbox = sandbox.release;
     const child = spawn(sandbox.file, sandbox.args, {
       cwd: this.spec.cwd,
