@@ -97,6 +97,12 @@ export class BoundedStdioTransport implements Transport {
     }
     const message = r.data;
     if ('method' in message && 'id' in message) this.pending.add(JSON.stringify(message.id));
+    // The SDK sends no response to a cancelled request: without this, each cancel would count
+    // against maxPending for good, and after that many stdin would stay paused (EOF unheard).
+    else if ('method' in message && message.method === 'notifications/cancelled') {
+      const requestId = (message.params as { requestId?: unknown } | undefined)?.requestId;
+      if (requestId !== undefined) this.pending.delete(JSON.stringify(requestId));
+    }
     this.onmessage?.(message);
   }
 

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LineSplitter } from '../../engine/protocol/line-splitter.js';
+import { uniqueSleep, waitNoProcess } from '../support/engines.js';
 import { exited, MAIN, memoryOf, removeDirs, tempDir } from '../support/mcp-client.js';
 
 afterAll(removeDirs);
@@ -99,6 +100,35 @@ describe('sluice mcp with malformed input', () => {
     } finally {
       await r.close();
     }
+  });
+
+  it('does not count cancelled requests as waiting: 300 cancels later it still reads, answers and hears EOF', async () => {
+    const r = await raw();
+    const sleep = uniqueSleep();
+    try {
+      r.send(INIT);
+      await r.next(byId('init'));
+      r.send('{"jsonrpc":"2.0","method":"notifications/initialized"}');
+      // Past maxPending (256): each cancelled call gets no response, by the MCP spec.
+      for (let i = 0; i < 300; i++) {
+        r.send(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: i,
+            method: 'tools/call',
+            params: { name: 'bash', arguments: { command: sleep.command } },
+          }),
+        );
+        r.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: i } }));
+      }
+      // In a later read than the calls (a leak would have paused stdin by then); the pause cannot fail the test.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      r.send('{"jsonrpc":"2.0","id":"ping","method":"ping"}');
+      expect(await r.next(byId('ping'))).toMatchObject({ result: {} });
+    } finally {
+      await r.close();
+    }
+    expect(await waitNoProcess(sleep.marker)).toEqual([]);
   });
 
   it('a client that never reads stdout holds the server to bounded memory, and loses nothing', async () => {
