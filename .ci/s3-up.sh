@@ -13,22 +13,12 @@
 # of the daemons' logs, stops what it started and removes DIR.
 set -euo pipefail
 
-usage() { echo "usage: $0 DIR" >&2; exit 64; }
-[ $# -eq 1 ] && [ -n "$1" ] || usage
-here=$(cd "$(dirname "$0")" && pwd)
-D=$(realpath -m "$1")
-T0=$EPOCHREALTIME
-say() { printf 's3-up: %s\n' "$*" >&2; }
-elapsed() { awk -v a="$T0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
-
-missing=()
-for c in ceph-mon ceph-osd radosgw radosgw-admin ceph monmaptool ceph-authtool curl node; do
-  command -v "$c" >/dev/null || missing+=("$c")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  say "missing ${missing[*]} (Debian packages ceph-mon ceph-osd radosgw ceph-common curl)"
-  exit 3
-fi
+UP_NAME=s3-up
+UP_PACKAGES="ceph-mon ceph-osd radosgw ceph-common curl"
+# shellcheck source=.ci/up-common.sh
+. "$(dirname "$0")/up-common.sh"
+up_start "$@"
+up_need ceph-mon ceph-osd radosgw radosgw-admin ceph monmaptool ceph-authtool curl node
 # Daemons' admin sockets live under DIR, and a unix socket path has 108 bytes.
 if [ ${#D} -gt 80 ]; then say "directory path too long for admin sockets (${#D} > 80): $D"; exit 64; fi
 

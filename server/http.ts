@@ -50,6 +50,7 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = {
   EMISSINGDEP: 500,
   EUNSUPPORTED: 500,
   ELIMIT: 500,
+  EQUEUEFULL: 503,
 };
 
 /** An error with the HTTP status to answer it with (when not the code's usual one) and extra headers. */

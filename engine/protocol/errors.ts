@@ -33,6 +33,7 @@ export const ERROR_CODES = [
   'EMISSINGDEP',
   'EUNSUPPORTED',
   'ELIMIT',
+  'EQUEUEFULL',
 ] as const;
 
 /** One of {@link ERROR_CODES}. */
@@ -262,6 +263,17 @@ export class LimitExceededError extends SluiceError {
   }
 }
 
+/**
+ * A farm queue (engine/farm/) holds as many items as its bound allows and
+ * refused one more (`details.maxDepth`). Retryable: nothing already queued
+ * was lost, and the submission succeeds once workers have taken some.
+ */
+export class QueueFullError extends SluiceError {
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('EQUEUEFULL', message, details, options);
+  }
+}
+
 type ErrorClass = new (message: string, details?: Record<string, unknown>, options?: ErrorOptions) => SluiceError;
 
 const CLASSES: Record<ErrorCode, ErrorClass> = {
@@ -296,6 +308,7 @@ const CLASSES: Record<ErrorCode, ErrorClass> = {
   EMISSINGDEP: MissingDependencyError,
   EUNSUPPORTED: UnsupportedPlatformError,
   ELIMIT: LimitExceededError,
+  EQUEUEFULL: QueueFullError,
 };
 for (const [code, cls] of Object.entries(CLASSES)) CODE_OF.set(cls, code as ErrorCode);
 

@@ -9,7 +9,7 @@ import type { OutputDeclaration, PreviewMode } from './streams.js';
 import { z } from './zod.js';
 
 /** Version of the worker ↔ engine and wire contracts. Moves with any change to these shapes (see AGENTS.md). */
-export const PROTOCOL_VERSION = 5;
+export const PROTOCOL_VERSION = 6;
 
 export { MAX_CHUNK_BYTES, MIN_WINDOW_BYTES } from './limits.js';
 export { PORT_HANDSHAKE } from './port.js';

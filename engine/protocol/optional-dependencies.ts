@@ -35,6 +35,20 @@ export const OPTIONAL_DEPENDENCIES = {
     entry: 'prom-client',
     feature: 'Prometheus metrics (GET /v1/metrics of sluice serve)',
   },
+  /** The NATS connection of a farm queue (`nats://host:port/NAME`, engine/farm/nats.ts), loaded when a queue opens. */
+  queue: {
+    name: '@nats-io/transport-node',
+    range: '^3.4.0',
+    entry: '@nats-io/transport-node',
+    feature: 'Farm queues (nats://host:port/NAME, $SLUICE_QUEUE)',
+  },
+  /** The JetStream API over that connection (streams, the durable consumer, acks), loaded with it. */
+  queueJetstream: {
+    name: '@nats-io/jetstream',
+    range: '^3.4.0',
+    entry: '@nats-io/jetstream',
+    feature: 'Farm queues (nats://host:port/NAME, $SLUICE_QUEUE)',
+  },
   /** The S3 client of an S3 store (`--store s3://bucket/prefix`), loaded when such a store opens (store/s3/sdk.ts). */
   s3: {
     name: '@aws-sdk/client-s3',

@@ -1,8 +1,8 @@
 /**
  * A test run killed before its teardown is still cleaned up: the run
  * reaper (test/support/run-reaper.ts) waits for its runner's end through a
- * pipe, then stops the run's cluster (only the daemons naming its
- * ceph.conf) and removes the run's directory.
+ * pipe, then stops the run's cluster and queue server (only the daemons
+ * naming their config files) and removes the run's directory.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
@@ -39,16 +39,22 @@ async function until(check: () => Promise<boolean>): Promise<boolean> {
 }
 
 describe('the test run reaper', () => {
-  it("a runner killed by SIGKILL: its cluster's daemons are killed, a stranger is not, and the run's directory is removed", async () => {
+  it("a runner killed by SIGKILL: its cluster's daemons and queue server are stopped, a stranger is not, and the run's directory is removed", async () => {
     const runDir = await fsp.mkdtemp(join(tmpdir(), 'sluice-reaper-'));
     const s3 = join(runDir, 's3');
     await fsp.mkdir(join(s3, 'run'), { recursive: true });
     await fsp.writeFile(join(s3, '.sluice-s3'), '');
     const daemon = fakeDaemon(`fake-osd -c ${s3}/ceph.conf -i 0`);
+    const queue = join(runDir, 'queue');
+    await fsp.mkdir(queue, { recursive: true });
+    await fsp.writeFile(join(queue, '.sluice-queue'), '');
+    const server = fakeDaemon(`fake-nats-server -c ${queue}/nats.conf`);
     const stranger = fakeDaemon('fake-osd -c /elsewhere/ceph.conf -i 0');
     try {
       await until(async () => (await fsp.readFile(`/proc/${daemon.pid}/cmdline`, 'utf8')).includes('ceph.conf'));
       await fsp.writeFile(join(s3, 'run', 'osd.0.pid'), `${daemon.pid}\n`);
+      await until(async () => (await fsp.readFile(`/proc/${server.pid}/cmdline`, 'utf8')).includes('nats.conf'));
+      await fsp.writeFile(join(queue, 'nats.pid'), `${server.pid}\n`);
       // A pid file naming a process that is not this cluster's: never killed.
       await fsp.writeFile(join(s3, 'run', 'stale.pid'), `${stranger.pid}\n`);
 
@@ -75,14 +81,17 @@ describe('the test run reaper', () => {
             )),
         ),
       ).toBe(true);
-      await exited(daemon);
+      await Promise.all([exited(daemon), exited(server)]);
       expect(daemon.signalCode).toBe('SIGKILL');
+      // The queue server is asked first: SIGTERM lets a real one close its store.
+      expect(server.signalCode).toBe('SIGTERM');
       expect(await running(stranger.pid as number)).toBe(true);
       expect(await until(async () => !(await running(reaperPid)))).toBe(true);
     } finally {
       stranger.kill('SIGKILL');
       daemon.kill('SIGKILL');
-      await Promise.all([exited(stranger), exited(daemon)]);
+      server.kill('SIGKILL');
+      await Promise.all([exited(stranger), exited(daemon), exited(server)]);
       await fsp.rm(runDir, { recursive: true, force: true });
     }
     expect(await running(stranger.pid as number)).toBe(false);

@@ -1,28 +1,35 @@
 /**
  * What cleans up after a test run that never reached its teardown. vitest
  * stopped by SIGTERM or SIGKILL skips the global teardown, which would have
- * stopped the run's Ceph cluster (test/support/ceph.ts) and removed the run's
- * directory: the daemons went on running with nobody to stop them.
+ * stopped the run's Ceph cluster and queue server (test/support/service.ts)
+ * and removed the run's directory: the daemons went on running with nobody
+ * to stop them.
  *
  * The reaper is a shell of its own process group whose stdin is a pipe from
  * this process. When this process ends, however it ends, the kernel closes
  * the pipe's write end, the shell's `cat` reads end-of-file, and it runs
- * `.ci/s3-down.sh` on the run's cluster (a no-op when there is none; it kills
- * only daemons whose command line names that cluster's ceph.conf) and removes
- * the run's directory. No timer and no polling: the end of this process is
+ * `.ci/s3-down.sh` on the run's cluster and `.ci/queue-down.sh` on its queue
+ * server (each a no-op when there is none; each signals only daemons whose
+ * command line names that instance's config file) and removes the run's
+ * directory. No timer and no polling: the end of this process is
  * the signal. A teardown that did its work disarms the reaper.
  */
 import { spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { CEPH } from './ceph.js';
+import { NATS } from './queue.js';
+import { scriptPath, serviceDir } from './service.js';
 
-const DOWN = fileURLToPath(new URL('../../.ci/s3-down.sh', import.meta.url));
-
-/** How the reaper for `runDir` is started (its cluster at `runDir/s3`): exported for its test. */
+/** How the reaper for `runDir` is started (its cluster at `runDir/s3`, its queue server at `runDir/queue`): exported for its test. */
 export function reaperCommand(runDir: string): { file: string; args: string[] } {
+  const down = [CEPH, NATS].flatMap((svc) => [scriptPath(svc.down), serviceDir(svc, runDir)]);
   return {
     file: 'sh',
-    args: ['-c', 'cat >/dev/null; bash "$0" "$1" >/dev/null 2>&1; rm -rf "$2"', DOWN, join(runDir, 's3'), runDir],
+    args: [
+      '-c',
+      'cat >/dev/null; bash "$0" "$1" >/dev/null 2>&1; bash "$2" "$3" >/dev/null 2>&1; rm -rf "$4"',
+      ...down,
+      runDir,
+    ],
   };
 }
 

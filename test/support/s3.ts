@@ -33,8 +33,8 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { afterEach, beforeEach } from 'vitest';
-import { sharedCluster } from './ceph.js';
-import { reportNotRun, testRunDir } from './run.js';
+import { CEPH } from './ceph.js';
+import { resolveService, type ServiceGate } from './service.js';
 
 /** An S3 service the tests may use, and how to reach it. */
 export interface S3Service {
@@ -107,32 +107,26 @@ function fromEnv(env: Record<string, string | undefined>): S3Service {
   return { ...base, env: vars, client: new S3Client(clientConfig(base)) };
 }
 
-async function resolveService(): Promise<S3Service | undefined> {
-  // The SDK warns once per process that its 2027 releases want Node 22; it says nothing about the tests.
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-  const unavailable = process.env.SLUICE_TEST_S3_UNAVAILABLE;
-  if (unavailable) {
-    await reportNotRun('S3 suites', unavailable);
-    return undefined;
-  }
-  if (process.env.SLUICE_TEST_S3_ENDPOINT) return fromEnv(process.env);
-  const runDir = testRunDir();
-  if (!runDir) {
-    await reportNotRun('S3 suites', 'SLUICE_TEST_S3_ENDPOINT is not set and this vitest run has no global setup');
-    return undefined;
-  }
-  const cluster = await sharedCluster(runDir);
-  if ('reason' in cluster) {
-    await reportNotRun('S3 suites', cluster.reason);
-    return undefined;
-  }
+/** How the S3 suites find their service. */
+const GATE: ServiceGate<S3Service> = {
+  suites: 'S3 suites',
+  unavailable: 'SLUICE_TEST_S3_UNAVAILABLE',
+  present: 'SLUICE_TEST_S3_ENDPOINT',
+  fromEnv,
   // This test process now looks like CI's: code under test that reads the
   // standard variables (the SDK's default chain, a spawned engine host)
   // reaches the run's Ceph, never credentials a developer's shell had.
-  for (const k of VARIABLES) {
-    if (cluster.env[k] !== undefined) process.env[k] = cluster.env[k];
-  }
-  return fromEnv(cluster.env);
+  adopt(env) {
+    for (const k of VARIABLES) {
+      if (env[k] !== undefined) process.env[k] = env[k];
+    }
+  },
+};
+
+function resolveS3(): Promise<S3Service | undefined> {
+  // The SDK warns once per process that its 2027 releases want Node 22; it says nothing about the tests.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  return resolveService(CEPH, GATE);
 }
 
 let service: Promise<S3Service | undefined> | undefined;
@@ -144,7 +138,7 @@ let service: Promise<S3Service | undefined> | undefined;
  * The first call in a process may take a few seconds (a Ceph start).
  */
 export function s3Service(): Promise<S3Service | undefined> {
-  service ??= resolveService();
+  service ??= resolveS3();
   return service;
 }
 
