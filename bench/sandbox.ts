@@ -14,9 +14,14 @@
  *   its spawn helper (posix_spawn), so it may come in below 1x.
  * - sleeps: 200 concurrent sandboxed `sleep 2` calls, the engine's
  *   concurrency letting all run at once: all succeed within 4 s (2x the
- *   sleep). The same sleeps spawned raw at once (from a process of their
- *   own) are printed beside it: every bwrap start costs CPU, so on a busy
- *   2-core machine the raw side alone can take longer than 4 s.
+ *   sleep). Beside it, the same sleeps started raw at once by a `sh` loop
+ *   (a spawner cheaper than any Node process), with and without bwrap, in
+ *   a cpuacct cgroup of their own where one can be made (root, cgroup
+ *   v1): their wall and the CPU each spawn took, every process of it
+ *   counted. Spawning is CPU-bound, so no runner finishes before
+ *   `floorMs`, the raw bwrap spawns' CPU spread over every core plus the
+ *   sleep; where that floor is above 4 s, bwrap and the kernel miss the
+ *   target on this machine, whatever the engine does.
  *
  * Without a working bwrap it prints why and keeps no result.
  *
@@ -25,7 +30,8 @@
  *   (default 200)
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Engine } from '../engine/engine.js';
@@ -65,11 +71,46 @@ function rawCall(policy: SandboxPolicy, cwd: string, command: string): Promise<v
  * engines and their threads) every raw spawn would copy their page tables,
  * a cost the engine's spawn helper never pays.
  */
-function rawRound(policyFile: string, dir: string, part: 'raw' | 'raw-sleeps', round = 0): number {
-  const out = execFileSync(process.execPath, [fileURLToPath(import.meta.url), part, policyFile, dir, String(round)], {
+function rawRound(policyFile: string, dir: string, round: number): number {
+  const out = execFileSync(process.execPath, [fileURLToPath(import.meta.url), 'raw', policyFile, dir, String(round)], {
     encoding: 'utf8',
   });
   return Number(out.trim());
+}
+
+/** What a raw `sh` loop of spawns measured; `cpuMs` is null where no cpuacct group could be made. */
+interface LoopRound {
+  wallMs: number;
+  cpuMs: number | null;
+}
+
+const CPUACCT = '/sys/fs/cgroup/cpuacct';
+
+/**
+ * `file args` started `count` times at once by `/bin/sh` (one fork each,
+ * then exec), waited for all; inside a cpuacct group when one can be made,
+ * so the CPU of every process (bwrap, its namespaces' setup and teardown
+ * in the exiting processes, bash, the sleep) is counted, not only what
+ * /proc's tick-sampled times of reaped children would show.
+ */
+function loopRound(file: string, args: readonly string[], count: number, cwd: string): LoopRound {
+  let group: string | undefined = join(CPUACCT, `sluice-bench-${process.pid}-${Date.now()}`);
+  try {
+    mkdirSync(group);
+  } catch {
+    group = undefined;
+  }
+  const join_ = group ? `echo $$ > "${group}/cgroup.procs" || exit 1; ` : '';
+  const script = `${join_}n=$1; shift; i=0; while [ "$i" -lt "$n" ]; do "$@" >/dev/null 2>&1 & i=$((i+1)); done; wait`;
+  try {
+    const t0 = performance.now();
+    execFileSync('/bin/sh', ['-c', script, 'sh', String(count), file, ...args], { cwd, stdio: 'ignore' });
+    const wallMs = performance.now() - t0;
+    const cpuMs = group ? Number(readFileSync(join(group, 'cpuacct.usage'), 'utf8')) / 1e6 : null;
+    return { wallMs, cpuMs };
+  } finally {
+    if (group) rmdirSync(group);
+  }
 }
 
 async function engineRound(engine: Engine, round: number): Promise<number> {
@@ -88,7 +129,7 @@ async function small(dir: string) {
     if (!policy) throw new Error('a sandboxed engine ran a call unconfined');
     const policyFile = join(dir, 'policy.json');
     writeFileSync(policyFile, JSON.stringify(policy));
-    const raw = (round: number) => rawRound(policyFile, dir, 'raw', round);
+    const raw = (round: number) => rawRound(policyFile, dir, round);
     for (let w = 1; w <= WARMUP_ROUNDS; w++) {
       await engineRound(sandboxed, -w);
       await engineRound(plain, -w);
@@ -149,9 +190,16 @@ async function sleeps(dir: string) {
     const wallMs = performance.now() - t0;
     const failed = results.filter((r) => r.status !== 'success' || !r.sandbox).length;
     // For comparison: the same sleeps spawned raw at once, to tell the engine from the machine's bwrap start-ups.
-    const policyFile = join(dir, 'sleeps-policy.json');
-    writeFileSync(policyFile, JSON.stringify(results[0]?.sandbox));
-    const rawMs = rawRound(policyFile, dir, 'raw-sleeps');
+    const policy = results[0]?.sandbox;
+    if (!policy) throw new Error('a sandboxed engine ran a call unconfined');
+    const cmd = prepareSandboxed(policy, 'bash', ['-c', `sleep ${SLEEP_S}`], dir);
+    const raw = loopRound(cmd.file, cmd.args, SLEEPS, dir);
+    await cmd.release();
+    const bash = loopRound('bash', ['-c', `sleep ${SLEEP_S}`], SLEEPS, dir);
+    const cores = availableParallelism();
+    const perSpawn = (r: LoopRound) => (r.cpuMs === null ? null : r2(r.cpuMs / SLEEPS));
+    // The least wall any runner of these sleeps can have: its spawns' CPU on every core at once, then the sleep.
+    const floorMs = raw.cpuMs === null ? null : raw.cpuMs / cores + SLEEP_S * 1000;
     const targets = [
       target(
         'sandbox.sleeps-wall',
@@ -171,8 +219,14 @@ async function sleeps(dir: string) {
     return {
       calls: SLEEPS,
       wallMs: Math.round(wallMs),
-      rawBwrapMs: Math.round(rawMs),
-      wallRatioToRaw: r2(wallMs / rawMs),
+      rawBwrapMs: Math.round(raw.wallMs),
+      wallRatioToRaw: r2(wallMs / raw.wallMs),
+      rawBwrapCpuMsPerSpawn: perSpawn(raw),
+      rawBashMs: Math.round(bash.wallMs),
+      rawBashCpuMsPerSpawn: perSpawn(bash),
+      cores,
+      floorMs: floorMs === null ? null : Math.round(floorMs),
+      floorRatioToSleep: floorMs === null ? null : r2(floorMs / (SLEEP_S * 1000)),
       failed,
       threads: engine.threads,
       pass: passes(targets),
@@ -184,13 +238,11 @@ async function sleeps(dir: string) {
 }
 
 const [mode, ...rest] = process.argv.slice(2);
-if (mode === 'raw' || mode === 'raw-sleeps') {
+if (mode === 'raw') {
   const [policyFile, dir, round] = rest as [string, string, string];
   const policy = JSON.parse(readFileSync(policyFile, 'utf8')) as SandboxPolicy;
   const t0 = performance.now();
-  if (mode === 'raw')
-    await inFlight(CALLS, IN_FLIGHT, (i) => rawCall(policy, dir, `echo ${Number(round) * CALLS + i}`));
-  else await Promise.all(Array.from({ length: SLEEPS }, () => rawCall(policy, dir, `sleep ${SLEEP_S}`)));
+  await inFlight(CALLS, IN_FLIGHT, (i) => rawCall(policy, dir, `echo ${Number(round) * CALLS + i}`));
   process.stdout.write(`${performance.now() - t0}\n`);
 } else if (!sandboxSupport().available) {
   const why = sandboxSupport().bwrap.error ?? 'bwrap cannot build a sandbox here';

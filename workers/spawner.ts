@@ -13,12 +13,13 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { accessSync, constants, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { resolve as absolutePath, isAbsolute } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { ToolFailedError } from '../engine/protocol/errors.js';
+import { executableFile } from './executable.js';
 import { helperEnv } from './helper-env.js';
 import { killMarked } from './spawn-mark.js';
 
@@ -95,15 +96,6 @@ export function isSpawnHelperOf(cmdline: string, enginePid: number): boolean {
 
 const PYTHON_HELPER = fileURLToPath(new URL('./spawn-helper.py', import.meta.url));
 const PYTHON_CANDIDATES = ['/usr/bin/python3', '/usr/local/bin/python3', '/bin/python3'];
-
-function executableFile(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
-}
 
 /**
  * The interpreter for the Python helper, or undefined for the Node one.

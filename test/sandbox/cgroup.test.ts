@@ -20,6 +20,7 @@ import {
 } from '../../workers/sandbox/cgroup.js';
 import { prepareSandboxed } from '../../workers/sandbox/prepare.js';
 import { limitsPolicy } from './policy.js';
+import { runsIf } from './skipped.js';
 
 /** The pids listed in a group's cgroup.procs that are still running. */
 function livePids(dir: string): number[] {
@@ -222,7 +223,13 @@ describe('detection', () => {
 });
 
 const real = detectCgroup();
-describe.runIf(real.kind === 'v1' && real.memory !== undefined)('cgroup v1 of this process (writable)', () => {
+describe.runIf(
+  runsIf(
+    real.kind === 'v1' && real.memory !== undefined,
+    'the writable cgroup v1 test',
+    `kind ${real.kind}${real.reasons.length > 0 ? `; ${real.reasons.join('; ')}` : ''}`,
+  ),
+)('cgroup v1 of this process (writable)', () => {
   it('removes an empty group a killed engine left', () => {
     const dead = spawnSync('true').pid;
     const stale = join(real.memory as string, `sluice-${dead}-0-1`);

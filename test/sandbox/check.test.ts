@@ -10,6 +10,7 @@ import { renderSandboxSupport } from '../../cli/sandbox.js';
 import { onPath } from '../../workers/sandbox/bwrap.js';
 import { type SandboxSupport, sandboxSupport } from '../../workers/sandbox/support.js';
 import { cleanupDirs, MAIN, ROOT, sluice, tempDir } from '../cli/helpers.js';
+import { runsIf } from './skipped.js';
 
 afterEach(cleanupDirs);
 
@@ -56,20 +57,23 @@ describe('sluice sandbox check', () => {
     });
   });
 
-  it.runIf(runuser !== undefined)('as nobody: no writable cgroup, memory and processes only enforced', () => {
-    const r = spawnSync(
-      runuser as string,
-      ['-u', 'nobody', '--', process.execPath, MAIN, 'sandbox', 'check', '--json'],
-      {
-        encoding: 'utf8',
-        cwd: '/',
-      },
-    );
-    const report = JSON.parse(r.stdout);
-    expect(report).toMatchObject({ uid: 65534, cgroup: { memory: false, pids: false } });
-    if (report.prlimit) expect(report.limits).toMatchObject({ memory: 'enforced', processes: 'enforced' });
-    expect(r.status).toBe(report.available ? 0 : 1);
-  });
+  it.runIf(runsIf(runuser !== undefined, 'sandbox check as nobody', 'it needs root and runuser to become nobody'))(
+    'as nobody: no writable cgroup, memory and processes only enforced',
+    () => {
+      const r = spawnSync(
+        runuser as string,
+        ['-u', 'nobody', '--', process.execPath, MAIN, 'sandbox', 'check', '--json'],
+        {
+          encoding: 'utf8',
+          cwd: '/',
+        },
+      );
+      const report = JSON.parse(r.stdout);
+      expect(report).toMatchObject({ uid: 65534, cgroup: { memory: false, pids: false } });
+      if (report.prlimit) expect(report.limits).toMatchObject({ memory: 'enforced', processes: 'enforced' });
+      expect(r.status).toBe(report.available ? 0 : 1);
+    },
+  );
 
   it('wants the action: none or another is a usage error (exit 2)', async () => {
     const dir = await tempDir();

@@ -104,6 +104,13 @@ describe.runIf(bwrapWorks() && PYTHON !== undefined)('sandbox limits (real bwrap
       }
 
       const viaCgroup = user.root && cgroupLimits;
+      if (cgroupLimits && !user.root) {
+        console.info(`cgroup limit tests as ${user.name} did not run: v1 groups are made only by root here`);
+      }
+      if (user.root)
+        console.info(
+          `RLIMIT fallback tests as ${user.name} did not run: they are for a user other than root (RLIMIT_NPROC never holds for root)`,
+        );
 
       it.runIf(viaCgroup)('ends a 2 GiB allocation under 256 MiB with the memory verdict (cgroup)', async () => {
         const r = await run('python', 'b = bytearray(2 << 30)', { memoryBytes: 256 << 20 });

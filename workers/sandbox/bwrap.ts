@@ -10,10 +10,11 @@
  * {@link processLimitWorks}). A limit a cgroup holds gets no RLIMIT: one
  * beside it would fail the program first with an unattributable error.
  */
-import { accessSync, constants, realpathSync, statSync } from 'node:fs';
+import { realpathSync, type Stats, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { UnsupportedPlatformError } from '../../engine/protocol/errors.js';
 import { envAllows, type SandboxLimits, type SandboxPolicy } from '../../engine/protocol/sandbox.js';
+import { executableFile } from '../executable.js';
 
 export type { SandboxLimits, SandboxPolicy } from '../../engine/protocol/sandbox.js';
 
@@ -32,16 +33,25 @@ export interface SandboxCommandOptions {
   readonly cgroup?: readonly CgroupLimit[];
 }
 
-/** The first executable `name` on `PATH`, or undefined. */
+/** Where {@link onPath} last found a name on a PATH: every sandboxed spawn asks for bwrap again. */
+const found = new Map<string, string>();
+
+/**
+ * The first executable `name` on `PATH`, or undefined. A hit is remembered
+ * per PATH and checked again (one access call) instead of walking PATH on
+ * every spawn; a program that went away is looked up afresh.
+ */
 export function onPath(name: string, path = process.env.PATH ?? ''): string | undefined {
+  const key = `${name}\0${path}`;
+  const known = found.get(key);
+  if (known !== undefined && executableFile(known)) return known;
+  found.delete(key);
   for (const dir of path.split(delimiter)) {
     if (!dir) continue;
     const candidate = join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      if (statSync(candidate).isFile()) return candidate;
-    } catch {
-      // Not here.
+    if (executableFile(candidate)) {
+      found.set(key, candidate);
+      return candidate;
     }
   }
   return undefined;
@@ -52,13 +62,25 @@ export function processLimitWorks(uid = process.getuid?.() ?? 0): boolean {
   return uid !== 0;
 }
 
-/** `path` with its symlinks resolved, or undefined when it does not exist. */
-function real(path: string): string | undefined {
+/**
+ * `path` with its symlinks resolved and what it is, or undefined when it
+ * does not exist. Most default hidden paths are absent on a given machine:
+ * a stat that returns undefined costs no thrown error, and the native
+ * realpath one call rather than an lstat per component (every sandboxed
+ * spawn resolves them on the worker thread).
+ */
+function resolved(path: string): { path: string; stats: Stats } | undefined {
   try {
-    return realpathSync(path);
+    const stats = statSync(path, { throwIfNoEntry: false });
+    return stats ? { path: realpathSync.native(path), stats } : undefined;
   } catch {
+    // EACCES and the like: what the engine's user cannot reach, its sandbox cannot either.
     return undefined;
   }
+}
+
+function real(path: string): string | undefined {
+  return resolved(path)?.path;
 }
 
 /** The variables of `env` that `allowed` names (`PREFIX*` matches by prefix), in a stable order. */
@@ -127,9 +149,9 @@ export function sandboxCommand(
   }
   // Last: a hidden path stays hidden inside a writable one (the store under the workspace).
   for (const p of policy.hidden) {
-    const r = real(p);
+    const r = resolved(p);
     if (!r) continue;
-    out.push(...(statSync(r).isDirectory() ? ['--tmpfs', r] : ['--ro-bind', '/dev/null', r]));
+    out.push(...(r.stats.isDirectory() ? ['--tmpfs', r.path] : ['--ro-bind', '/dev/null', r.path]));
   }
   out.push('--unshare-all', ...(policy.network === 'on' ? ['--share-net'] : []));
   out.push('--die-with-parent', '--cap-drop', 'ALL', '--chdir', dir, '--clearenv');
