@@ -32,8 +32,6 @@ import { assertSpawnSettings } from './processes/spawn-settings.js';
 import { startWatchdog, type Watchdog } from './processes/watchdog.js';
 import type { Registry, ToolInfo } from './registry.js';
 import type { CallEvent, TerminalResult } from './result.js';
-import { describeSandbox } from './sandbox/describe.js';
-import { narrowSandbox } from './sandbox/policy.js';
 import type {
   GcOptions,
   GcReport,
@@ -216,7 +214,7 @@ export class Engine {
         register: (module, overrides) => this.registry.register(this.pool, module, 'mcp', overrides),
         tools: () => this.registry.list(),
         unregister: (name) => this.registry.unregister(name),
-        sandboxOf: (spec) => narrowSandbox(this.options.sandbox, spec, this.options.sandboxContext),
+        sandboxOf: (spec) => this.runtime.narrowSandbox(this.options.sandbox, spec, this.options.sandboxContext),
       });
       return this.mcp;
     });
@@ -229,7 +227,7 @@ export class Engine {
     const sandbox = this.options.sandbox;
     if (!sandbox) return tools;
     // The model reads the description: it should know what the sandbox will refuse before it tries.
-    const note = describeSandbox(sandbox);
+    const note = this.runtime.describeSandbox(sandbox);
     return tools.map((t) => (runsUnderSandbox(t) ? { ...t, description: `${t.description} ${note}` } : t));
   }
 
