@@ -73,4 +73,11 @@ describe('Engine.open', () => {
     expect(graph).not.toContain('engine/protocol/zod.ts');
     expect(graph).not.toContain('engine/runtime.ts');
   });
+
+  it('sluice run, mcp and tools reach no zod before they open their engine (a --config file loads its schemas itself)', () => {
+    const graph = reachable(['cli/main.ts', 'cli/run.ts', 'cli/mcp.ts', 'cli/tools.ts']);
+    expect(graph).toContain('cli/config.ts');
+    expect(graph).not.toContain('cli/config-file.ts');
+    expect(graph).not.toContain('engine/protocol/zod.ts');
+  });
 });
