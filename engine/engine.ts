@@ -138,8 +138,10 @@ export class Engine {
     // thread until the child has exec'd, so it is cheapest before any worker thread exists.
     const watchdog = startWatchdog('');
     // The first worker is the slowest part of opening: it boots on another core while this thread loads the rest.
+    // Shared threads import bash while their first task is on its way: most first calls are bash.
+    const preload = init.builtins !== false ? { preload: [builtinTool('bash')] } : {};
     const early = earlyPoolOptions(settings);
-    let pool = early ? new WorkerPool(early) : undefined;
+    let pool = early ? new WorkerPool({ ...early, ...preload }) : undefined;
     let store: Store | undefined;
     try {
       const runtime = await import('./runtime.js');
@@ -149,7 +151,7 @@ export class Engine {
         cwd: process.cwd(),
         storeRoot: location.kind === 'directory' ? location.dir : location.localDir,
       });
-      const wanted = poolOptionsOf(options);
+      const wanted = { ...poolOptionsOf(options), ...preload };
       if (pool && !samePoolOptions(pool.options, wanted)) {
         await pool.close();
         pool = undefined;

@@ -36,6 +36,8 @@ export interface PoolOptions {
   maxOldGenerationSizeMb: number;
   /** Milliseconds an idle thread is kept. */
   idleTimeout: number;
+  /** Tool modules each shared thread imports as it starts, before its first task arrives (workers/entry.ts). */
+  preload?: readonly string[];
 }
 
 /** Most calls an engine may run at once (the `concurrency` option's upper bound). */
@@ -197,6 +199,7 @@ export class WorkerPool {
       maxThreads: opts.threads,
       concurrentTasksPerWorker: opts.callsPerThread,
       loadBalancer: spreadBalancer(spread, opts.callsPerThread, opts.threads),
+      ...(opts.preload?.length ? { workerData: { preload: [...opts.preload] } } : {}),
     });
   }
 
@@ -205,6 +208,7 @@ export class WorkerPool {
     maxThreads: number;
     concurrentTasksPerWorker: number;
     loadBalancer?: PiscinaLoadBalancer;
+    workerData?: { preload: string[] };
   }): PiscinaPool {
     const p = new Piscina({
       filename: workerEntry(),
