@@ -9,6 +9,7 @@ import { createReadStream, promises as fsp } from 'node:fs';
 import { type BatchResult, batchFailed } from '../engine/batch/batch.js';
 import { lines } from '../engine/batch/lines.js';
 import { Engine } from '../engine/engine.js';
+import { MAX_CONCURRENCY } from '../engine/pool/pool.js';
 import { BadArgumentsError, NotFoundError } from '../engine/protocol/errors.js';
 import type { OutputRef } from '../engine/result.js';
 import { signalExitCode } from '../engine/signals.js';
@@ -40,7 +41,7 @@ terminal result, or { "id", "index", "error" } for a line that is not a call
 number minus one; blank lines are skipped.
 
   FILE              JSON lines; an id is [A-Za-z0-9][A-Za-z0-9._:-]{0,127} or an integer
-  --concurrency N   calls running at once (default: the engine's concurrency)
+  --concurrency N   calls running at once, at most 1024 (default: the engine's concurrency)
   --session ID      record calls in session ID (a line's own "session" wins); with a
                     session, ids that already have a recorded outcome (not cancelled)
                     are skipped and their recorded results written with "resumed": true
@@ -107,6 +108,10 @@ export const command: Command = {
     const file = positionals[0] as string;
     const concurrency = parseCount('concurrency', values.concurrency);
     if (concurrency === 0) throw new BadArgumentsError('--concurrency must be at least 1, got "0"');
+    // More than an engine runs at once would only queue: refused rather than quietly run narrower.
+    if (concurrency !== undefined && concurrency > MAX_CONCURRENCY) {
+      throw new BadArgumentsError(`--concurrency must be at most ${MAX_CONCURRENCY}, got "${concurrency}"`);
+    }
     if (file !== '-') {
       const st = await fsp.stat(file).catch(() => undefined);
       if (!st) throw new NotFoundError(`no such batch file: ${file}`, { path: file });
@@ -120,7 +125,7 @@ export const command: Command = {
     const engine = await Engine.open({
       ...extra.engine,
       ...(values.store ? { store: values.store } : {}),
-      ...(concurrency !== undefined ? { concurrency: Math.min(concurrency, 1024) } : {}),
+      ...(concurrency !== undefined ? { concurrency } : {}),
     });
     const stop = new AbortController();
     let first: NodeJS.Signals | undefined;

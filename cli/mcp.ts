@@ -52,7 +52,7 @@ Add it to a host with: claude mcp add sluice -- npx sluice mcp
   --network MODE  off (the default in a sandbox) or on
   --max-lines N   lines of each stream's preview in the model view (default 2000)
   --max-bytes N   UTF-8 bytes of each stream's preview (default 51200)
-  --concurrency N calls running at once (default max(16, 2 x cores))
+  --concurrency N calls running at once, at most 1024 (default max(16, 2 x cores))
 
 Serves until the client closes stdin (exit 0) or SIGINT (0), SIGTERM (143) or
 SIGHUP (129); running calls are then cancelled and recorded. stdout carries

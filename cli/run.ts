@@ -63,7 +63,7 @@ with read hints (artifact://...) for the rest.
   --network MODE  off (a loopback of its own; the default in a sandbox) or on
   --max-lines N   lines of each stream's preview in the model view (default 2000)
   --max-bytes N   UTF-8 bytes of each stream's preview (default 51200)
-  --concurrency N calls running at once (default max(16, 2 x cores))
+  --concurrency N calls running at once, at most 1024 (default max(16, 2 x cores))
 
 Exit status: 0 success, 1 the tool failed, 2 bad usage or arguments, 130 cancelled
 (Ctrl-C), 143 or 129 cancelled by SIGTERM or SIGHUP. A second signal exits at once.

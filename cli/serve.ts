@@ -55,7 +55,7 @@ printed only then, with the web view's address carrying it (#token=...).
   --network MODE  off (a loopback of its own; the default in a sandbox) or on
   --max-lines N   lines of each stream's preview in the model view (default 2000)
   --max-bytes N   UTF-8 bytes of each stream's preview (default 51200)
-  --concurrency N calls running at once (default max(16, 2 x cores))
+  --concurrency N calls running at once, at most 1024 (default max(16, 2 x cores))
   --subscriber-queue N
                   events queued per event-stream client before it is marked lagged (default 256)
 

@@ -32,8 +32,6 @@ import { assertSpawnSettings } from './processes/spawn-settings.js';
 import { startWatchdog, type Watchdog } from './processes/watchdog.js';
 import type { Registry, ToolInfo } from './registry.js';
 import type { CallEvent, TerminalResult } from './result.js';
-import { describeSandbox } from './sandbox/describe.js';
-import { narrowSandbox } from './sandbox/policy.js';
 import type {
   GcOptions,
   GcReport,
@@ -140,8 +138,10 @@ export class Engine {
     // thread until the child has exec'd, so it is cheapest before any worker thread exists.
     const watchdog = startWatchdog('');
     // The first worker is the slowest part of opening: it boots on another core while this thread loads the rest.
+    // Shared threads import bash while their first task is on its way: most first calls are bash.
+    const preload = init.builtins !== false ? { preload: [builtinTool('bash')] } : {};
     const early = earlyPoolOptions(settings);
-    let pool = early ? new WorkerPool(early) : undefined;
+    let pool = early ? new WorkerPool({ ...early, ...preload }) : undefined;
     let store: Store | undefined;
     try {
       const runtime = await import('./runtime.js');
@@ -151,7 +151,7 @@ export class Engine {
         cwd: process.cwd(),
         storeRoot: location.kind === 'directory' ? location.dir : location.localDir,
       });
-      const wanted = poolOptionsOf(options);
+      const wanted = { ...poolOptionsOf(options), ...preload };
       if (pool && !samePoolOptions(pool.options, wanted)) {
         await pool.close();
         pool = undefined;
@@ -216,7 +216,7 @@ export class Engine {
         register: (module, overrides) => this.registry.register(this.pool, module, 'mcp', overrides),
         tools: () => this.registry.list(),
         unregister: (name) => this.registry.unregister(name),
-        sandboxOf: (spec) => narrowSandbox(this.options.sandbox, spec, this.options.sandboxContext),
+        sandboxOf: (spec) => this.runtime.narrowSandbox(this.options.sandbox, spec, this.options.sandboxContext),
       });
       return this.mcp;
     });
@@ -229,7 +229,7 @@ export class Engine {
     const sandbox = this.options.sandbox;
     if (!sandbox) return tools;
     // The model reads the description: it should know what the sandbox will refuse before it tries.
-    const note = describeSandbox(sandbox);
+    const note = this.runtime.describeSandbox(sandbox);
     return tools.map((t) => (runsUnderSandbox(t) ? { ...t, description: `${t.description} ${note}` } : t));
   }
 

@@ -6,6 +6,7 @@ import {
   MAX_CONCURRENCY,
   MAX_THREADS,
   MIN_WORKER_HEAP_MB,
+  poolWidth,
 } from './pool/pool.js';
 import { parseToolOutputOptions, type ToolOutputOptions } from './presentation/options.js';
 import { BadOptionError } from './protocol/errors.js';
@@ -22,11 +23,18 @@ export interface EngineOptions {
   store?: string;
   /** Model-view limits: per-stream `maxLines` (2000) and `maxBytes` (51200), and the aggregate `maxModelBytes` (256 KiB). */
   toolOutput?: Partial<ToolOutputOptions>;
-  /** Calls running at once, over all threads; more wait in a queue. @default max(16, 2 × cores) */
+  /**
+   * Calls running at once, over all threads; more wait in a queue. At most
+   * 1024. Shared threads always carry this many (`callsPerThread` grows to
+   * fit unless set); EBADOPTION when `threads` × `callsPerThread`, both set,
+   * cannot. Calls of `isolation: 'thread'` tools also wait for one of
+   * max(16, 2 × cores) isolated threads.
+   * @default max(16, 2 × cores), at most `threads` × `callsPerThread` when both are set
+   */
   concurrency?: number;
   /** Most worker threads carrying shared calls (tools of `isolation: 'shared'`, the default). @default max(1, os.availableParallelism() − 1): the main thread, which captures, keeps a core */
   threads?: number;
-  /** Most calls one shared thread carries at once. @default 256 */
+  /** Most calls one shared thread carries at once (at most 1024). @default max(256, ⌈concurrency / threads⌉): enough to carry `concurrency` */
   callsPerThread?: number;
   /** Worker threads kept warm. @default 1 */
   minThreads?: number;
@@ -108,11 +116,23 @@ export function resolveOptions(
   const sandboxContext = { cwd, home: homedir(), storeRoot: defaults.storeRoot };
   // Pool defaults come from the pool, so the pool Engine.open starts early and this one always agree.
   const pool = defaultPoolOptions();
+  const threads = o.threads ?? pool.threads;
+  const width = poolWidth(
+    { concurrency: o.concurrency, threads, callsPerThread: o.callsPerThread },
+    defaults.concurrency,
+  );
+  if (!width.fits) {
+    // A silent cap would run fewer calls at once than asked for.
+    throw new BadOptionError(
+      `option concurrency: ${width.concurrency} calls at once need more than threads (${threads}) × callsPerThread (${width.callsPerThread}) = ${threads * width.callsPerThread}: raise callsPerThread or threads, or leave callsPerThread unset`,
+      { option: 'concurrency' },
+    );
+  }
   return {
     toolOutput,
-    concurrency: o.concurrency ?? defaults.concurrency,
-    threads: o.threads ?? pool.threads,
-    callsPerThread: o.callsPerThread ?? pool.callsPerThread,
+    concurrency: width.concurrency,
+    threads,
+    callsPerThread: width.callsPerThread,
     minThreads: o.minThreads ?? pool.minThreads,
     window: o.window ?? 1024 * 1024,
     graceMs: o.graceMs ?? 2000,

@@ -16,5 +16,7 @@ export { ProcessGuard } from './processes/process-guard.js';
 export { ClosedError, toSluiceError } from './protocol/errors.js';
 export { OPTIONAL_DEPENDENCIES, requireOptional } from './protocol/optional-dependencies.js';
 export { Registry } from './registry.js';
+export { describeSandbox } from './sandbox/describe.js';
+export { narrowSandbox } from './sandbox/policy.js';
 export { EngineSessionLog } from './sessions/lazy-recorder.js';
 export { handleSignals } from './signals.js';

@@ -1,5 +1,6 @@
 /** The piscina task entry of every worker thread: loads tool modules (only here) and runs calls. */
 import { pathToFileURL } from 'node:url';
+import { workerData } from 'node:worker_threads';
 import {
   BadArgumentsError,
   BadDeclarationError,
@@ -311,6 +312,8 @@ function countResources(): Map<string, number> {
  * the count is taken when the thread is idle. Returns the leftover type.
  */
 async function leftBehind(): Promise<string | undefined> {
+  // A preload still reading its files is the thread's own work, not a call's.
+  await preloaded;
   // Handles of finished pipes and processes close on the next turns of the loop.
   for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
   const now = countResources();
@@ -319,4 +322,17 @@ async function leftBehind(): Promise<string | undefined> {
     if (n > (baseline.get(type) ?? 0)) return type;
   }
   return undefined;
+}
+
+/**
+ * The tool modules the pool asks a shared thread to import as it starts
+ * (`workerData.preload`: bash, when the built-ins are registered): the import
+ * runs while the thread's readiness and its first task cross to and from the
+ * main thread, instead of after the task has arrived.
+ */
+const preloaded = Promise.all(preloadModules().map((m) => loadTool(m).catch(() => undefined)));
+
+function preloadModules(): string[] {
+  const list = (workerData as { preload?: unknown } | null)?.preload;
+  return Array.isArray(list) ? list.filter((m): m is string => typeof m === 'string') : [];
 }

@@ -55,6 +55,13 @@ export class SpawnFailure extends Error {
 const MAX_HELPER_STARTS = 3;
 /** While a helper starts, this many spawns go direct; the rest queue for it. */
 const DIRECT_WHILE_STARTING = 2;
+/**
+ * Milliseconds after a thread's first spawn, with no second one, before its
+ * helper starts: a single call (a CLI command) ends without ever paying for
+ * the helper's fork and interpreter start on its two cores, and a second
+ * spawn starts it at once.
+ */
+const HELPER_IDLE_START_MS = 250;
 
 interface Waiting {
   file: string;
@@ -276,6 +283,8 @@ class Helper {
 let helper: Helper | undefined;
 /** A helper start put off behind the direct spawns that asked for it (see spawnPiped). */
 let startSoon: NodeJS.Immediate | undefined;
+/** The start put off after a thread's first spawn, until {@link HELPER_IDLE_START_MS} pass or a second spawn comes. */
+let startIdle: NodeJS.Timeout | undefined;
 /** Spawns made directly while {@link startSoon} was pending. */
 let directBeforeStart = 0;
 let starts = 0;
@@ -345,7 +354,12 @@ export function spawnPiped(file: string, args: string[], cwd: string): Promise<P
   // leave the group running untracked).
   if (!disabled && MODE !== 'wait' && (!helper || helper.dead) && directBeforeStart < DIRECT_WHILE_STARTING) {
     directBeforeStart++;
-    startSoon ??= setImmediate(startHelper);
+    if (directBeforeStart === 1 && starts === 0) {
+      // The thread's very first spawn may be its only one: the helper waits to be needed.
+      startIdle ??= setTimeout(startHelper, HELPER_IDLE_START_MS).unref();
+    } else {
+      startSoon ??= setImmediate(startHelper);
+    }
     return spawnDirect(file, args, cwd);
   }
   // The rest of a burst queue for the helper, which still starts after the direct spawns'
@@ -365,7 +379,10 @@ export function spawnPiped(file: string, args: string[], cwd: string): Promise<P
 
 /** Starts the helper (if one may run), counting the direct spawns made while it was put off. */
 function startHelper(): void {
+  if (startSoon) clearImmediate(startSoon);
+  if (startIdle) clearTimeout(startIdle);
   startSoon = undefined;
+  startIdle = undefined;
   const h = currentHelper();
   if (h) h.directWhileStarting += directBeforeStart;
   directBeforeStart = 0;
@@ -374,7 +391,9 @@ function startHelper(): void {
 /** Ends this thread's helper, if any (tests; a thread's end closes it anyway). */
 export function closeSpawnHelper(): void {
   if (startSoon) clearImmediate(startSoon);
+  if (startIdle) clearTimeout(startIdle);
   startSoon = undefined;
+  startIdle = undefined;
   directBeforeStart = 0;
   helper?.close();
   helper = undefined;

@@ -3,9 +3,11 @@ import { createHash } from 'node:crypto';
 import { resolve } from 'node:path';
 import { BadOptionError, type SluiceError } from '../protocol/errors.js';
 import { firstIssue } from '../protocol/issues.js';
-import { MCP_DEFAULT_MAX_MESSAGE_BYTES, type McpServerSpec } from '../protocol/mcp.js';
+import { MCP_DEFAULT_MAX_MESSAGE_BYTES, MCP_SERVER_NAME, type McpServerSpec } from '../protocol/mcp.js';
 import type { SandboxPolicy, SandboxSpec } from '../protocol/sandbox.js';
 import { z } from '../protocol/zod.js';
+
+export { MCP_SERVER_NAME };
 
 /** One MCP server, started over stdio. */
 export interface McpServerConfig {
@@ -27,9 +29,6 @@ export interface McpServerConfig {
    */
   sandbox?: SandboxSpec;
 }
-
-/** Server names: a sluice tool-name prefix without dots, so `<server>.<tool>` splits one way only. */
-export const MCP_SERVER_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
 
 /** The fields of one server (the name comes from elsewhere in a config file). */
 export const mcpServerFields = {

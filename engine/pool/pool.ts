@@ -36,12 +36,16 @@ export interface PoolOptions {
   maxOldGenerationSizeMb: number;
   /** Milliseconds an idle thread is kept. */
   idleTimeout: number;
+  /** Tool modules each shared thread imports as it starts, before its first task arrives (workers/entry.ts). */
+  preload?: readonly string[];
 }
 
 /** Most calls an engine may run at once (the `concurrency` option's upper bound). */
 export const MAX_CONCURRENCY = 1024;
 /** Most calls one shared thread may carry (the `callsPerThread` option's upper bound). */
 export const MAX_CALLS_PER_THREAD = 1024;
+/** Calls one shared thread carries when `callsPerThread` is not set, unless `concurrency` needs more. */
+export const DEFAULT_CALLS_PER_THREAD = 256;
 /** Most threads (the `threads` option's upper bound). */
 export const MAX_THREADS = 256;
 /** Smallest worker heap limit in MiB (the `workerHeapMb` option's lower bound). */
@@ -51,14 +55,25 @@ export const MIN_ABANDON_ANSWER_MS = 5000;
 /** Times a call is handed to another thread because the one it was given retired before starting it. */
 const MAX_RETIRED_RETRIES = 8;
 
+/**
+ * The `callsPerThread` default: enough for `threads` threads to carry
+ * `concurrency` calls, so an engine asked for N calls runs N (MAX_CONCURRENCY
+ * never exceeds MAX_CALLS_PER_THREAD, so one thread can always carry them).
+ */
+export function defaultCallsPerThread(concurrency: number, threads: number): number {
+  return Math.min(MAX_CALLS_PER_THREAD, Math.max(DEFAULT_CALLS_PER_THREAD, Math.ceil(concurrency / threads)));
+}
+
 /** Default options. */
 export function defaultPoolOptions(): PoolOptions {
   const cores = availableParallelism();
+  const concurrency = Math.max(16, cores * 2);
+  // One core is left to the main thread, which captures every call's output (docs/benchmarks.md, "Small calls and spawning").
+  const threads = Math.max(1, cores - 1);
   return {
-    concurrency: Math.max(16, cores * 2),
-    // One core is left to the main thread, which captures every call's output (docs/benchmarks.md, "Small calls and spawning").
-    threads: Math.max(1, cores - 1),
-    callsPerThread: 256,
+    concurrency,
+    threads,
+    callsPerThread: defaultCallsPerThread(concurrency, threads),
     minThreads: 1,
     maxOldGenerationSizeMb: 512,
     idleTimeout: 30_000,
@@ -81,9 +96,10 @@ export function earlyPoolOptions(s: PoolSettings): PoolOptions | undefined {
     if (v === undefined) return fallback;
     return Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max ? (v as number) : undefined;
   };
-  const concurrency = int(s.concurrency, 1, MAX_CONCURRENCY, d.concurrency);
+  // 0 stands for unset: poolWidth derives each from the other.
+  const concurrency = int(s.concurrency, 1, MAX_CONCURRENCY, 0);
   const threads = int(s.threads, 1, MAX_THREADS, d.threads);
-  const callsPerThread = int(s.callsPerThread, 1, MAX_CALLS_PER_THREAD, d.callsPerThread);
+  const callsPerThread = int(s.callsPerThread, 1, MAX_CALLS_PER_THREAD, 0);
   const minThreads = int(s.minThreads, 0, Number.MAX_SAFE_INTEGER, d.minThreads);
   const heap = int(s.workerHeapMb, MIN_WORKER_HEAP_MB, Number.MAX_SAFE_INTEGER, d.maxOldGenerationSizeMb);
   if (
@@ -95,7 +111,45 @@ export function earlyPoolOptions(s: PoolSettings): PoolOptions | undefined {
   ) {
     return undefined;
   }
-  return { concurrency, threads, callsPerThread, minThreads, maxOldGenerationSizeMb: heap, idleTimeout: d.idleTimeout };
+  const width = poolWidth(
+    { concurrency: concurrency || undefined, threads, callsPerThread: callsPerThread || undefined },
+    d.concurrency,
+  );
+  if (!width.fits) return undefined;
+  return {
+    concurrency: width.concurrency,
+    threads,
+    callsPerThread: width.callsPerThread,
+    minThreads,
+    maxOldGenerationSizeMb: heap,
+    idleTimeout: d.idleTimeout,
+  };
+}
+
+/** How many calls run at once and per thread, from the settings given (validated) and the default concurrency. */
+export interface PoolWidth {
+  concurrency: number;
+  callsPerThread: number;
+  /** False when `threads` × `callsPerThread`, both given, cannot carry the `concurrency` given. */
+  fits: boolean;
+}
+
+/**
+ * Resolves `concurrency` and `callsPerThread` together, so that the threads
+ * always carry the calls admitted: an unset `callsPerThread` grows to carry
+ * `concurrency` ({@link defaultCallsPerThread}); an unset `concurrency`
+ * shrinks to what `threads` × `callsPerThread` carry; both set and too
+ * narrow is not `fits` (Engine.open refuses it with EBADOPTION).
+ */
+export function poolWidth(
+  given: { concurrency: number | undefined; threads: number; callsPerThread: number | undefined },
+  defaultConcurrency: number,
+): PoolWidth {
+  const { threads } = given;
+  const callsPerThread =
+    given.callsPerThread ?? defaultCallsPerThread(given.concurrency ?? defaultConcurrency, threads);
+  const concurrency = given.concurrency ?? Math.min(defaultConcurrency, threads * callsPerThread);
+  return { concurrency, callsPerThread, fits: concurrency <= threads * callsPerThread };
 }
 
 /** Options of {@link WorkerPool.run}. */
@@ -145,6 +199,7 @@ export class WorkerPool {
       maxThreads: opts.threads,
       concurrentTasksPerWorker: opts.callsPerThread,
       loadBalancer: spreadBalancer(spread, opts.callsPerThread, opts.threads),
+      ...(opts.preload?.length ? { workerData: { preload: [...opts.preload] } } : {}),
     });
   }
 
@@ -153,6 +208,7 @@ export class WorkerPool {
     maxThreads: number;
     concurrentTasksPerWorker: number;
     loadBalancer?: PiscinaLoadBalancer;
+    workerData?: { preload: string[] };
   }): PiscinaPool {
     const p = new Piscina({
       filename: workerEntry(),

@@ -8,6 +8,9 @@ import type { SerializedError } from './errors.js';
 import type { Attachment } from './messages.js';
 import type { SandboxPolicy } from './sandbox.js';
 
+/** Server names: a sluice tool-name prefix without dots, so `<server>.<tool>` splits one way only. */
+export const MCP_SERVER_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
+
 /** What the host thread needs to start one server (validated and defaulted on the main thread). */
 export interface McpServerSpec {
   /** Server name: `[a-z][a-z0-9_-]{0,31}`, the prefix of its tools' names. */

@@ -4,12 +4,10 @@
  * ({@link SandboxPolicy}: every default applied, paths absolute), which
  * travels to the worker with the call and is recorded with its result.
  */
+import { SANDBOX_FILESYSTEM_MODES, SANDBOX_NETWORK_MODES } from './sandbox-modes.js';
 import { z } from './zod.js';
 
-/** How much of the filesystem a sandboxed process may write; `off` runs it unconfined. */
-export const SANDBOX_FILESYSTEM_MODES = ['off', 'workspace-write', 'read-only'] as const;
-/** `off`: a network namespace of its own with only loopback; `on`: the host's network. */
-export const SANDBOX_NETWORK_MODES = ['on', 'off'] as const;
+export { SANDBOX_FILESYSTEM_MODES, SANDBOX_NETWORK_MODES };
 /** The names of the limits, as `ELIMIT`'s `details.limit` gives them. */
 export const SANDBOX_LIMIT_NAMES = ['memory', 'cpu', 'processes', 'fileSize', 'openFiles'] as const;
 

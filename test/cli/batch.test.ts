@@ -130,7 +130,7 @@ describe('sluice batch', () => {
     expect(parseLines(piped.stdout)).toMatchObject([{ id: 'p', result: { status: 'success' } }]);
   });
 
-  it('bad usage exits 2 (no file, --concurrency 0); a missing file is ENOTFOUND, exit 1', async () => {
+  it('bad usage exits 2 (no file, --concurrency 0 or above 1024); a missing file is ENOTFOUND, exit 1', async () => {
     const dir = await tempDir();
     const store = join(dir, 'store');
     expect((await sluice(['batch', '--store', store], dir)).code).toBe(2);
@@ -140,6 +140,10 @@ describe('sluice batch', () => {
     const zero = await sluice(['batch', join(dir, 'nope.jsonl'), '--concurrency', '0', '--store', store], dir);
     expect(zero.code).toBe(2);
     expect(zero.stderr).toMatch(/^EBADARGS: --concurrency/);
+    // Regression: 2000 used to run as 1024 at a time without a word.
+    const wide = await sluice(['batch', join(dir, 'nope.jsonl'), '--concurrency', '2000', '--store', store], dir);
+    expect(wide.code).toBe(2);
+    expect(wide.stderr).toMatch(/^EBADARGS: --concurrency must be at most 1024, got "2000"/);
   });
 
   it('Ctrl-C in a terminal stops cleanly: no new call, running ones cancelled and written, exit 130, nothing left', async () => {

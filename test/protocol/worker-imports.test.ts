@@ -63,3 +63,21 @@ describe('a starting worker', () => {
     expect(importers).toEqual([]);
   });
 });
+
+describe('Engine.open', () => {
+  it('reaches no zod before it has started the first worker (engine.ts loads the rest through runtime.ts)', () => {
+    // Regression: the sandbox policy, imported by engine.ts, brought zod (~30 ms) ahead of the pool.
+    const graph = reachable(['engine/engine.ts']);
+    expect(graph).toContain('engine/pool/pool.ts');
+    expect(graph).toContain('engine/processes/watchdog.ts');
+    expect(graph).not.toContain('engine/protocol/zod.ts');
+    expect(graph).not.toContain('engine/runtime.ts');
+  });
+
+  it('sluice run, mcp and tools reach no zod before they open their engine (a --config file loads its schemas itself)', () => {
+    const graph = reachable(['cli/main.ts', 'cli/run.ts', 'cli/mcp.ts', 'cli/tools.ts']);
+    expect(graph).toContain('cli/config.ts');
+    expect(graph).not.toContain('cli/config-file.ts');
+    expect(graph).not.toContain('engine/protocol/zod.ts');
+  });
+});
