@@ -7,7 +7,11 @@
  * SHA-256 ceiling (hashing the same number of bytes in memory), and against
  * the disk limit: `<same producer> | dd of=<file in the store's directory>
  * bs=1M conv=fsync`: sluice >= 0.6x the disk limit and >= 1.0x the
- * hand-written baseline.
+ * hand-written baseline. Per run it also reports each side's time, the CPU
+ * the engine process used in its runs (main, worker and libuv threads; the
+ * tool runs under the spawn helper, outside it) and the host's others share
+ * in each phase: what a busy host takes from each side
+ * (docs/benchmarks.md, "A busy host").
  *
  *   SLUICE_BENCH_BYTES (default 1 GiB), SLUICE_BENCH_RUNS (default 3)
  */
@@ -18,6 +22,7 @@ import { join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Engine } from '../engine/engine.js';
+import { type HostSample, hostSample, hostShare } from './host.js';
 import { check, passes, target } from './targets.js';
 import { envInt, median, mibps, report, tempDir, withPeakRss } from './util.js';
 
@@ -81,6 +86,25 @@ function ceiling(): number {
   return performance.now() - t0;
 }
 
+/** One phase's figures: its time, the CPU this process used in it (engine threads, no tool), and the host's others share. */
+interface Phase {
+  ms: number;
+  cpuMs: number;
+  othersPct: number | undefined;
+}
+
+/** Runs `fn` as a phase of {@link Phase}'s figures. */
+async function phase<T>(fn: () => Promise<T>): Promise<{ value: T; phase: Phase }> {
+  const h0: HostSample | undefined = hostSample();
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  const value = await fn();
+  const ms = performance.now() - t0;
+  const c = process.cpuUsage(c0);
+  const others = hostShare(h0, hostSample())?.othersPct;
+  return { value, phase: { ms, cpuMs: Math.round((c.user + c.system) / 1000), othersPct: others } };
+}
+
 async function main(): Promise<void> {
   const tmp = tempDir('sluice-bench-capture-');
   try {
@@ -90,12 +114,17 @@ async function main(): Promise<void> {
     const baseMs: number[] = [];
     const ddMs: number[] = [];
     const rss: number[] = [];
+    const sluicePhases: Phase[] = [];
+    const ddPhases: Phase[] = [];
     let digestsMatch = true;
     // The order alternates: a 1 GiB write leaves writeback behind that slows whatever writes next.
     const runSluice = async (b: { digest: string }, run: number) => {
-      const t0 = performance.now();
-      const { value: r, peakGrowth } = await withPeakRss(() => engine.run('bash', { command: command(run) }));
-      sluiceMs.push(performance.now() - t0);
+      const {
+        value: { value: r, peakGrowth },
+        phase: p,
+      } = await phase(() => withPeakRss(() => engine.run('bash', { command: command(run) })));
+      sluiceMs.push(p.ms);
+      sluicePhases.push(p);
       rss.push(peakGrowth);
       const out = r.output;
       if (r.status !== 'success' || out?.kind !== 'streams') throw new Error(`bench call failed: ${r.model}`);
@@ -105,12 +134,18 @@ async function main(): Promise<void> {
       // starts from the cache the others do.
       await engine.gc({ graceMs: 0 });
     };
+    const runDd = async (run: number) => {
+      // Its own time, without the unlink after it.
+      const { value: ms, phase: p } = await phase(() => diskLimit(join(tmp.dir, 'store'), run));
+      ddMs.push(ms);
+      ddPhases.push({ ...p, ms });
+    };
     for (let i = 0; i < RUNS; i++) {
-      if (i % 2 === 0) ddMs.push(await diskLimit(join(tmp.dir, 'store'), i));
+      if (i % 2 === 0) await runDd(i);
       const b = await baseline(tmp.dir, i);
       baseMs.push(b.ms);
       await runSluice(b, i);
-      if (i % 2 === 1) ddMs.push(await diskLimit(join(tmp.dir, 'store'), i));
+      if (i % 2 === 1) await runDd(i);
     }
     await engine.close();
     const ceilMs = median([ceiling(), ceiling()]);
@@ -154,6 +189,12 @@ async function main(): Promise<void> {
       diskLimitMiBps: mibps(BYTES, dd),
       diskRatio,
       peakRssGrowthMiB: Math.round(median(rss) / 1024 / 1024),
+      // Per run, in order: what a busy host does to each side (docs/benchmarks.md, "A busy host").
+      sluiceMsRuns: sluicePhases.map((p) => Math.round(p.ms)),
+      sluiceCpuMsRuns: sluicePhases.map((p) => p.cpuMs),
+      sluiceOthersPctRuns: sluicePhases.map((p) => p.othersPct ?? null),
+      diskLimitMsRuns: ddPhases.map((p) => Math.round(p.ms)),
+      diskLimitOthersPctRuns: ddPhases.map((p) => p.othersPct ?? null),
       digestsMatch,
       targets,
       pass: passes(targets),

@@ -1,15 +1,21 @@
 /**
  * Moves a child's pipe into a stream writer in message-sized pieces: one
  * write per read would cost the writer's stream machinery per read. A byte
- * is copied at most once: reads gathered together are copied into one
- * buffer of their exact size; a read written alone is handed over as it is
- * (workers/transfer.ts). Backpressure is the writer's: a false write pauses
- * the pipe until 'drain'. Gathered bytes go out before a read would pass a
- * message, after {@link MAX_PARTS} reads, at the end, and {@link GATHER_MS}
- * after their first byte: the delay bounds when bytes are seen, never what
- * is stored. Read sizes: docs/benchmarks.md, "Capture".
+ * is copied at most once. A pipe socket is read straight into message
+ * buffers (workers/pipe-handle.ts): a buffer filled by reads moves to the
+ * engine as it is (workers/transfer.ts), and what was written before it
+ * filled is copied out. Any other stream is gathered: reads gathered
+ * together are copied into one buffer of their exact size; a read written
+ * alone is handed over as it is. Backpressure is the writer's: a false
+ * write stops reading until 'drain'. Bytes go out when a message is full,
+ * at the end, and {@link GATHER_MS} after their first byte (gathered: also
+ * before a read would pass a message, and after {@link MAX_PARTS} reads):
+ * the delay bounds when bytes are seen, never what is stored. Read sizes:
+ * docs/benchmarks.md, "Capture".
  */
+import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
+import { takeOverPipe } from './pipe-handle.js';
 import { handOver } from './transfer.js';
 
 /** Longest gathered bytes wait for more before they are written. */
@@ -25,6 +31,12 @@ const MAX_PARTS = 64;
  */
 const HAND_OVER_READ_BYTES = 32 * 1024;
 
+/**
+ * A pipe's first buffer: a small output (most calls, and most stderr) costs
+ * no message-sized buffer, which per call would start collections sooner.
+ */
+const FIRST_BUFFER_BYTES = 16 * 1024;
+
 /** Gathers `src` into `dst` (see the module comment). */
 export class PipeGather {
   /** Bytes read so far. */
@@ -37,6 +49,18 @@ export class PipeGather {
   private parts: Buffer[] = [];
   private used = 0;
   private timer: NodeJS.Timeout | undefined;
+  private readonly onData: (chunk: Buffer) => void;
+  private readonly src: Readable;
+  /** The next buffer is the pipe's first. */
+  private first = true;
+  /** Read straight into buffers: the socket that now holds the pipe. */
+  private direct: Socket | undefined;
+  /** The buffer reads land in, how far they filled it, and how much of that was written. */
+  private cur: Buffer | undefined;
+  private at = 0;
+  private sent = 0;
+  /** A write returned false: reading waits for 'drain'. */
+  private stalled = false;
 
   /**
    * Starts reading at once: no await may come between this and the spawn.
@@ -46,8 +70,13 @@ export class PipeGather {
    */
   constructor(src: Readable, dst: Writable, onData: (chunk: Buffer) => void) {
     this.dst = dst;
+    this.onData = onData;
+    this.src = src;
     // The writer's high-water mark is its message size (workers/context.ts).
     this.size = Math.max(4096, dst.writableHighWaterMark);
+    const taken = takeOverPipe(src, { buffer: () => this.room(), landed: (n) => this.landed(n) });
+    const pipe: Readable = taken?.socket ?? src;
+    this.direct = taken?.socket;
     this.done = new Promise((resolve, reject) => {
       let settled = false;
       const fail = (err: unknown) => {
@@ -55,39 +84,115 @@ export class PipeGather {
         settled = true;
         this.stopTimer();
         this.parts = [];
-        src.destroy();
+        pipe.destroy();
         dst.destroy();
         reject(err);
       };
-      src.on('error', fail);
+      pipe.on('error', fail);
       dst.on('error', fail);
       const closed = () => {
-        if (!src.readableEnded) fail(new Error('the pipe closed before its end'));
+        if (!pipe.readableEnded) fail(new Error('the pipe closed before its end'));
       };
       // The pipe may have closed already: a process that printed nothing may be gone.
-      if (src.destroyed) process.nextTick(closed);
-      else src.once('close', closed);
+      if (pipe.destroyed) process.nextTick(closed);
+      else pipe.once('close', closed);
       dst.once('finish', () => {
         if (settled) return;
         settled = true;
         resolve();
       });
-      const resume = () => src.resume();
-      src.on('data', (chunk: Buffer) => {
-        this.bytes += chunk.length;
-        onData(chunk);
-        if (!this.take(chunk)) {
-          src.pause();
-          dst.once('drain', resume);
+      if (taken) {
+        // Read before the takeover: written first, ahead of every read to come.
+        const first = taken.buffered;
+        if (first && first.length > 0) {
+          this.bytes += first.length;
+          onData(first);
+          if (!dst.write(handOver(first))) this.stall(true);
         }
-      });
+      } else {
+        pipe.on('data', (chunk: Buffer) => {
+          this.bytes += chunk.length;
+          onData(chunk);
+          if (!this.take(chunk)) this.stall(true);
+        });
+      }
       const ended = () => {
-        this.flush();
+        if (this.direct) this.flushDirect();
+        else this.flush();
         dst.end();
       };
-      if (src.readableEnded) process.nextTick(ended);
-      else src.once('end', ended);
+      if (pipe.readableEnded) process.nextTick(ended);
+      else pipe.once('end', ended);
     });
+  }
+
+  /** Stops reading until 'drain' (`pause`: outside a read's callback, which stops reading by returning false). */
+  private stall(pause: boolean): void {
+    const pipe = this.direct;
+    if (pause) (pipe ?? this.src).pause();
+    if (this.stalled) return;
+    this.stalled = true;
+    this.dst.once('drain', () => {
+      this.stalled = false;
+      (pipe ?? this.src).resume();
+    });
+  }
+
+  /** Where the next read lands: the rest of the current buffer, or a new one. */
+  private room(): Uint8Array {
+    if (this.cur === undefined) {
+      this.cur = Buffer.allocUnsafeSlow(this.first ? Math.min(FIRST_BUFFER_BYTES, this.size) : this.size);
+      this.first = false;
+      this.at = 0;
+      this.sent = 0;
+    }
+    return this.cur.subarray(this.at);
+  }
+
+  /** `n` bytes landed at {@link at}; false stops reading (a write asked to wait). */
+  private landed(n: number): boolean {
+    const cur = this.cur as Buffer;
+    this.bytes += n;
+    this.onData(cur.subarray(this.at, this.at + n));
+    this.at += n;
+    if (this.at < cur.length) {
+      this.startTimer();
+      return true;
+    }
+    if (this.flushDirect()) return true;
+    this.stall(false);
+    return false;
+  }
+
+  /**
+   * Writes what landed and was not written yet: a full buffer moves as it
+   * is, anything else is copied out. Only a full buffer is ever given away
+   * or reused, which happens in a read's callback: the handle's next read
+   * goes where {@link room} says, never into memory that moved.
+   */
+  private flushDirect(): boolean {
+    this.stopTimer();
+    const cur = this.cur;
+    if (cur === undefined || this.at === this.sent || this.dst.destroyed || this.dst.writableEnded) return true;
+    if (this.sent === 0 && this.at === cur.length) {
+      this.cur = undefined;
+      return this.dst.write(handOver(cur));
+    }
+    const out = Buffer.allocUnsafeSlow(this.at - this.sent);
+    out.set(cur.subarray(this.sent, this.at));
+    this.sent = this.at;
+    // Every byte of it copied out: the next reads may fill it again.
+    if (this.at === cur.length) this.at = this.sent = 0;
+    return this.dst.write(handOver(out));
+  }
+
+  private startTimer(): void {
+    if (this.timer !== undefined) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (!(this.direct ? this.flushDirect() : this.flush())) this.stall(true);
+    }, GATHER_MS);
+    this.timer.unref();
   }
 
   /** Gathers one read; false when a write asked to wait for 'drain'. */
@@ -103,13 +208,7 @@ export class PipeGather {
     this.parts.push(chunk);
     this.used += chunk.length;
     if (this.used === this.size || this.parts.length === MAX_PARTS) return this.flush() && ok;
-    if (this.timer === undefined) {
-      this.timer = setTimeout(() => {
-        this.timer = undefined;
-        this.flush();
-      }, GATHER_MS);
-      this.timer.unref();
-    }
+    this.startTimer();
     return ok;
   }
 

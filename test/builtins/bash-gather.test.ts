@@ -197,6 +197,47 @@ describe('PipeGather', () => {
     expect([...Buffer.concat(writes)]).toEqual(Array.from({ length: 200 }, (_, i) => i));
   });
 
+  it("a child's pipe is read straight into message buffers: each full one moves as it is, every byte in order", async () => {
+    const command = 'seq 1 2000000';
+    const want = createHash('sha256');
+    for await (const c of childOut(command).stdout) want.update(c as Buffer);
+    const { stdout } = childOut(command);
+    const hash = createHash('sha256');
+    const writes: Array<[number, boolean, number]> = [];
+    const dst = new Writable({
+      highWaterMark: 64 * 1024,
+      write(chunk: Buffer, _e, cb) {
+        writes.push([chunk.length, takeHandedOver(chunk), chunk.buffer.byteLength]);
+        hash.update(chunk);
+        // A slow consumer: reading must stop and resume without losing or reordering a byte.
+        setTimeout(cb, 1);
+      },
+    });
+    const g = new PipeGather(stdout, dst, () => {});
+    await g.done;
+    expect(hash.digest('hex')).toBe(want.digest('hex'));
+    expect(writes.reduce((a, [n]) => a + n, 0)).toBe(g.bytes);
+    // The output is ~14.9 MB: most of it in full 64 KiB buffers, moved without a copy.
+    const full = writes.filter(([n, moved, size]) => n === 64 * 1024 && moved && size === n);
+    expect(full.length * 64 * 1024).toBeGreaterThan(g.bytes / 2);
+    expect(Math.max(...writes.map(([n]) => n))).toBeLessThanOrEqual(64 * 1024);
+  });
+
+  it('bytes a pipe socket read before the gatherer existed come first, then the rest in order', async () => {
+    const { stdout } = childOut("printf 'early\\n'; sleep 0.3; seq 1 100000");
+    // The socket starts reading when it is made: wait until it holds the first line.
+    await new Promise<void>((r) => {
+      const poll = () => (stdout.readableLength > 0 ? r() : setTimeout(poll, 5));
+      poll();
+    });
+    const { dst, chunks } = collector(256 * 1024);
+    const g = new PipeGather(stdout, dst, () => {});
+    await g.done;
+    const want = `early\n${Array.from({ length: 100000 }, (_, i) => `${i + 1}\n`).join('')}`;
+    expect(Buffer.concat(chunks).toString()).toBe(want);
+    expect(g.bytes).toBe(Buffer.byteLength(want));
+  });
+
   it('ends the writer when the pipe had already ended before it was read', async () => {
     const { stdout, exited } = childOut('true');
     expect(await exited).toBe(0);
