@@ -10,12 +10,12 @@
  * recording whatever is still running. stdout carries only the protocol;
  * diagnostics go to stderr.
  */
-import { randomBytes } from 'node:crypto';
 import { Engine } from '../engine/engine.js';
 import { BadArgumentsError } from '../engine/protocol/errors.js';
 import { OPTIONAL_DEPENDENCIES, requireOptional } from '../engine/protocol/optional-dependencies.js';
 import { assertSessionId } from '../engine/sessions/session-id.js';
 import { signalExitCode } from '../engine/signals.js';
+import { connectionSessionId } from '../server/mcp/names.js';
 import {
   type Command,
   EXIT_OK,
@@ -68,15 +68,6 @@ const OPTIONS = {
 } as const;
 
 const STOPPING: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
-
-/** A new session id for one connection: when it started, and enough randomness that two never meet. */
-export function connectionSessionId(now = new Date()): string {
-  const at = now
-    .toISOString()
-    .replace(/[-:]/g, '')
-    .replace(/\.\d+Z$/, 'Z');
-  return `mcp-${at}-${randomBytes(4).toString('hex')}`;
-}
 
 /** The `mcp` command. */
 export const command: Command = {
