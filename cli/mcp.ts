@@ -14,7 +14,7 @@ import { Engine } from '../engine/engine.js';
 import { BadArgumentsError } from '../engine/protocol/errors.js';
 import { OPTIONAL_DEPENDENCIES, requireOptional } from '../engine/protocol/optional-dependencies.js';
 import { assertSessionId } from '../engine/sessions/session-id.js';
-import { connectionSessionId } from '../server/mcp/names.js';
+import { connectionSessionId } from '../server/mcp-names.js';
 import {
   type Command,
   EXIT_OK,

@@ -27,7 +27,7 @@ import { PROTOCOL_VERSION } from '../engine/wire/schemas.js';
 import { bearerMatches } from './auth.js';
 import { HttpError, sendError } from './http.js';
 import type { McpHttpEndpoint } from './mcp/http.js';
-import { MCP_PATH } from './mcp/names.js';
+import { MCP_PATH } from './mcp-names.js';
 import { type RouteContext, route } from './routes.js';
 import { StoreSizeCache } from './store-size.js';
 import { CallTracker } from './tracker.js';

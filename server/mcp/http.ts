@@ -17,7 +17,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { CallHandle } from '../../engine/call/call-types.js';
 import type { Engine } from '../../engine/engine.js';
 import { assertSessionId } from '../../engine/sessions/session-id.js';
-import { connectionSessionId } from './names.js';
+import { connectionSessionId } from '../mcp-names.js';
 import { createMcpServer } from './server.js';
 
 /** Options of {@link McpHttpEndpoint}. */
