@@ -10,7 +10,17 @@ import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { COMPLETION_BOUNDS } from '../../engine/protocol/limits.js';
-import { bigDigest, cleanup, finish, openMcpEngine, serverStats, type TestEnv } from '../support/mcp.js';
+import {
+  bigDigest,
+  bigLine,
+  cleanup,
+  finish,
+  openEngine,
+  openMcpEngine,
+  RAW_SERVER,
+  serverStats,
+  type TestEnv,
+} from '../support/mcp.js';
 
 afterEach(cleanup);
 
@@ -113,6 +123,29 @@ describe('spill files of large MCP results', () => {
     );
     expect(lines[7]?.startsWith('[content 20: image/png')).toBe(true);
     await expectNoSpill(env);
+    await finish(env);
+  });
+
+  it('takes a result written as one message a piece at a time (as a 1 GiB one must be) exactly', async () => {
+    const env = await openMcpEngine();
+    await env.engine.addMcpServer({ name: 'raw', command: process.execPath, args: [RAW_SERVER, env.marker] });
+    const r = await env.engine.run('raw.stream', { bytes: 30 * MB + 7 });
+    expect(r.status).toBe('success');
+    expect(r.output?.kind === 'single' && r.output.digest).toBe(bigDigest(30 * MB + 7));
+    await expectNoSpill(env);
+    await finish(env);
+  });
+
+  it('fails a call whose large response is not JSON with EPROTOCOL, and the connection goes on', async () => {
+    const env = await openEngine();
+    await env.engine.addMcpServer({ name: 'raw', command: process.execPath, args: [RAW_SERVER, env.marker] });
+    const r = await env.engine.run('raw.garble', {});
+    expect(r.status).toBe('failed');
+    expect(r.error?.code).toBe('EPROTOCOL');
+    await expectNoSpill(env);
+    expect((await env.engine.run('raw.stream', { bytes: 100 })).model).toBe(
+      bigLine(0).slice(0, 64) + bigLine(1).slice(0, 36),
+    );
     await finish(env);
   });
 });

@@ -3,6 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
   CancelledError,
+  ProtocolError,
   ResourceLimitError,
   type SluiceError,
   ToolFailedError,
@@ -10,7 +11,7 @@ import {
 } from '../../engine/protocol/errors.js';
 import type { McpCallOutcome, McpServerSpec, McpToolDef } from '../../engine/protocol/mcp.js';
 import { toOutcome } from './result.js';
-import { GroupStdioTransport, OVERSIZED_CODE, type TransportHooks } from './transport.js';
+import { GroupStdioTransport, OVERSIZED_CODE, type TransportHooks, UNREADABLE_CODE } from './transport.js';
 
 /** Beyond reach (a call's duration is the caller's business), not the SDK's 60 s default. */
 const NO_TIMEOUT_MS = 2 ** 31 - 1;
@@ -135,6 +136,11 @@ export class Connection {
         `MCP server ${server}${tool ? `, tool ${JSON.stringify(tool)}` : ''}: the result is larger than ${this.spec.maxMessageBytes} bytes (maxMessageBytes)`,
         { server: this.spec.name, maxMessageBytes: this.spec.maxMessageBytes },
       );
+    }
+    if (err instanceof McpError && err.code === UNREADABLE_CODE) {
+      return new ProtocolError(`MCP server ${server}${tool ? `, tool ${JSON.stringify(tool)}` : ''}: ${err.message}`, {
+        server: this.spec.name,
+      });
     }
     if (t.oversized !== undefined) {
       return new ResourceLimitError(

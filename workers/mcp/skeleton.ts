@@ -12,6 +12,8 @@
 
 /** Strings at a spillable place longer than this (escaped bytes) stay in the file. */
 export const SPAN_MIN_BYTES = 64 * 1024;
+/** Longest string held anywhere else (escaped bytes): the SDK needs those whole, so a longer one makes the message unreadable. */
+export const MAX_HELD_STRING_BYTES = 16 * 1024 * 1024;
 
 const READ_CHUNK = 256 * 1024;
 
@@ -186,9 +188,13 @@ function* parse(buf: Buffer, size: number, st: ReadState, hooks: SkeletonHooks):
     }
     if (c === QUOTE) {
       st.i++;
-      const limit = rawDepth !== -1 ? 0 : spillablePlace(path) ? SPAN_MIN_BYTES : Number.POSITIVE_INFINITY;
+      const limit = rawDepth !== -1 ? 0 : spillablePlace(path) ? SPAN_MIN_BYTES : MAX_HELD_STRING_BYTES;
       const s = yield* readString(limit);
-      if (rawDepth === -1) put(s.raw ? decode(s.raw) : hooks.span({ start: s.start, end: s.end }));
+      if (rawDepth === -1) {
+        if (s.raw) put(decode(s.raw));
+        else if (limit === SPAN_MIN_BYTES) put(hooks.span({ start: s.start, end: s.end }));
+        else fail(`a string of more than ${MAX_HELD_STRING_BYTES} bytes outside a tool result's content`);
+      }
     } else if (c === 0x7b || c === 0x5b) {
       st.i++;
       const frame: Frame = c === 0x7b ? { kind: 'object', value: {}, key: undefined } : { kind: 'array', value: [] };
@@ -235,7 +241,7 @@ function* parse(buf: Buffer, size: number, st: ReadState, hooks: SkeletonHooks):
     if (top.kind === 'object') {
       if (c !== QUOTE) fail('key expected');
       st.i++;
-      const s = yield* readString(rawDepth !== -1 ? 0 : Number.POSITIVE_INFINITY);
+      const s = yield* readString(rawDepth !== -1 ? 0 : MAX_HELD_STRING_BYTES);
       const key = rawDepth !== -1 ? '' : decode(s.raw);
       if ((yield* skipSpace()) !== 0x3a) fail('colon expected');
       st.i++;

@@ -31,6 +31,8 @@ const CLOSE_STEP_MS = 500;
 const ID_WINDOW_BYTES = 512;
 /** The JSON-RPC error code of the answer that stands for an oversized response (connection.ts maps it to ERESOURCELIMIT). */
 export const OVERSIZED_CODE = -32099;
+/** The JSON-RPC error code of the answer that stands for a spilled response that could not be read (EPROTOCOL). */
+export const UNREADABLE_CODE = -32098;
 
 const ID = String.raw`(-?\d+|"(?:[^"\\]|\\.){0,200}")`;
 const ID_AT_END = new RegExp(String.raw`"id"\s*:\s*${ID}\s*\}\s*\r?$`);
@@ -106,10 +108,12 @@ export class GroupStdioTransport implements Transport {
       // A large message (a big tool result) is kept in a file, its large parts never in memory (spill.ts).
       const w = new SpillWriter(this.spillDir);
       let head = '';
+      let tail = Buffer.alloc(0);
       return {
         write: (piece: Buffer) => {
           if (head.length < ID_WINDOW_BYTES) head += piece.subarray(0, ID_WINDOW_BYTES).toString('latin1');
           this.dropHead = head;
+          tail = Buffer.concat([tail, piece.subarray(-ID_WINDOW_BYTES)]).subarray(-ID_WINDOW_BYTES);
           w.write(piece);
           // The file is written asynchronously: the pipe waits while too much is queued.
           if (w.queuedBytes >= SPILL_QUEUE_BYTES) this.holdUntil(w.drained());
@@ -118,9 +122,13 @@ export class GroupStdioTransport implements Transport {
           this.dropHead = '';
           const parsed = w.end().then(
             (m) => m,
-            (err: unknown) => {
+            (err: unknown): SpilledMessage | undefined => {
               this.onerror?.(err as Error);
-              return undefined;
+              // The request it answers must not wait forever: it gets an error in its place.
+              const id = idOfEnds(head, tail.toString('latin1'));
+              if (id === undefined) return undefined;
+              const message = `the response could not be read: ${(err as Error).message}`;
+              return { value: { jsonrpc: '2.0', id, error: { code: UNREADABLE_CODE, message } }, token: undefined };
             },
           );
           this.inbox.push(parsed);
