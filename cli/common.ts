@@ -14,6 +14,7 @@ import {
   type SluiceError,
   toSluiceError,
 } from '../engine/protocol/errors.js';
+import { signalExitCode } from '../engine/signals.js';
 import { describeLocation, resolveStoreLocation } from '../store/location.js';
 import { Store } from '../store/store.js';
 import { type CommandOptions, type Completion, parseOptions } from './parse.js';
@@ -205,4 +206,44 @@ export function writeOut(stream: NodeJS.WritableStream, text: string | Uint8Arra
   return new Promise((resolve, reject) => {
     stream.write(text, (err) => (err ? reject(err) : resolve()));
   });
+}
+
+/** The signals that stop a serving command (`sluice serve`, `sluice mcp`) cleanly. */
+export const STOPPING_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+
+/** The first stopping signal of a serving command, and the removal of its listeners. */
+export interface StopSignals {
+  /** Resolves with the first of {@link STOPPING_SIGNALS}. */
+  readonly first: Promise<NodeJS.Signals>;
+  /** Removes the listeners (a signal after this has its default action). */
+  dispose(): void;
+}
+
+/**
+ * Listens for {@link STOPPING_SIGNALS}: the first resolves `first`, so the
+ * command can cancel, record and close; a second exits at once with
+ * 128 + its number (the process 'exit' hooks kill the calls' process groups).
+ */
+export function stopSignals(): StopSignals {
+  let seen: NodeJS.Signals | undefined;
+  let on!: (sig: NodeJS.Signals) => void;
+  const first = new Promise<NodeJS.Signals>((resolve) => {
+    on = (sig) => {
+      if (seen) process.exit(signalExitCode(seen));
+      seen = sig;
+      resolve(sig);
+    };
+  });
+  for (const s of STOPPING_SIGNALS) process.on(s, on);
+  return {
+    first,
+    dispose: () => {
+      for (const s of STOPPING_SIGNALS) process.off(s, on);
+    },
+  };
+}
+
+/** Exit status after a clean stop: Ctrl-C is the ordinary stop (0); otherwise what the signal's default action reports. */
+export function stoppedBy(sig: NodeJS.Signals | undefined): number {
+  return sig === undefined || sig === 'SIGINT' ? EXIT_OK : signalExitCode(sig);
 }

@@ -10,12 +10,11 @@
  * recording whatever is still running. stdout carries only the protocol;
  * diagnostics go to stderr.
  */
-import { randomBytes } from 'node:crypto';
 import { Engine } from '../engine/engine.js';
 import { BadArgumentsError } from '../engine/protocol/errors.js';
 import { OPTIONAL_DEPENDENCIES, requireOptional } from '../engine/protocol/optional-dependencies.js';
 import { assertSessionId } from '../engine/sessions/session-id.js';
-import { signalExitCode } from '../engine/signals.js';
+import { connectionSessionId } from '../server/mcp-names.js';
 import {
   type Command,
   EXIT_OK,
@@ -24,6 +23,8 @@ import {
   parseCommandLine,
   RUN_CONFIG_OPTIONS,
   STORE_OPTION,
+  stoppedBy,
+  stopSignals,
   writeOut,
 } from './common.js';
 import { applyConfig, loadRunConfig } from './config.js';
@@ -67,17 +68,6 @@ const OPTIONS = {
   ...HELP_OPTION,
 } as const;
 
-const STOPPING: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
-
-/** A new session id for one connection: when it started, and enough randomness that two never meet. */
-export function connectionSessionId(now = new Date()): string {
-  const at = now
-    .toISOString()
-    .replace(/[-:]/g, '')
-    .replace(/\.\d+Z$/, 'Z');
-  return `mcp-${at}-${randomBytes(4).toString('hex')}`;
-}
-
 /** The `mcp` command. */
 export const command: Command = {
   summary: 'serve MCP over stdio: bash, read, grep, plugins and MCP servers behind bounded results',
@@ -97,16 +87,7 @@ export const command: Command = {
     assertSessionId(session);
     requireOptional(OPTIONAL_DEPENDENCIES.mcp);
     const extra = await loadRunConfig(values, process.cwd());
-    let onSignal: ((sig: NodeJS.Signals) => void) | undefined;
-    const signalled = new Promise<NodeJS.Signals>((resolve) => {
-      let seen: NodeJS.Signals | undefined;
-      onSignal = (sig) => {
-        if (seen) process.exit(signalExitCode(seen));
-        seen = sig;
-        resolve(sig);
-      };
-      for (const s of STOPPING) process.on(s, onSignal);
-    });
+    const signals = stopSignals();
     // The same engine as sluice run's: whatever engine option the config carries applies here.
     const engine = await Engine.open({ ...extra.engine, ...(values.store ? { store: values.store } : {}) });
     try {
@@ -123,11 +104,11 @@ export const command: Command = {
       ctx.stderr.write(
         `sluice mcp: serving ${engine.tools().length} tools on stdio (session ${session}, store ${engine.store.root})\n`,
       );
-      const sig = await Promise.race([ended.then(() => undefined), signalled]);
+      const sig = await Promise.race([ended.then(() => undefined), signals.first]);
       await server.close();
-      return sig === undefined || sig === 'SIGINT' ? EXIT_OK : signalExitCode(sig);
+      return stoppedBy(sig);
     } finally {
-      for (const s of STOPPING) if (onSignal) process.off(s, onSignal);
+      signals.dispose();
       await engine.close();
     }
   },

@@ -13,7 +13,6 @@ import { promises as fsp } from 'node:fs';
 import { Engine } from '../engine/engine.js';
 import { BadArgumentsError } from '../engine/protocol/errors.js';
 import { PROTOCOL_VERSION } from '../engine/protocol/messages.js';
-import { signalExitCode } from '../engine/signals.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { DEFAULT_HOST, DEFAULT_PORT, startServer } from '../server/server.js';
 import {
@@ -25,10 +24,11 @@ import {
   parseCount,
   RUN_CONFIG_OPTIONS,
   STORE_OPTION,
+  stoppedBy,
+  stopSignals,
   writeOut,
 } from './common.js';
 import { applyConfig, loadRunConfig } from './config.js';
-import { EXIT_CANCELLED } from './run.js';
 
 const USAGE = `Usage: sluice serve [--port N] [--host ADDR] [--store DIR] [--config FILE]
                     [--plugin PATH]... [--mcp NAME=COMMAND]... [--sandbox MODE] [--network MODE] [--subscriber-queue N]
@@ -75,28 +75,6 @@ const OPTIONS = {
 } as const;
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
-
-/** The signals that shut the server down. */
-const STOPPING: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
-
-/** Exit status after a clean shutdown: Ctrl-C is the ordinary stop (0); otherwise what the signal's default action reports. */
-function stoppedBy(sig: NodeJS.Signals): number {
-  return sig === 'SIGINT' ? EXIT_OK : signalExitCode(sig);
-}
-
-/** Resolves with the first of {@link STOPPING}; a second one ends the process at once. */
-function firstSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    let seen: NodeJS.Signals | undefined;
-    const on = (sig: NodeJS.Signals) => {
-      // The process 'exit' hook kills the calls' process groups.
-      if (seen) process.exit(seen === 'SIGINT' ? EXIT_CANCELLED : signalExitCode(seen));
-      seen = sig;
-      resolve(sig);
-    };
-    for (const s of STOPPING) process.on(s, on);
-  });
-}
 
 /**
  * What `sluice serve` prints on stdout once it listens: the URL, protocol
@@ -145,7 +123,7 @@ export const command: Command = {
     if (queue === 0) throw new BadArgumentsError('--subscriber-queue must be at least 1');
     const host = values.host ?? DEFAULT_HOST;
     const extra = await loadRunConfig(values, process.cwd());
-    const signal = firstSignal();
+    const signals = stopSignals();
     let sig: NodeJS.Signals;
     // A config file's settings (toolOutput, concurrency) apply to the served engine as they do to sluice run.
     const engine = await Engine.open({ ...extra.engine, ...(values.store ? { store: values.store } : {}) });
@@ -175,10 +153,11 @@ export const command: Command = {
           `sluice serve: warning: listening on ${host}, not loopback: anyone who can reach it and has the token can run tools\n`,
         );
       }
-      sig = await signal;
+      sig = await signals.first;
       ctx.stderr.write(`sluice serve: ${sig}: shutting down\n`);
       await server.close();
     } finally {
+      signals.dispose();
       await engine.close();
     }
     ctx.stderr.write('sluice serve: stopped\n');

@@ -213,6 +213,7 @@ export class Engine {
     this.mcpLoad ??= import('./mcp/servers.js').then((m) => {
       this.mcp = new m.McpServers({
         cwd: this.options.cwd,
+        spillDir: this.store.layout.tmp,
         register: (module, overrides) => this.registry.register(this.pool, module, 'mcp', overrides),
         tools: () => this.registry.list(),
         unregister: (name) => this.registry.unregister(name),

@@ -27,13 +27,11 @@ import { PROTOCOL_VERSION } from '../engine/wire/schemas.js';
 import { bearerMatches } from './auth.js';
 import { HttpError, sendError } from './http.js';
 import type { McpHttpEndpoint } from './mcp/http.js';
+import { MCP_PATH } from './mcp-names.js';
 import { type RouteContext, route } from './routes.js';
 import { StoreSizeCache } from './store-size.js';
 import { CallTracker } from './tracker.js';
 import { isWebPath, serveWeb } from './web.js';
-
-/** Where the MCP endpoint is served (server/mcp/http.ts's MCP_PATH, here without loading the SDK). */
-const MCP_PATH = '/mcp';
 
 /** Port of `sluice serve` when none is given. */
 export const DEFAULT_PORT = 7433;
@@ -64,6 +62,11 @@ export interface ServerOptions {
   retainMs?: number;
   /** Calls running at once through this server; more is 429 ERESOURCELIMIT. @default 1024 */
   maxActiveCalls?: number;
+  /**
+   * MCP sessions open at once on `/mcp`; past it the one idle longest with no call running is
+   * closed (one with calls running never is). @default 64
+   */
+  maxMcpSessions?: number;
   /** Milliseconds between keep-alive comments on an idle event stream. @default 15000 */
   heartbeatMs?: number;
   /** Milliseconds shutdown waits for event streams to take their terminal frames before cutting them. @default 5000 */
@@ -111,6 +114,7 @@ const optionsSchema = z.strictObject({
     .nonnegative()
     .default(15 * 60 * 1000),
   maxActiveCalls: positive.default(1024),
+  maxMcpSessions: positive.default(64),
   heartbeatMs: positive.max(MAX_TIMER_MS).default(15_000),
   shutdownGraceMs: z.number().int().nonnegative().max(MAX_TIMER_MS).default(5000),
   headersTimeoutMs: positive.max(REQUEST_TIMEOUT_MS).default(10_000),
@@ -260,6 +264,7 @@ export class SluiceServer {
         (m) =>
           new m.McpHttpEndpoint(this.ctx.engine, {
             maxBodyBytes: this.options.maxBodyBytes,
+            maxSessions: this.options.maxMcpSessions,
             started: (handle, tool, session) => this.tracker.track(handle, tool, session),
             // The same bound as POST /v1/calls: MCP calls count among the server's running calls.
             admit: () => {

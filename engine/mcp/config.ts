@@ -21,7 +21,11 @@ export interface McpServerConfig {
   env?: Record<string, string>;
   /** Working directory. @default the engine's cwd */
   cwd?: string;
-  /** Largest JSON-RPC message (one tool result) accepted from the server, in bytes. @default 64 MiB */
+  /**
+   * Largest JSON-RPC message (one tool result) accepted from the server, in bytes: past 1 MiB a
+   * message is spilled to the store's tmp/, so this bounds disk, not memory; a larger one fails
+   * its call with ERESOURCELIMIT. @default 4 GiB
+   */
   maxMessageBytes?: number;
   /**
    * The sandbox the server runs under, narrowing the engine's (docs/security.md); the variables of
@@ -40,7 +44,7 @@ export const mcpServerFields = {
     .number()
     .int()
     .min(1024)
-    .max(1024 ** 3)
+    .max(2 ** 34)
     .optional(),
   // Checked by the engine's sandbox narrowing, which names the field.
   sandbox: z.unknown().optional(),

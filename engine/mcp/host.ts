@@ -65,7 +65,11 @@ export class McpHost {
   private restarts: number[] = [];
   private closed = false;
 
-  constructor() {
+  private readonly spillDir: string;
+
+  /** `spillDir`: where the host thread spills large messages (the store's tmp/). */
+  constructor(spillDir: string) {
+    this.spillDir = spillDir;
     this.life = new BroadcastChannel(lifeChannel(this.hostId));
     this.life.unref();
     liveGroups.add(this.groups);
@@ -123,7 +127,7 @@ export class McpHost {
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    const data: McpHostData = { hostId: this.hostId };
+    const data: McpHostData = { hostId: this.hostId, spillDir: this.spillDir };
     const worker = new Worker(distPath('workers/mcp/host.js'), { workerData: data });
     worker.unref();
     worker.on('message', (e: McpHostEvent) => this.onEvent(worker, e));

@@ -16,6 +16,8 @@ import { McpHost } from './host.js';
 export interface McpServersDeps {
   /** Working directory servers default to. */
   cwd: string;
+  /** Where large messages are spilled: the store's tmp/. */
+  spillDir: string;
   /** Registers a tool module as an MCP tool. */
   register(module: string, overrides: RegisterOverrides): Promise<ToolInfo>;
   /** Registered tools (to refuse a name clash before anything is registered). */
@@ -49,7 +51,7 @@ export class McpServers {
       });
     }
     this.specs.set(spec.name, spec);
-    this.host ??= new McpHost();
+    this.host ??= new McpHost(this.deps.spillDir);
     const host = this.host;
     let defs: McpToolDef[];
     try {

@@ -11,6 +11,7 @@
 
 const NEWLINE = 0x0a;
 const CR = 0x0d;
+const EMPTY = Buffer.alloc(0);
 
 /** Where the rest of a line past the spill size goes (a file, say), instead of memory. */
 export interface LineSpill {
@@ -28,6 +29,8 @@ export interface LineSink {
   line(bytes: Buffer): void;
   /** A line passed the bound; its bytes are dropped up to its newline. */
   oversized(): void;
+  /** Bytes of an oversized line as they are dropped; `end` (with no bytes) when its newline came. */
+  dropped?(piece: Buffer, end: boolean): void;
   /** A line passed the spill size: where the rest of it goes. Without it, lines are held up to the bound. */
   spill?(): LineSpill;
 }
@@ -63,10 +66,12 @@ export class LineSplitter {
       const nl = rest.indexOf(NEWLINE);
       const piece = nl === -1 ? rest : rest.subarray(0, nl);
       if (!this.skipping) this.take(piece, sink);
+      else sink.dropped?.(piece, false);
       if (nl === -1) return;
       rest = rest.subarray(nl + 1);
       if (this.skipping) {
         this.skipping = false;
+        sink.dropped?.(EMPTY, true);
         continue;
       }
       const spill = this.spill;
@@ -89,6 +94,7 @@ export class LineSplitter {
       this.clear();
       this.skipping = true;
       sink.oversized();
+      sink.dropped?.(piece, false);
       return;
     }
     this.lineBytes += piece.length;

@@ -42,31 +42,40 @@ export interface McpCallOutcome {
   text: string;
   /** A result too large to hold: its text is these parts, in a file the host thread keeps open (workers/mcp/spill.ts). */
   spilled?: McpSpillRef;
-  /** Images, audio and binary resources. */
+  /** Images, audio and binary resources, within the attachment bounds (`COMPLETION_BOUNDS`). */
   attachments: Attachment[];
   /** The server's `isError`: the call failed and `text` says why. */
   isError: boolean;
 }
 
+/** A span of a spill file: JSON-escaped string bytes, or (`raw`) JSON copied as it is. */
+export interface McpSpillSpan {
+  start: number;
+  end: number;
+  raw?: boolean;
+}
+
 /**
- * The text of a spilled result: `parts` in order, each a string or a span of
- * JSON-escaped string bytes of the unlinked file open as `fd` in the host
- * thread (the same process), identified by `dev` and `ino` so a reused
- * descriptor number is never mistaken for it. The worker releases the
- * host's descriptor with `release` once it has its own.
+ * The text of a spilled result: `parts` in order, each a string or a span
+ * of the file open as `fd` in the host thread (the same process: the worker
+ * reads through that descriptor, never reopening the file). The descriptor
+ * stays open until the worker sends `release` with `token` (or the request
+ * is cancelled). `attachments` are spilled images, audio and blobs within
+ * the attachment bounds, read into the completion's attachments.
  */
 export interface McpSpillRef {
   token: string;
   fd: number;
-  dev: number;
-  ino: number;
-  parts: Array<string | { start: number; end: number }>;
+  parts: Array<string | McpSpillSpan>;
+  attachments: Array<{ mediaType: string; name?: string; span: McpSpillSpan }>;
 }
 
 /** Data the host thread starts with. */
 export interface McpHostData {
   /** Random id naming the host's BroadcastChannels; unguessable, so only this engine's tool modules find it. */
   hostId: string;
+  /** Where spill files of large messages go: the store's tmp/ (same disk, cleaned with the store). */
+  spillDir: string;
 }
 
 /** Main → host thread (its parentPort). */
@@ -118,5 +127,9 @@ export function lifeChannel(hostId: string): string {
 /** A call worker gives up on a request the host has not acknowledged after this long (the host thread is gone). */
 export const MCP_ACK_MS = 10_000;
 
-/** Default bound on one message from a server (a result is one message, held whole by the JSON-RPC client). */
-export const MCP_DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+/**
+ * Default bound on one message from a server. A message past 1 MiB is
+ * spilled to a file and its large parts never held (workers/mcp/spill.ts),
+ * so this bounds disk, not memory; a larger message fails its call alone.
+ */
+export const MCP_DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024 * 1024;

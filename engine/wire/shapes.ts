@@ -81,6 +81,9 @@ export const outputRefSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('page'), bytes: count, lines: count }),
 ]);
 
+/** The variants of {@link outputRefSchema}: a single artifact, a manifest of streams, a page. */
+export const [singleOutputRefSchema, streamsOutputRefSchema, pageOutputRefSchema] = outputRefSchema.options;
+
 /** How a call ended. */
 export const callStatusSchema = z.enum(['success', 'failed', 'cancelled']);
 

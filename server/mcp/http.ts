@@ -2,10 +2,13 @@
  * The MCP server over Streamable HTTP at `/mcp` of `sluice serve`, behind
  * the server's bearer token: the SDK's transport and session handling
  * (`Mcp-Session-Id`), one SDK server per MCP session, each MCP session one
- * sluice session (`mcp-<session id>`, or the `session` query parameter of
- * the initialize request). Sessions are bounded in number: past the bound the
- * one idle longest is closed, so clients that never send DELETE cannot grow
- * the server without limit.
+ * sluice session (`mcp-<time>-<random>` as for `sluice mcp`, or the
+ * `session` query parameter of the initialize request). Sessions are
+ * bounded in number: past the bound the one idle longest is closed, so
+ * clients that never send DELETE cannot grow the server without limit; but
+ * never one with a call running, whose result its client is waiting for
+ * (those are bounded by the server's `maxActiveCalls`): the bound is applied
+ * again as each call ends.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -14,16 +17,14 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { CallHandle } from '../../engine/call/call-types.js';
 import type { Engine } from '../../engine/engine.js';
 import { assertSessionId } from '../../engine/sessions/session-id.js';
+import { connectionSessionId } from '../mcp-names.js';
 import { createMcpServer } from './server.js';
-
-/** The path the MCP endpoint is served at. */
-export const MCP_PATH = '/mcp';
 
 /** Options of {@link McpHttpEndpoint}. */
 export interface McpHttpOptions {
   /** Largest request body, in bytes (the server's `maxBodyBytes`). */
   maxBodyBytes: number;
-  /** MCP sessions open at once; a new one past this closes the one idle longest. @default 64 */
+  /** MCP sessions open at once; a new one past this closes the one idle longest with no call running. @default 64 */
   maxSessions?: number;
   /** Called as each call starts, with the sluice session it is recorded in. */
   started?(handle: CallHandle, tool: string, session: string): void;
@@ -35,6 +36,8 @@ interface Session {
   transport: StreamableHTTPServerTransport;
   server: Server;
   lastUsed: number;
+  /** Calls running in it: while any is, it is never evicted. */
+  running: number;
 }
 
 function jsonRpcError(res: ServerResponse, status: number, code: number, message: string): void {
@@ -80,8 +83,9 @@ export class McpHttpEndpoint {
     if (req.method !== 'POST') {
       return jsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
     }
+    // The Mcp-Session-Id is the transport's own (unguessable); the sluice session is named as sluice mcp names it.
     const id = randomUUID();
-    const session = url.searchParams.get('session') ?? `mcp-${id}`;
+    const session = url.searchParams.get('session') ?? connectionSessionId();
     assertSessionId(session);
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => id,
@@ -94,10 +98,19 @@ export class McpHttpEndpoint {
     const started = this.started;
     const server = createMcpServer(this.engine, {
       session,
-      ...(started ? { started: (handle: CallHandle, tool: string) => started(handle, tool, session) } : {}),
+      started: (handle: CallHandle, tool: string) => {
+        entry.running++;
+        void handle.result.finally(() => {
+          entry.running--;
+          entry.lastUsed = Date.now();
+          // Sessions kept past the bound while they had calls running may go now.
+          if (entry.running === 0) this.evict();
+        });
+        started?.(handle, tool, session);
+      },
       ...(this.admit ? { admit: this.admit } : {}),
     });
-    const entry: Session = { transport, server, lastUsed: Date.now() };
+    const entry: Session = { transport, server, lastUsed: Date.now(), running: 0 };
     transport.onclose = () => {
       if (this.sessions.get(id) === entry) this.sessions.delete(id);
     };
@@ -107,11 +120,13 @@ export class McpHttpEndpoint {
     if (!this.sessions.has(id) || this.closing) await server.close();
   }
 
-  /** Closes the sessions idle longest while there are more than the bound. */
+  /** Closes the sessions idle longest, of those with no call running, while there are more than the bound. */
   private evict(): void {
-    while (this.sessions.size > this.maxSessions) {
+    while (this.sessions.size > this.maxSessions && !this.closing) {
       let oldest: [string, Session] | undefined;
-      for (const e of this.sessions) if (!oldest || e[1].lastUsed < oldest[1].lastUsed) oldest = e;
+      for (const e of this.sessions) {
+        if (e[1].running === 0 && (!oldest || e[1].lastUsed < oldest[1].lastUsed)) oldest = e;
+      }
       if (!oldest) return;
       this.sessions.delete(oldest[0]);
       void oldest[1].server.close();

@@ -12,7 +12,7 @@ import type { Engine } from '../../engine/engine.js';
 import type { ReadOptions, ReadResult } from '../../engine/engine-read.js';
 import { toSluiceError } from '../../engine/protocol/errors.js';
 import type { TerminalResult } from '../../engine/result.js';
-import { isArtifactUri } from '../../store/uri.js';
+import { formatArtifactUri, isArtifactUri } from '../../store/uri.js';
 import { attachmentContent } from './result.js';
 
 /** MCP's code for a resource that does not exist (the specification's, not JSON-RPC's). */
@@ -119,7 +119,7 @@ export class ResourceList {
     const found: Resource[] = [];
     if (o?.kind === 'single') {
       found.push({
-        uri: `artifact://${o.digest}`,
+        uri: formatArtifactUri(o.digest),
         name: `${r.tool} ${r.callId}`,
         mimeType: 'text/plain',
         size: o.bytes,
@@ -127,7 +127,7 @@ export class ResourceList {
     } else if (o?.kind === 'streams') {
       for (const s of o.streams) {
         found.push({
-          uri: `artifact://${o.manifest}/${s.name}`,
+          uri: formatArtifactUri(o.manifest, s.name),
           name: `${r.tool} ${r.callId} ${s.name}`,
           mimeType: 'text/plain',
           size: s.bytes,

@@ -3,94 +3,73 @@
  * text content (what a model reads: bounded previews and read hints), the
  * attachments as image, audio or embedded blob content, and the result's
  * facts (status, manifest and stream refs, error) as `structuredContent`
- * under {@link RESULT_OUTPUT_SCHEMA}, which every listed tool declares.
+ * under {@link resultOutputSchema}, which every listed tool declares.
  */
 import type { CallToolResult, ContentBlock } from '@modelcontextprotocol/sdk/types.js';
 import type { Attachment } from '../../engine/protocol/messages.js';
+import { z } from '../../engine/protocol/zod.js';
 import type { TerminalResult } from '../../engine/result.js';
+import {
+  pageOutputRefSchema,
+  serializedErrorSchema,
+  singleOutputRefSchema,
+  streamRefSchema,
+  streamsOutputRefSchema,
+  terminalResultSchema,
+} from '../../engine/wire/shapes.js';
+import { formatArtifactUri } from '../../store/uri.js';
 
-const streamRef = {
-  type: 'object',
-  properties: {
-    name: { type: 'string' },
-    digest: { type: 'string' },
-    bytes: { type: 'integer' },
-    lines: { type: 'integer' },
-    truncated: { type: 'boolean' },
-    uri: { type: 'string', description: 'artifact://<manifest>/<name>: pass it to read as filePath' },
-  },
-  required: ['name', 'digest', 'bytes', 'lines', 'truncated', 'uri'],
-} as const;
+const uri = z.string().describe('artifact://<digest>[/<stream>]: pass it to read as filePath');
 
 /**
- * JSON Schema of every sluice tool's `structuredContent`: the call's id, tool,
- * session, status, whether all output was captured, the published output
- * (a single artifact, a manifest of streams, or a page a reader returned)
- * with the `artifact://` URI of each part, and the error when it failed.
+ * Every sluice tool's `structuredContent`: the terminal result's facts (call
+ * id, tool, session, status, whether all output was captured, metadata,
+ * duration), its published output with the `artifact://` URI of each part,
+ * and the error's code and message when it failed. Derived from the wire
+ * schema, so the two cannot drift.
  */
-export const RESULT_OUTPUT_SCHEMA = {
-  type: 'object',
-  properties: {
-    callId: { type: 'string' },
-    tool: { type: 'string' },
-    session: { type: 'string' },
-    status: { type: 'string', enum: ['success', 'failed', 'cancelled'] },
-    complete: { type: 'boolean', description: 'true when the tool finished normally and all its output was captured' },
-    output: {
-      description: 'the published output; null when nothing could be published',
-      anyOf: [
-        { type: 'null' },
-        {
-          type: 'object',
-          properties: {
-            kind: { const: 'single' },
-            digest: { type: 'string' },
-            bytes: { type: 'integer' },
-            lines: { type: 'integer' },
-            truncated: { type: 'boolean' },
-            uri: { type: 'string' },
-          },
-          required: ['kind', 'digest', 'bytes', 'lines', 'truncated', 'uri'],
-        },
-        {
-          type: 'object',
-          properties: {
-            kind: { const: 'streams' },
-            manifest: { type: 'string' },
-            uri: { type: 'string' },
-            streams: { type: 'array', items: streamRef },
-          },
-          required: ['kind', 'manifest', 'uri', 'streams'],
-        },
-        {
-          type: 'object',
-          properties: { kind: { const: 'page' }, bytes: { type: 'integer' }, lines: { type: 'integer' } },
-          required: ['kind', 'bytes', 'lines'],
-        },
-      ],
-    },
-    metadata: { type: 'object', description: "the tool's result metadata (bash: exitCode, signal, timedOut, ...)" },
-    error: {
-      type: 'object',
-      properties: { code: { type: 'string' }, message: { type: 'string' } },
-      required: ['code', 'message'],
-    },
-    durationMs: { type: 'number' },
-  },
-  required: ['callId', 'tool', 'status', 'complete', 'output', 'metadata', 'durationMs'],
-} as const;
+export const mcpStructuredResultSchema = terminalResultSchema
+  .pick({ callId: true, tool: true, session: true, status: true, complete: true, metadata: true, durationMs: true })
+  .extend({
+    output: z
+      .discriminatedUnion('kind', [
+        singleOutputRefSchema.extend({ uri }),
+        streamsOutputRefSchema.extend({ uri, streams: z.array(streamRefSchema.extend({ uri })) }),
+        pageOutputRefSchema,
+      ])
+      .nullable()
+      .describe('the published output; null when nothing could be published'),
+    error: serializedErrorSchema.pick({ code: true, message: true }).optional(),
+  });
 
-/** The `structuredContent` of a result (see {@link RESULT_OUTPUT_SCHEMA}). */
-export function structuredResult(r: TerminalResult): Record<string, unknown> {
-  let output: Record<string, unknown> | null = null;
+/** A tool's `structuredContent` (see {@link mcpStructuredResultSchema}). */
+export type McpStructuredResult = z.infer<typeof mcpStructuredResultSchema>;
+
+let outputSchema: Record<string, unknown> | undefined;
+
+/**
+ * The JSON Schema every listed tool declares as its `outputSchema`: draft-07,
+ * which the SDK's validator (Ajv) reads, without a `$schema` key.
+ */
+export function resultOutputSchema(): Record<string, unknown> {
+  if (!outputSchema) {
+    const { $schema: _s, ...rest } = z.toJSONSchema(mcpStructuredResultSchema, { io: 'output', target: 'draft-7' });
+    outputSchema = rest;
+  }
+  return outputSchema;
+}
+
+/** The `structuredContent` of a result (see {@link mcpStructuredResultSchema}). */
+export function structuredResult(r: TerminalResult): McpStructuredResult {
+  let output: McpStructuredResult['output'] = null;
   const o = r.output;
-  if (o?.kind === 'single') output = { ...o, uri: `artifact://${o.digest}` };
+  if (o?.kind === 'single') output = { ...o, uri: formatArtifactUri(o.digest) };
   else if (o?.kind === 'streams') {
     output = {
       kind: 'streams',
       manifest: o.manifest,
-      uri: `artifact://${o.manifest}`,
-      streams: o.streams.map((s) => ({ ...s, uri: `artifact://${o.manifest}/${s.name}` })),
+      uri: formatArtifactUri(o.manifest),
+      streams: o.streams.map((s) => ({ ...s, uri: formatArtifactUri(o.manifest, s.name) })),
     };
   } else if (o?.kind === 'page') output = { ...o };
   return {
@@ -129,7 +108,7 @@ export function toCallToolResult(r: TerminalResult): CallToolResult {
   });
   return {
     content,
-    structuredContent: structuredResult(r),
+    structuredContent: structuredResult(r) as Record<string, unknown>,
     ...(r.status === 'success' ? {} : { isError: true }),
   };
 }

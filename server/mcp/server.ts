@@ -25,7 +25,7 @@ import { z } from '../../engine/protocol/zod.js';
 import type { ToolInfo } from '../../engine/registry.js';
 import { callTool } from './call.js';
 import { RESOURCE_TEMPLATES, ResourceList, readResource } from './resources.js';
-import { RESULT_OUTPUT_SCHEMA } from './result.js';
+import { resultOutputSchema } from './result.js';
 
 /** What the server tells a host's model about every result. */
 export const INSTRUCTIONS =
@@ -53,7 +53,7 @@ export function toMcpTool(t: ToolInfo): Tool {
     name: t.name,
     description: t.description,
     inputSchema: { ...inputSchema, type: 'object' } as Tool['inputSchema'],
-    outputSchema: RESULT_OUTPUT_SCHEMA as unknown as Tool['outputSchema'],
+    outputSchema: resultOutputSchema() as Tool['outputSchema'],
     ...(READ_ONLY.has(t.name) && t.source === 'builtin' ? { annotations: { readOnlyHint: true } } : {}),
   };
 }

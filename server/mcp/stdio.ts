@@ -6,10 +6,13 @@
  * to the server's `onerror`, so the client never hears of it (JSON-RPC wants
  * a Parse error or Invalid Request reply); and it reads stdin however little
  * of stdout the client takes, so a client that sends requests but never
- * reads makes the responses pile up in memory. Here stdin is paused while
- * stdout is backed up or too many requests are unanswered, progress
- * notifications are dropped rather than queued behind a full pipe, and a
- * line longer than the message bound is refused without being held.
+ * reads makes the responses pile up in memory. Here every write waits for
+ * stdout to drain (one queue, in order, so stdout's own buffer never holds
+ * more than one message past its high-water mark), stdin is paused while
+ * the bytes waiting to be written pass a bound or too many requests are
+ * unanswered, progress notifications are dropped rather than queued behind
+ * a full pipe, and a line longer than the message bound is refused without
+ * being held.
  */
 import type { Readable, Writable } from 'node:stream';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -22,7 +25,7 @@ export interface BoundedStdioOptions {
   maxMessageBytes?: number;
   /** Requests read but not yet answered before stdin is paused. @default 256 */
   maxPending?: number;
-  /** Bytes queued on stdout before stdin is paused and progress notifications are dropped. @default 1 MiB */
+  /** Bytes waiting to be written or taken from stdout before stdin is paused and progress notifications are dropped. @default 1 MiB */
   maxQueuedBytes?: number;
 }
 
@@ -50,6 +53,11 @@ export class BoundedStdioTransport implements Transport {
   private readonly lines: LineSplitter;
   private paused = false;
   private closed = false;
+  /** Serialised messages waiting for stdout to drain, in order, each with the send it resolves. */
+  private readonly queue: Array<{ text: string; bytes: number; written: () => void }> = [];
+  /** Lines read while paused (the rest of the chunk that paused it): bounded by a chunk, handled on resume. */
+  private backlog: Buffer[] = [];
+  private queuedBytes = 0;
 
   constructor(stdin: Readable, stdout: Writable, options: BoundedStdioOptions = {}) {
     this.stdin = stdin;
@@ -66,12 +74,23 @@ export class BoundedStdioTransport implements Transport {
     this.stdin.once('end', this.onEnd);
     this.stdin.on('error', this.onStreamError);
     this.stdout.on('error', this.onStreamError);
-    this.stdout.on('drain', this.flow);
+    this.stdout.on('drain', this.onDrain);
+  }
+
+  /** Bytes written but not yet taken by the client, and waiting to be written. */
+  get bufferedBytes(): number {
+    return this.stdout.writableLength + this.queuedBytes;
   }
 
   private readonly sink = {
     line: (bytes: Buffer) => {
-      if (!this.closed) this.line(bytes.toString('utf8'));
+      if (this.closed) return;
+      // Paused by an earlier line of the same chunk: the rest waits as bytes, not as replies.
+      if (this.paused) this.backlog.push(bytes);
+      else {
+        this.line(bytes.toString('utf8'));
+        this.flow();
+      }
     },
     oversized: () => this.reply(null, ErrorCode.InvalidRequest, `message longer than ${this.maxMessageBytes} bytes`),
   };
@@ -107,24 +126,50 @@ export class BoundedStdioTransport implements Transport {
   }
 
   private reply(id: Id | null, code: number, message: string): void {
-    this.write({ jsonrpc: '2.0', id, error: { code, message } });
+    void this.write({ jsonrpc: '2.0', id, error: { code, message } });
   }
 
-  private write(message: unknown): boolean {
-    if (this.closed) return true;
-    return this.stdout.write(`${JSON.stringify(message)}\n`);
+  /** Queues one message; resolves once stdout has taken it (at once, unwritten, when the transport is closed). */
+  private write(message: unknown): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    const text = `${JSON.stringify(message)}\n`;
+    return new Promise((written) => {
+      this.queue.push({ text, written, bytes: Buffer.byteLength(text) });
+      this.queuedBytes += Buffer.byteLength(text);
+      this.pump();
+      this.flow();
+    });
   }
 
-  /** Pauses stdin while stdout is backed up or too many requests wait; resumes it once neither holds. */
+  /** Writes queued messages while stdout does not need to drain. */
+  private pump(): void {
+    while (this.queue.length > 0 && !this.stdout.writableNeedDrain && !this.closed) {
+      const m = this.queue.shift() as { text: string; bytes: number; written: () => void };
+      this.queuedBytes -= m.bytes;
+      this.stdout.write(m.text);
+      m.written();
+    }
+  }
+
+  private readonly onDrain = (): void => {
+    this.pump();
+    this.flow();
+  };
+
+  /** Pauses stdin while output is backed up or too many requests wait; resumes it once neither holds. */
   private readonly flow = (): void => {
     if (this.closed) return;
-    const hold = this.stdout.writableLength > this.maxQueuedBytes || this.pending.size >= this.maxPending;
+    const hold = this.bufferedBytes > this.maxQueuedBytes || this.pending.size >= this.maxPending;
     if (hold && !this.paused) {
       this.paused = true;
       this.stdin.pause();
     } else if (!hold && this.paused) {
       this.paused = false;
-      this.stdin.resume();
+      while (this.backlog.length > 0 && !this.paused && !this.closed) {
+        this.line((this.backlog.shift() as Buffer).toString('utf8'));
+        this.flow();
+      }
+      if (!this.paused) this.stdin.resume();
     }
   };
 
@@ -134,11 +179,9 @@ export class BoundedStdioTransport implements Transport {
     const isResponse = 'id' in message && !('method' in message);
     if (isResponse) this.pending.delete(JSON.stringify(message.id));
     else if ('method' in message && message.method === 'notifications/progress') {
-      if (this.stdout.writableLength > this.maxQueuedBytes) return;
+      if (this.bufferedBytes > this.maxQueuedBytes) return;
     }
-    const ok = this.write(message);
-    this.flow();
-    if (!ok) await new Promise<void>((resolve) => this.stdout.once('drain', resolve));
+    await this.write(message);
   }
 
   private readonly onEnd = (): void => {
@@ -156,8 +199,12 @@ export class BoundedStdioTransport implements Transport {
     this.closed = true;
     this.stdin.off('data', this.onData);
     this.stdin.off('end', this.onEnd);
-    this.stdout.off('drain', this.flow);
+    this.stdout.off('drain', this.onDrain);
     this.stdin.pause();
+    // Nothing more is written: the sends waiting on the queue end.
+    for (const m of this.queue.splice(0)) m.written();
+    this.queuedBytes = 0;
+    this.backlog = [];
     this.lines.clear();
     this.onclose?.();
   }

@@ -60,14 +60,14 @@ describe('MCP tool names', () => {
 });
 
 describe('MCP server options', () => {
-  it('defaults: no args, no extra env, the engine cwd, 64 MiB messages', () => {
+  it('defaults: no args, no extra env, the engine cwd, 4 GiB messages', () => {
     expect(parseMcpServerConfig({ name: 'fs', command: 'srv' }, '/work')).toEqual({
       name: 'fs',
       command: 'srv',
       args: [],
       env: {},
       cwd: '/work',
-      maxMessageBytes: 64 * 1024 * 1024,
+      maxMessageBytes: 4 * 1024 * 1024 * 1024,
     });
     expect(parseMcpServerConfig({ name: 'fs', command: 'srv', cwd: 'sub' }, '/work').cwd).toBe('/work/sub');
   });

@@ -87,13 +87,16 @@ describe('a server that dies', () => {
     await finish(env);
   });
 
-  it('a result larger than maxMessageBytes fails with ERESOURCELIMIT and the connection is reset', async () => {
+  it('a result larger than maxMessageBytes fails that call with ERESOURCELIMIT; the connection stays', async () => {
     const env = await openMcpEngine({}, { maxMessageBytes: 64 * 1024 });
     const { engine } = env;
+    const before = await serverStats(engine);
     const r = await engine.run('fx.big', { bytes: 200_000 });
     expect(r.status).toBe('failed');
     expect(r.error?.code).toBe('ERESOURCELIMIT');
     expect(r.error?.message).toContain('65536');
+    // The same server process answers the next calls: the oversized line was skipped, not fatal.
+    expect((await serverStats(engine)).pid).toBe(before.pid);
     const small = await engine.run('fx.big', { bytes: 1000 });
     expect(small.status).toBe('success');
     expect(small.output?.kind === 'single' && small.output.bytes).toBe(1000);

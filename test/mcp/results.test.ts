@@ -19,7 +19,18 @@ describe('MCP tool registration', () => {
     const env = await openMcpEngine();
     const names = env.tools.map((t) => t.name).sort();
     expect(names).toEqual(
-      ['fx.big', 'fx.die', 'fx.echo', 'fx.fail', 'fx.image', 'fx.progress', 'fx.shout', 'fx.slow', 'fx.stats'].sort(),
+      [
+        'fx.big',
+        'fx.die',
+        'fx.echo',
+        'fx.fail',
+        'fx.image',
+        'fx.media',
+        'fx.progress',
+        'fx.shout',
+        'fx.slow',
+        'fx.stats',
+      ].sort(),
     );
     const echo = env.tools.find((t) => t.name === 'fx.echo');
     expect(echo?.description).toBe('Echoes text');
@@ -32,7 +43,7 @@ describe('MCP tool registration', () => {
       properties: { text: { type: 'string' }, times: { type: 'integer', minimum: 1, maximum: 100 } },
       required: ['text'],
     });
-    expect(env.engine.tools().filter((t) => t.source === 'mcp')).toHaveLength(9);
+    expect(env.engine.tools().filter((t) => t.source === 'mcp')).toHaveLength(10);
     // A mixed-case server name for a tool is lower-cased; the server still receives its own name.
     const r = await env.engine.run('fx.shout', { text: 'quiet' });
     expect(r.model).toBe('QUIET');

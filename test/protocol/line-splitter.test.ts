@@ -33,4 +33,31 @@ describe('LineSplitter', () => {
     s.push(Buffer.from('abcdefgh'), sink);
     expect(s.pendingBytes).toBe(0);
   });
+
+  it('keeps a multi-byte UTF-8 character whole when its bytes arrive in different chunks, at every cut', () => {
+    const text = '{"t":"é😀中"}\n{"u":"ß"}\n';
+    const bytes = Buffer.from(text, 'utf8');
+    for (let a = 1; a < bytes.length; a++) {
+      for (let b = a; b < bytes.length; b++) {
+        const out: Buffer[] = [];
+        const s = new LineSplitter(100);
+        const sink = { line: (l: Buffer) => out.push(l), oversized: () => {} };
+        for (const piece of [bytes.subarray(0, a), bytes.subarray(a, b), bytes.subarray(b)]) s.push(piece, sink);
+        expect(Buffer.concat(out.flatMap((l) => [l, Buffer.from('\n')]))).toEqual(bytes);
+        expect(out.map((l) => l.toString('utf8'))).toEqual(['{"t":"é😀中"}', '{"u":"ß"}']);
+      }
+    }
+  });
+
+  it('reports the bytes it drops of an oversized line, then its end', () => {
+    const dropped: string[] = [];
+    const s = new LineSplitter(4);
+    const sink = {
+      line: (l: Buffer) => dropped.push(`line ${l}`),
+      oversized: () => dropped.push('oversized'),
+      dropped: (piece: Buffer, end: boolean) => dropped.push(end ? 'end' : piece.toString()),
+    };
+    for (const c of ['ab', 'cdef', 'gh\nok\n']) s.push(Buffer.from(c), sink);
+    expect(dropped).toEqual(['oversized', 'cdef', 'gh', 'end', 'line ok']);
+  });
 });

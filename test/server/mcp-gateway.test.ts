@@ -120,6 +120,6 @@ describe('sluice mcp as a gateway', () => {
     // Its spill file is gone: no descriptor of the gateway still holds it.
     const fds = await fsp.readdir(`/proc/${s.pid}/fd`);
     const links = await Promise.all(fds.map((fd) => fsp.readlink(`/proc/${s.pid}/fd/${fd}`).catch(() => '')));
-    expect(links.filter((l) => l.includes('sluice-mcp-spill'))).toEqual([]);
+    expect(links.filter((l) => l.endsWith('.mcp-spill (deleted)'))).toEqual([]);
   });
 });

@@ -177,4 +177,44 @@ describe("/mcp within the server's bounds", () => {
     }
     expect(pidsWith(`sleep ${marker}`)).toEqual([]);
   });
+
+  it('never evicts a session with a call in flight: past maxMcpSessions the idle one goes', async () => {
+    const dir = await tempDir();
+    const engine = await Engine.open({ store: join(dir, 'store'), cwd: dir });
+    const token = 'b'.repeat(64);
+    const server = await startServer(engine, { token, port: 0, maxMcpSessions: 2 });
+    const at = { url: server.url, token } as Served;
+    // A unique duration: 3 s and change, long enough to open two more sessions meanwhile.
+    const marker = `3.${process.pid}${(Date.now() + 11) % 100000}`;
+    try {
+      // The oldest session has a call running; the second is idle.
+      const busy = await connectHttp(at);
+      const running = busy.client.callTool({
+        name: 'bash',
+        arguments: { command: `sleep ${marker}; echo busy-done` },
+      });
+      const until = Date.now() + 10_000;
+      while (pidsWith(`sleep ${marker}`).length === 0 && Date.now() < until)
+        await new Promise((r) => setTimeout(r, 20));
+      const idle = await connectHttp(at);
+      await idle.client.listTools();
+      // A third session goes past the bound: the idle one is closed, not the busy one, older as it is.
+      const third = await connectHttp(at);
+      const gone = await idle.client.listTools().catch((e: unknown) => e);
+      expect(gone).toBeInstanceOf(Error);
+      // The busy session still answers, and its call ends with its result delivered.
+      expect((await busy.client.listTools()).tools.length).toBeGreaterThan(0);
+      const r = await running;
+      expect(textOf(r)).toContain('busy-done');
+      // Both sessions within the bound stay.
+      expect((await busy.client.listTools()).tools.length).toBeGreaterThan(0);
+      expect((await third.client.listTools()).tools.length).toBeGreaterThan(0);
+      await third.client.close();
+      await busy.client.close();
+    } finally {
+      await server.close();
+      await engine.close();
+    }
+    expect(pidsWith(`sleep ${marker}`)).toEqual([]);
+  });
 });

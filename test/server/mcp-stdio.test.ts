@@ -45,7 +45,15 @@ describe('sluice mcp over stdio, with the SDK client', () => {
     const bash = tools.find((t) => t.name === 'bash');
     expect(bash?.inputSchema.type).toBe('object');
     expect(Object.keys(bash?.inputSchema.properties ?? {})).toContain('command');
-    expect(bash?.outputSchema?.required).toContain('status');
+    // Derived from the wire schema of the terminal result (server/mcp/result.ts), in draft-07 for the SDK's Ajv;
+    // the SDK client checks every structuredContent below against it.
+    expect(bash?.outputSchema).not.toHaveProperty('$schema');
+    expect([...((bash?.outputSchema?.required as string[]) ?? [])].sort()).toEqual(
+      ['callId', 'complete', 'durationMs', 'metadata', 'output', 'status', 'tool'].sort(),
+    );
+    expect(Object.keys(bash?.outputSchema?.properties ?? {}).sort()).toEqual(
+      ['callId', 'complete', 'durationMs', 'error', 'metadata', 'output', 'session', 'status', 'tool'].sort(),
+    );
     expect(tools.find((t) => t.name === 'read')?.annotations?.readOnlyHint).toBe(true);
   });
 

@@ -41,7 +41,7 @@ export async function hostCall(
   return r.outcome;
 }
 
-/** Tells the host thread of `hostId` that this thread has its own descriptor of spill file `token` (spill.ts). */
+/** Tells the host thread of `hostId` that this thread is done with spill file `token` (spill.ts): it is closed. */
 export function hostRelease(hostId: string, token: string): void {
   const requests = new BroadcastChannel(requestChannel(hostId));
   requests.postMessage({ t: 'release', token } satisfies McpRequest);

@@ -1,8 +1,9 @@
 /** One live client connection to one MCP server, on the host thread; once closed it is never reused. */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
   CancelledError,
+  ProtocolError,
   ResourceLimitError,
   type SluiceError,
   ToolFailedError,
@@ -10,7 +11,7 @@ import {
 } from '../../engine/protocol/errors.js';
 import type { McpCallOutcome, McpServerSpec, McpToolDef } from '../../engine/protocol/mcp.js';
 import { toOutcome } from './result.js';
-import { GroupStdioTransport, type TransportHooks } from './transport.js';
+import { GroupStdioTransport, OVERSIZED_CODE, type TransportHooks, UNREADABLE_CODE } from './transport.js';
 
 /** Beyond reach (a call's duration is the caller's business), not the SDK's 60 s default. */
 const NO_TIMEOUT_MS = 2 ** 31 - 1;
@@ -38,8 +39,13 @@ export class Connection {
   }
 
   /** Spawns the server and runs the MCP handshake. */
-  static async open(spec: McpServerSpec, hooks: TransportHooks, version: string): Promise<Connection> {
-    const transport = new GroupStdioTransport(spec, hooks);
+  static async open(
+    spec: McpServerSpec,
+    hooks: TransportHooks,
+    version: string,
+    spillDir: string,
+  ): Promise<Connection> {
+    const transport = new GroupStdioTransport(spec, hooks, spillDir);
     const client = new Client({ name: 'sluice', version });
     const conn = new Connection(spec, client, transport);
     client.onclose = () => {
@@ -91,11 +97,17 @@ export class Connection {
     options: { signal: AbortSignal; onProgress?: (p: McpProgress) => void },
   ): Promise<McpCallOutcome> {
     try {
-      const result = await this.client.callTool({ name: tool, arguments: args }, undefined, {
-        signal: options.signal,
-        timeout: NO_TIMEOUT_MS,
-        ...(options.onProgress ? { onprogress: options.onProgress } : {}),
-      });
+      // A plain request, not callTool: that checks structuredContent against the tool's output
+      // schema, which needs it whole, and a spilled one is a stand-in (spill.ts).
+      const result = await this.client.request(
+        { method: 'tools/call', params: { name: tool, arguments: args } },
+        CallToolResultSchema,
+        {
+          signal: options.signal,
+          timeout: NO_TIMEOUT_MS,
+          ...(options.onProgress ? { onprogress: options.onProgress } : {}),
+        },
+      );
       return toOutcome(result as Parameters<typeof toOutcome>[0]);
     } catch (err) {
       if (options.signal.aborted) throw new CancelledError('the MCP call was cancelled');
@@ -119,6 +131,17 @@ export class Connection {
   private describeFailure(err: unknown, during: 'start' | 'list' | 'call', tool?: string): SluiceError {
     const server = JSON.stringify(this.spec.name);
     const t = this.transport;
+    if (err instanceof McpError && err.code === OVERSIZED_CODE) {
+      return new ResourceLimitError(
+        `MCP server ${server}${tool ? `, tool ${JSON.stringify(tool)}` : ''}: the result is larger than ${this.spec.maxMessageBytes} bytes (maxMessageBytes)`,
+        { server: this.spec.name, maxMessageBytes: this.spec.maxMessageBytes },
+      );
+    }
+    if (err instanceof McpError && err.code === UNREADABLE_CODE) {
+      return new ProtocolError(`MCP server ${server}${tool ? `, tool ${JSON.stringify(tool)}` : ''}: ${err.message}`, {
+        server: this.spec.name,
+      });
+    }
     if (t.oversized !== undefined) {
       return new ResourceLimitError(
         `MCP server ${server} sent a message larger than ${t.oversized} bytes (maxMessageBytes); the connection was reset`,

@@ -30,7 +30,7 @@ import {
 } from '../../engine/protocol/mcp.js';
 import { PROTOCOL_VERSION } from '../../engine/protocol/messages.js';
 import { Connection } from './connection.js';
-import { releaseSpill } from './spill.js';
+import { releaseAllSpills, releaseSpill } from './spill.js';
 
 /** One configured server. */
 interface ServerState {
@@ -42,9 +42,11 @@ interface ServerState {
 
 if (!parentPort) throw new Error('the MCP host runs only as a worker thread');
 const control = parentPort;
-const { hostId } = workerData as McpHostData;
+const { hostId, spillDir } = workerData as McpHostData;
 const servers = new Map<string, ServerState>();
 const inflight = new Map<string, AbortController>();
+/** The spill file of each request whose result was sent with one, until the worker releases it or cancels. */
+const spillOf = new Map<string, string>();
 /** Request ids already handled, newest last: a request sent again (see McpLifeEvent) runs once. */
 const seen = new Set<string>();
 const SEEN_MAX = 4096;
@@ -68,6 +70,7 @@ function connection(state: ServerState): Promise<Connection> {
         exited: (pid) => emit({ t: 'exited', server, pid }),
       },
       String(PROTOCOL_VERSION),
+      spillDir,
     );
     state.connecting = opening;
     opening.then(
@@ -113,6 +116,8 @@ async function onControl(m: McpControl): Promise<void> {
     } else {
       shuttingDown = true;
       for (const ac of inflight.values()) ac.abort(new CancelledError('the engine is closing'));
+      spillOf.clear();
+      await releaseAllSpills();
       await Promise.all(
         [...servers.values()].map(async (s) => {
           const conn = s.conn ?? (await s.connecting?.catch(() => undefined));
@@ -129,10 +134,17 @@ async function onControl(m: McpControl): Promise<void> {
 async function onRequest(m: McpRequest): Promise<void> {
   if (m.t === 'cancel') {
     inflight.get(m.id)?.abort(new CancelledError('cancelled by the caller'));
+    // Cancelled after its result was sent: the worker gave up on it and will never read or release it.
+    const token = spillOf.get(m.id);
+    if (token !== undefined) {
+      spillOf.delete(m.id);
+      await releaseSpill(token);
+    }
     return;
   }
   if (m.t === 'release') {
-    releaseSpill(m.token);
+    for (const [id, token] of spillOf) if (token === m.token) spillOf.delete(id);
+    await releaseSpill(m.token);
     return;
   }
   if (seen.has(m.id)) return;
@@ -142,6 +154,7 @@ async function onRequest(m: McpRequest): Promise<void> {
   const reply = (r: McpReply) => out.postMessage(r);
   const ac = new AbortController();
   inflight.set(m.id, ac);
+  let spill: string | undefined;
   try {
     reply({ t: 'accepted' });
     const state = servers.get(m.server);
@@ -159,12 +172,19 @@ async function onRequest(m: McpRequest): Promise<void> {
       signal: ac.signal,
       onProgress: (p) => reply({ t: 'progress', ...p }),
     });
+    spill = outcome.spilled?.token;
+    if (ac.signal.aborted) throw ac.signal.reason;
     reply({ t: 'result', outcome });
+    // From here the worker owns the spill: it releases it once copied, or cancels.
+    if (spill !== undefined) spillOf.set(m.id, spill);
+    spill = undefined;
   } catch (err) {
     reply({ t: 'error', error: serializeError(err) });
   } finally {
     inflight.delete(m.id);
     out.close();
+    // A result that was never sent: nobody will read its spill.
+    if (spill !== undefined) await releaseSpill(spill);
   }
 }
 

@@ -3,16 +3,18 @@
  * read from the host thread's spill file a chunk at a time, unescaped (JSON
  * string escapes, cut only between whole escapes and whole characters) and
  * written to the call's output with its backpressure, so the text is never
- * whole in memory. The worker opens its own descriptor of the file first
- * (`/proc/self/fd/N`, checked against the file's device and inode) and then
- * releases the host's.
+ * whole in memory. It reads through the host thread's descriptor (threads
+ * share the process's descriptors), which the host keeps open until this
+ * thread releases it: the tool releases in a finally, once the output has
+ * been written or the call has failed or been cancelled.
  */
 import { once } from 'node:events';
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { read } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { ProtocolError } from '../../engine/protocol/errors.js';
-import type { McpSpillRef } from '../../engine/protocol/mcp.js';
+import type { McpSpillRef, McpSpillSpan } from '../../engine/protocol/mcp.js';
+import type { Attachment } from '../../engine/protocol/messages.js';
 
 const READ_CHUNK = 256 * 1024;
 /** Characters of the text kept for the status note of a failed call. */
@@ -57,32 +59,43 @@ export class JsonStringDecoder {
   }
 }
 
-/** Opens this thread's own descriptor of the host's spill file; EPROTOCOL when that descriptor is not the file any more. */
-export function openSpilled(ref: McpSpillRef): number {
-  let fd: number;
-  try {
-    fd = openSync(`/proc/self/fd/${ref.fd}`, 'r');
-  } catch (err) {
-    throw new ProtocolError(`the spilled MCP result is gone: ${(err as Error).message}`);
+/** Reads up to `length` bytes of descriptor `fd` at `position` into `buf`. */
+function readAt(fd: number, buf: Buffer, length: number, position: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    read(fd, buf, 0, length, position, (err, n) => (err ? reject(err) : resolve(n)));
+  });
+}
+
+/** Decodes a span a chunk at a time: JSON string escapes undone, or (raw) UTF-8 as it is. */
+async function eachText(
+  fd: number,
+  span: McpSpillSpan,
+  buf: Buffer,
+  signal: AbortSignal,
+  put: (text: string) => Promise<void> | void,
+): Promise<void> {
+  const decoder = span.raw ? new StringDecoder('utf8') : new JsonStringDecoder();
+  for (let at = span.start; at < span.end; ) {
+    signal.throwIfAborted();
+    const n = await readAt(fd, buf, Math.min(buf.length, span.end - at), at);
+    if (n === 0) throw new ProtocolError('the spilled MCP result is shorter than its span');
+    at += n;
+    await put(decoder.write(buf.subarray(0, n)));
   }
-  const st = fstatSync(fd);
-  if (st.dev !== ref.dev || st.ino !== ref.ino) {
-    closeSync(fd);
-    throw new ProtocolError('the spilled MCP result is gone: its descriptor names another file');
-  }
-  return fd;
+  await put(decoder.end());
 }
 
 /**
- * Writes the spilled text to `out` and closes `fd` (from {@link openSpilled}).
- * Resolves to its size in UTF-8 bytes and its first characters.
+ * Writes the spilled text to `out`, reading through the host thread's
+ * descriptor `ref.fd` (open until this thread releases it), and reads the
+ * spilled attachments (within the attachment bounds) into memory. Resolves
+ * to the text's size in UTF-8 bytes, its first characters and the attachments.
  */
 export async function writeSpilled(
   ref: McpSpillRef,
-  fd: number,
   out: Writable,
   signal: AbortSignal,
-): Promise<{ bytes: number; head: string }> {
+): Promise<{ bytes: number; head: string; attachments: Attachment[] }> {
   let bytes = 0;
   let head = '';
   const put = async (text: string) => {
@@ -92,24 +105,21 @@ export async function writeSpilled(
     if (!out.write(text)) await once(out, 'drain', { signal });
   };
   const buf = Buffer.alloc(READ_CHUNK);
-  try {
-    for (const part of ref.parts) {
-      if (typeof part === 'string') {
-        await put(part);
-        continue;
-      }
-      const decoder = new JsonStringDecoder();
-      for (let at = part.start; at < part.end; ) {
-        signal.throwIfAborted();
-        const n = readSync(fd, buf, 0, Math.min(buf.length, part.end - at), at);
-        if (n === 0) throw new ProtocolError('the spilled MCP result is shorter than its span');
-        at += n;
-        await put(decoder.write(buf.subarray(0, n)));
-      }
-      await put(decoder.end());
-    }
-  } finally {
-    closeSync(fd);
+  for (const part of ref.parts) {
+    if (typeof part === 'string') await put(part);
+    else await eachText(ref.fd, part, buf, signal, put);
   }
-  return { bytes, head };
+  const attachments: Attachment[] = [];
+  for (const a of ref.attachments) {
+    const pieces: string[] = [];
+    await eachText(ref.fd, a.span, buf, signal, (t) => {
+      pieces.push(t);
+    });
+    attachments.push({
+      mediaType: a.mediaType,
+      data: pieces.join(''),
+      ...(a.name !== undefined ? { name: a.name } : {}),
+    });
+  }
+  return { bytes, head, attachments };
 }

@@ -12,7 +12,7 @@ import { z } from '../../engine/protocol/zod.js';
 import { type CompletionFields, complete, defineTool, type ToolContext, type ToolDefinition } from '../tool.js';
 import { hostCall, hostDef, hostRelease } from './client.js';
 import { type ArgsValidator, compileInputSchema } from './schema.js';
-import { openSpilled, writeSpilled } from './spill-read.js';
+import { writeSpilled } from './spill-read.js';
 
 const params = new URL(import.meta.url).searchParams;
 const hostId = params.get('h') ?? '';
@@ -74,20 +74,27 @@ const defined = defineTool({
           ),
       },
     );
-    const fields = (bytes: number): CompletionFields => ({
-      display: summary(bytes, outcome.attachments, outcome.isError),
+    const fields = (bytes: number, attachments: Attachment[]): CompletionFields => ({
+      display: summary(bytes, attachments, outcome.isError),
       metadata: { mcp: { server, tool: toolName } },
-      ...(outcome.attachments.length > 0 ? { attachments: outcome.attachments } : {}),
+      ...(attachments.length > 0 ? { attachments } : {}),
     });
     const failed = (text: string) => (outcome.isError ? { status: 'failed' as const, note: errorNote(text) } : {});
-    if (outcome.spilled) {
-      // Too large to hold: streamed from the host's spill file into the output (spill-read.ts).
-      const fd = openSpilled(outcome.spilled);
-      hostRelease(hostId, outcome.spilled.token);
-      const { bytes, head } = await writeSpilled(outcome.spilled, fd, ctx.stream(), ctx.signal);
-      return complete.streamed({ ...fields(bytes), ...failed(head) });
+    const spilled = outcome.spilled;
+    if (spilled) {
+      // Too large to hold: streamed from the host's spill file into the output (spill-read.ts); the
+      // host keeps the file open until this release, whatever becomes of the call.
+      try {
+        const { bytes, head, attachments } = await writeSpilled(spilled, ctx.stream(), ctx.signal);
+        return complete.streamed({ ...fields(bytes, [...outcome.attachments, ...attachments]), ...failed(head) });
+      } finally {
+        hostRelease(hostId, spilled.token);
+      }
     }
-    return complete.full(outcome.text, { ...fields(Buffer.byteLength(outcome.text)), ...failed(outcome.text) });
+    return complete.full(outcome.text, {
+      ...fields(Buffer.byteLength(outcome.text), outcome.attachments),
+      ...failed(outcome.text),
+    });
   },
 });
 

@@ -1,11 +1,16 @@
 /**
  * The stdio transport to one MCP server: the SDK's message format framed
  * by a line splitter linear in the bytes (a message past 1 MiB is spilled
- * to a file, its large texts never held: spill.ts), over a child in its own
+ * to a file, its large parts never held: spill.ts), over a child in its own
  * process group. Not the SDK's `StdioClientTransport`: that kills only its
  * one pid, so the real server behind `npx -y …` outlives it; it sends the
  * server's stderr to ours; and an oversized message shows only as a closed
- * connection.
+ * connection. Here a message past `maxMessageBytes` is dropped up to its
+ * newline (the stream stays in step) and, when its JSON-RPC id can be read
+ * from its end (where the SDK's servers write it) or its start, answered to
+ * the client as a JSON-RPC error for that one request
+ * ({@link OVERSIZED_CODE}); only a message whose id cannot be found resets
+ * the connection.
  */
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
@@ -16,12 +21,28 @@ import { type JSONRPCMessage, JSONRPCMessageSchema } from '@modelcontextprotocol
 import { LineSplitter } from '../../engine/protocol/line-splitter.js';
 import type { McpServerSpec } from '../../engine/protocol/mcp.js';
 import { type PreparedSandbox, prepareSandboxed, unconfined } from '../sandbox/prepare.js';
-import { SPILL_BYTES, SpillWriter } from './spill.js';
+import { releaseUnclaimed, SPILL_BYTES, SPILL_QUEUE_BYTES, type SpilledMessage, SpillWriter } from './spill.js';
 
 /** Bytes of the server's stderr kept for error messages (the newest). */
 const STDERR_TAIL_BYTES = 2048;
 /** After stdin is closed, how long the server has to exit before SIGTERM, then SIGKILL. */
 const CLOSE_STEP_MS = 500;
+/** Bytes of an oversized message's start and end kept to find its id. */
+const ID_WINDOW_BYTES = 512;
+/** The JSON-RPC error code of the answer that stands for an oversized response (connection.ts maps it to ERESOURCELIMIT). */
+export const OVERSIZED_CODE = -32099;
+/** The JSON-RPC error code of the answer that stands for a spilled response that could not be read (EPROTOCOL). */
+export const UNREADABLE_CODE = -32098;
+
+const ID = String.raw`(-?\d+|"(?:[^"\\]|\\.){0,200}")`;
+const ID_AT_END = new RegExp(String.raw`"id"\s*:\s*${ID}\s*\}\s*\r?$`);
+const ID_AT_START = new RegExp(String.raw`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*${ID}`);
+
+/** The JSON-RPC id of a message from its first and last bytes, when one of them shows it. */
+function idOfEnds(head: string, tail: string): string | number | undefined {
+  const m = ID_AT_END.exec(tail) ?? ID_AT_START.exec(head);
+  return m ? (JSON.parse(m[1] as string) as string | number) : undefined;
+}
 
 /** How the server process ended. */
 export interface ServerExit {
@@ -55,13 +76,21 @@ export class GroupStdioTransport implements Transport {
   private stderr = '';
   /** Removes the server's limit cgroup once it has exited. */
   private releaseSandbox: () => Promise<void> = () => Promise.resolve();
-  private readonly inbox: JSONRPCMessage[] = [];
+  /** Messages in order; a spilled one is a promise until its skeleton is parsed. */
+  private readonly inbox: Array<JSONRPCMessage | Promise<SpilledMessage | undefined>> = [];
+  private readonly spillDir: string;
+  /** The start and end of the oversized message being dropped. */
+  private dropHead = '';
+  private dropTail = Buffer.alloc(0);
   private delivering = false;
   private closed: Promise<void> | undefined;
+  private holds = 0;
 
-  constructor(spec: McpServerSpec, hooks: TransportHooks) {
+  /** `spillDir`: where messages past 1 MiB are spilled (the store's tmp/). */
+  constructor(spec: McpServerSpec, hooks: TransportHooks, spillDir: string) {
     this.spec = spec;
     this.hooks = hooks;
+    this.spillDir = spillDir;
     this.buffer = new LineSplitter(spec.maxMessageBytes, SPILL_BYTES);
   }
 
@@ -76,27 +105,78 @@ export class GroupStdioTransport implements Transport {
       }
     },
     spill: () => {
-      // A large message (a big tool result) is kept in a file, its large texts never in memory (spill.ts).
-      const w = new SpillWriter();
+      // A large message (a big tool result) is kept in a file, its large parts never in memory (spill.ts).
+      const w = new SpillWriter(this.spillDir);
+      let head = '';
+      let tail = Buffer.alloc(0);
       return {
-        write: (piece: Buffer) => w.write(piece),
-        end: () => {
-          if (this.oversized !== undefined) return w.discard();
-          try {
-            this.inbox.push(JSONRPCMessageSchema.parse(w.end()));
-          } catch (err) {
-            this.onerror?.(err as Error);
-          }
+        write: (piece: Buffer) => {
+          if (head.length < ID_WINDOW_BYTES) head += piece.subarray(0, ID_WINDOW_BYTES).toString('latin1');
+          this.dropHead = head;
+          tail = Buffer.concat([tail, piece.subarray(-ID_WINDOW_BYTES)]).subarray(-ID_WINDOW_BYTES);
+          w.write(piece);
+          // The file is written asynchronously: the pipe waits while too much is queued.
+          if (w.queuedBytes >= SPILL_QUEUE_BYTES) this.holdUntil(w.drained());
         },
-        discard: () => w.discard(),
+        end: () => {
+          this.dropHead = '';
+          const parsed = w.end().then(
+            (m) => m,
+            (err: unknown): SpilledMessage | undefined => {
+              this.onerror?.(err as Error);
+              // The request it answers must not wait forever: it gets an error in its place.
+              const id = idOfEnds(head, tail.toString('latin1'));
+              if (id === undefined) return undefined;
+              const message = `the response could not be read: ${(err as Error).message}`;
+              return { value: { jsonrpc: '2.0', id, error: { code: UNREADABLE_CODE, message } }, token: undefined };
+            },
+          );
+          this.inbox.push(parsed);
+          // Later lines wait in the pipe while this one is parsed, not in memory.
+          this.holdUntil(parsed);
+        },
+        discard: () => void w.discard(),
       };
     },
     oversized: () => {
-      // One message is larger than the bound: the stream cannot be resynchronised, so end the connection.
-      this.oversized = this.spec.maxMessageBytes;
-      this.kill();
+      this.dropTail = Buffer.alloc(0);
+    },
+    dropped: (piece: Buffer, end: boolean) => {
+      if (!end) {
+        this.dropTail = Buffer.concat([this.dropTail, piece.subarray(-ID_WINDOW_BYTES)]).subarray(-ID_WINDOW_BYTES);
+        return;
+      }
+      const id = idOfEnds(this.dropHead, this.dropTail.toString('latin1'));
+      this.dropHead = '';
+      this.dropTail = Buffer.alloc(0);
+      if (id === undefined) {
+        // No id to answer: the request it answers could wait forever, so the connection ends.
+        this.oversized = this.spec.maxMessageBytes;
+        this.kill();
+        return;
+      }
+      this.inbox.push({
+        jsonrpc: '2.0',
+        id,
+        error: {
+          code: OVERSIZED_CODE,
+          message: `the response is larger than ${this.spec.maxMessageBytes} bytes (maxMessageBytes)`,
+          data: { maxMessageBytes: this.spec.maxMessageBytes },
+        },
+      });
     },
   };
+
+  /** Stops reading the server's stdout until `p` settles. */
+  private holdUntil(p: Promise<unknown>): void {
+    const stdout = this.child?.stdout;
+    if (!stdout) return;
+    this.holds++;
+    stdout.pause();
+    void p.finally(() => {
+      if (--this.holds === 0 && !this.exit) stdout.resume();
+    });
+  }
 
   /** The server's pid (= its process group id), while it runs. */
   get pid(): number | undefined {
@@ -177,25 +257,43 @@ export class GroupStdioTransport implements Transport {
     if (this.oversized !== undefined) return;
     if (!this.delivering && this.inbox.length > 0) {
       this.delivering = true;
-      queueMicrotask(() => this.deliver());
+      queueMicrotask(() => void this.deliver());
     }
   }
 
   /**
-   * Hands messages to the client a microtask apart: the SDK runs a
+   * Hands messages to the client in order, a microtask apart: the SDK runs a
    * response's handler synchronously and drops the call's progress handler
    * with it, so a progress notification read with the result would be lost.
+   * A spilled message that no request claimed while it was handled (the
+   * claim happens in the microtasks that follow its delivery) has its file
+   * closed at the end of that turn of the event loop.
    */
-  private deliver(): void {
-    const message = this.inbox.shift();
-    if (message === undefined) {
+  private async deliver(): Promise<void> {
+    const next = this.inbox.shift();
+    if (next === undefined) {
       this.delivering = false;
       return;
     }
+    let message: JSONRPCMessage | undefined;
+    let token: string | undefined;
+    if (next instanceof Promise) {
+      const spilled = await next;
+      token = spilled?.token;
+      try {
+        if (spilled) message = JSONRPCMessageSchema.parse(spilled.value);
+      } catch (err) {
+        this.onerror?.(err as Error);
+      }
+    } else message = next;
     try {
-      this.onmessage?.(message);
+      if (message) this.onmessage?.(message);
     } finally {
-      queueMicrotask(() => this.deliver());
+      if (token !== undefined) {
+        const t = token;
+        setImmediate(() => void releaseUnclaimed(t));
+      }
+      queueMicrotask(() => void this.deliver());
     }
   }
 
