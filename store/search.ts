@@ -1,14 +1,20 @@
 /**
  * Searching a stored artifact like `grep -n`, zero-based: one pass in 1 MiB
- * reads counting lines, holding only the read, the line crossed and the
- * page. A case-sensitive literal is searched in the bytes; a regex (RE2,
- * linear) or a case-insensitive one in each read's text, in slices with a
- * turn of the event loop between. A page's matching time is bounded.
+ * reads, holding only the read, the line crossed and the page. A literal
+ * (ignoring ASCII case too) is found in the bytes at memchr speed
+ * (store/needle.ts), and so are the candidates of a regular expression with a
+ * required literal, whose lines alone are decoded and tested (RE2, linear);
+ * a hit's line number comes from the line index entry before it and the
+ * newlines between, so the bytes between hits are never counted. Other
+ * regular expressions are matched in each read's text, in slices with a turn
+ * of the event loop between. A page's matching time is bounded.
  */
 import { BadArgumentsError, IntegrityError, ResourceLimitError } from '../engine/protocol/errors.js';
-import { openVerifiedBlob, type VerifiedBlob } from './integrity.js';
+import { IndexCursor } from './index-cursor.js';
+import { markIndexUnavailable, openVerifiedBlob, type VerifiedBlob } from './integrity.js';
+import { ByteNeedle } from './needle.js';
 import { lineStartByte, MAX_PAGE_BYTES, resolveArtifact } from './pages.js';
-import { compileLinePattern, type LinePattern, literalPattern, regexScanner } from './search-regex.js';
+import { asciiFoldable, compileLinePattern, type LinePattern, literalPattern, regexScanner } from './search-regex.js';
 import { byteScanner, countLf } from './search-scanners.js';
 import type { Store } from './store.js';
 
@@ -95,7 +101,7 @@ function count(name: string, v: number | undefined, min: number, max: number, df
 }
 
 // With both, the pattern's matches all contain the literal: only the lines of its candidates are decoded.
-type Matcher = { needle: Buffer; pattern?: LinePattern } | { needle?: Buffer; pattern: LinePattern };
+type Matcher = { needle: ByteNeedle; pattern?: LinePattern } | { needle?: ByteNeedle; pattern: LinePattern };
 
 function compile(opts: SearchOptions): Matcher {
   if (typeof opts.pattern !== 'string' || opts.pattern.length === 0) {
@@ -104,11 +110,25 @@ function compile(opts: SearchOptions): Matcher {
   if (!opts.regex && opts.pattern.includes('\n')) {
     throw new BadArgumentsError('a pattern cannot contain a newline (lines are searched one by one)');
   }
-  if (!opts.regex && !opts.ignoreCase) return { needle: Buffer.from(opts.pattern, 'utf8') };
   const ignoreCase = opts.ignoreCase === true;
+  if (!opts.regex && (!ignoreCase || asciiFoldable(opts.pattern))) {
+    return { needle: new ByteNeedle(Buffer.from(opts.pattern, 'utf8'), ignoreCase) };
+  }
   const pattern = opts.regex ? compileLinePattern(opts.pattern, ignoreCase) : literalPattern(opts.pattern, ignoreCase);
-  return pattern.literal === undefined ? { pattern } : { pattern, needle: Buffer.from(pattern.literal, 'utf8') };
+  if (pattern.literal !== undefined) return { pattern, needle: new ByteNeedle(Buffer.from(pattern.literal, 'utf8')) };
+  if (pattern.foldedBytes !== undefined)
+    return { pattern, needle: new ByteNeedle(Buffer.from(pattern.foldedBytes), true) };
+  return { pattern };
 }
+
+/** A line index entry inside the bytes being searched: `at` is a position there. */
+interface ChunkEntry {
+  at: number;
+  line: number;
+}
+
+/** The index said something the blob's own line count contradicts: the page is searched again without it. */
+class IndexDisagrees extends Error {}
 
 /** Cost per byte of searching with `m`, which sizes a regular expression's slices. */
 function costPerByte(m: Matcher): number {
@@ -173,11 +193,19 @@ export async function searchArtifact(store: Store, uri: string, opts: SearchOpti
         { digest: target.blob, bytes: blob.bytes, expected: target.expectedBytes },
       );
     }
-    const page = new Page(context, limit);
+    let page = new Page(context, limit);
     let longLines = 0;
     let nextOffset: number | null = null;
     if (offset < blob.lines) {
-      const r = await scan(store, blob, offset, matcher, page, opts.signal);
+      let r: { longLines: number; nextOffset: number | null };
+      try {
+        r = await scan(store, blob, offset, matcher, page, opts.signal);
+      } catch (err) {
+        if (!(err instanceof IndexDisagrees)) throw err;
+        markIndexUnavailable(store, blob.digest);
+        page = new Page(context, limit);
+        r = await scan(store, blob, offset, matcher, page, opts.signal);
+      }
       longLines = r.longLines;
       nextOffset = r.nextOffset;
     }
@@ -204,6 +232,26 @@ async function scan(
   page: Page,
   signal: AbortSignal | undefined,
 ): Promise<{ longLines: number; nextOffset: number | null }> {
+  const position = await lineStartByte(store, blob, offset);
+  // Only the byte scanner numbers lines from the index: the text one walks every newline anyway.
+  const index = m.needle ? await IndexCursor.open(store, blob, { line: offset, byte: position }) : undefined;
+  try {
+    return await scanFrom(blob, position, offset, m, page, signal, index);
+  } finally {
+    await index?.close();
+  }
+}
+
+// The pass itself, from the line start `position` (line `offset`).
+async function scanFrom(
+  blob: VerifiedBlob,
+  startByte: number,
+  offset: number,
+  m: Matcher,
+  page: Page,
+  signal: AbortSignal | undefined,
+  index: IndexCursor | undefined,
+): Promise<{ longLines: number; nextOffset: number | null }> {
   const cost = costPerByte(m);
   const budgetMs = searchBudgetMs();
   let spentMs = 0;
@@ -225,70 +273,129 @@ async function scan(
       { limit: 'searchTime', budgetMs, offset: at },
     );
   };
-  const buf = Buffer.allocUnsafe(SEARCH_LINE_WINDOW + READ_BYTES);
-  let position = await lineStartByte(store, blob, offset);
-  let line = offset;
-  let carried = 0;
-  /** Inside a line longer than the window: its first part was searched, skip to its end. */
-  let skipping = false;
-  let longLines = 0;
-  for (;;) {
-    signal?.throwIfAborted();
-    const { bytesRead } = await blob.handle.read(buf, carried, READ_BYTES, position);
-    position += bytesRead;
-    const end = carried + bytesRead;
-    const atEof = bytesRead === 0 || position >= blob.bytes;
-    let start = 0;
-    if (skipping) {
-      const nl = buf.indexOf(LF, carried);
-      if (nl === -1 || nl >= end) {
-        if (atEof) return { longLines, nextOffset: null };
+  // Two buffers: the next read goes into one while the other is searched.
+  let buf = Buffer.allocUnsafe(SEARCH_LINE_WINDOW + READ_BYTES);
+  let spare = Buffer.allocUnsafe(SEARCH_LINE_WINDOW + READ_BYTES);
+  let ahead: Promise<{ bytesRead: number }> | undefined;
+  try {
+    return await pass();
+  } finally {
+    // The blob is closed after this returns: no read may still be under way then.
+    await ahead?.catch(() => {});
+  }
+
+  async function pass(): Promise<{ longLines: number; nextOffset: number | null }> {
+    let position = startByte;
+    let line = offset;
+    let carried = 0;
+    /** Inside a line longer than the window: its first part was searched, skip to its end. */
+    let skipping = false;
+    let longLines = 0;
+    /** Whether line numbers came from the index, which the count at the end then checks. */
+    let indexed = false;
+    for (;;) {
+      signal?.throwIfAborted();
+      const base = position - carried;
+      const { bytesRead } = await (ahead ?? blob.handle.read(buf, carried, READ_BYTES, position));
+      ahead = undefined;
+      position += bytesRead;
+      const end = carried + bytesRead;
+      const atEof = bytesRead === 0 || position >= blob.bytes;
+      let start = 0;
+      if (skipping) {
+        const nl = buf.indexOf(LF, carried);
+        if (nl === -1 || nl >= end) {
+          if (atEof) return { longLines, nextOffset: null };
+          carried = 0;
+          continue;
+        }
+        skipping = false;
+        start = nl + 1;
+        line++;
+      }
+      const lastNl = buf.lastIndexOf(LF, end - 1);
+      const complete = atEof ? end : lastNl >= start ? lastNl + 1 : start;
+      const rest = end - complete;
+      if (!atEof && rest < SEARCH_LINE_WINDOW) {
+        buf.copy(spare, 0, complete, end);
+        ahead = blob.handle.read(spare, rest, READ_BYTES, position);
+      }
+      const entries = index?.usable ? await chunkEntries(index, buf, base, start, complete, line) : [];
+      indexed ||= entries.length > 0;
+      let taken = 0;
+      // A regular expression's text goes in slices of about SLICE_WORK, each ending at a newline.
+      const slice = m.pattern ? Math.max(4096, Math.floor(SLICE_WORK / cost)) : complete - start;
+      while (complete > start) {
+        const nl = start + slice >= complete ? complete - 1 : buf.indexOf(LF, start + slice);
+        const stop = nl === -1 || nl >= complete ? complete : nl + 1;
+        const from = start;
+        const inSlice: ChunkEntry[] = [];
+        for (; taken < entries.length && (entries[taken] as ChunkEntry).at <= stop; taken++) {
+          const e = entries[taken] as ChunkEntry;
+          if (e.at >= from) inSlice.push({ at: e.at - from, line: e.line });
+        }
+        const r = timed(() => searchChunk(buf.subarray(from, stop), line, m, page, false, inSlice));
+        if (page.full || (page.matches >= page.limit && page.after === 0)) {
+          return { longLines, nextOffset: nextAfter(page, r.lines + line, blob.lines) };
+        }
+        line += r.lines;
+        start = stop;
+        if (!(atEof && start >= complete) && overBudget(line)) return { longLines, nextOffset: line };
+        if (m.pattern && start < complete) {
+          await yieldTurn();
+          signal?.throwIfAborted();
+        }
+      }
+      if (atEof) {
+        if (indexed && line !== blob.lines) throw new IndexDisagrees();
+        return { longLines, nextOffset: null };
+      }
+      if (rest >= SEARCH_LINE_WINDOW) {
+        // A line longer than the window: search its first part alone, then skip the rest of it.
+        longLines++;
+        const part = buf.subarray(complete, complete + SEARCH_LINE_WINDOW);
+        timed(() => searchChunk(part, line, m, page, true));
+        if (page.full || (page.matches >= page.limit && page.after === 0)) {
+          return { longLines, nextOffset: nextAfter(page, line + 1, blob.lines) };
+        }
+        // The long line was searched as far as it ever is: a page cut here continues after it.
+        if (line + 1 < blob.lines && overBudget(line + 1)) return { longLines, nextOffset: line + 1 };
+        skipping = true;
         carried = 0;
         continue;
       }
-      skipping = false;
-      start = nl + 1;
-      line++;
+      [buf, spare] = [spare, buf];
+      carried = rest;
     }
-    const lastNl = buf.lastIndexOf(LF, end - 1);
-    const complete = atEof ? end : lastNl >= start ? lastNl + 1 : start;
-    // A regular expression's text goes in slices of about SLICE_WORK, each ending at a newline.
-    const slice = m.pattern ? Math.max(4096, Math.floor(SLICE_WORK / cost)) : complete - start;
-    while (complete > start) {
-      const nl = start + slice >= complete ? complete - 1 : buf.indexOf(LF, start + slice);
-      const stop = nl === -1 || nl >= complete ? complete : nl + 1;
-      const from = start;
-      const r = timed(() => searchChunk(buf.subarray(from, stop), line, m, page));
-      if (page.full || (page.matches >= page.limit && page.after === 0)) {
-        return { longLines, nextOffset: nextAfter(page, r.lines + line, blob.lines) };
-      }
-      line += r.lines;
-      start = stop;
-      if (!(atEof && start >= complete) && overBudget(line)) return { longLines, nextOffset: line };
-      if (m.pattern && start < complete) {
-        await yieldTurn();
-        signal?.throwIfAborted();
-      }
-    }
-    if (atEof) return { longLines, nextOffset: null };
-    const rest = end - complete;
-    if (rest >= SEARCH_LINE_WINDOW) {
-      // A line longer than the window: search its first part alone, then skip the rest of it.
-      longLines++;
-      const part = buf.subarray(complete, complete + SEARCH_LINE_WINDOW);
-      timed(() => searchChunk(part, line, m, page, true));
-      if (page.full || (page.matches >= page.limit && page.after === 0)) {
-        return { longLines, nextOffset: nextAfter(page, line + 1, blob.lines) };
-      }
-      // The long line was searched as far as it ever is: a page cut here continues after it.
-      if (line + 1 < blob.lines && overBudget(line + 1)) return { longLines, nextOffset: line + 1 };
-      skipping = true;
-      carried = 0;
-      continue;
-    }
-    buf.copy(buf, 0, complete, end);
-    carried = rest;
   }
+}
+
+/**
+ * The index entries in `buf[start, complete]` (the complete lines about to
+ * be searched, `base` the blob offset of `buf[0]`, `line` the number of the
+ * line at `start`), each checked to follow a `\n` and to leave a byte per
+ * line since `start`; the first that fails ends the index for this pass.
+ */
+async function chunkEntries(
+  index: IndexCursor,
+  buf: Buffer,
+  base: number,
+  start: number,
+  complete: number,
+  line: number,
+): Promise<ChunkEntry[]> {
+  const out: ChunkEntry[] = [];
+  for (const e of await index.upTo(base + complete)) {
+    const at = e.byte - base;
+    const ok =
+      at === start ? e.line === line : at > start && buf[at - 1] === LF && e.line > line && e.line - line <= at - start;
+    if (!ok) {
+      index.fail();
+      return [];
+    }
+    out.push({ at, line: e.line });
+  }
+  return out;
 }
 
 /** The next page's offset once this one is full: past the last match, or where the byte bound stopped it. */
@@ -299,7 +406,15 @@ function nextAfter(page: Page, scanned: number, total: number): number | null {
 }
 
 // Returns the lines of `chunk` searched; `partial`: the chunk is the first part of one long line.
-function searchChunk(chunk: Buffer, base: number, m: Matcher, page: Page, partial = false): { lines: number } {
+// `entries`: index entries in `chunk` (positions there), so lines between hits need not be counted.
+function searchChunk(
+  chunk: Buffer,
+  base: number,
+  m: Matcher,
+  page: Page,
+  partial = false,
+  entries: readonly ChunkEntry[] = [],
+): { lines: number } {
   const line = m.pattern?.line;
   const s = m.needle
     ? byteScanner(chunk, chunk.length, m.needle, line && ((text) => line.test(text)))
@@ -307,15 +422,28 @@ function searchChunk(chunk: Buffer, base: number, m: Matcher, page: Page, partia
   const endsWithLf = chunk[chunk.length - 1] === LF;
   let cursor = 0;
   let cursorLine = base;
+  let entry = 0;
   const lineAt = (pos: number): number => {
+    // From the last index entry at or before `pos` when it is past the cursor, else from the cursor.
+    for (; entry < entries.length && (entries[entry] as ChunkEntry).at <= pos; entry++) {
+      const e = entries[entry] as ChunkEntry;
+      if (e.at > cursor) {
+        cursor = e.at;
+        cursorLine = e.line;
+      }
+    }
     cursorLine += s.newlines(cursor, pos);
     cursor = pos;
     return cursorLine;
   };
-  // The cursor counts on from the last match, so each byte is counted once.
+  // The cursor counts on from the last match or index entry, so each byte is counted at most once.
   const lines = (): { lines: number } => {
     if (partial) return { lines: 1 };
-    if (m.needle) return { lines: lineAt(s.length) - base + (endsWithLf ? 0 : 1) };
+    if (m.needle) {
+      // Past the end: the last line, which has no `\n`, matched and is already counted.
+      const counted = cursor > s.length;
+      return { lines: lineAt(s.length) - base + (endsWithLf || counted ? 0 : 1) };
+    }
     // Text positions are UTF-16 units; count the rest on the bytes instead of walking the string.
     return { lines: countLf(chunk, 0, chunk.length) + (endsWithLf ? 0 : 1) };
   };
