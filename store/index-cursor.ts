@@ -27,6 +27,8 @@ export class IndexCursor {
   private nextEntry: number;
   private last: LineAnchor;
   private dead = false;
+  /** Entries at or before the start, at the head of the first block, are skipped. */
+  private readonly skipThrough: number;
 
   private constructor(
     private readonly fh: StoreFile,
@@ -37,6 +39,7 @@ export class IndexCursor {
   ) {
     this.nextEntry = first;
     this.last = start;
+    this.skipThrough = start.byte;
   }
 
   /**
@@ -54,11 +57,12 @@ export class IndexCursor {
         await fh.close();
         return undefined;
       }
-      // The first entry past `start.byte`, by a binary search of positioned reads.
+      // Down to the block holding the first entry past `start.byte`, by a binary search of positioned
+      // reads; the entries of that block before it are passed over as it is read.
       const probe = Buffer.alloc(INDEX_ENTRY_BYTES);
       let lo = 0;
       let hi = header.entries;
-      while (lo < hi) {
+      while (hi - lo > BLOCK_ENTRIES) {
         const mid = lo + Math.floor((hi - lo) / 2);
         if (!(await readExactly(fh, probe, INDEX_HEADER_BYTES + mid * INDEX_ENTRY_BYTES))) {
           await fh.close();
@@ -90,6 +94,10 @@ export class IndexCursor {
     while (!this.dead) {
       if (this.taken === this.held && !(await this.refill())) break;
       const e = entryAt(this.block, this.taken * INDEX_ENTRY_BYTES);
+      if (e.byte <= this.skipThrough && this.last.byte === this.skipThrough) {
+        this.taken++;
+        continue;
+      }
       if (e.byte > byte) break;
       const prev = this.last;
       if (
