@@ -1,13 +1,13 @@
 /**
- * Search inside a large artifact (issue 20): a 1 GiB artifact generated on the
- * fly and streamed into the store, searched for a literal, a regular
- * expression and the same expression ignoring case (which has no literal to
- * find in the bytes: RE2 matches every read) (`store/search.ts`, the pass
- * the built-in `grep` runs), each
- * timed against `grep -c` of the same bytes (the blob file itself) in the
- * same run, with the process's RSS growth during the search. Medians over
- * several runs, all after a first read has verified the blob and warmed the
- * page cache.
+ * Search inside a large artifact (issues 20 and 41): a 1 GiB artifact
+ * generated on the fly and streamed into the store, searched for a literal, a
+ * regular expression and the same expression ignoring case
+ * (`store/search.ts`, the pass the built-in `grep` runs), with the options a
+ * user leaves alone (pages of the default 100 matches, followed by
+ * nextOffset to the end), each timed against `grep -c` of the same bytes (the
+ * blob file itself) in the same run, with the process's RSS growth during the
+ * search. Medians over several runs, all after a first read has verified the
+ * blob and warmed the page cache.
  *
  *   SLUICE_BENCH_SEARCH_BYTES (default 1 GiB), SLUICE_BENCH_SEARCH_RUNS (default 3)
  */
@@ -21,9 +21,15 @@ import { envInt, generatedChunks, median, report, tempDir, withPeakRss } from '.
 const BYTES = envInt('SLUICE_BENCH_SEARCH_BYTES', 1024 ** 3);
 const RUNS = envInt('SLUICE_BENCH_SEARCH_RUNS', 3);
 const CHUNK = 1024 * 1024;
-/** Targets: a literal search within 10x grep -c, a regex within 15x; growth below 64 MiB (the artifact is 1 GiB). */
-const LITERAL_RATIO = 10;
-const REGEX_RATIO = 15;
+/**
+ * Targets (issue 41): a literal search within 2x grep -c, a regex within 3x;
+ * growth below 64 MiB (the artifact is 1 GiB). The case-insensitive regex has
+ * the regex's bound: its required literal is found in the bytes ignoring ASCII
+ * case, so it costs what the case-sensitive one does (grep -i is the slower
+ * side there).
+ */
+const LITERAL_RATIO = 2;
+const REGEX_RATIO = 3;
 const GROWTH_BOUND = 64 * 1024 * 1024;
 
 function line(i: number): string {
@@ -51,7 +57,7 @@ async function searchAll(store: Store, uri: string, pattern: string, regex: bool
     let matches = 0;
     let offset: number | null = 0;
     while (offset !== null) {
-      const page = await searchArtifact(store, uri, { pattern, regex, ignoreCase, limit: 1000, offset });
+      const page = await searchArtifact(store, uri, { pattern, regex, ignoreCase, offset });
       matches += page.matches;
       offset = page.nextOffset;
     }
@@ -74,7 +80,7 @@ async function main(): Promise<void> {
     for (const [name, pattern, regex, grepArgs] of [
       ['literal', 'error[E0425]', false, ['-F', 'error[E0425]']],
       ['regex', 'error\\[E\\d+\\]: cannot', true, ['-E', 'error\\[E[0-9]+\\]: cannot']],
-      // Case-insensitive: no literal to find in the bytes, so every read is decoded and matched by RE2.
+      // Case-insensitive: `]: cannot` is found in the bytes ignoring ASCII case, RE2 tests its lines.
       ['regexIgnoreCase', 'ERROR\\[e\\d+\\]: CANNOT', true, ['-i', '-E', 'ERROR\\[e[0-9]+\\]: CANNOT']],
     ] as const) {
       const ours: number[] = [];
@@ -123,7 +129,7 @@ async function main(): Promise<void> {
       ),
       target(
         'search.regex-ignore-case',
-        `case-insensitive regex search (no literal to prefilter) of a 1 GiB artifact ≤ ${REGEX_RATIO}× grep -c -i`,
+        `case-insensitive regex search of a 1 GiB artifact ≤ ${REGEX_RATIO}× grep -c -i`,
         ci.ratio,
         '<=',
         REGEX_RATIO,
@@ -156,7 +162,8 @@ async function main(): Promise<void> {
       regexIgnoreCaseRatio: ci.ratio,
       literalRssGrowthBytes: lit.growth,
       regexRssGrowthBytes: re.growth,
-      sameCounts: lit.same && re.same,
+      regexIgnoreCaseRssGrowthBytes: ci.growth,
+      sameCounts: lit.same && re.same && ci.same,
       targets,
       pass: passes(targets),
     });

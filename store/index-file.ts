@@ -64,7 +64,8 @@ export function wantsIndex(bytes: number): boolean {
   return bytes >= INDEX_MIN_BLOB_BYTES;
 }
 
-async function readExactly(fh: Pick<BlobHandle, 'read'>, buf: Buffer, position: number): Promise<boolean> {
+/** Fills `buf` from `position`; false at end of file first. */
+export async function readExactly(fh: Pick<BlobHandle, 'read'>, buf: Buffer, position: number): Promise<boolean> {
   let off = 0;
   while (off < buf.length) {
     const { bytesRead } = await fh.read(buf, off, buf.length - off, position + off);
@@ -74,8 +75,8 @@ async function readExactly(fh: Pick<BlobHandle, 'read'>, buf: Buffer, position: 
   return true;
 }
 
-// Undefined when magic, recorded size or entry count does not fit.
-async function readHeader(fh: StoreFile, blobBytes: number): Promise<IndexHeaderInfo | undefined> {
+/** The header of an opened index file; undefined when magic, recorded size or entry count does not fit. */
+export async function readHeader(fh: StoreFile, blobBytes: number): Promise<IndexHeaderInfo | undefined> {
   const st = await fh.stat();
   // A FIFO or device planted at the index's path is no index (opened without blocking, never read).
   if (!st.isFile()) return undefined;
@@ -107,7 +108,8 @@ export async function probeIndexHeader(
   }
 }
 
-function entryAt(buf: Buffer, at: number): LineAnchor {
+/** The entry encoded at `buf[at]`. */
+export function entryAt(buf: Buffer, at: number): LineAnchor {
   return { line: Number(buf.readBigUInt64LE(at)), byte: Number(buf.readBigUInt64LE(at + 8)) };
 }
 

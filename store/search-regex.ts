@@ -17,6 +17,8 @@ export interface LinePattern {
   readonly literal: string | undefined;
   /** A case-insensitive literal as a plain RegExp (which no input can make backtrack) to find candidates. */
   readonly foldedLiteral: RegExp | undefined;
+  /** That literal's text when {@link asciiFoldable}: its candidates can be found in the bytes instead. */
+  readonly foldedBytes: string | undefined;
   /** Matches one line (its text without the `\n`). */
   readonly line: RE2JS;
   /** Multi-line, for a block of lines; undefined when blocks cannot be filtered. */
@@ -79,7 +81,18 @@ export function compileLinePattern(source: string, ignoreCase: boolean): LinePat
     ignoreCase && required !== undefined
       ? new RegExp(required.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'), 'giu')
       : undefined;
-  return { line, block, literal, foldedLiteral, costPerByte: Math.max(1, Math.ceil(size / 4)) };
+  const foldedBytes = ignoreCase && required !== undefined && asciiFoldable(required) ? required : undefined;
+  return { line, block, literal, foldedLiteral, foldedBytes, costPerByte: Math.max(1, Math.ceil(size / 4)) };
+}
+
+/**
+ * Whether RE2's case folding of `text` is ASCII's: ASCII, with no `k` or `s`
+ * (Unicode folds them with the Kelvin sign and the long s too), so its
+ * case-insensitive matches are found in the bytes with ASCII folding.
+ */
+export function asciiFoldable(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) >= 0x80) return false;
+  return !/[ks]/i.test(text);
 }
 
 /** Characters that are themselves in RE2 syntax outside a class. */

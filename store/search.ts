@@ -1,15 +1,22 @@
 /**
  * Searching a stored artifact like `grep -n`, zero-based: one pass in 1 MiB
- * reads counting lines, holding only the read, the line crossed and the
- * page. A case-sensitive literal is searched in the bytes; a regex (RE2,
- * linear) or a case-insensitive one in each read's text, in slices with a
- * turn of the event loop between. A page's matching time is bounded.
+ * reads (the next one under way while one is searched), holding only the two
+ * reads, the line crossed and the page. A literal
+ * (ignoring ASCII case too) is found in the bytes at memchr speed
+ * (store/needle.ts), and so are the candidates of a regular expression with a
+ * required literal, whose lines alone are decoded and tested (RE2, linear);
+ * a hit's line number comes from the line index entry before it and the
+ * newlines between, so the bytes between hits are never counted. Other
+ * regular expressions are matched in each read's text, in slices with a turn
+ * of the event loop between. A page's matching time is bounded.
  */
 import { BadArgumentsError, IntegrityError, ResourceLimitError } from '../engine/protocol/errors.js';
-import { openVerifiedBlob, type VerifiedBlob } from './integrity.js';
-import { lineStartByte, MAX_PAGE_BYTES, resolveArtifact } from './pages.js';
-import { compileLinePattern, type LinePattern, literalPattern, regexScanner } from './search-regex.js';
-import { byteScanner, countLf } from './search-scanners.js';
+import { IndexCursor } from './index-cursor.js';
+import { markIndexUnavailable, openVerifiedBlob, type VerifiedBlob } from './integrity.js';
+import { ByteNeedle } from './needle.js';
+import { lineStartByte, resolveArtifact } from './pages.js';
+import { type ChunkEntry, type Matcher, Page, searchChunk } from './search-chunk.js';
+import { asciiFoldable, compileLinePattern, literalPattern } from './search-regex.js';
 import type { Store } from './store.js';
 
 /** Most matches in one page. */
@@ -94,9 +101,6 @@ function count(name: string, v: number | undefined, min: number, max: number, df
   return v;
 }
 
-// With both, the pattern's matches all contain the literal: only the lines of its candidates are decoded.
-type Matcher = { needle: Buffer; pattern?: LinePattern } | { needle?: Buffer; pattern: LinePattern };
-
 function compile(opts: SearchOptions): Matcher {
   if (typeof opts.pattern !== 'string' || opts.pattern.length === 0) {
     throw new BadArgumentsError('pattern must be a non-empty string', { pattern: String(opts.pattern) });
@@ -104,11 +108,19 @@ function compile(opts: SearchOptions): Matcher {
   if (!opts.regex && opts.pattern.includes('\n')) {
     throw new BadArgumentsError('a pattern cannot contain a newline (lines are searched one by one)');
   }
-  if (!opts.regex && !opts.ignoreCase) return { needle: Buffer.from(opts.pattern, 'utf8') };
   const ignoreCase = opts.ignoreCase === true;
+  if (!opts.regex && (!ignoreCase || asciiFoldable(opts.pattern))) {
+    return { needle: new ByteNeedle(Buffer.from(opts.pattern, 'utf8'), ignoreCase) };
+  }
   const pattern = opts.regex ? compileLinePattern(opts.pattern, ignoreCase) : literalPattern(opts.pattern, ignoreCase);
-  return pattern.literal === undefined ? { pattern } : { pattern, needle: Buffer.from(pattern.literal, 'utf8') };
+  if (pattern.literal !== undefined) return { pattern, needle: new ByteNeedle(Buffer.from(pattern.literal, 'utf8')) };
+  if (pattern.foldedBytes !== undefined)
+    return { pattern, needle: new ByteNeedle(Buffer.from(pattern.foldedBytes), true) };
+  return { pattern };
 }
+
+/** The index said something the blob's own line count contradicts: the page is searched again without it. */
+class IndexDisagrees extends Error {}
 
 /** Cost per byte of searching with `m`, which sizes a regular expression's slices. */
 function costPerByte(m: Matcher): number {
@@ -117,45 +129,6 @@ function costPerByte(m: Matcher): number {
 
 function yieldTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
-}
-
-/** Collects the page: context bookkeeping, gaps, the match limit and the page's byte bound. */
-class Page {
-  readonly lines: SearchLine[] = [];
-  matches = 0;
-  bytes = 0;
-  last = -1;
-  after = 0;
-  stopAt: number | undefined;
-  before: SearchLine[] = [];
-
-  constructor(
-    readonly context: number,
-    readonly limit: number,
-  ) {}
-
-  private cost(l: SearchLine): number {
-    return Buffer.byteLength(l.text, 'utf8') + String(l.line).length + 40;
-  }
-
-  /** Adds a line; false (and `stopAt` set) when it does not fit the byte bound. */
-  push(l: SearchLine): boolean {
-    if (l.line <= this.last) return true;
-    const c = this.cost(l);
-    if (this.bytes + c > MAX_PAGE_BYTES) {
-      this.stopAt = l.line;
-      return false;
-    }
-    this.bytes += c;
-    this.lines.push(l);
-    this.last = l.line;
-    if (l.match) this.matches++;
-    return true;
-  }
-
-  get full(): boolean {
-    return this.stopAt !== undefined;
-  }
 }
 
 /** Searches the artifact at `uri` in O(read + line window + page) memory; read errors, EBADARGS. */
@@ -173,11 +146,19 @@ export async function searchArtifact(store: Store, uri: string, opts: SearchOpti
         { digest: target.blob, bytes: blob.bytes, expected: target.expectedBytes },
       );
     }
-    const page = new Page(context, limit);
+    let page = new Page(context, limit);
     let longLines = 0;
     let nextOffset: number | null = null;
     if (offset < blob.lines) {
-      const r = await scan(store, blob, offset, matcher, page, opts.signal);
+      let r: { longLines: number; nextOffset: number | null };
+      try {
+        r = await scan(store, blob, offset, matcher, page, opts.signal);
+      } catch (err) {
+        if (!(err instanceof IndexDisagrees)) throw err;
+        markIndexUnavailable(store, blob.digest);
+        page = new Page(context, limit);
+        r = await scan(store, blob, offset, matcher, page, opts.signal);
+      }
       longLines = r.longLines;
       nextOffset = r.nextOffset;
     }
@@ -204,6 +185,26 @@ async function scan(
   page: Page,
   signal: AbortSignal | undefined,
 ): Promise<{ longLines: number; nextOffset: number | null }> {
+  const position = await lineStartByte(store, blob, offset);
+  // Only the byte scanner numbers lines from the index: the text one walks every newline anyway.
+  const index = m.needle ? await IndexCursor.open(store, blob, { line: offset, byte: position }) : undefined;
+  try {
+    return await scanFrom(blob, position, offset, m, page, signal, index);
+  } finally {
+    await index?.close();
+  }
+}
+
+// The pass itself, from the line start `position` (line `offset`).
+async function scanFrom(
+  blob: VerifiedBlob,
+  startByte: number,
+  offset: number,
+  m: Matcher,
+  page: Page,
+  signal: AbortSignal | undefined,
+  index: IndexCursor | undefined,
+): Promise<{ longLines: number; nextOffset: number | null }> {
   const cost = costPerByte(m);
   const budgetMs = searchBudgetMs();
   let spentMs = 0;
@@ -225,70 +226,152 @@ async function scan(
       { limit: 'searchTime', budgetMs, offset: at },
     );
   };
-  const buf = Buffer.allocUnsafe(SEARCH_LINE_WINDOW + READ_BYTES);
-  let position = await lineStartByte(store, blob, offset);
-  let line = offset;
-  let carried = 0;
-  /** Inside a line longer than the window: its first part was searched, skip to its end. */
-  let skipping = false;
-  let longLines = 0;
-  for (;;) {
-    signal?.throwIfAborted();
-    const { bytesRead } = await blob.handle.read(buf, carried, READ_BYTES, position);
-    position += bytesRead;
-    const end = carried + bytesRead;
-    const atEof = bytesRead === 0 || position >= blob.bytes;
-    let start = 0;
-    if (skipping) {
-      const nl = buf.indexOf(LF, carried);
-      if (nl === -1 || nl >= end) {
-        if (atEof) return { longLines, nextOffset: null };
+  // Two buffers: the next read goes into one while the other is searched.
+  let [buf, spare] = takeBuffers();
+  let ahead: Promise<{ bytesRead: number }> | undefined;
+  try {
+    return await pass();
+  } finally {
+    // The blob is closed after this returns: no read may still be under way then.
+    await ahead?.catch(() => {});
+    returnBuffers(buf, spare);
+  }
+
+  async function pass(): Promise<{ longLines: number; nextOffset: number | null }> {
+    let position = startByte;
+    let line = offset;
+    let carried = 0;
+    /** Inside a line longer than the window: its first part was searched, skip to its end. */
+    let skipping = false;
+    let longLines = 0;
+    /** Whether line numbers came from the index, which the count at the end then checks. */
+    let indexed = false;
+    for (;;) {
+      signal?.throwIfAborted();
+      const base = position - carried;
+      const { bytesRead } = await (ahead ?? blob.handle.read(buf, carried, READ_BYTES, position));
+      ahead = undefined;
+      position += bytesRead;
+      const end = carried + bytesRead;
+      const atEof = bytesRead === 0 || position >= blob.bytes;
+      let start = 0;
+      if (skipping) {
+        const nl = buf.indexOf(LF, carried);
+        if (nl === -1 || nl >= end) {
+          if (atEof) return { longLines, nextOffset: null };
+          carried = 0;
+          continue;
+        }
+        skipping = false;
+        start = nl + 1;
+        line++;
+      }
+      const lastNl = buf.lastIndexOf(LF, end - 1);
+      const complete = atEof ? end : lastNl >= start ? lastNl + 1 : start;
+      const rest = end - complete;
+      if (!atEof && rest < SEARCH_LINE_WINDOW) {
+        buf.copy(spare, 0, complete, end);
+        ahead = blob.handle.read(spare, rest, READ_BYTES, position);
+      }
+      const entries = index?.usable ? await chunkEntries(index, buf, base, start, complete, line) : [];
+      indexed ||= entries.length > 0;
+      let taken = 0;
+      // A regular expression's text goes in slices of about SLICE_WORK, each ending at a newline.
+      const slice = m.pattern ? Math.max(4096, Math.floor(SLICE_WORK / cost)) : complete - start;
+      while (complete > start) {
+        const nl = start + slice >= complete ? complete - 1 : buf.indexOf(LF, start + slice);
+        const stop = nl === -1 || nl >= complete ? complete : nl + 1;
+        const from = start;
+        const inSlice: ChunkEntry[] = [];
+        for (; taken < entries.length && (entries[taken] as ChunkEntry).at <= stop; taken++) {
+          const e = entries[taken] as ChunkEntry;
+          if (e.at >= from) inSlice.push({ at: e.at - from, line: e.line });
+        }
+        const r = timed(() => searchChunk(buf.subarray(from, stop), line, m, page, false, inSlice));
+        if (page.full || (page.matches >= page.limit && page.after === 0)) {
+          return { longLines, nextOffset: nextAfter(page, r.lines + line, blob.lines) };
+        }
+        line += r.lines;
+        start = stop;
+        if (!(atEof && start >= complete) && overBudget(line)) return { longLines, nextOffset: line };
+        if (m.pattern && start < complete) {
+          await yieldTurn();
+          signal?.throwIfAborted();
+        }
+      }
+      if (atEof) {
+        if (indexed && line !== blob.lines) throw new IndexDisagrees();
+        return { longLines, nextOffset: null };
+      }
+      if (rest >= SEARCH_LINE_WINDOW) {
+        // A line longer than the window: search its first part alone, then skip the rest of it.
+        longLines++;
+        const part = buf.subarray(complete, complete + SEARCH_LINE_WINDOW);
+        timed(() => searchChunk(part, line, m, page, true));
+        if (page.full || (page.matches >= page.limit && page.after === 0)) {
+          return { longLines, nextOffset: nextAfter(page, line + 1, blob.lines) };
+        }
+        // The long line was searched as far as it ever is: a page cut here continues after it.
+        if (line + 1 < blob.lines && overBudget(line + 1)) return { longLines, nextOffset: line + 1 };
+        skipping = true;
         carried = 0;
         continue;
       }
-      skipping = false;
-      start = nl + 1;
-      line++;
+      [buf, spare] = [spare, buf];
+      carried = rest;
     }
-    const lastNl = buf.lastIndexOf(LF, end - 1);
-    const complete = atEof ? end : lastNl >= start ? lastNl + 1 : start;
-    // A regular expression's text goes in slices of about SLICE_WORK, each ending at a newline.
-    const slice = m.pattern ? Math.max(4096, Math.floor(SLICE_WORK / cost)) : complete - start;
-    while (complete > start) {
-      const nl = start + slice >= complete ? complete - 1 : buf.indexOf(LF, start + slice);
-      const stop = nl === -1 || nl >= complete ? complete : nl + 1;
-      const from = start;
-      const r = timed(() => searchChunk(buf.subarray(from, stop), line, m, page));
-      if (page.full || (page.matches >= page.limit && page.after === 0)) {
-        return { longLines, nextOffset: nextAfter(page, r.lines + line, blob.lines) };
-      }
-      line += r.lines;
-      start = stop;
-      if (!(atEof && start >= complete) && overBudget(line)) return { longLines, nextOffset: line };
-      if (m.pattern && start < complete) {
-        await yieldTurn();
-        signal?.throwIfAborted();
-      }
-    }
-    if (atEof) return { longLines, nextOffset: null };
-    const rest = end - complete;
-    if (rest >= SEARCH_LINE_WINDOW) {
-      // A line longer than the window: search its first part alone, then skip the rest of it.
-      longLines++;
-      const part = buf.subarray(complete, complete + SEARCH_LINE_WINDOW);
-      timed(() => searchChunk(part, line, m, page, true));
-      if (page.full || (page.matches >= page.limit && page.after === 0)) {
-        return { longLines, nextOffset: nextAfter(page, line + 1, blob.lines) };
-      }
-      // The long line was searched as far as it ever is: a page cut here continues after it.
-      if (line + 1 < blob.lines && overBudget(line + 1)) return { longLines, nextOffset: line + 1 };
-      skipping = true;
-      carried = 0;
-      continue;
-    }
-    buf.copy(buf, 0, complete, end);
-    carried = rest;
   }
+}
+
+/**
+ * The index entries in `buf[start, complete]` (the complete lines about to
+ * be searched, `base` the blob offset of `buf[0]`, `line` the number of the
+ * line at `start`), each checked to follow a `\n` and to leave a byte per
+ * line since `start`; the first that fails ends the index for this pass.
+ */
+async function chunkEntries(
+  index: IndexCursor,
+  buf: Buffer,
+  base: number,
+  start: number,
+  complete: number,
+  line: number,
+): Promise<ChunkEntry[]> {
+  const out: ChunkEntry[] = [];
+  for (const e of await index.upTo(base + complete)) {
+    const at = e.byte - base;
+    const ok =
+      at === start ? e.line === line : at > start && buf[at - 1] === LF && e.line > line && e.line - line <= at - start;
+    if (!ok) {
+      index.fail();
+      return [];
+    }
+    out.push({ at, line: e.line });
+  }
+  return out;
+}
+
+/** Read buffers kept between pages of one thread's searches, until {@link KEEP_BUFFERS_MS} pass unused. */
+let keptBuffers: [Buffer, Buffer] | undefined;
+let dropKept: NodeJS.Timeout | undefined;
+/** Following a search page by page reuses its buffers: fresh ones cost page faults and garbage collections. */
+const KEEP_BUFFERS_MS = 2000;
+
+function takeBuffers(): [Buffer, Buffer] {
+  const kept = keptBuffers;
+  keptBuffers = undefined;
+  return (
+    kept ?? [Buffer.allocUnsafe(SEARCH_LINE_WINDOW + READ_BYTES), Buffer.allocUnsafe(SEARCH_LINE_WINDOW + READ_BYTES)]
+  );
+}
+
+function returnBuffers(a: Buffer, b: Buffer): void {
+  keptBuffers = [a, b];
+  clearTimeout(dropKept);
+  dropKept = setTimeout(() => {
+    keptBuffers = undefined;
+  }, KEEP_BUFFERS_MS);
+  dropKept.unref();
 }
 
 /** The next page's offset once this one is full: past the last match, or where the byte bound stopped it. */
@@ -296,100 +379,4 @@ function nextAfter(page: Page, scanned: number, total: number): number | null {
   const lastMatch = [...page.lines].reverse().find((l) => l.match);
   const next = page.stopAt ?? (lastMatch ? lastMatch.line + 1 : scanned);
   return next < total ? next : null;
-}
-
-// Returns the lines of `chunk` searched; `partial`: the chunk is the first part of one long line.
-function searchChunk(chunk: Buffer, base: number, m: Matcher, page: Page, partial = false): { lines: number } {
-  const line = m.pattern?.line;
-  const s = m.needle
-    ? byteScanner(chunk, chunk.length, m.needle, line && ((text) => line.test(text)))
-    : regexScanner(chunk.toString('utf8'), m.pattern as LinePattern);
-  const endsWithLf = chunk[chunk.length - 1] === LF;
-  let cursor = 0;
-  let cursorLine = base;
-  const lineAt = (pos: number): number => {
-    cursorLine += s.newlines(cursor, pos);
-    cursor = pos;
-    return cursorLine;
-  };
-  // The cursor counts on from the last match, so each byte is counted once.
-  const lines = (): { lines: number } => {
-    if (partial) return { lines: 1 };
-    if (m.needle) return { lines: lineAt(s.length) - base + (endsWithLf ? 0 : 1) };
-    // Text positions are UTF-16 units; count the rest on the bytes instead of walking the string.
-    return { lines: countLf(chunk, 0, chunk.length) + (endsWithLf ? 0 : 1) };
-  };
-  const lineBounds = (pos: number): { start: number; end: number } => {
-    const p = s.prev(pos);
-    const n = partial ? -1 : s.next(pos);
-    return { start: p + 1, end: n === -1 ? s.length : n };
-  };
-  const shown = (n: number, start: number, end: number, match: boolean): SearchLine => {
-    const t = s.text(start, end);
-    return { line: n, text: t.text, match, ...(t.cut !== undefined ? { cut: t.cut } : {}) };
-  };
-  let from = 0;
-  let lineNo = base;
-  const emitAfter = (): boolean => {
-    while (page.after > 0 && from < s.length) {
-      const b = lineBounds(from);
-      const isMatch = s.matchLine(b.start, b.end);
-      if (isMatch && page.matches >= page.limit) {
-        page.after = 0;
-        return false;
-      }
-      if (!page.push(shown(lineNo, b.start, b.end, isMatch))) return false;
-      page.after = isMatch ? page.context : page.after - 1;
-      from = b.end + 1;
-      lineNo++;
-      cursor = from;
-      cursorLine = lineNo;
-    }
-    return true;
-  };
-  if (!emitAfter()) return lines();
-  while (!page.full && page.matches < page.limit) {
-    const at = s.find(from);
-    if (at === -1) break;
-    const b = lineBounds(at);
-    const n = lineAt(b.start);
-    if (!s.test(b.start, b.end)) {
-      from = b.end + 1;
-      continue;
-    }
-    const ctx: SearchLine[] = [];
-    let ls = b.start;
-    for (let k = 1; k <= page.context && n - k > page.last; k++) {
-      if (ls > 0) {
-        const p = s.prev(ls - 1);
-        ctx.unshift(shown(n - k, p + 1, ls - 1, false));
-        ls = p + 1;
-      } else {
-        const carried = page.before.find((l) => l.line === n - k);
-        if (carried) ctx.unshift(carried);
-      }
-    }
-    for (const c of ctx) if (!page.push(c)) return lines();
-    if (!page.push(shown(n, b.start, b.end, true))) return lines();
-    page.after = page.context;
-    from = b.end + 1;
-    lineNo = n + 1;
-    cursor = from;
-    cursorLine = lineNo;
-    if (!emitAfter()) return lines();
-  }
-  if (page.context > 0 && !partial) {
-    const keep: SearchLine[] = [];
-    const total = lines().lines;
-    let e = s.length;
-    if (endsWithLf) e = s.length - 1;
-    for (let k = 0; k < page.context && e >= 0; k++) {
-      const p = s.prev(e);
-      keep.unshift(shown(base + total - 1 - k, p + 1, e, false));
-      if (p < 0) break;
-      e = p;
-    }
-    page.before = [...page.before, ...keep].slice(-page.context);
-  }
-  return lines();
 }
