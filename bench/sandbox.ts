@@ -109,7 +109,25 @@ function loopRound(file: string, args: readonly string[], count: number, cwd: st
     const cpuMs = group ? Number(readFileSync(join(group, 'cpuacct.usage'), 'utf8')) / 1e6 : null;
     return { wallMs, cpuMs };
   } finally {
-    if (group) rmdirSync(group);
+    if (group) removeGroup(group);
+  }
+}
+
+/**
+ * Removes a cpuacct group once the kernel has let go of it: the last of its
+ * processes can still be exiting after the shell's `wait` returned (rmdir is
+ * EBUSY meanwhile), so the removal is retried for a bounded time.
+ */
+function removeGroup(group: string): void {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let attempt = 0; ; attempt++) {
+    try {
+      rmdirSync(group);
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EBUSY' || attempt >= 200) throw err;
+      Atomics.wait(pause, 0, 0, 50);
+    }
   }
 }
 
