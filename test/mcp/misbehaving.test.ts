@@ -1,0 +1,79 @@
+/**
+ * Upstreams whose large responses misbehave (test/fixtures/mcp-bad-server.mjs):
+ * oversized lines whose id is not JSON, first, missing or belongs to a request
+ * from the server; a result of thousands of medium blocks; strings outside
+ * the content past what may be held; a server that dies mid-line. Each fails
+ * only its own call (with a stable code), the MCP host thread survives, and
+ * nothing is left: no spill file in tmp/, no descriptor on one, no process.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { BAD_SERVER, cleanup, expectNoSpill, finish, openEngine, pgrep, type TestEnv } from '../support/mcp.js';
+
+afterEach(cleanup);
+
+const MB = 1_000_000;
+
+async function openBad(maxMessageBytes?: number): Promise<TestEnv> {
+  const env = await openEngine();
+  await env.engine.addMcpServer({
+    name: 'bad',
+    command: process.execPath,
+    args: [BAD_SERVER, env.marker],
+    ...(maxMessageBytes !== undefined ? { maxMessageBytes } : {}),
+  });
+  return env;
+}
+
+/** The pid of the bad server answering now (an ordinary call). */
+async function serverPid(env: TestEnv): Promise<number> {
+  const r = await env.engine.run('bad.pid', {});
+  expect(r.status).toBe('success');
+  return Number(r.model);
+}
+
+describe('an oversized line whose id is hard to read', () => {
+  for (const [bound, bytes] of [
+    [1024, 4096],
+    [2 * 1024 * 1024, 3 * MB],
+  ] as const) {
+    it(`past maxMessageBytes ${bound}: an id that is not JSON resets only that connection`, async () => {
+      const env = await openBad(bound);
+      for (const form of ['bad-number', 'bad-escape', 'no-id']) {
+        const before = await serverPid(env);
+        const r = await env.engine.run('bad.oversized', { bytes, form });
+        expect([form, r.status, r.error?.code]).toEqual([form, 'failed', 'ERESOURCELIMIT']);
+        expect(r.error?.message).toContain('the connection was reset');
+        // The host thread lives: the next call gets a new server process.
+        const after = await serverPid(env);
+        expect(after).not.toBe(before);
+        expect(await pgrep(env.marker)).toEqual([after]);
+      }
+      await expectNoSpill(env);
+      await finish(env);
+    });
+
+    it(`past maxMessageBytes ${bound}: an id at the start fails that call only; the connection stays`, async () => {
+      const env = await openBad(bound);
+      const before = await serverPid(env);
+      const r = await env.engine.run('bad.oversized', { bytes, form: 'id-start' });
+      expect(r.status).toBe('failed');
+      expect(r.error?.code).toBe('ERESOURCELIMIT');
+      expect(r.error?.message).toContain(`larger than ${bound} bytes`);
+      expect(await serverPid(env)).toBe(before);
+      await expectNoSpill(env);
+      await finish(env);
+    });
+
+    it(`past maxMessageBytes ${bound}: a request from the server fails nothing of ours`, async () => {
+      const env = await openBad(bound);
+      const before = await serverPid(env);
+      // The oversized request carries the call's id last; the call gets its real answer after it.
+      const r = await env.engine.run('bad.oversized', { bytes, form: 'request-first' });
+      expect(r.status).toBe('success');
+      expect(r.model).toBe('after the request');
+      expect(await serverPid(env)).toBe(before);
+      await expectNoSpill(env);
+      await finish(env);
+    });
+  }
+});
