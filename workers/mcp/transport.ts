@@ -23,6 +23,7 @@ import { type JSONRPCMessage, JSONRPCMessageSchema } from '@modelcontextprotocol
 import { LineSplitter } from '../../engine/protocol/line-splitter.js';
 import type { McpServerSpec } from '../../engine/protocol/mcp.js';
 import { type PreparedSandbox, prepareSandboxed, unconfined } from '../sandbox/prepare.js';
+import { HeldLimitError } from './skeleton.js';
 import { releaseUnclaimed, SPILL_BYTES, SPILL_QUEUE_BYTES, type SpilledMessage, SpillWriter } from './spill.js';
 
 /** Bytes of the server's stderr kept for error messages (the newest). */
@@ -35,6 +36,15 @@ const ID_WINDOW_BYTES = 512;
 export const OVERSIZED_CODE = -32099;
 /** The JSON-RPC error code of the answer that stands for a spilled response that could not be read (EPROTOCOL). */
 export const UNREADABLE_CODE = -32098;
+/** The JSON-RPC error code of the answer that stands for a spilled response holding too much outside its content (ERESOURCELIMIT). */
+export const HELD_LIMIT_CODE = -32097;
+
+/** The answer standing for a spilled response that failed with `err`. */
+function spillFailure(err: unknown): { code: number; message: string } {
+  const message = (err as Error | undefined)?.message ?? String(err);
+  if (err instanceof HeldLimitError) return { code: HELD_LIMIT_CODE, message };
+  return { code: UNREADABLE_CODE, message: `the response could not be read: ${message}` };
+}
 
 /** A JSON-RPC id as JSON writes it: a number in JSON's grammar, or a short string (JSON.parse still decides). */
 const ID = String.raw`(-?(?:0|[1-9]\d*)|"(?:[^"\\]|\\.){0,200}")`;
@@ -154,11 +164,7 @@ export class GroupStdioTransport implements Transport {
               // The request it answers must not wait forever: it gets an error in its place.
               const what = idOfEnds(head, tail.toString('latin1'));
               if (what === undefined || !('id' in what)) return undefined;
-              const message = `the response could not be read: ${(err as Error).message}`;
-              return {
-                value: { jsonrpc: '2.0', id: what.id, error: { code: UNREADABLE_CODE, message } },
-                token: undefined,
-              };
+              return { value: { jsonrpc: '2.0', id: what.id, error: spillFailure(err) }, token: undefined };
             },
           );
           this.inbox.push(parsed);
