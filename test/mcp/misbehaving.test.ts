@@ -9,7 +9,16 @@
 import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { memoryOf, resetPeak } from '../server/helpers.js';
-import { BAD_SERVER, cleanup, expectNoSpill, finish, openEngine, pgrep, type TestEnv } from '../support/mcp.js';
+import {
+  BAD_SERVER,
+  cleanup,
+  expectNoSpill,
+  finish,
+  openEngine,
+  pgrep,
+  type TestEnv,
+  waitNoProcess,
+} from '../support/mcp.js';
 
 afterEach(cleanup);
 
@@ -130,6 +139,22 @@ describe('what a spilled result may hold in memory', () => {
     expect(ok.status).toBe('success');
     expect(ok.model).toBe('small');
     expect(await serverPid(env)).toBe(before);
+    await expectNoSpill(env);
+    await finish(env);
+  });
+});
+
+describe('a server that dies mid-line', () => {
+  it('fails the call with EWORKERCRASH and leaves no spill file or descriptor, before the next call too', async () => {
+    const env = await openBad();
+    const before = await serverPid(env);
+    const r = await env.engine.run('bad.cut', { bytes: 5 * MB });
+    expect(r.status).toBe('failed');
+    expect(r.error?.code).toBe('EWORKERCRASH');
+    expect(await waitNoProcess(env.marker)).toEqual([]);
+    // Closed with the dead connection, not when the next one replaces it.
+    await expectNoSpill(env);
+    expect(await serverPid(env)).not.toBe(before);
     await expectNoSpill(env);
     await finish(env);
   });

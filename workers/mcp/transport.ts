@@ -24,7 +24,14 @@ import { LineSplitter } from '../../engine/protocol/line-splitter.js';
 import type { McpServerSpec } from '../../engine/protocol/mcp.js';
 import { type PreparedSandbox, prepareSandboxed, unconfined } from '../sandbox/prepare.js';
 import { HeldLimitError } from './skeleton.js';
-import { releaseUnclaimed, SPILL_BYTES, SPILL_QUEUE_BYTES, type SpilledMessage, SpillWriter } from './spill.js';
+import {
+  releaseSpill,
+  releaseUnclaimed,
+  SPILL_BYTES,
+  SPILL_QUEUE_BYTES,
+  type SpilledMessage,
+  SpillWriter,
+} from './spill.js';
 
 /** Bytes of the server's stderr kept for error messages (the newest). */
 const STDERR_TAIL_BYTES = 2048;
@@ -284,6 +291,10 @@ export class GroupStdioTransport implements Transport {
         void this.releaseSandbox();
       });
       child.once('close', () => {
+        // A line cut off by the server's end is never whole: its spill file goes now, not with the
+        // host thread; so do the spills of messages parsed but not delivered (nothing will claim them).
+        this.buffer.clear();
+        this.dropInbox();
         exited();
         this.onclose?.();
       });
@@ -348,6 +359,13 @@ export class GroupStdioTransport implements Transport {
         setImmediate(() => void releaseUnclaimed(t));
       }
       queueMicrotask(() => void this.deliver());
+    }
+  }
+
+  /** Forgets the messages not yet delivered, closing their spill files once parsed. */
+  private dropInbox(): void {
+    for (const m of this.inbox.splice(0)) {
+      if (m instanceof Promise) void m.then((s) => (s?.token !== undefined ? releaseSpill(s.token) : undefined));
     }
   }
 
