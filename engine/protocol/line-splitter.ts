@@ -29,7 +29,10 @@ export interface LineSink {
   line(bytes: Buffer): void;
   /** A line passed the bound; its bytes are dropped up to its newline. */
   oversized(): void;
-  /** Bytes of an oversized line as they are dropped; `end` (with no bytes) when its newline came. */
+  /**
+   * Bytes of an oversized line as they are dropped, from its start when it was held in memory (not
+   * when it was spilled: those went to the spill); `end` (with no bytes) when its newline came.
+   */
   dropped?(piece: Buffer, end: boolean): void;
   /** A line passed the spill size: where the rest of it goes. Without it, lines are held up to the bound. */
   spill?(): LineSpill;
@@ -91,9 +94,12 @@ export class LineSplitter {
 
   private take(piece: Buffer, sink: LineSink): void {
     if (this.lineBytes + piece.length > this.maxLineBytes) {
+      // The line's start (held, when it was not spilled) goes to `dropped` too: it may name what the line is.
+      const held = this.parts;
       this.clear();
       this.skipping = true;
       sink.oversized();
+      for (const p of held) sink.dropped?.(p, false);
       sink.dropped?.(piece, false);
       return;
     }

@@ -7,39 +7,24 @@
  * spilled images within them come back bounded and whole.
  */
 import { createHash } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { COMPLETION_BOUNDS } from '../../engine/protocol/limits.js';
 import {
   bigDigest,
   bigLine,
   cleanup,
+  expectNoSpill,
   finish,
   openEngine,
   openMcpEngine,
+  openSpillFiles,
   RAW_SERVER,
   serverStats,
-  type TestEnv,
 } from '../support/mcp.js';
 
 afterEach(cleanup);
 
 const MB = 1_000_000;
-
-/** Descriptors of this process open on a spill file of `env`'s store. */
-async function openSpillFiles(env: TestEnv): Promise<string[]> {
-  const fds = await fsp.readdir('/proc/self/fd');
-  const links = await Promise.all(fds.map((fd) => fsp.readlink(`/proc/self/fd/${fd}`).catch(() => '')));
-  return links.filter((l) => l.startsWith(`${env.engine.store.layout.tmp}/`) && l.includes('.mcp-spill'));
-}
-
-/** Waits until the worker's release has reached the host (a message apart), then checks nothing is left. */
-async function expectNoSpill(env: TestEnv): Promise<void> {
-  const until = Date.now() + 5000;
-  while ((await openSpillFiles(env)).length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-  expect(await openSpillFiles(env)).toEqual([]);
-  expect(await fsp.readdir(env.engine.store.layout.tmp)).toEqual([]);
-}
 
 describe('spill files of large MCP results', () => {
   it('are gone after a completed, a failed and a cancelled call, and live in the store tmp/ meanwhile', async () => {

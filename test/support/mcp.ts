@@ -21,6 +21,9 @@ const here = dirname(fileURLToPath(import.meta.url));
 /** The MCP fixture server (test/fixtures/mcp-server.mjs). */
 export const MCP_SERVER = resolve(here, '..', 'fixtures', 'mcp-server.mjs');
 
+/** The MCP server whose large responses misbehave (test/fixtures/mcp-bad-server.mjs). */
+export const BAD_SERVER = resolve(here, '..', 'fixtures', 'mcp-bad-server.mjs');
+
 /** The hand-written MCP server for wire-level misbehaviour (test/fixtures/mcp-raw-server.mjs). */
 export const RAW_SERVER = resolve(here, '..', 'fixtures', 'mcp-raw-server.mjs');
 
@@ -131,4 +134,19 @@ export async function serverStats(engine: Engine): Promise<{ pid: number; calls:
   const r = await engine.run('fx.stats', {});
   expect(r.status).toBe('success');
   return JSON.parse(r.model);
+}
+
+/** Descriptors of this process open on a spill file of `env`'s store. */
+export async function openSpillFiles(env: TestEnv): Promise<string[]> {
+  const fds = await fsp.readdir('/proc/self/fd');
+  const links = await Promise.all(fds.map((fd) => fsp.readlink(`/proc/self/fd/${fd}`).catch(() => '')));
+  return links.filter((l) => l.startsWith(`${env.engine.store.layout.tmp}/`) && l.includes('.mcp-spill'));
+}
+
+/** Waits until the worker's release has reached the host (a message apart), then checks nothing is left. */
+export async function expectNoSpill(env: TestEnv): Promise<void> {
+  const until = Date.now() + 5000;
+  while ((await openSpillFiles(env)).length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  expect(await openSpillFiles(env)).toEqual([]);
+  expect(await fsp.readdir(env.engine.store.layout.tmp)).toEqual([]);
 }

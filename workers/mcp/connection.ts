@@ -11,7 +11,13 @@ import {
 } from '../../engine/protocol/errors.js';
 import type { McpCallOutcome, McpServerSpec, McpToolDef } from '../../engine/protocol/mcp.js';
 import { toOutcome } from './result.js';
-import { GroupStdioTransport, OVERSIZED_CODE, type TransportHooks, UNREADABLE_CODE } from './transport.js';
+import {
+  GroupStdioTransport,
+  HELD_LIMIT_CODE,
+  OVERSIZED_CODE,
+  type TransportHooks,
+  UNREADABLE_CODE,
+} from './transport.js';
 
 /** Beyond reach (a call's duration is the caller's business), not the SDK's 60 s default. */
 const NO_TIMEOUT_MS = 2 ** 31 - 1;
@@ -135,6 +141,14 @@ export class Connection {
       return new ResourceLimitError(
         `MCP server ${server}${tool ? `, tool ${JSON.stringify(tool)}` : ''}: the result is larger than ${this.spec.maxMessageBytes} bytes (maxMessageBytes)`,
         { server: this.spec.name, maxMessageBytes: this.spec.maxMessageBytes },
+      );
+    }
+    if (err instanceof McpError && err.code === HELD_LIMIT_CODE) {
+      return new ResourceLimitError(
+        `MCP server ${server}${tool ? `, tool ${JSON.stringify(tool)}` : ''}: ${err.message}`,
+        {
+          server: this.spec.name,
+        },
       );
     }
     if (err instanceof McpError && err.code === UNREADABLE_CODE) {

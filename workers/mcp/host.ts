@@ -61,6 +61,11 @@ function emit(e: McpHostEvent): void {
 function connection(state: ServerState): Promise<Connection> {
   if (state.conn?.alive) return Promise.resolve(state.conn);
   if (shuttingDown) return Promise.reject(new ClosedError('the engine is closing'));
+  if (state.conn) {
+    // A dead connection is closed, not just dropped: that ends its transport (a half-written spill included).
+    void state.conn.close();
+    state.conn = undefined;
+  }
   if (!state.connecting) {
     const server = state.spec.name;
     const opening = Connection.open(

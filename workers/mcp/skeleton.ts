@@ -3,7 +3,8 @@
  * the spill file a chunk at a time, except that the large parts of a tool
  * result stay in the file. A string at a {@link spillablePlace} longer than
  * {@link SPAN_MIN_BYTES} escaped bytes (a text, an image's or audio's
- * base64, an embedded resource's text or blob) becomes `span(…)`, and
+ * base64, an embedded resource's text or blob), or any such string once
+ * {@link HELD_CONTENT_BYTES} of them are held, becomes `span(…)`, and
  * `result.structuredContent`, whatever its size, becomes `raw(…)`: its JSON
  * bytes are checked but never built into a value. The parser is a
  * generator that yields when it needs the next chunk, so reads are
@@ -12,8 +13,26 @@
 
 /** Strings at a spillable place longer than this (escaped bytes) stay in the file. */
 export const SPAN_MIN_BYTES = 64 * 1024;
-/** Longest string held anywhere else (escaped bytes): the SDK needs those whole, so a longer one makes the message unreadable. */
-export const MAX_HELD_STRING_BYTES = 16 * 1024 * 1024;
+/**
+ * Bytes of a message's content strings held in the skeleton: past them,
+ * every further content string stays in the file whatever its size, so
+ * thousands of strings each under {@link SPAN_MIN_BYTES} are not a whole
+ * output in memory.
+ */
+export const HELD_CONTENT_BYTES = 4 * 1024 * 1024;
+/**
+ * Bytes held of everything else (keys, literals, strings at other places,
+ * and a few bytes per value for its structure): the SDK needs those whole,
+ * so past this the message is refused ({@link HeldLimitError}).
+ */
+export const MAX_HELD_BYTES = 16 * 1024 * 1024;
+/** What each value held costs against {@link MAX_HELD_BYTES} beside its bytes (its object or slot). */
+const VALUE_COST = 16;
+
+/** A spilled message would hold more than {@link MAX_HELD_BYTES} outside its content (ERESOURCELIMIT, not bad JSON). */
+export class HeldLimitError extends Error {
+  override readonly name = 'HeldLimitError';
+}
 
 const READ_CHUNK = 256 * 1024;
 
@@ -165,6 +184,17 @@ function* parse(buf: Buffer, size: number, st: ReadState, hooks: SkeletonHooks):
   const path: (string | number)[] = [];
   const stack: Frame[] = [];
   let root: unknown;
+  /** Bytes held of content strings, and of everything else (see MAX_HELD_BYTES). */
+  let heldContent = 0;
+  let heldOther = 0;
+  const hold = (bytes: number) => {
+    heldOther += bytes + VALUE_COST;
+    if (heldOther > MAX_HELD_BYTES) {
+      throw new HeldLimitError(
+        `a spilled MCP message holds more than ${MAX_HELD_BYTES} bytes outside its content (keys, values, structure)`,
+      );
+    }
+  };
   /** Stack depth of the raw value being skipped (its members are checked, never kept); -1 outside one. */
   let rawDepth = -1;
   let rawStart = 0;
@@ -188,16 +218,30 @@ function* parse(buf: Buffer, size: number, st: ReadState, hooks: SkeletonHooks):
     }
     if (c === QUOTE) {
       st.i++;
-      const limit = rawDepth !== -1 ? 0 : spillablePlace(path) ? SPAN_MIN_BYTES : MAX_HELD_STRING_BYTES;
+      const content = rawDepth === -1 && spillablePlace(path);
+      const limit =
+        rawDepth !== -1
+          ? 0
+          : content
+            ? heldContent < HELD_CONTENT_BYTES
+              ? SPAN_MIN_BYTES
+              : 0
+            : Math.max(0, MAX_HELD_BYTES - heldOther);
       const s = yield* readString(limit);
       if (rawDepth === -1) {
-        if (s.raw) put(decode(s.raw));
-        else if (limit === SPAN_MIN_BYTES) put(hooks.span({ start: s.start, end: s.end }));
-        else fail(`a string of more than ${MAX_HELD_STRING_BYTES} bytes outside a tool result's content`);
+        if (content) {
+          if (s.raw) heldContent += s.end - s.start;
+          put(s.raw ? decode(s.raw) : hooks.span({ start: s.start, end: s.end }));
+          hold(0);
+        } else {
+          hold(s.end - s.start);
+          put(decode(s.raw));
+        }
       }
     } else if (c === 0x7b || c === 0x5b) {
       st.i++;
       const frame: Frame = c === 0x7b ? { kind: 'object', value: {}, key: undefined } : { kind: 'array', value: [] };
+      if (rawDepth === -1) hold(0);
       put(frame.value);
       stack.push(frame);
       return;
@@ -212,6 +256,7 @@ function* parse(buf: Buffer, size: number, st: ReadState, hooks: SkeletonHooks):
         if (text.length > 400) fail('literal too long');
       }
       if (text === '') fail('value expected');
+      if (rawDepth === -1) hold(text.length);
       put(JSON.parse(text));
     }
     if (rawDepth === stack.length) endRaw();
@@ -241,7 +286,8 @@ function* parse(buf: Buffer, size: number, st: ReadState, hooks: SkeletonHooks):
     if (top.kind === 'object') {
       if (c !== QUOTE) fail('key expected');
       st.i++;
-      const s = yield* readString(rawDepth !== -1 ? 0 : MAX_HELD_STRING_BYTES);
+      const s = yield* readString(rawDepth !== -1 ? 0 : Math.max(0, MAX_HELD_BYTES - heldOther));
+      if (rawDepth === -1) hold(s.end - s.start);
       const key = rawDepth !== -1 ? '' : decode(s.raw);
       if ((yield* skipSpace()) !== 0x3a) fail('colon expected');
       st.i++;

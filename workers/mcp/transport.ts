@@ -7,10 +7,12 @@
  * server's stderr to ours; and an oversized message shows only as a closed
  * connection. Here a message past `maxMessageBytes` is dropped up to its
  * newline (the stream stays in step) and, when its JSON-RPC id can be read
- * from its end (where the SDK's servers write it) or its start, answered to
- * the client as a JSON-RPC error for that one request
- * ({@link OVERSIZED_CODE}); only a message whose id cannot be found resets
- * the connection.
+ * from its end (where the SDK's servers write it) or its start (Python's),
+ * answered to the client as a JSON-RPC error for that one request
+ * ({@link OVERSIZED_CODE}); one that starts with `method` (a request or
+ * notification from the server) is just dropped; only a message whose id
+ * cannot be found resets the connection. Nothing the server sends throws in
+ * the pipe's listener: that would end the host thread, every connection with it.
  */
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
@@ -21,7 +23,15 @@ import { type JSONRPCMessage, JSONRPCMessageSchema } from '@modelcontextprotocol
 import { LineSplitter } from '../../engine/protocol/line-splitter.js';
 import type { McpServerSpec } from '../../engine/protocol/mcp.js';
 import { type PreparedSandbox, prepareSandboxed, unconfined } from '../sandbox/prepare.js';
-import { releaseUnclaimed, SPILL_BYTES, SPILL_QUEUE_BYTES, type SpilledMessage, SpillWriter } from './spill.js';
+import { HeldLimitError } from './skeleton.js';
+import {
+  releaseSpill,
+  releaseUnclaimed,
+  SPILL_BYTES,
+  SPILL_QUEUE_BYTES,
+  type SpilledMessage,
+  SpillWriter,
+} from './spill.js';
 
 /** Bytes of the server's stderr kept for error messages (the newest). */
 const STDERR_TAIL_BYTES = 2048;
@@ -33,15 +43,47 @@ const ID_WINDOW_BYTES = 512;
 export const OVERSIZED_CODE = -32099;
 /** The JSON-RPC error code of the answer that stands for a spilled response that could not be read (EPROTOCOL). */
 export const UNREADABLE_CODE = -32098;
+/** The JSON-RPC error code of the answer that stands for a spilled response holding too much outside its content (ERESOURCELIMIT). */
+export const HELD_LIMIT_CODE = -32097;
 
-const ID = String.raw`(-?\d+|"(?:[^"\\]|\\.){0,200}")`;
+/** The answer standing for a spilled response that failed with `err`. */
+function spillFailure(err: unknown): { code: number; message: string } {
+  const message = (err as Error | undefined)?.message ?? String(err);
+  if (err instanceof HeldLimitError) return { code: HELD_LIMIT_CODE, message };
+  return { code: UNREADABLE_CODE, message: `the response could not be read: ${message}` };
+}
+
+/** A JSON-RPC id as JSON writes it: a number in JSON's grammar, or a short string (JSON.parse still decides). */
+const ID = String.raw`(-?(?:0|[1-9]\d*)|"(?:[^"\\]|\\.){0,200}")`;
 const ID_AT_END = new RegExp(String.raw`"id"\s*:\s*${ID}\s*\}\s*\r?$`);
-const ID_AT_START = new RegExp(String.raw`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*${ID}`);
+const ID_AT_START = new RegExp(String.raw`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*${ID}(?=\s*[,}])`);
+/**
+ * A request or notification from the server (the SDK writes `method` first,
+ * and a request's id last): not an answer to any request of ours, so its
+ * id must not fail one of them.
+ */
+const METHOD_AT_START = new RegExp(
+  String.raw`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?(?:"id"\s*:\s*${ID}\s*,\s*)?"method"\s*:`,
+);
 
-/** The JSON-RPC id of a message from its first and last bytes, when one of them shows it. */
-function idOfEnds(head: string, tail: string): string | number | undefined {
-  const m = ID_AT_END.exec(tail) ?? ID_AT_START.exec(head);
-  return m ? (JSON.parse(m[1] as string) as string | number) : undefined;
+/**
+ * What the first and last bytes of an oversized message say it is: a
+ * message from the server (`method`, no answer owed), the response to
+ * request `id`, or nothing known. Never throws, whatever the bytes: this
+ * runs in the pipe's 'data' listener.
+ */
+function idOfEnds(head: string, tail: string): { method: true } | { id: string | number } | undefined {
+  if (METHOD_AT_START.test(head)) return { method: true };
+  for (const m of [ID_AT_END.exec(tail), ID_AT_START.exec(head)]) {
+    if (!m) continue;
+    try {
+      const id = JSON.parse(m[1] as string) as unknown;
+      if (typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id))) return { id };
+    } catch {
+      // Text the regex let through (a bad escape): not an id.
+    }
+  }
+  return undefined;
 }
 
 /** How the server process ended. */
@@ -82,6 +124,8 @@ export class GroupStdioTransport implements Transport {
   /** The start and end of the oversized message being dropped. */
   private dropHead = '';
   private dropTail = Buffer.alloc(0);
+  /** Whether the line being dropped was held, not spilled: its start is still to be kept. */
+  private dropHeadOpen = false;
   private delivering = false;
   private closed: Promise<void> | undefined;
   private holds = 0;
@@ -125,10 +169,9 @@ export class GroupStdioTransport implements Transport {
             (err: unknown): SpilledMessage | undefined => {
               this.onerror?.(err as Error);
               // The request it answers must not wait forever: it gets an error in its place.
-              const id = idOfEnds(head, tail.toString('latin1'));
-              if (id === undefined) return undefined;
-              const message = `the response could not be read: ${(err as Error).message}`;
-              return { value: { jsonrpc: '2.0', id, error: { code: UNREADABLE_CODE, message } }, token: undefined };
+              const what = idOfEnds(head, tail.toString('latin1'));
+              if (what === undefined || !('id' in what)) return undefined;
+              return { value: { jsonrpc: '2.0', id: what.id, error: spillFailure(err) }, token: undefined };
             },
           );
           this.inbox.push(parsed);
@@ -140,15 +183,24 @@ export class GroupStdioTransport implements Transport {
     },
     oversized: () => {
       this.dropTail = Buffer.alloc(0);
+      // A line that was not spilled: its start comes to `dropped` first.
+      this.dropHeadOpen = this.dropHead === '';
     },
     dropped: (piece: Buffer, end: boolean) => {
       if (!end) {
+        if (this.dropHeadOpen && this.dropHead.length < ID_WINDOW_BYTES) {
+          this.dropHead += piece.subarray(0, ID_WINDOW_BYTES - this.dropHead.length).toString('latin1');
+        }
         this.dropTail = Buffer.concat([this.dropTail, piece.subarray(-ID_WINDOW_BYTES)]).subarray(-ID_WINDOW_BYTES);
         return;
       }
-      const id = idOfEnds(this.dropHead, this.dropTail.toString('latin1'));
+      const what = idOfEnds(this.dropHead, this.dropTail.toString('latin1'));
       this.dropHead = '';
+      this.dropHeadOpen = false;
       this.dropTail = Buffer.alloc(0);
+      // A message from the server (a request or notification): nothing of ours waits for it.
+      if (what !== undefined && 'method' in what) return;
+      const id = what?.id;
       if (id === undefined) {
         // No id to answer: the request it answers could wait forever, so the connection ends.
         this.oversized = this.spec.maxMessageBytes;
@@ -239,6 +291,10 @@ export class GroupStdioTransport implements Transport {
         void this.releaseSandbox();
       });
       child.once('close', () => {
+        // A line cut off by the server's end is never whole: its spill file goes now, not with the
+        // host thread; so do the spills of messages parsed but not delivered (nothing will claim them).
+        this.buffer.clear();
+        this.dropInbox();
         exited();
         this.onclose?.();
       });
@@ -253,7 +309,16 @@ export class GroupStdioTransport implements Transport {
 
   private onData(chunk: Buffer): void {
     if (this.oversized !== undefined) return;
-    this.buffer.push(chunk, this.sink);
+    try {
+      this.buffer.push(chunk, this.sink);
+    } catch (err) {
+      // Nothing the server sends may throw in this listener (the host thread would die with every
+      // connection); should something still, this connection alone ends.
+      this.onerror?.(err as Error);
+      this.oversized ??= this.spec.maxMessageBytes;
+      this.kill();
+      return;
+    }
     if (this.oversized !== undefined) return;
     if (!this.delivering && this.inbox.length > 0) {
       this.delivering = true;
@@ -294,6 +359,13 @@ export class GroupStdioTransport implements Transport {
         setImmediate(() => void releaseUnclaimed(t));
       }
       queueMicrotask(() => void this.deliver());
+    }
+  }
+
+  /** Forgets the messages not yet delivered, closing their spill files once parsed. */
+  private dropInbox(): void {
+    for (const m of this.inbox.splice(0)) {
+      if (m instanceof Promise) void m.then((s) => (s?.token !== undefined ? releaseSpill(s.token) : undefined));
     }
   }
 
