@@ -49,7 +49,7 @@ describe('LineSplitter', () => {
     }
   });
 
-  it('reports the bytes it drops of an oversized line, then its end', () => {
+  it('reports every byte of an oversized line it drops, from its held start, then its end', () => {
     const dropped: string[] = [];
     const s = new LineSplitter(4);
     const sink = {
@@ -58,6 +58,6 @@ describe('LineSplitter', () => {
       dropped: (piece: Buffer, end: boolean) => dropped.push(end ? 'end' : piece.toString()),
     };
     for (const c of ['ab', 'cdef', 'gh\nok\n']) s.push(Buffer.from(c), sink);
-    expect(dropped).toEqual(['oversized', 'cdef', 'gh', 'end', 'line ok']);
+    expect(dropped).toEqual(['oversized', 'ab', 'cdef', 'gh', 'end', 'line ok']);
   });
 });
