@@ -5,7 +5,7 @@
  * start (each cold process's time less the bare start measured beside it,
  * median of the differences), so a slower host moves both sides. With the
  * median of each phase (Node's start-up, importing the engine, Engine.open,
- * the call).
+ * the call) and of the CPU time the process used by the end of the call.
  *
  *   SLUICE_BENCH_STARTUP_RUNS (default 7)
  */
@@ -22,6 +22,7 @@ const tmp = tempDir('sluice-bench-startup-');
 try {
   const wall: number[] = [];
   const inProcess: number[] = [];
+  const cpu: number[] = [];
   const phases = { bootMs: [] as number[], importMs: [] as number[], openMs: [] as number[], callMs: [] as number[] };
   const bare: number[] = [];
   const overBare: number[] = [];
@@ -29,9 +30,13 @@ try {
     let t0 = performance.now();
     const r = spawnSync(process.execPath, [once, join(tmp.dir, 'store')], { encoding: 'utf8' });
     wall.push(performance.now() - t0);
-    const out = JSON.parse(r.stdout.trim()) as { ms: number; status: string } & Record<keyof typeof phases, number>;
+    const out = JSON.parse(r.stdout.trim()) as { ms: number; cpuMs: number; status: string } & Record<
+      keyof typeof phases,
+      number
+    >;
     if (out.status !== 'success') throw new Error(`first call failed: ${r.stdout} ${r.stderr}`);
     inProcess.push(out.ms);
+    cpu.push(out.cpuMs);
     for (const k of Object.keys(phases) as (keyof typeof phases)[]) phases[k].push(out[k]);
     t0 = performance.now();
     spawnSync(process.execPath, ['-e', ''], { encoding: 'utf8' });
@@ -57,6 +62,7 @@ try {
     openPlusFirstCallMs: Math.round(ms),
     overBareNodeMs: Math.round(over),
     phasesMs: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k.replace(/Ms$/, ''), Math.round(median(v))])),
+    processCpuMs: Math.round(median(cpu)),
     processWallMs: Math.round(median(wall)),
     bareNodeWallMs: Math.round(median(bare)),
     targets,

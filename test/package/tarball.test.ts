@@ -18,6 +18,8 @@ const ALLOWED: readonly RegExp[] = [
   /^cjs\/index\.cjs$/,
   /^dist\/(engine|cli|server|compaction|workers|store)\/([a-z0-9-]+\/)*[a-z0-9-]+\.(js|d\.ts)$/,
   /^dist\/web\/(index\.html|app\.js|app\.css|icon\.svg)$/,
+  // What the bundled entries share (generate/bundle.ts).
+  /^dist\/chunks\/[a-z0-9-]+\.js$/,
   // zod as one CommonJS bundle and its V8 code cache (engine/protocol/zod-cache.ts).
   /^dist\/engine\/protocol\/zod-bundle\.(cjs|cache)$/,
   // The CommonJS file piscina requires in each thread (workers/entry-loader.cts).
