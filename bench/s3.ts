@@ -10,7 +10,8 @@
  * - pages: the last page of a 1 GiB S3 artifact within 3x its first page
  *   (medians, from a second store, after its verifying first read);
  * - small calls: calls per second of one-line bash calls on an S3 store vs
- *   a directory store, >= 0.5x (issue 42: small blobs in pack objects), and
+ *   a directory store (the better of a run before and one after), >= 0.5x
+ *   (issue 42: small blobs in pack objects), and
  *   the requests each costs (PUTs, GETs, HEADs per call), without and with a
  *   session, which must stay at what docs/store.md states.
  *
@@ -242,12 +243,17 @@ async function callsTarget(bucket: string, dir: string): Promise<Part> {
   await s3.engine.run('bash', { command: 'echo first' }, { session: 'bench' });
   const recorded = await measure('echo recorded', 'bench');
   await s3.engine.close();
+  // The directory store again after the S3 runs, and the better of its two rates: a load spike on this
+  // shared host during one directory run must not flatter the ratio.
+  const localAfter = await calls(join(dir, 'dir-store-after'), dir, CALLS);
+  await localAfter.engine.close();
+  const directoryPerSecond = Math.max(local.perSecond, localAfter.perSecond);
   await deletePrefix(c, bucket, 'bench-calls/');
   c.destroy();
   // docs/store.md: a call's stdout, empty stderr and manifest go up in one pack object at the call's end
   // (1 PUT), under a lease that already covers that pack (no lease PUT, no tombstone HEAD); a session adds
   // its started and completed batch objects (2 PUT).
-  const ratio = perSecond / local.perSecond;
+  const ratio = perSecond / directoryPerSecond;
   const targets = [
     target(
       's3.small-calls',
@@ -295,7 +301,8 @@ async function callsTarget(bucket: string, dir: string): Promise<Part> {
   ];
   return {
     calls: CALLS,
-    directoryCallsPerSecond: Math.round(local.perSecond),
+    directoryCallsPerSecond: Math.round(directoryPerSecond),
+    directoryRunsCallsPerSecond: [Math.round(local.perSecond), Math.round(localAfter.perSecond)],
     s3CallsPerSecond: Math.round(perSecond),
     ratio: Math.round(ratio * 100) / 100,
     requestsPerCall: perCall,
