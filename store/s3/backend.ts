@@ -147,13 +147,14 @@ export class S3Backend implements StoreBackend {
     pin: Pin | undefined,
     deferred: boolean,
   ): Promise<void> {
-    const stored = this.packObjects.append(digest, content, pin, deferred).then((loc) => {
+    const appended = this.packObjects.append(digest, content, pin, deferred);
+    const stored = appended.stored.then((loc) => {
       crashPoint('blob-renamed');
       this.store.verified.remember(digest, { key: packedKey(loc), lines });
     });
     // A deferred upload's failure reaches the caller through the pin's vouch.
     stored.catch(() => {});
-    if (!deferred || !pin) await stored;
+    if (!appended.deferred) await stored;
   }
 
   /** A packed copy this instance knows of, else the object, else a packed copy found in the packs added since. */

@@ -111,10 +111,18 @@ export class S3Packs extends PackLocations<S3PackLocation> {
   /**
    * Appends `digest` to the next pack object; resolves once it is stored.
    * With `deferred` and a pin of this store's lease, the upload waits for
-   * that pin's vouch (or release, or another publish's batch).
+   * that pin's vouch (or release, or another publish's batch); the result
+   * says whether it does (else the caller awaits `stored` itself).
    */
-  append(digest: string, content: Uint8Array, pin: Pin | undefined, deferred = false): Promise<S3PackLocation> {
-    if (this.closed) return Promise.reject(toSluiceError(new Error('the store is closed'), 'ECLOSED'));
+  append(
+    digest: string,
+    content: Uint8Array,
+    pin: Pin | undefined,
+    deferred = false,
+  ): { stored: Promise<S3PackLocation>; deferred: boolean } {
+    if (this.closed) {
+      return { stored: Promise.reject(toSluiceError(new Error('the store is closed'), 'ECLOSED')), deferred: false };
+    }
     let resolve!: (loc: S3PackLocation) => void;
     let reject!: (err: unknown) => void;
     const done = new Promise<S3PackLocation>((res, rej) => {
@@ -127,8 +135,10 @@ export class S3Packs extends PackLocations<S3PackLocation> {
       if (!this.flushing && this.pending.length > 0) this.flushing = this.flush();
     };
     done.catch(() => {});
-    if (!(deferred && pin && this.lease.defer(pin, kick, done))) kick();
-    return done;
+    // Refused (a released pin, or another store's): no vouch will wait for the upload, so the caller must.
+    const waits = deferred && pin !== undefined && this.lease.defer(pin, kick, done);
+    if (!waits) kick();
+    return { stored: done, deferred: waits };
   }
 
   private async flush(): Promise<void> {

@@ -222,4 +222,41 @@ describe.runIf(s3)('S3 packs of small blobs', () => {
     expect((await b.readPage(`artifact://${info.digest}`)).content).toBe('will be damaged\n');
     expect(backendOf(b).packObjects.knownLocation(info.digest)?.key).not.toBe(full);
   });
+  it('a deferred publish under a released pin is stored when it returns', async () => {
+    const [a, b] = await twoHosts(s3!);
+    const pin = await a.pin();
+    await pin.release();
+    // No vouch will come for a released pin: the publish itself must wait for the upload.
+    const info = await a.publishBytes('after release\n', undefined, pin, true);
+    expect((await packKeys(a)).length).toBe(1);
+    expect((await b.readPage(`artifact://${info.digest}`)).content).toBe('after release\n');
+  });
+
+  it('a call whose deferred pack upload fails fails EDISK and references nothing', async () => {
+    const cwd = await tempDir();
+    const prefix = `packs-fail-${process.pid}-${Date.now().toString(36)}`;
+    const saved = process.env.SLUICE_STORE_LOCAL;
+    process.env.SLUICE_STORE_LOCAL = join(cwd, 'local');
+    const engine = await Engine.open({ store: `s3://${s3!.bucket}/${prefix}`, cwd });
+    try {
+      const packs = backendOf(engine.store).packObjects;
+      // The key of the call's pack is taken: its create-once PUT fails, after the call's streams were published.
+      const taken = `${packs.prefix}${packs.owner}-${'0'.repeat(12)}.pack`;
+      await s3!.client.send(new PutObjectCommand({ Bucket: s3!.bucket, Key: taken, Body: 'not a pack' }));
+      const result = await engine.run('bash', { command: 'echo lost' });
+      expect(result.status).not.toBe('success');
+      expect(result.error?.code).toBe('EDISK');
+      expect(result.output).toBeNull();
+      // The next call takes the next key and goes through.
+      const next = await engine.run('bash', { command: 'echo kept' });
+      expect(next.status).toBe('success');
+      const manifest = next.output?.kind === 'streams' ? next.output.manifest : '';
+      expect((await engine.store.readPage(`artifact://${manifest}/stdout`)).content).toBe('kept\n');
+    } finally {
+      await engine.close();
+      if (saved === undefined) delete process.env.SLUICE_STORE_LOCAL;
+      else process.env.SLUICE_STORE_LOCAL = saved;
+      await deletePrefix(s3!, s3!.bucket, `${prefix}/`);
+    }
+  });
 });
