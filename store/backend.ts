@@ -8,7 +8,7 @@ import type { BlobHandle } from './blob-handle.js';
 import type { DirectoryPacks } from './directory/packs.js';
 import type { StoreFile } from './file.js';
 import type { CollectHooks, GcOptions, GcReport } from './gc/collect.js';
-import type { PinJournal } from './pins.js';
+import type { Pin, PinJournal } from './pins.js';
 import type { S3Objects } from './s3/objects.js';
 import type { SpaceReserve } from './space-reserve.js';
 import type { Store } from './store.js';
@@ -24,6 +24,18 @@ export interface S3Bucket {
   readonly keyBase: string;
 }
 
+/** Small blobs packed into objects, a batch of publishes per object (an S3 store: store/s3/packs.ts). */
+export interface ObjectPacks {
+  /** Blobs of at most this many bytes are packed (0: none). */
+  readonly maxBlobBytes: number;
+  /**
+   * Packs `content` under `pin` (the lease covers its pack before the upload);
+   * resolves once stored, or at once with `deferred` and a pin, whose
+   * {@link Pin.vouch} then waits for the upload (and fails with it).
+   */
+  publish(digest: string, content: Uint8Array, lines: number, pin: Pin | undefined, deferred: boolean): Promise<void>;
+}
+
 /** The blobs and indexes of one store (see the module comment). */
 export interface StoreBackend {
   /** What a collection of this backend reads. */
@@ -34,6 +46,8 @@ export interface StoreBackend {
   readonly totalsBy: 'walk' | 'listing';
   /** A directory store's packs of small blobs. */
   readonly packs: DirectoryPacks | undefined;
+  /** An S3 store's packs of small blobs. */
+  readonly objectPacks: ObjectPacks | undefined;
   /** A directory store's room to finish calls on a full disk. */
   readonly reserve: SpaceReserve | undefined;
   readonly bucket: S3Bucket | undefined;

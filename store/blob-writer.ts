@@ -6,6 +6,7 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import { DigestMismatchError, toSluiceError } from '../engine/protocol/errors.js';
+import type { ObjectPacks } from './backend.js';
 import { crashPoint } from './crash-point.js';
 import type { DirectoryPacks } from './directory/packs.js';
 import { commitDurablePrefix } from './durable-prefix.js';
@@ -40,6 +41,9 @@ export class BlobWriter {
   private readonly store: Store;
   private readonly placement: Placement;
   private readonly packs: DirectoryPacks | undefined;
+  private readonly objectPacks: ObjectPacks | undefined;
+  /** Blobs up to this many bytes are packed (0: none). */
+  private readonly packMax: number;
   private readonly hash: Hash = createHash('sha256');
   private readonly scanner = new LineScanner();
   private file: StoreFile | undefined;
@@ -70,7 +74,10 @@ export class BlobWriter {
     this.placement = store.placement;
     const packs = store.backend.packs;
     this.packs = packs && packs.maxBlobBytes > 0 ? packs : undefined;
-    if (!this.packs) this.small = undefined;
+    const objectPacks = store.backend.objectPacks;
+    this.objectPacks = objectPacks && objectPacks.maxBlobBytes > 0 ? objectPacks : undefined;
+    this.packMax = this.packs?.maxBlobBytes ?? this.objectPacks?.maxBlobBytes ?? 0;
+    if (this.packMax === 0) this.small = undefined;
   }
 
   /** Bytes accepted so far. */
@@ -99,7 +106,7 @@ export class BlobWriter {
     this.hash.update(chunk);
     this.scanner.push(chunk);
     if (this.small !== undefined) {
-      if (this.scanner.bytes <= (this.packs?.maxBlobBytes ?? 0)) {
+      if (this.scanner.bytes <= this.packMax) {
         // A copy, so the caller may reuse its chunk at once.
         this.small.push(Buffer.from(chunk));
         return Promise.resolve();
@@ -191,8 +198,14 @@ export class BlobWriter {
     await this.writeback;
   }
 
-  /** Waits for pending writes, checks `expectedDigest` when given, and publishes; the temporary file goes either way. */
-  async commit(expectedDigest?: string, pin?: Pin): Promise<BlobInfo> {
+  /**
+   * Waits for pending writes, checks `expectedDigest` when given, and
+   * publishes; the temporary file goes either way. `deferred` lets a small
+   * blob of an S3 store go up with the pin's later publishes: it is stored
+   * once `pin.vouch()` resolves, not when this does (a directory store, and
+   * a blob with a file of its own, are durable on return either way).
+   */
+  async commit(expectedDigest?: string, pin?: Pin, deferred = false): Promise<BlobInfo> {
     if (this.settled) throw new Error('BlobWriter already committed or aborted');
     this.settled = true;
     try {
@@ -209,6 +222,17 @@ export class BlobWriter {
       const bytes = this.scanner.bytes;
       const lines = this.scanner.lines;
       if (this.small !== undefined && this.packs) return await this.commitPacked(this.packs, digest, bytes, lines, pin);
+      if (this.small !== undefined && this.objectPacks) {
+        const held = this.small;
+        this.small = undefined;
+        const content = held.length === 1 ? (held[0] as Uint8Array) : Buffer.concat(held);
+        // No dedup: a copy elsewhere would need the tombstone handshake (a request) before it counts; a
+        // second small copy costs bytes only, and the lease covers the new pack before its upload.
+        crashPoint('capture-written');
+        // Its `blob-renamed` is the upload's (store/s3/backend.ts), later than this when deferred.
+        await this.objectPacks.publish(digest, content, lines, pin, deferred);
+        return { digest, bytes, lines, deduplicated: false };
+      }
       return await this.placeFile(digest, bytes, lines, pin, true);
     } catch (err) {
       throw toSluiceError(err, 'EDISK');

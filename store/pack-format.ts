@@ -55,6 +55,23 @@ export function encodeRecordHeader(digest: string | undefined, length: number): 
   return h;
 }
 
+/** Appends to `bufs` the records of `blobs` placed from pack offset `at`; their entries, and where they end. */
+export function encodeRecords(
+  blobs: ReadonlyArray<{ digest: string; content: Uint8Array }>,
+  at: number,
+  bufs: Uint8Array[],
+): { entries: PackEntry[]; end: number } {
+  const entries: PackEntry[] = [];
+  for (const b of blobs) {
+    const header = encodeRecordHeader(b.digest, b.content.length);
+    bufs.push(header);
+    if (b.content.length > 0) bufs.push(b.content);
+    entries.push({ digest: b.digest, offset: at + header.length, length: b.content.length });
+    at += header.length + b.content.length;
+  }
+  return { entries, end: at };
+}
+
 /** What a record header says, or undefined when the bytes are not a valid header. */
 export function decodeRecordHeader(
   h: Buffer,

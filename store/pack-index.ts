@@ -16,6 +16,7 @@ import {
   RECORD_HEADER_BYTES,
   scanPack,
 } from './pack-format.js';
+import { PackLocations } from './pack-locations.js';
 import type { Store } from './store.js';
 
 /** A packed blob's place. */
@@ -186,16 +187,15 @@ export async function listPacks(store: Store): Promise<ListedPack[]> {
 }
 
 /** The in-memory map of one store's packed blobs (see the module comment). */
-export class PackIndex {
+export class PackIndex extends PackLocations<PackLocation> {
   private readonly store: Store;
-  private readonly where = new Map<string, PackLocation>();
   private readonly packs = new Map<string, KnownPack>();
-  private refreshing: Promise<void> | undefined;
   private loaded = false;
   /** Packs whose index pointed at a record that is not there: read again from the pack alone. */
   private readonly distrusted = new Set<string>();
 
   constructor(store: Store) {
+    super();
     this.store = store;
   }
 
@@ -242,23 +242,7 @@ export class PackIndex {
     if (had) this.packs.clear();
   }
 
-  /** Where `digest` is, refreshing from the packs directory on a miss. */
-  async locate(digest: string): Promise<PackLocation | undefined> {
-    const hit = this.where.get(digest);
-    if (hit) return hit;
-    await this.refresh();
-    return this.where.get(digest);
-  }
-
-  /** Reads what was added to packs/ since the last refresh; concurrent callers share one pass. */
-  refresh(): Promise<void> {
-    this.refreshing ??= this.refreshOnce().finally(() => {
-      this.refreshing = undefined;
-    });
-    return this.refreshing;
-  }
-
-  private async refreshOnce(): Promise<void> {
+  protected async refreshOnce(): Promise<void> {
     const present = new Set<string>();
     for (const name of await packNames(this.store)) {
       const path = join(this.store.layout.packs, name);

@@ -12,7 +12,14 @@ import { crashPoint } from './crash-point.js';
 import type { StoreFile } from './file.js';
 import { type StoreIO, writeAll } from './io.js';
 import { ownedName } from './owners.js';
-import { encodeIndexEntry, encodeRecordHeader, PACK_INDEX_MAGIC, PACK_MAGIC, type PackEntry } from './pack-format.js';
+import {
+  encodeIndexEntry,
+  encodeRecordHeader,
+  encodeRecords,
+  PACK_INDEX_MAGIC,
+  PACK_MAGIC,
+  type PackEntry,
+} from './pack-format.js';
 import { packIndexPath } from './pack-index.js';
 
 /** A pack is sealed and a new one begun once it holds this many bytes. */
@@ -132,19 +139,8 @@ export class PackWriter {
       try {
         pack = this.pack ?? (await this.open());
         const bufs: Uint8Array[] = [];
-        const entries: PackEntry[] = [];
-        let at = pack.size;
-        if (at === 0) {
-          bufs.push(PACK_MAGIC);
-          at += PACK_MAGIC.length;
-        }
-        for (const p of batch) {
-          const header = encodeRecordHeader(p.digest, p.content.length);
-          bufs.push(header);
-          if (p.content.length > 0) bufs.push(p.content);
-          entries.push({ digest: p.digest, offset: at + header.length, length: p.content.length });
-          at += header.length + p.content.length;
-        }
+        if (pack.size === 0) bufs.push(PACK_MAGIC);
+        const { entries, end: at } = encodeRecords(batch, pack.size === 0 ? PACK_MAGIC.length : pack.size, bufs);
         await writeAll(this.io, pack.fh, bufs.length === 1 ? (bufs[0] as Uint8Array) : Buffer.concat(bufs), null);
         crashPoint('pack-written');
         await this.io.datasync(pack.fh);

@@ -26,7 +26,7 @@ export interface StoreOptions {
   /** Filesystem calls to use; tests inject faults here. @default realIO */
   io?: StoreIO;
   /**
-   * Blobs of at most this many bytes (< 1 MiB, so no line index) go to a pack; 0: none. S3 packs nothing.
+   * Blobs of at most this many bytes (< 1 MiB, so no line index) go to a pack (a pack object on S3); 0: none.
    * @default `$SLUICE_PACK_MAX_BLOB_BYTES`, else 65536
    */
   packMaxBlobBytes?: number;
@@ -115,7 +115,7 @@ export class Store {
     // The bucket first: a wrong location creates nothing locally.
     const connection =
       where.kind === 's3'
-        ? await (await import('./s3/backend.js')).connectS3(where, options)
+        ? await (await import('./s3/backend.js')).connectS3(where, options, packMaxOf(options))
         : directoryConnection(packMaxOf(options));
     const dirs = [layout.blobs, layout.index, layout.packs, layout.tmp, layout.pins, layout.sessions];
     for (const d of dirs) {
@@ -152,8 +152,16 @@ export class Store {
     return new BlobWriter(this);
   }
 
-  /** Publishes `content` (a string is stored as UTF-8) and returns the blob; `pin` protects it before it is placed. */
-  async publishBytes(content: Uint8Array | string, expectedDigest?: string, pin?: Pin): Promise<BlobInfo> {
+  /**
+   * Publishes `content` (a string is stored as UTF-8) and returns the blob; `pin` protects it before it is
+   * placed. `deferred`: see {@link BlobWriter.commit}.
+   */
+  async publishBytes(
+    content: Uint8Array | string,
+    expectedDigest?: string,
+    pin?: Pin,
+    deferred = false,
+  ): Promise<BlobInfo> {
     const w = this.writer();
     const buf = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
     try {
@@ -162,7 +170,7 @@ export class Store {
       await w.abort();
       throw err;
     }
-    return w.commit(expectedDigest, pin);
+    return w.commit(expectedDigest, pin, deferred);
   }
 
   /** One page of `artifact://<digest>[/<stream>]`; see {@link readPage}. */

@@ -89,7 +89,11 @@ export class Capture {
     return undefined;
   }
 
-  /** Publishes every stream under `pin`; a stream whose write failed keeps what reached the disk ({@link CapturedOutput.cut}). */
+  /**
+   * Publishes every stream under `pin`; a stream whose write failed keeps what reached the disk ({@link CapturedOutput.cut}).
+   * Deferred: on an S3 store the small streams and the manifest go up in one pack object at the pin's vouch,
+   * which the call's end awaits before anything refers to them (engine/call/finish.ts).
+   */
   async publish(pin: Pin): Promise<CapturedOutput> {
     this.settled = true;
     // Writes still in flight may yet fail: which streams keep only a prefix is known once they end.
@@ -101,7 +105,7 @@ export class Capture {
     try {
       for (const [i, c] of this.streams.entries()) {
         if (c.writer.error === undefined) {
-          infos.push(await c.writer.commit(undefined, pin));
+          infos.push(await c.writer.commit(undefined, pin, true));
           continue;
         }
         // The preview must show only kept bytes: it is rebuilt from the prefix as it is read back.
@@ -110,7 +114,7 @@ export class Capture {
         const kept = await c.writer.commitWritten(pin, (chunk) => rebuilt.push(chunk));
         if (kept !== undefined) infos.push(kept);
         else if (this.decl.kind === 'single') throw c.writer.error;
-        else infos.push(await this.store.publishBytes(new Uint8Array(0), undefined, pin));
+        else infos.push(await this.store.publishBytes(new Uint8Array(0), undefined, pin, true));
       }
       // Only empty streams to show for output that was written: nothing was kept, and the call says so.
       if (writeError !== undefined && infos.every((b) => b.bytes === 0)) throw writeError;
@@ -142,7 +146,7 @@ export class Capture {
       const info = infos[i] as BlobInfo;
       return { name: c.name, digest: info.digest, bytes: info.bytes, lines: info.lines };
     });
-    const manifest = await this.store.publishBytes(encodeManifest(entries), undefined, pin);
+    const manifest = await this.store.publishBytes(encodeManifest(entries), undefined, pin, true);
     crashPoint('manifest-renamed');
     return {
       ref: {

@@ -26,6 +26,7 @@ export class DirectoryBackend implements StoreBackend {
   readonly placesLocally = true;
   readonly totalsBy = 'walk';
   readonly packs: DirectoryPacks;
+  readonly objectPacks = undefined;
   readonly reserve: SpaceReserve;
   readonly bucket = undefined;
   private readonly store: Store;

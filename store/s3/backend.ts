@@ -1,26 +1,31 @@
 /**
- * The S3 backend (store/backend.ts), one object per blob:
+ * The S3 backend (store/backend.ts), one object per blob above the pack
+ * threshold, small blobs in pack objects (store/s3/packs.ts):
  *
  *     <prefix>/blobs/sha256/<2 hex>/<62 hex>       content, created once, never rewritten
  *     <prefix>/index/sha256/<2 hex>/<62 hex>.idx   line index of a blob of 1 MiB or more
+ *     <prefix>/packs/<owner>-<seq>.pack            a batch of small blobs, created once
  *
  * Pins are a lease (store/s3/lease.ts); collection and audit span every host
  * on the bucket. Request costs: docs/store.md, "What a call costs in requests".
  */
 import { constants } from 'node:fs';
 import { dirname } from 'node:path';
-import { NotFoundError, toSluiceError } from '../../engine/protocol/errors.js';
-import type { BackendConnection, S3Bucket, StoreBackend } from '../backend.js';
+import { IntegrityError, NotFoundError, toSluiceError } from '../../engine/protocol/errors.js';
+import type { BackendConnection, ObjectPacks, S3Bucket, StoreBackend } from '../backend.js';
 import { assertDigest, type BlobHandle, fileHandle } from '../blob-handle.js';
+import { crashPoint } from '../crash-point.js';
 import { READ_STORE_FILE, type StoreFile } from '../file.js';
 import type { CollectHooks, GcOptions, GcReport } from '../gc/collect.js';
 import { refreshIntact } from '../integrity.js';
 import { makeDirs, writeAll } from '../io.js';
 import type { S3Location } from '../location.js';
+import type { Pin } from '../pins.js';
 import type { Store, StoreOptions } from '../store.js';
 import type { VerifyOptions, VerifyReport } from '../verify.js';
 import { LeaseJournal, type LeaseTiming, leaseTiming } from './lease.js';
 import { type ObjectHead, S3Objects } from './objects.js';
+import { packedKey, type S3PackLocation, S3Packs } from './packs.js';
 import { ReadCache, s3CacheBytes } from './read-cache.js';
 import { RemoteFile } from './remote-file.js';
 import { loadS3Sdk } from './sdk.js';
@@ -33,7 +38,11 @@ const BLOB_KEY_REST = /^[0-9a-f]{2}\/[0-9a-f]{62}$/;
 const COPY_CHUNK = 4 * 1024 * 1024;
 
 /** @throws EBADOPTION for lease or cache options; EMISSINGDEP without the SDK; ENOTFOUND or EDISK for the bucket. */
-export async function connectS3(location: S3Location, options: StoreOptions): Promise<BackendConnection> {
+export async function connectS3(
+  location: S3Location,
+  options: StoreOptions,
+  packMaxBlobBytes: number,
+): Promise<BackendConnection> {
   const timing = leaseTiming(options.lease);
   const cacheBytes = s3CacheBytes(options.s3CacheBytes);
   const sdk = await loadS3Sdk();
@@ -47,7 +56,7 @@ export async function connectS3(location: S3Location, options: StoreOptions): Pr
     throw err;
   }
   return {
-    bind: (store) => new S3Backend(store, objects, location, timing, cacheBytes),
+    bind: (store) => new S3Backend(store, objects, location, timing, cacheBytes, packMaxBlobBytes),
     discard: () => objects.destroy(),
   };
 }
@@ -58,6 +67,9 @@ export class S3Backend implements StoreBackend {
   readonly placesLocally = false;
   readonly totalsBy = 'listing';
   readonly packs = undefined;
+  readonly objectPacks: ObjectPacks;
+  /** The pack objects of small blobs. */
+  readonly packObjects: S3Packs;
   readonly reserve = undefined;
   readonly bucket: S3Bucket;
   /** How the store is written in messages and by `--store` (`s3://bucket/prefix`). */
@@ -77,12 +89,18 @@ export class S3Backend implements StoreBackend {
     location: S3Location,
     timing: LeaseTiming,
     cacheBytes: number,
+    packMaxBlobBytes = 0,
   ) {
     this.store = store;
     this.url = location.url;
     this.keyBase = location.prefix === '' ? '' : `${location.prefix}/`;
     this.bucket = { objects, keyBase: this.keyBase };
     this.pins = new LeaseJournal(objects, this.keyBase, timing);
+    this.packObjects = new S3Packs(objects, this.keyBase, this.pins, packMaxBlobBytes);
+    this.objectPacks = {
+      maxBlobBytes: packMaxBlobBytes,
+      publish: (digest, content, lines, pin, deferred) => this.publishPacked(digest, content, lines, pin, deferred),
+    };
     const { layout, io } = store;
     this.cache = cacheBytes > 0 ? new ReadCache(layout.cache, layout.tmp, io, cacheBytes) : undefined;
   }
@@ -121,13 +139,72 @@ export class S3Backend implements StoreBackend {
     await this.store.placement.moveIntoPlace(tmpPath, this.store.layout.indexPath(digest));
   }
 
+  /** Hashed while packed: remembered as verified once stored, so this instance reads it with no hash. */
+  private async publishPacked(
+    digest: string,
+    content: Uint8Array,
+    lines: number,
+    pin: Pin | undefined,
+    deferred: boolean,
+  ): Promise<void> {
+    const appended = this.packObjects.append(digest, content, pin, deferred);
+    const stored = appended.stored.then((loc) => {
+      crashPoint('blob-renamed');
+      this.store.verified.remember(digest, { key: packedKey(loc), lines });
+    });
+    // A deferred upload's failure reaches the caller through the pin's vouch.
+    stored.catch(() => {});
+    if (!appended.deferred) await stored;
+  }
+
+  /** A packed copy this instance knows of, else the object, else a packed copy found in the packs added since. */
   async openBlob(digest: string): Promise<BlobHandle> {
-    return fileHandle((await this.openObject(digest)).file);
+    const packs = this.packObjects;
+    const known = packs.knownLocation(digest);
+    if (known) {
+      const h = await this.openPackedAt(digest, known);
+      if (h) return h;
+      packs.forget(digest, known);
+    }
+    try {
+      return fileHandle((await this.openObject(digest)).file);
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== 'ENOTFOUND') throw err;
+      const h = await this.openPacked(digest);
+      if (h) return h;
+      throw err;
+    }
+  }
+
+  /** Looks through the packs (listed again on a miss, once more after a stale location). */
+  private async openPacked(digest: string): Promise<BlobHandle | undefined> {
+    const packs = this.packObjects;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const loc = await packs.locate(digest);
+      if (!loc) return undefined;
+      const h = await this.openPackedAt(digest, loc);
+      if (h) return h;
+      packs.forget(digest, loc);
+    }
+    return undefined;
+  }
+
+  /** A damaged record is EINTEGRITY only when no other packed copy is found (one published since heals the read). */
+  private async openPackedAt(digest: string, loc: S3PackLocation): Promise<BlobHandle | undefined> {
+    const packs = this.packObjects;
+    try {
+      return await packs.open(digest, loc);
+    } catch (err) {
+      if (!(err instanceof IntegrityError) || !(await packs.another(digest, loc))) throw err;
+      const next = packs.knownLocation(digest);
+      if (!next) throw err;
+      return packs.open(digest, next);
+    }
   }
 
   async openBlobFile(digest: string): Promise<BlobHandle> {
     assertDigest(digest);
-    return this.openBlob(digest);
+    return fileHandle((await this.openObject(digest)).file);
   }
 
   /** The version its HEAD finds: a cached copy of that object, else the object (cached as read whole). */
@@ -139,8 +216,11 @@ export class S3Backend implements StoreBackend {
     return { file: cached ?? new RemoteFile(this.objects, key, head, this.cache?.tee(digest, head)), head };
   }
 
+  /** The read-cache copy, else the packed copy last opened (when there is another copy to read instead). */
   async dropCached(digest: string): Promise<boolean> {
-    return (await this.cache?.drop(digest)) ?? false;
+    if (await this.cache?.drop(digest)) return true;
+    const known = this.packObjects.knownLocation(digest);
+    return known !== undefined && (await this.packObjects.another(digest, known));
   }
 
   async openIndex(digest: string): Promise<StoreFile | undefined> {
@@ -194,7 +274,10 @@ export class S3Backend implements StoreBackend {
     return refreshIntact(this.store, digest, bytes, async () => true);
   }
 
-  /** Blobs under `<prefix>/blobs/sha256/` and their bytes: one ListObjectsV2 per 1000 (indexes are not counted). */
+  /**
+   * Blobs under `<prefix>/blobs/sha256/` and their bytes, then the packed ones: one ListObjectsV2
+   * per 1000 objects, and a GET of the index of each pack this instance has not read (indexes are not counted).
+   */
   async totals(): Promise<{ blobs: number; bytes: number }> {
     const prefix = `${this.keyBase}blobs/sha256/`;
     let blobs = 0;
@@ -204,11 +287,15 @@ export class S3Backend implements StoreBackend {
       blobs++;
       bytes += o.size;
     }
-    return { blobs, bytes };
+    await this.packObjects.refresh();
+    const packed = this.packObjects.totals();
+    return { blobs: blobs + packed.blobs, bytes: bytes + packed.bytes };
   }
 
+  /** A packed copy counts once its record header names it. */
   async hasBlob(digest: string): Promise<boolean> {
-    return (await this.objects.head(this.blobKey(digest))) !== undefined;
+    if ((await this.objects.head(this.blobKey(digest))) !== undefined) return true;
+    return (await this.openPacked(digest).catch(() => undefined)) !== undefined;
   }
 
   async collect(hooks: CollectHooks, options?: GcOptions): Promise<GcReport> {
@@ -221,8 +308,9 @@ export class S3Backend implements StoreBackend {
     return verifyS3Store(this.store, this, options);
   }
 
-  /** Deletes the lease (through this backend's client), then releases the connections. */
+  /** Uploads pending packed publishes, deletes the lease (through this backend's client), then releases the connections. */
   async close(): Promise<void> {
+    await this.packObjects.close().catch(() => {});
     await this.pins.close();
     this.objects.destroy();
   }

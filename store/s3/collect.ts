@@ -27,6 +27,7 @@ import { youngOnServer } from './expiry.js';
 import { DEFAULT_GC_LOCK_TTL_MS, S3GcLock } from './gc-lock.js';
 import { scanLeases } from './lease-scan.js';
 import { listS3Blobs, sweepS3 } from './sweep.js';
+import { packLeased, sweepS3Packs } from './sweep-packs.js';
 import { tombstonePrefix } from './tombstones.js';
 
 const INDEX_KEY = /index\/sha256\/([0-9a-f]{2})\/([0-9a-f]{62})\.idx$/;
@@ -70,7 +71,11 @@ export async function collectS3Store(
     }
     // The order below is the safety argument: blobs first, then leases, then roots.
     const listed = await listS3Blobs(backend);
-    report.scanned = listed.size;
+    const packs = await backend.packObjects.list();
+    report.packs = packs.length;
+    const packed = new Map<string, number>();
+    for (const p of packs) for (const e of p.entries) packed.set(e.digest, e.length);
+    report.scanned = listed.size + packed.size;
     await step('listed');
     const leases = await scanLeases(objects, base, dryRun ? 'skip' : 'reclaim');
     report.pinned = leases.digests.size;
@@ -82,17 +87,29 @@ export async function collectS3Store(
 
     const serverNow = objects.serverDate;
     const young = [...listed].filter(([, b]) => youngOnServer(b.lastModified, serverNow, graceMs)).map(([d]) => d);
-    report.young = young.length;
-    const marked = await markReachable([roots.digests, leases.digests, young], async (d) => {
-      const b = listed.get(d);
-      return b && b.bytes <= MAX_MANIFEST_BYTES ? manifestStreams(store, d) : [];
+    // A pack's age is its blobs' age; a pack a lease covers pins everything in it.
+    const held = packs.filter((p) => youngOnServer(p.lastModified, serverNow, graceMs) || packLeased(leases, p));
+    const heldDigests = held.flatMap((p) => p.entries.map((e) => e.digest));
+    report.young = young.length + heldDigests.length;
+    const marked = await markReachable([roots.digests, leases.digests, young, heldDigests], async (d) => {
+      const bytes = listed.get(d)?.bytes ?? packed.get(d);
+      return bytes !== undefined && bytes <= MAX_MANIFEST_BYTES ? manifestStreams(store, d) : [];
     });
     await step('marked');
+    const heldKeys = new Set(held.map((p) => p.key));
+    const deadPacks = packs.filter(
+      (p) => p.indexed && !heldKeys.has(p.key) && !p.entries.some((e) => marked.has(e.digest)),
+    );
 
     const candidates = [...listed.keys()].filter((d) => !marked.has(d)).sort();
     if (!lock) {
       report.removed = candidates.length;
       for (const d of candidates) report.bytesFreed += listed.get(d)?.bytes ?? 0;
+      report.packsRemoved = deadPacks.length;
+      for (const p of deadPacks) {
+        report.removed += p.entries.length;
+        report.bytesFreed += p.size;
+      }
     } else {
       const swept = await sweepS3(store, backend, lock, candidates, listed, { graceMs, roots, step });
       report.removed = swept.removed;
@@ -100,6 +117,10 @@ export async function collectS3Store(
       report.restored = swept.restored;
       report.indexRemoved = swept.indexRemoved;
       report.indexRemoved += await removeOrphanIndexObjects(backend, graceMs);
+      const sweptPacks = await sweepS3Packs(store, backend, lock, deadPacks, packs, { roots, step });
+      report.packsRemoved = sweptPacks.packsRemoved;
+      report.removed += sweptPacks.removed;
+      report.bytesFreed += sweptPacks.bytesFreed;
     }
     report.kept = Math.max(0, report.scanned - report.removed);
     const tmp = await reclaimTemporaries(store, new OwnerCheck(), dryRun);

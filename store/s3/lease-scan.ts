@@ -8,7 +8,7 @@
  * live. A lease that cannot be read fails the scan (EDISK): it may hold roots.
  */
 import { expiredOnServer, parseHeader } from './expiry.js';
-import { LEASE_MAGIC, LEASE_RECLAIMED } from './lease.js';
+import { LEASE_MAGIC, LEASE_PACKS, LEASE_RECLAIMED } from './lease.js';
 import type { S3Objects } from './objects.js';
 
 /** A lease of a million pinned digests is 65 MB; past this it is not a lease this store wrote. */
@@ -26,6 +26,8 @@ export type ExpiredLeases = 'reclaim' | 'skip' | 'keep';
 export interface LeaseScan {
   /** Digests of the leases taken as live. */
   readonly digests: Set<string>;
+  /** Pack ranges of those leases: owner → sequence numbers [low, high) (store/s3/packs.ts), every range kept. */
+  readonly packs: Map<string, Array<{ low: number; high: number }>>;
   /** Leases taken as live. */
   live: number;
   /** Expired leases reclaimed (with `skip`: that would be), and reclaimed markers removed. */
@@ -39,7 +41,7 @@ function leasePrefix(base: string): string {
 
 /** Reads every lease under `base` (see the module comment). */
 export async function scanLeases(objects: S3Objects, base: string, expired: ExpiredLeases): Promise<LeaseScan> {
-  const scan: LeaseScan = { digests: new Set(), live: 0, reclaimed: 0 };
+  const scan: LeaseScan = { digests: new Set(), packs: new Map(), live: 0, reclaimed: 0 };
   for await (const o of objects.list(leasePrefix(base))) {
     for (let attempt = 0; ; attempt++) {
       const got = await objects.getSmall(o.key, MAX_LEASE_BYTES);
@@ -70,9 +72,21 @@ export async function scanLeases(objects: S3Objects, base: string, expired: Expi
         continue;
       }
       scan.live++;
-      for (const line of text.split('\n')) if (DIGEST.test(line)) scan.digests.add(line);
+      for (const line of text.split('\n')) {
+        if (DIGEST.test(line)) scan.digests.add(line);
+        const m = LEASE_PACKS.exec(line);
+        if (!m) continue;
+        const ranges = scan.packs.get(m[1] as string) ?? [];
+        ranges.push({ low: Number(m[2]), high: Number(m[3]) });
+        scan.packs.set(m[1] as string, ranges);
+      }
       break;
     }
   }
   return scan;
+}
+
+/** True when a lease of `scan` pins pack `seq` of `owner`. */
+export function leasedPack(scan: LeaseScan, owner: string, seq: number): boolean {
+  return (scan.packs.get(owner) ?? []).some((r) => r.low <= seq && seq < r.high);
 }

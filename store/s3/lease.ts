@@ -38,12 +38,22 @@ function leaseLostError(key: string): DiskError {
 
 /** One pin of the journal. */
 interface LeasePin {
-  /** Digests whose add resolved (stored in a lease). */
+  /** Digests whose add resolved (stored in a lease), and digests appended to this store's packs. */
   readonly own: string[];
+  /** Sequence numbers of this store's packs holding its packed blobs (covered by the lease's range). */
+  readonly packs: number[];
+  /** Packed publishes whose upload waits for {@link Pin.vouch}: each kick starts it, the promise settles with it. */
+  readonly deferred: Array<{ kick: () => void; done: Promise<unknown> }>;
   released: boolean;
   /** The lease that held its digests was reclaimed. */
   lost: string | undefined;
 }
+
+/** Pack sequence numbers a lease covers beyond the next one, so most pack uploads need no lease write. */
+const PACK_HEADROOM = 64;
+
+/** The line of a lease naming the packs it pins: `packs <owner> <low> <high>`, sequence numbers low..high-1. */
+export const LEASE_PACKS = /^packs ([0-9a-z-]+) ([0-9]+) ([0-9]+)$/;
 
 interface QueuedAdd {
   pin: LeasePin;
@@ -67,6 +77,13 @@ export class LeaseJournal {
   private stored = new Set<string>();
   private timer: ReturnType<typeof setInterval> | undefined;
   private closed = false;
+  /** The owner part of this store's pack keys, and its next unused sequence number. */
+  private packOwner: { name: string; next: () => number } | undefined;
+  /** Pack sequence numbers held (by pins, or by an upload in flight), with their counts. */
+  private readonly packHolds = new Map<number, number>();
+  /** The pack range of the stored lease: [low, high). */
+  private storedPacks: { low: number; high: number } | undefined;
+  private readonly states = new WeakMap<Pin, LeasePin>();
 
   constructor(
     private readonly objects: S3Objects,
@@ -82,7 +99,7 @@ export class LeaseJournal {
 
   /** A new pin holding `digests` (resolves once a lease naming them is stored). */
   async pin(digests: readonly string[]): Promise<Pin> {
-    const state: LeasePin = { own: [], released: false, lost: undefined };
+    const state: LeasePin = { own: [], packs: [], deferred: [], released: false, lost: undefined };
     this.pins.add(state);
     try {
       await this.hold(state, digests);
@@ -91,7 +108,7 @@ export class LeaseJournal {
       throw err;
     }
     let adding: Promise<unknown> = Promise.resolve();
-    return {
+    const pin: Pin = {
       get digests() {
         return state.own;
       },
@@ -104,10 +121,76 @@ export class LeaseJournal {
       release: async () => {
         if (state.released) return;
         await adding;
+        // A deferred upload never vouched for (its call failed first) still goes: it is in a batch.
+        for (const d of state.deferred.splice(0)) d.kick();
         this.release(state);
       },
       vouch: () => this.vouch(state),
     };
+    this.states.set(pin, state);
+    return pin;
+  }
+
+  /**
+   * Makes this lease pin the packs `owner` uploads (store/s3/packs.ts): every
+   * lease written from now on names a range of their sequence numbers, from
+   * the lowest one held to {@link PACK_HEADROOM} past `next()`.
+   */
+  usePacks(owner: string, next: () => number): void {
+    this.packOwner = { name: owner, next };
+  }
+
+  /** Holds pack `seq` (an upload in flight) until {@link unholdPack}. */
+  holdPack(seq: number): void {
+    this.packHolds.set(seq, (this.packHolds.get(seq) ?? 0) + 1);
+  }
+
+  /** Ends one {@link holdPack} of `seq`; the next lease write may leave it out. */
+  unholdPack(seq: number): void {
+    const n = (this.packHolds.get(seq) ?? 0) - 1;
+    if (n > 0) this.packHolds.set(seq, n);
+    else this.packHolds.delete(seq);
+  }
+
+  /** `pin` (one of this journal's) holds `digest`, packed in pack `seq`, until it is released. */
+  holdPacked(pin: Pin, digest: string, seq: number): void {
+    const state = this.states.get(pin);
+    if (!state || state.released) return;
+    state.own.push(digest);
+    state.packs.push(seq);
+    this.holdPack(seq);
+  }
+
+  /** The upload of a packed publish of `pin` waits for its vouch (or release): `kick` starts it. */
+  defer(pin: Pin, kick: () => void, done: Promise<unknown>): boolean {
+    const state = this.states.get(pin);
+    if (!state || state.released) return false;
+    state.deferred.push({ kick, done });
+    return true;
+  }
+
+  /**
+   * Resolves once a stored lease, fresh enough that no collection can have
+   * taken it for expired, covers pack `seq`: only then may the pack be
+   * uploaded (docs/operations.md, "GC across hosts"). One lease write per
+   * {@link PACK_HEADROOM} packs, or none.
+   * @throws EDISK (`LeaseLost` when reclaimed) when no lease could be stored.
+   */
+  async coverPack(seq: number): Promise<void> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if (this.covers(seq)) return;
+      await this.renew();
+    }
+    if (this.covers(seq)) return;
+    throw new DiskError(`no S3 lease covering pack ${seq} of this store could be stored`, {
+      s3: 'LeaseLost',
+      key: this.key ?? '',
+    });
+  }
+
+  private covers(seq: number): boolean {
+    const r = this.storedPacks;
+    return this.etag !== undefined && this.fresh() && r !== undefined && r.low <= seq && seq < r.high;
   }
 
   private hold(pin: LeasePin, digests: readonly string[]): Promise<void> {
@@ -129,12 +212,17 @@ export class LeaseJournal {
   private release(pin: LeasePin): void {
     pin.released = true;
     this.pins.delete(pin);
+    for (const seq of pin.packs.splice(0)) this.unholdPack(seq);
   }
 
   // Rejects (LeaseLost) when the lease was reclaimed.
   private async vouch(pin: LeasePin): Promise<void> {
+    const deferred = pin.deferred.splice(0);
+    for (const d of deferred) d.kick();
+    // A failed upload fails the vouch: what it held is not in the bucket.
+    for (const d of deferred) await d.done;
     if (pin.lost) throw leaseLostError(pin.lost);
-    if (pin.own.length === 0) return;
+    if (pin.own.length === 0 && pin.packs.length === 0) return;
     if (this.fresh()) return;
     await this.renew();
     if (pin.lost) throw leaseLostError(pin.lost);
@@ -167,7 +255,7 @@ export class LeaseJournal {
 
   private tick(): void {
     if (this.closed) return;
-    const holds = [...this.pins].some((p) => p.own.length > 0 && !p.lost);
+    const holds = [...this.pins].some((p) => (p.own.length > 0 || p.packs.length > 0) && !p.lost);
     // Holding nothing: one write that says so (lazy releases end here), then no renewals.
     if (holds || this.stored.size > 0) {
       this.renewWanted = true;
@@ -175,13 +263,26 @@ export class LeaseJournal {
     }
   }
 
-  private body(extra: readonly QueuedAdd[]): { text: string; digests: Set<string> } {
+  private body(extra: readonly QueuedAdd[]): {
+    text: string;
+    digests: Set<string>;
+    packs: { low: number; high: number } | undefined;
+  } {
     const all = new Set<string>();
     for (const p of this.pins) if (!p.lost && !p.released) for (const d of p.own) all.add(d);
     for (const q of extra) if (!q.pin.lost) for (const d of q.digests) all.add(d);
     this.seq++;
     const header = `${LEASE_MAGIC}\nowner ${this.key}\nseq ${this.seq}\nttl ${this.timing.ttlMs}\nnonce ${writeNonce()}\n\n`;
-    return { text: header + [...all].map((d) => `${d}\n`).join(''), digests: all };
+    let packs: { low: number; high: number } | undefined;
+    let line = '';
+    if (this.packOwner) {
+      // Never narrower than the stored range above: a sequence number it covers may be uploading now.
+      const next = this.packOwner.next();
+      const low = Math.min(next, ...this.packHolds.keys());
+      packs = { low, high: Math.max(this.storedPacks?.high ?? 0, next + PACK_HEADROOM) };
+      line = `packs ${this.packOwner.name} ${packs.low} ${packs.high}\n`;
+    }
+    return { text: header + line + [...all].map((d) => `${d}\n`).join(''), digests: all, packs };
   }
 
   private async flush(): Promise<void> {
@@ -195,7 +296,7 @@ export class LeaseJournal {
       // At most two tries: the second under a new key.
       for (let attempt = 0; attempt < 2; attempt++) {
         this.key ??= `${this.base}leases/${ownedName(16)}`;
-        const { text, digests } = this.body(batch);
+        const { text, digests, packs } = this.body(batch);
         const started = performance.now();
         const bytes = Buffer.from(text, 'latin1');
         const etag =
@@ -206,6 +307,7 @@ export class LeaseJournal {
           this.etag = etag;
           this.storedAt = started;
           this.stored = digests;
+          this.storedPacks = packs;
           break;
         }
         this.fence();
@@ -227,14 +329,15 @@ export class LeaseJournal {
   /** The lease was reclaimed: every pin that held digests under it is lost; the next write starts a new lease. */
   private fence(): void {
     const key = String(this.key);
-    for (const p of this.pins) if (p.own.length > 0) p.lost = key;
+    for (const p of this.pins) if (p.own.length > 0 || p.packs.length > 0) p.lost = key;
     this.key = undefined;
     this.etag = undefined;
     this.stored = new Set();
+    this.storedPacks = undefined;
     this.storedAt = Number.NEGATIVE_INFINITY;
   }
 
-  /** Nothing is held in memory only: an S3 store packs nothing (store/pins.ts, {@link Pin.holdInOwnPack}). */
+  /** Nothing is held in memory only: an S3 pack is uploaded under a lease covering it (store/pins.ts, {@link Pin.holdInOwnPack}). */
   async flushInMemory(): Promise<void> {}
 
   /** A lease with pins still held is left to expire, as a closed store's local pin file is left for GC. */
@@ -243,7 +346,7 @@ export class LeaseJournal {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     while (this.flushing) await this.flushing;
-    const holds = [...this.pins].some((p) => p.own.length > 0 && !p.lost);
+    const holds = [...this.pins].some((p) => (p.own.length > 0 || p.packs.length > 0) && !p.lost);
     if (!holds && this.key !== undefined) {
       const key = this.key;
       this.key = undefined;

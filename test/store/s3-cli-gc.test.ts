@@ -40,7 +40,14 @@ describe.runIf(s3)('sluice gc and sluice verify on an S3 store', () => {
       expect(await side.hasBlob(garbage.digest)).toBe(false);
       expect(await side.hasBlob(result.output.manifest)).toBe(true);
 
-      const damaged = await side.publishBytes('damaged soon\n');
+      // An object of its own (the garbage above was packed): the test damages it in place.
+      const objects = await Store.open(store, {
+        localDir: join(dir, 'objects'),
+        s3ClientConfig: s3StoreConfig(s3!),
+        packMaxBlobBytes: 0,
+      });
+      const damaged = await objects.publishBytes('damaged soon\n');
+      await objects.close();
       await s3Backend(s3!).corruptBlob(side, damaged.digest, 0);
       const verify = await sluice(['verify', '--store', store, '--json'], { cwd: dir, env: env('b') });
       expect(verify.code).toBe(1);

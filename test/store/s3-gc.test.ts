@@ -21,6 +21,10 @@ import { s3Backend } from './backends.js';
 import { tempDir } from './helpers.js';
 import { bucketOf, keysUnder, SetRoots, twoHosts, until } from './s3-gc-helpers.js';
 
+// These tests count, damage or delete blob objects: every blob gets an object of its own here (packed
+// blobs on S3 are tested in test/store/s3-packs.test.ts).
+process.env.SLUICE_PACK_MAX_BLOB_BYTES = '0';
+
 const s3 = await s3Service();
 
 /**
