@@ -57,15 +57,23 @@ export interface McpSpillSpan {
 
 /**
  * The text of a spilled result: `parts` in order, each a string or a span
- * of the file open as `fd` in the host thread (the same process: the worker
- * reads through that descriptor, never reopening the file). The descriptor
- * stays open until the worker sends `release` with `token` (or the request
- * is cancelled). `attachments` are spilled images, audio and blobs within
- * the attachment bounds, read into the completion's attachments.
+ * of the file the host thread holds open as `fd`. The worker never reads
+ * through that number, which the host may close (it died, the engine
+ * closed) and the process reuse for another file: it opens a descriptor of
+ * its own (`/proc/self/fd/<fd>`) and reads only when that is the file the
+ * host reported: `dev` and `ino` (decimal), and `path`, the unique name it
+ * was created under before it was unlinked (an inode number is reused once
+ * its file is gone; the name is random). The host holds the file until
+ * it is released (workers/mcp/host.ts). `attachments` are spilled images,
+ * audio and blobs within the attachment bounds, read into the completion's
+ * attachments.
  */
 export interface McpSpillRef {
   token: string;
   fd: number;
+  dev: string;
+  ino: string;
+  path: string;
   parts: Array<string | McpSpillSpan>;
   attachments: Array<{ mediaType: string; name?: string; span: McpSpillSpan }>;
 }

@@ -63,7 +63,7 @@ export function toOutcome(result: CallToolResult): McpCallOutcome {
     const sc = result.structuredContent;
     texts.push(claimSpan(sc) ? sc : JSON.stringify(sc, null, 2));
   }
-  let ref: Pick<McpSpillRef, 'token' | 'fd'> | undefined;
+  let ref: Pick<McpSpillRef, 'token' | 'fd' | 'dev' | 'ino' | 'path'> | undefined;
   /** The text or span a value stands for, claiming its spill. */
   const partOf = (v: unknown): Part => {
     const claimed = claimSpan(v);

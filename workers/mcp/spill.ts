@@ -41,6 +41,10 @@ interface SpanEntry extends SpillSpan {
 /** One open spill file. */
 interface Spill {
   file: FileHandle;
+  /** The file's identity, which a reader checks its own descriptor against (spill-read.ts). */
+  dev: string;
+  ino: string;
+  path: string;
   spans: Map<string, SpanEntry>;
   claimed: boolean;
 }
@@ -80,7 +84,7 @@ export function openSpillTokens(): string[] {
  */
 export function claimSpan(
   value: unknown,
-): { ref: Pick<McpSpillRef, 'token' | 'fd'>; span: SpillSpan; raw: boolean } | undefined {
+): { ref: Pick<McpSpillRef, 'token' | 'fd' | 'dev' | 'ino' | 'path'>; span: SpillSpan; raw: boolean } | undefined {
   const text =
     typeof value === 'string'
       ? value
@@ -93,7 +97,11 @@ export function claimSpan(
   const span = s?.spans.get(text);
   if (!m || !s || !span) return undefined;
   s.claimed = true;
-  return { ref: { token: m[1] as string, fd: s.file.fd }, span: { start: span.start, end: span.end }, raw: span.raw };
+  return {
+    ref: { token: m[1] as string, fd: s.file.fd, dev: s.dev, ino: s.ino, path: s.path },
+    span: { start: span.start, end: span.end },
+    raw: span.raw,
+  };
 }
 
 /** The message of a spilled line, and the token of its spill file when it has one. */
@@ -109,6 +117,7 @@ export interface SpilledMessage {
  */
 export class SpillWriter {
   private readonly file: Promise<FileHandle>;
+  private readonly path: string;
   private chain: Promise<unknown>;
   private size = 0;
   private queued = 0;
@@ -117,6 +126,7 @@ export class SpillWriter {
 
   constructor(dir: string) {
     const path = join(dir, `${process.pid}-${randomBytes(8).toString('hex')}.mcp-spill`);
+    this.path = path;
     this.file = open(path, 'wx+', 0o600).then(async (fh) => {
       await unlink(path).catch(async (err: unknown) => {
         await fh.close();
@@ -196,7 +206,14 @@ export class SpillWriter {
       await fh.close();
       return { value, token: undefined };
     }
-    spills.set(token, { file: fh, spans, claimed: false });
+    let id: { dev: bigint; ino: bigint };
+    try {
+      id = await fh.stat({ bigint: true });
+    } catch (err) {
+      await fh.close();
+      throw err;
+    }
+    spills.set(token, { file: fh, dev: String(id.dev), ino: String(id.ino), path: this.path, spans, claimed: false });
     return { value, token };
   }
 
