@@ -15,6 +15,7 @@ import {
   GroupStdioTransport,
   HELD_LIMIT_CODE,
   OVERSIZED_CODE,
+  OWNER_META,
   type TransportHooks,
   UNREADABLE_CODE,
 } from './transport.js';
@@ -96,17 +97,28 @@ export class Connection {
     }));
   }
 
-  /** Calls a tool; `signal` cancels the request (the server is told, the connection stays). */
+  /**
+   * Calls a tool; `signal` cancels the request (the server is told, the
+   * connection stays); `owner` (an engine call) is handed a spill file of
+   * the result (TransportHooks.spilled).
+   */
   async call(
     tool: string,
     args: Record<string, unknown>,
-    options: { signal: AbortSignal; onProgress?: (p: McpProgress) => void },
+    options: { signal: AbortSignal; owner?: string; onProgress?: (p: McpProgress) => void },
   ): Promise<McpCallOutcome> {
     try {
       // A plain request, not callTool: that checks structuredContent against the tool's output
       // schema, which needs it whole, and a spilled one is a stand-in (spill.ts).
       const result = await this.client.request(
-        { method: 'tools/call', params: { name: tool, arguments: args } },
+        {
+          method: 'tools/call',
+          params: {
+            name: tool,
+            arguments: args,
+            ...(options.owner !== undefined ? { _meta: { [OWNER_META]: options.owner } } : {}),
+          },
+        },
         CallToolResultSchema,
         {
           signal: options.signal,

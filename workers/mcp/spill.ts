@@ -8,15 +8,14 @@
  * short sentinel string standing for a span of the file, and the result's
  * `structuredContent` a sentinel object standing for its raw JSON. The call
  * worker reads those spans straight into the call's output (spill-read.ts)
- * through the host's own descriptor (threads share the process's
- * descriptors), so a 1 GiB result is never a string in any thread.
+ * through a descriptor of its own on the host's file, so a 1 GiB result is
+ * never a string in any thread.
  *
- * Lifetime, without timers: a spill nobody claims (not a tool result, or
- * the result of a request given up) is closed once the message has been
- * handled, at the end of the turn of the event loop that delivered it; a
- * claimed one belongs to its request (host.ts) and is closed when the worker
- * says it has copied it (`release`, in a finally), when the request is
- * cancelled, when the request fails before its result is sent, and when the
+ * Lifetime, without timers: a spill belongs to the engine call whose
+ * request it answers (the transport knows the request's owner and hands
+ * the spill over before delivering the message; host.ts) and is closed when
+ * the engine says that call has ended, however it ended; one that answers
+ * no live call's request is closed as it arrives; all are closed when the
  * host shuts down.
  */
 import { randomBytes } from 'node:crypto';
@@ -222,9 +221,4 @@ export class SpillWriter {
     await this.chain;
     await (await this.file.catch(() => undefined))?.close();
   }
-}
-
-/** Closes spill `token` unless a request has claimed it (the message it came in has been handled). */
-export async function releaseUnclaimed(token: string): Promise<void> {
-  if (spills.get(token)?.claimed === false) await releaseSpill(token);
 }
