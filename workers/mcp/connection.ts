@@ -3,6 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
   CancelledError,
+  DiskError,
   ProtocolError,
   ResourceLimitError,
   type SluiceError,
@@ -12,6 +13,7 @@ import {
 import type { McpCallOutcome, McpServerSpec, McpToolDef } from '../../engine/protocol/mcp.js';
 import { toOutcome } from './result.js';
 import {
+  DISK_CODE,
   GroupStdioTransport,
   HELD_LIMIT_CODE,
   OVERSIZED_CODE,
@@ -162,6 +164,14 @@ export class Connection {
           server: this.spec.name,
         },
       );
+    }
+    if (err instanceof McpError && err.code === DISK_CODE) {
+      const data = (err.data ?? {}) as { errno?: unknown; syscall?: unknown };
+      return new DiskError(`MCP server ${server}${tool ? `, tool ${JSON.stringify(tool)}` : ''}: ${err.message}`, {
+        server: this.spec.name,
+        errno: String(data.errno),
+        syscall: String(data.syscall),
+      });
     }
     if (err instanceof McpError && err.code === UNREADABLE_CODE) {
       return new ProtocolError(`MCP server ${server}${tool ? `, tool ${JSON.stringify(tool)}` : ''}: ${err.message}`, {

@@ -39,10 +39,22 @@ export const UNREADABLE_CODE = -32098;
 /** The JSON-RPC error code of the answer that stands for a spilled response holding too much outside its content (ERESOURCELIMIT). */
 export const HELD_LIMIT_CODE = -32097;
 
+/** The JSON-RPC error code of the answer that stands for a response whose spill the disk failed (ENOSPC, EIO: EDISK). */
+export const DISK_CODE = -32096;
+
 /** The answer standing for a spilled response that failed with `err`. */
-function spillFailure(err: unknown): { code: number; message: string } {
+function spillFailure(err: unknown): { code: number; message: string; data?: { errno: string; syscall: string } } {
   const message = (err as Error | undefined)?.message ?? String(err);
   if (err instanceof HeldLimitError) return { code: HELD_LIMIT_CODE, message };
+  const os = err as { code?: unknown; syscall?: unknown } | undefined;
+  if (typeof os?.code === 'string' && typeof os.syscall === 'string') {
+    // The file system failed the spill (full, I/O error): the file is closed, the call fails typed.
+    return {
+      code: DISK_CODE,
+      message: `the response could not be spilled to disk: ${message}`,
+      data: { errno: os.code, syscall: os.syscall },
+    };
+  }
   return { code: UNREADABLE_CODE, message: `the response could not be read: ${message}` };
 }
 
