@@ -2,7 +2,9 @@
  * The host thread's spill files (workers/mcp/spill.ts) and a worker's read
  * of one (spill-read.ts), run in this thread on real files: the reader
  * opens a descriptor of its own and reads nothing when the host's
- * descriptor number has been closed or reused by another file.
+ * descriptor number has been closed or reused by another file; a span
+ * claimed twice is a typed error; a spill finished after shutdown is
+ * closed, not registered.
  */
 import { promises as fsp } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +13,7 @@ import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { McpSpillRef } from '../../engine/protocol/mcp.js';
 import { SPAN_MIN_BYTES } from '../../workers/mcp/skeleton.js';
-import { claimSpan, openSpillTokens, releaseSpill, SpillWriter } from '../../workers/mcp/spill.js';
+import { claimSpan, openSpillTokens, releaseAllSpills, releaseSpill, SpillWriter } from '../../workers/mcp/spill.js';
 import { writeSpilled } from '../../workers/mcp/spill-read.js';
 
 let dir: string;
@@ -27,14 +29,19 @@ afterEach(async () => {
 
 const TEXT = 'spilled text\n'.repeat(Math.ceil((SPAN_MIN_BYTES * 2) / 13));
 
-/** A tool result whose text is left in a spill file, as the transport makes one. */
-async function spilled(): Promise<{ ref: McpSpillRef; token: string }> {
+/** A writer given a tool result whose text will be left in the spill file. */
+function writer(): SpillWriter {
   const w = new SpillWriter(dir);
   const line = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: TEXT }] } });
   // In pieces, as the pipe hands them over.
   const bytes = Buffer.from(line);
   for (let at = 0; at < bytes.length; at += 50_000) w.write(bytes.subarray(at, at + 50_000));
-  const { value, token } = await w.end();
+  return w;
+}
+
+/** A tool result whose text is left in a spill file, as the transport makes one. */
+async function spilled(): Promise<{ ref: McpSpillRef; token: string }> {
+  const { value, token } = await writer().end();
   const text = (value as { result: { content: Array<{ text: string }> } }).result.content[0]?.text;
   const claimed = claimSpan(text);
   if (!claimed || token === undefined) throw new Error('the text was not spilled');
@@ -102,5 +109,29 @@ describe("a worker's read of a spill file", () => {
     expect((err as { code?: string }).code).toBe('EWORKERCRASH');
     expect(text()).toBe('');
     expect(await openIn(dir)).toEqual([]);
+  });
+});
+
+describe('the spill registry', () => {
+  it('refuses a span claimed twice with EPROTOCOL, and the file stays until released', async () => {
+    const { value, token } = await writer().end();
+    const text = (value as { result: { content: Array<{ text: string }> } }).result.content[0]?.text;
+    expect(claimSpan(text)).toBeDefined();
+    expect(() => claimSpan(text)).toThrow(expect.objectContaining({ code: 'EPROTOCOL' }));
+    expect(openSpillTokens()).toEqual([token]);
+    await releaseSpill(token as string);
+    await releaseSpill(token as string);
+    expect(await openIn(dir)).toEqual([]);
+  });
+
+  // Last: shutdown is for good in this module instance, as in a host thread.
+  it('closes a spill finished after shutdown instead of registering it, failing it ECLOSED', async () => {
+    const w = writer();
+    await releaseAllSpills();
+    const err = await w.end().catch((e: unknown) => e);
+    expect((err as { code?: string }).code).toBe('ECLOSED');
+    expect(openSpillTokens()).toEqual([]);
+    expect(await openIn(dir)).toEqual([]);
+    expect(await fsp.readdir(dir)).toEqual([]);
   });
 });

@@ -131,6 +131,8 @@ export class Connection {
       return toOutcome(result as Parameters<typeof toOutcome>[0]);
     } catch (err) {
       if (options.signal.aborted) throw new CancelledError('the MCP call was cancelled');
+      // Ours, not the server's (a spilled span claimed twice): already typed.
+      if (err instanceof ProtocolError) throw err;
       throw this.describeFailure(err, 'call', tool);
     }
   }

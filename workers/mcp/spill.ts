@@ -21,6 +21,7 @@
 import { randomBytes } from 'node:crypto';
 import { type FileHandle, open, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ClosedError, ProtocolError } from '../../engine/protocol/errors.js';
 import type { McpSpillRef } from '../../engine/protocol/mcp.js';
 import { parseSkeleton, type SpillSpan } from './skeleton.js';
 
@@ -45,11 +46,14 @@ interface Spill {
   ino: string;
   path: string;
   spans: Map<string, SpanEntry>;
-  claimed: boolean;
+  /** Sentinels already claimed: each stands for one part of one result, claimed once. */
+  claimed: Set<string>;
 }
 
 /** Open spill files by token (their sentinels carry the token). */
 const spills = new Map<string, Spill>();
+/** Set by {@link releaseAllSpills}: a spill finished after it is closed, not registered (nothing would close it). */
+let shutDown = false;
 
 /**
  * A sentinel is valid base64 (letters and digits, its length a multiple of
@@ -66,9 +70,26 @@ export async function releaseSpill(token: string): Promise<void> {
   await s.file.close();
 }
 
-/** Closes every spill file (the host thread is shutting down). */
+/** Closes every spill file, and any finished from now on (the host thread is shutting down). */
 export async function releaseAllSpills(): Promise<void> {
+  shutDown = true;
   await Promise.all([...spills.keys()].map(releaseSpill));
+}
+
+/** The sentinel string `value` may be: itself, or the one of a structured-content stand-in. */
+function sentinelOf(value: unknown): unknown {
+  if (typeof value === 'string') return value;
+  if (value !== null && typeof value === 'object' && RAW_KEY in value)
+    return (value as Record<string, unknown>)[RAW_KEY];
+  return undefined;
+}
+
+/** Whether `value` is a sentinel of an open spill (its claim not taken). */
+export function isSpilled(value: unknown): boolean {
+  const text = sentinelOf(value);
+  if (typeof text !== 'string') return false;
+  const m = SENTINEL.exec(text);
+  return m !== null && spills.get(m[1] as string)?.spans.has(text) === true;
 }
 
 /** Tokens of the spill files open now (for tests and diagnostics). */
@@ -79,23 +100,20 @@ export function openSpillTokens(): string[] {
 /**
  * The spill file and span a sentinel stands for (a string sentinel, or the
  * object that stands for structured content), or undefined for any other
- * value. Claiming keeps the file open for the request until it is released.
+ * value. A sentinel claimed twice is EPROTOCOL: each stands for one part of
+ * one result, and two owners of it would read (and release) it twice.
  */
 export function claimSpan(
   value: unknown,
 ): { ref: Pick<McpSpillRef, 'token' | 'fd' | 'dev' | 'ino' | 'path'>; span: SpillSpan; raw: boolean } | undefined {
-  const text =
-    typeof value === 'string'
-      ? value
-      : value !== null && typeof value === 'object' && RAW_KEY in value
-        ? (value as Record<string, unknown>)[RAW_KEY]
-        : undefined;
+  const text = sentinelOf(value);
   if (typeof text !== 'string') return undefined;
   const m = SENTINEL.exec(text);
   const s = m ? spills.get(m[1] as string) : undefined;
   const span = s?.spans.get(text);
   if (!m || !s || !span) return undefined;
-  s.claimed = true;
+  if (s.claimed.has(text)) throw new ProtocolError('a spilled MCP span was claimed twice', { token: m[1] });
+  s.claimed.add(text);
   return {
     ref: { token: m[1] as string, fd: s.file.fd, dev: s.dev, ino: s.ino, path: s.path },
     span: { start: span.start, end: span.end },
@@ -208,11 +226,20 @@ export class SpillWriter {
     let id: { dev: bigint; ino: bigint };
     try {
       id = await fh.stat({ bigint: true });
+      // Shut down meanwhile: registered now, nothing would ever close it.
+      if (shutDown) throw new ClosedError('the MCP host is shutting down');
     } catch (err) {
       await fh.close();
       throw err;
     }
-    spills.set(token, { file: fh, dev: String(id.dev), ino: String(id.ino), path: this.path, spans, claimed: false });
+    spills.set(token, {
+      file: fh,
+      dev: String(id.dev),
+      ino: String(id.ino),
+      path: this.path,
+      spans,
+      claimed: new Set(),
+    });
     return { value, token };
   }
 

@@ -422,9 +422,22 @@ export class GroupStdioTransport implements Transport {
       const id = (wire.params as { requestId?: unknown } | undefined)?.requestId;
       if (typeof id === 'string' || typeof id === 'number') this.owners.delete(id);
     }
-    return new Promise((resolve) => {
-      if (stdin.write(serializeMessage(wire))) resolve();
-      else stdin.once('drain', resolve);
+    const child = this.child as ChildProcessByStdio<Writable, Readable, Readable>;
+    return new Promise((resolve, reject) => {
+      if (stdin.write(serializeMessage(wire))) return resolve();
+      // A server that dies with its pipe full never drains it: the wait ends with it.
+      const settle = (err?: Error) => {
+        stdin.off('drain', onDrain);
+        stdin.off('close', onGone);
+        child.off('exit', onGone);
+        if (err) reject(err);
+        else resolve();
+      };
+      const onDrain = () => settle();
+      const onGone = () => settle(new Error('the MCP server exited before it read the message'));
+      stdin.on('drain', onDrain);
+      stdin.once('close', onGone);
+      child.once('exit', onGone);
     });
   }
 
