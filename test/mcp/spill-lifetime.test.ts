@@ -91,6 +91,30 @@ describe('spill files of large MCP results', () => {
     await finish(env);
   });
 
+  it('leave nothing when the host thread dies with a spill claimed: the copy ends whole, a call in flight fails typed', async () => {
+    const env = await openMcpEngine();
+    const { engine } = env;
+    const copying = engine.call('fx.big', { bytes: 100 * MB });
+    const until = Date.now() + 60_000;
+    while ((await openSpillFiles(env)).length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+    expect((await openSpillFiles(env)).length).toBe(2);
+    const waiting = engine.call('fx.slow', { ms: 30_000 });
+    await new Promise((r) => setTimeout(r, 200));
+    const internals = engine as unknown as { mcp: { host: { worker: { terminate(): Promise<number> } } } };
+    await internals.mcp.host.worker.terminate();
+    // The worker copies through its own descriptor: the host's death does not cut the result.
+    const copied = await copying.result;
+    expect([copied.status, copied.output?.kind === 'single' && copied.output.digest]).toEqual([
+      'success',
+      bigDigest(100 * MB),
+    ]);
+    const failed = await waiting.result;
+    expect([failed.status, failed.error?.code]).toEqual(['failed', 'EWORKERCRASH']);
+    await expectNoSpill(env);
+    expect(await heldSpillBytes(env)).toBe(0);
+    await finish(env);
+  });
+
   it('bounds large structured content: a streamed artifact with a bounded preview', async () => {
     const env = await openMcpEngine();
     const { engine } = env;
