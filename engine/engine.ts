@@ -116,6 +116,10 @@ export class Engine {
         approve: this.approve,
         ...(this.recorder ? { recorder: this.recorder } : {}),
         engineHub: this.hub,
+        // An MCP call's end releases what the MCP host thread holds for it (its spill files).
+        onEnded: (callId, tool) => {
+          if (tool.source === 'mcp') this.mcp?.callEnded(callId);
+        },
       },
       this.counters,
     );

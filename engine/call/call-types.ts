@@ -104,6 +104,12 @@ export interface CallDeps {
   approve: ApprovalPolicy;
   recorder?: CallRecorder;
   engineHub: EventHub<CallEvent>;
+  /**
+   * The call has ended, however it ended (its worker may have been
+   * terminated): called once, as it is decided, before its result is
+   * recorded. The MCP host releases what it holds for the call.
+   */
+  onEnded?(callId: string, tool: ToolInfo): void;
   onSettled(call: Call): void;
   /** Counts credit waits (engine/metrics.ts). */
   metrics?: { creditWait(): void };

@@ -341,6 +341,7 @@ export class Call {
     this.unlinkSignal?.();
     this.deps.pool.detach(this.callId);
     this.killProcessGroups();
+    this.deps.onEnded?.(this.callId, this.tool);
     const decided = terminalStatus({
       outcome,
       failure: preset ?? this.failure,

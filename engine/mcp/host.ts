@@ -94,6 +94,15 @@ export class McpHost {
     await this.request({ op: 'remove', name });
   }
 
+  /**
+   * Engine call `callId` has ended: the host thread aborts its requests and
+   * closes its spill files. Not answered; with no thread running there is
+   * nothing to release (a thread's files go with it).
+   */
+  callEnded(callId: string): void {
+    this.worker?.postMessage({ id: 0, op: 'ended', callId } satisfies McpControl);
+  }
+
   /** Closes every server (politely, then by force), stops the thread, and kills whatever is left. */
   async close(): Promise<void> {
     if (this.closed) return;

@@ -107,6 +107,11 @@ export class McpServers {
     return this.host?.processGroups ?? [];
   }
 
+  /** Call `callId` of one of these servers' tools has ended: the host thread lets go of what it holds for it. */
+  callEnded(callId: string): void {
+    this.host?.callEnded(callId);
+  }
+
   /** Stops every server and the host thread. */
   async close(): Promise<void> {
     await this.host?.close();

@@ -57,15 +57,23 @@ export interface McpSpillSpan {
 
 /**
  * The text of a spilled result: `parts` in order, each a string or a span
- * of the file open as `fd` in the host thread (the same process: the worker
- * reads through that descriptor, never reopening the file). The descriptor
- * stays open until the worker sends `release` with `token` (or the request
- * is cancelled). `attachments` are spilled images, audio and blobs within
- * the attachment bounds, read into the completion's attachments.
+ * of the file the host thread holds open as `fd`. The worker never reads
+ * through that number, which the host may close (it died, the engine
+ * closed) and the process reuse for another file: it opens a descriptor of
+ * its own (`/proc/self/fd/<fd>`) and reads only when that is the file the
+ * host reported: `dev` and `ino` (decimal), and `path`, the unique name it
+ * was created under before it was unlinked (an inode number is reused once
+ * its file is gone; the name is random). The host holds the file until the
+ * engine tells it the call has ended (`ended`), however it ended. `attachments` are spilled images,
+ * audio and blobs within the attachment bounds, read into the completion's
+ * attachments.
  */
 export interface McpSpillRef {
   token: string;
   fd: number;
+  dev: string;
+  ino: string;
+  path: string;
   parts: Array<string | McpSpillSpan>;
   attachments: Array<{ mediaType: string; name?: string; span: McpSpillSpan }>;
 }
@@ -83,7 +91,13 @@ export type McpControl =
   | { id: number; op: 'add'; spec: McpServerSpec }
   | { id: number; op: 'restore'; spec: McpServerSpec; tools: McpToolDef[] }
   | { id: number; op: 'remove'; name: string }
-  | { id: number; op: 'shutdown' };
+  | { id: number; op: 'shutdown' }
+  /**
+   * Engine call `callId` has ended, however it ended (its worker may have
+   * been terminated): its requests are aborted, its spill files closed, and
+   * a request of it that arrives later is refused. Not answered.
+   */
+  | { id: number; op: 'ended'; callId: string };
 
 /** Host thread → main. */
 export type McpHostEvent =
@@ -91,12 +105,11 @@ export type McpHostEvent =
   | { t: 'spawned'; server: string; pid: number }
   | { t: 'exited'; server: string; pid: number };
 
-/** Call worker → host thread, on {@link requestChannel}. */
+/** Call worker → host thread, on {@link requestChannel}; `call` is the engine call the request belongs to. */
 export type McpRequest =
-  | { t: 'call'; id: string; server: string; tool: string; arguments: Record<string, unknown> }
+  | { t: 'call'; id: string; call: string; server: string; tool: string; arguments: Record<string, unknown> }
   | { t: 'def'; id: string; server: string; tool: string }
-  | { t: 'cancel'; id: string }
-  | { t: 'release'; token: string };
+  | { t: 'cancel'; id: string };
 
 /** Host thread → call worker, on {@link replyChannel} of the request. */
 export type McpReply =

@@ -7,6 +7,8 @@
  * spilled images within them come back bounded and whole.
  */
 import { createHash } from 'node:crypto';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { COMPLETION_BOUNDS } from '../../engine/protocol/limits.js';
 import {
@@ -15,6 +17,7 @@ import {
   cleanup,
   expectNoSpill,
   finish,
+  heldSpillBytes,
   openEngine,
   openMcpEngine,
   openSpillFiles,
@@ -60,6 +63,55 @@ describe('spill files of large MCP results', () => {
 
     // The connection is still the same server's.
     expect((await serverStats(engine)).calls).toBe(3);
+    await finish(env);
+  });
+
+  it('are gone when the call ends with its worker terminated mid-copy: no file, no byte held', async () => {
+    // One shared thread, so a tool that blocks it stops the copy and the thread can only be terminated.
+    const env = await openMcpEngine({ threads: 1, graceMs: 100 });
+    const { engine } = env;
+    const here = dirname(fileURLToPath(import.meta.url));
+    await engine.register(resolve(here, '..', 'fixtures', 'tools', 'shared-spin.mjs'));
+    const h = engine.call('fx.big', { bytes: 100 * MB });
+    // The worker copies once it holds a descriptor of its own beside the host's.
+    const until = Date.now() + 60_000;
+    while ((await openSpillFiles(env)).length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+    expect((await openSpillFiles(env)).length).toBe(2);
+    const spin = engine.call('shared-spin', {});
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await heldSpillBytes(env)).toBeGreaterThan(100 * MB);
+    h.cancel('stop');
+    const cancelled = await h.result;
+    expect(cancelled.status).toBe('cancelled');
+    spin.cancel('stop');
+    await spin.result;
+    // The thread is terminated once it has not answered its abandon (pool.ts: at least 5 s).
+    await expectNoSpill(env, 20_000);
+    expect(await heldSpillBytes(env)).toBe(0);
+    await finish(env);
+  });
+
+  it('leave nothing when the host thread dies with a spill claimed: the copy ends whole, a call in flight fails typed', async () => {
+    const env = await openMcpEngine();
+    const { engine } = env;
+    const copying = engine.call('fx.big', { bytes: 100 * MB });
+    const until = Date.now() + 60_000;
+    while ((await openSpillFiles(env)).length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+    expect((await openSpillFiles(env)).length).toBe(2);
+    const waiting = engine.call('fx.slow', { ms: 30_000 });
+    await new Promise((r) => setTimeout(r, 200));
+    const internals = engine as unknown as { mcp: { host: { worker: { terminate(): Promise<number> } } } };
+    await internals.mcp.host.worker.terminate();
+    // The worker copies through its own descriptor: the host's death does not cut the result.
+    const copied = await copying.result;
+    expect([copied.status, copied.output?.kind === 'single' && copied.output.digest]).toEqual([
+      'success',
+      bigDigest(100 * MB),
+    ]);
+    const failed = await waiting.result;
+    expect([failed.status, failed.error?.code]).toEqual(['failed', 'EWORKERCRASH']);
+    await expectNoSpill(env);
+    expect(await heldSpillBytes(env)).toBe(0);
     await finish(env);
   });
 

@@ -178,6 +178,31 @@ describe("/mcp within the server's bounds", () => {
     expect(pidsWith(`sleep ${marker}`)).toEqual([]);
   });
 
+  it('counts idle time from the last request: past maxMcpSessions the session used least recently goes', async () => {
+    const dir = await tempDir();
+    const engine = await Engine.open({ store: join(dir, 'store'), cwd: dir });
+    const token = 'c'.repeat(64);
+    const server = await startServer(engine, { token, port: 0, maxMcpSessions: 2 });
+    const at = { url: server.url, token } as Served;
+    try {
+      // The first session opened is the one used last; the second has been idle since it opened.
+      const first = await connectHttp(at);
+      const second = await connectHttp(at);
+      await new Promise((r) => setTimeout(r, 20));
+      await first.client.listTools();
+      const third = await connectHttp(at);
+      expect(await second.client.listTools().catch((e: unknown) => e)).toBeInstanceOf(Error);
+      expect((await first.client.listTools()).tools.length).toBeGreaterThan(0);
+      expect((await third.client.listTools()).tools.length).toBeGreaterThan(0);
+      await third.client.close();
+      await first.client.close();
+      await second.client.close().catch(() => {});
+    } finally {
+      await server.close();
+      await engine.close();
+    }
+  });
+
   it('never evicts a session with a call in flight: past maxMcpSessions the idle one goes', async () => {
     const dir = await tempDir();
     const engine = await Engine.open({ store: join(dir, 'store'), cwd: dir });

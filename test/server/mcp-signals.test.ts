@@ -2,7 +2,9 @@
  * SIGTERM and SIGHUP of a running `sluice mcp` (a real child process, the
  * SDK's Client on its stdio) with a call in flight: the call ends
  * cancelled with its result recorded in the session, the server exits
- * with 128 + the signal's number, and no process of the call is left.
+ * with 128 + the signal's number, and no process of the call is left; the
+ * same for `sluice serve` with a call in flight over `/mcp` (its MCP
+ * session closed under the client).
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -13,7 +15,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Engine } from '../../engine/engine.js';
 import { waitNoProcess } from '../support/mcp.js';
-import { MAIN, pidsWith, removeDirs, tempDir } from '../support/mcp-client.js';
+import { connectHttp, MAIN, pidsWith, removeDirs, serve, tempDir } from '../support/mcp-client.js';
 
 afterAll(removeDirs);
 
@@ -44,6 +46,25 @@ class ChildTransport implements Transport {
   }
 }
 
+/** Waits until the call's `sleep <marker>` runs. */
+async function waitForSleep(marker: string): Promise<void> {
+  const until = Date.now() + 10_000;
+  while (pidsWith(`sleep ${marker}`).length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  expect(pidsWith(`sleep ${marker}`).length).toBe(1);
+}
+
+/** The store in `dir` has `session` with one call, recorded cancelled. */
+async function expectCancelledIn(dir: string, session: string): Promise<void> {
+  const engine = await Engine.open({ store: join(dir, 'store'), cwd: dir });
+  try {
+    const replay = await engine.replay(session);
+    expect(replay.calls.map((c) => c.result.status)).toEqual(['cancelled']);
+    expect(replay.calls[0]?.result.error?.code).toBe('ECANCELLED');
+  } finally {
+    await engine.close();
+  }
+}
+
 describe('sluice mcp stopped by a signal with a call in flight', () => {
   for (const [signal, code] of [
     ['SIGTERM', 143],
@@ -64,24 +85,44 @@ describe('sluice mcp stopped by a signal with a call in flight', () => {
         (r) => ({ r }),
         (e: unknown) => ({ e }),
       );
-      const until = Date.now() + 10_000;
-      while (pidsWith(`sleep ${marker}`).length === 0 && Date.now() < until)
-        await new Promise((r) => setTimeout(r, 20));
-      expect(pidsWith(`sleep ${marker}`).length).toBe(1);
+      await waitForSleep(marker);
       child.kill(signal);
       expect(await exit).toBe(code);
       // The client hears the end: the cancelled result, or the connection closing under it.
       const outcome = await call;
       if ('r' in outcome) expect(outcome.r.structuredContent).toMatchObject({ status: 'cancelled' });
       expect(await waitNoProcess(`sleep ${marker}`, 10_000)).toEqual([]);
-      const engine = await Engine.open({ store: join(dir, 'store'), cwd: dir });
-      try {
-        const replay = await engine.replay(session);
-        expect(replay.calls.map((c) => c.result.status)).toEqual(['cancelled']);
-        expect(replay.calls[0]?.result.error?.code).toBe('ECANCELLED');
-      } finally {
-        await engine.close();
-      }
+      await expectCancelledIn(dir, session);
+    });
+  }
+});
+
+describe('sluice serve stopped by a signal with an /mcp call in flight', () => {
+  for (const [signal, code] of [
+    ['SIGTERM', 143],
+    ['SIGHUP', 129],
+  ] as const) {
+    it(`${signal}: the call ends cancelled and recorded, the session closes, exit ${code}, no process left`, async () => {
+      const dir = await tempDir();
+      const session = `serve-${signal.toLowerCase()}`;
+      const served = await serve(dir);
+      const exit = new Promise<number | null>((resolve) => served.child.once('exit', (c) => resolve(c)));
+      const { client } = await connectHttp(served, `?session=${session}`);
+      const marker = `60.${process.pid}${(Date.now() + code + 7) % 100000}`;
+      const call = client.callTool({ name: 'bash', arguments: { command: `sleep ${marker}` } }).then(
+        (r) => ({ r }),
+        (e: unknown) => ({ e }),
+      );
+      await waitForSleep(marker);
+      served.child.kill(signal);
+      expect(await exit).toBe(code);
+      // The server is gone: closing the client settles the call (the cancelled result, if it came first).
+      await client.close().catch(() => {});
+      const outcome = await call;
+      if ('r' in outcome) expect(outcome.r.structuredContent).toMatchObject({ status: 'cancelled' });
+      expect(await waitNoProcess(`sleep ${marker}`, 10_000)).toEqual([]);
+      expect(pidsWith(`--store ${join(dir, 'store')}`)).toEqual([]);
+      await expectCancelledIn(dir, session);
     });
   }
 });

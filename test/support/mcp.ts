@@ -143,9 +143,26 @@ export async function openSpillFiles(env: TestEnv): Promise<string[]> {
   return links.filter((l) => l.startsWith(`${env.engine.store.layout.tmp}/`) && l.includes('.mcp-spill'));
 }
 
-/** Waits until the worker's release has reached the host (a message apart), then checks nothing is left. */
-export async function expectNoSpill(env: TestEnv): Promise<void> {
-  const until = Date.now() + 5000;
+/** Bytes of the spill files of `env`'s store this process holds open (each file counted once). */
+export async function heldSpillBytes(env: TestEnv): Promise<number> {
+  const fds = await fsp.readdir('/proc/self/fd');
+  const seen = new Map<string, number>();
+  for (const fd of fds) {
+    const link = await fsp.readlink(`/proc/self/fd/${fd}`).catch(() => '');
+    if (!link.startsWith(`${env.engine.store.layout.tmp}/`) || !link.includes('.mcp-spill')) continue;
+    const st = await fsp.stat(`/proc/self/fd/${fd}`).catch(() => undefined);
+    if (st) seen.set(`${st.dev}:${st.ino}`, st.size);
+  }
+  return [...seen.values()].reduce((a, b) => a + b, 0);
+}
+
+/**
+ * Waits (up to `ms`) until the call's end has reached the host (a message
+ * apart) and any terminated worker's descriptor has gone, then checks
+ * nothing is left.
+ */
+export async function expectNoSpill(env: TestEnv, ms = 5000): Promise<void> {
+  const until = Date.now() + ms;
   while ((await openSpillFiles(env)).length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
   expect(await openSpillFiles(env)).toEqual([]);
   expect(await fsp.readdir(env.engine.store.layout.tmp)).toEqual([]);

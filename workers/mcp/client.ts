@@ -19,7 +19,7 @@ import {
 
 type Final = Extract<McpReply, { t: 'result' } | { t: 'def' }>;
 type Body =
-  | { t: 'call'; server: string; tool: string; arguments: Record<string, unknown> }
+  | { t: 'call'; call: string; server: string; tool: string; arguments: Record<string, unknown> }
   | { t: 'def'; server: string; tool: string };
 
 /** Options of {@link hostRequest}. */
@@ -30,7 +30,7 @@ export interface HostRequestOptions {
   onProgress?: (p: Extract<McpReply, { t: 'progress' }>) => void;
 }
 
-/** Calls an MCP tool through the host thread of `hostId`. */
+/** Calls an MCP tool through the host thread of `hostId`, for engine call `call` (whose end releases what the host holds for it). */
 export async function hostCall(
   hostId: string,
   body: Omit<Extract<Body, { t: 'call' }>, 't'>,
@@ -39,13 +39,6 @@ export async function hostCall(
   const r = await hostRequest(hostId, { t: 'call', ...body }, options);
   if (r.t !== 'result') throw new ProtocolError(`the MCP host answered a call with ${r.t}`);
   return r.outcome;
-}
-
-/** Tells the host thread of `hostId` that this thread is done with spill file `token` (spill.ts): it is closed. */
-export function hostRelease(hostId: string, token: string): void {
-  const requests = new BroadcastChannel(requestChannel(hostId));
-  requests.postMessage({ t: 'release', token } satisfies McpRequest);
-  requests.close();
 }
 
 /** The definition (JSON Schema) of an MCP tool, from the host thread of `hostId`. */

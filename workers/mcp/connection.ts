@@ -3,6 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
   CancelledError,
+  DiskError,
   ProtocolError,
   ResourceLimitError,
   type SluiceError,
@@ -12,9 +13,11 @@ import {
 import type { McpCallOutcome, McpServerSpec, McpToolDef } from '../../engine/protocol/mcp.js';
 import { toOutcome } from './result.js';
 import {
+  DISK_CODE,
   GroupStdioTransport,
   HELD_LIMIT_CODE,
   OVERSIZED_CODE,
+  OWNER_META,
   type TransportHooks,
   UNREADABLE_CODE,
 } from './transport.js';
@@ -96,17 +99,28 @@ export class Connection {
     }));
   }
 
-  /** Calls a tool; `signal` cancels the request (the server is told, the connection stays). */
+  /**
+   * Calls a tool; `signal` cancels the request (the server is told, the
+   * connection stays); `owner` (an engine call) is handed a spill file of
+   * the result (TransportHooks.spilled).
+   */
   async call(
     tool: string,
     args: Record<string, unknown>,
-    options: { signal: AbortSignal; onProgress?: (p: McpProgress) => void },
+    options: { signal: AbortSignal; owner?: string; onProgress?: (p: McpProgress) => void },
   ): Promise<McpCallOutcome> {
     try {
       // A plain request, not callTool: that checks structuredContent against the tool's output
       // schema, which needs it whole, and a spilled one is a stand-in (spill.ts).
       const result = await this.client.request(
-        { method: 'tools/call', params: { name: tool, arguments: args } },
+        {
+          method: 'tools/call',
+          params: {
+            name: tool,
+            arguments: args,
+            ...(options.owner !== undefined ? { _meta: { [OWNER_META]: options.owner } } : {}),
+          },
+        },
         CallToolResultSchema,
         {
           signal: options.signal,
@@ -117,6 +131,8 @@ export class Connection {
       return toOutcome(result as Parameters<typeof toOutcome>[0]);
     } catch (err) {
       if (options.signal.aborted) throw new CancelledError('the MCP call was cancelled');
+      // Ours, not the server's (a spilled span claimed twice): already typed.
+      if (err instanceof ProtocolError) throw err;
       throw this.describeFailure(err, 'call', tool);
     }
   }
@@ -150,6 +166,14 @@ export class Connection {
           server: this.spec.name,
         },
       );
+    }
+    if (err instanceof McpError && err.code === DISK_CODE) {
+      const data = (err.data ?? {}) as { errno?: unknown; syscall?: unknown };
+      return new DiskError(`MCP server ${server}${tool ? `, tool ${JSON.stringify(tool)}` : ''}: ${err.message}`, {
+        server: this.spec.name,
+        errno: String(data.errno),
+        syscall: String(data.syscall),
+      });
     }
     if (err instanceof McpError && err.code === UNREADABLE_CODE) {
       return new ProtocolError(`MCP server ${server}${tool ? `, tool ${JSON.stringify(tool)}` : ''}: ${err.message}`, {

@@ -32,6 +32,50 @@ import { PROTOCOL_VERSION } from '../../engine/protocol/messages.js';
 import { Connection } from './connection.js';
 import { releaseAllSpills, releaseSpill } from './spill.js';
 
+/** Adds `key` to a set of at most `max` keys, forgetting the oldest. */
+function remember(set: Set<string>, key: string, max: number): void {
+  set.add(key);
+  if (set.size > max) set.delete(set.values().next().value as string);
+}
+
+/** The state of engine call `callId`, made on its first request. */
+function callState(callId: string): CallState {
+  let state = calls.get(callId);
+  if (!state) {
+    state = { requests: new Set(), spills: new Set() };
+    calls.set(callId, state);
+  }
+  return state;
+}
+
+/** Forgets a call that holds nothing (a later request of it starts afresh). */
+function dropIfIdle(callId: string): void {
+  const state = calls.get(callId);
+  if (state && state.requests.size === 0 && state.spills.size === 0) calls.delete(callId);
+}
+
+/**
+ * A spill file the transport parsed for a response to a request of engine
+ * call `owner` (undefined: a request of no call, or one the SDK gave up):
+ * the call holds it until it ends; with no live call nothing can claim it,
+ * so it is closed now.
+ */
+function adoptSpill(token: string, owner: string | undefined): void {
+  const state = owner === undefined ? undefined : calls.get(owner);
+  if (state) state.spills.add(token);
+  else void releaseSpill(token);
+}
+
+/** Engine call `callId` has ended: its requests are aborted and its spill files closed. */
+async function endCall(callId: string): Promise<void> {
+  remember(ended, callId, ENDED_MAX);
+  const state = calls.get(callId);
+  if (!state) return;
+  calls.delete(callId);
+  for (const ac of state.requests) ac.abort(new CancelledError('the call has ended'));
+  await Promise.all([...state.spills].map(releaseSpill));
+}
+
 /** One configured server. */
 interface ServerState {
   spec: McpServerSpec;
@@ -45,11 +89,27 @@ const control = parentPort;
 const { hostId, spillDir } = workerData as McpHostData;
 const servers = new Map<string, ServerState>();
 const inflight = new Map<string, AbortController>();
-/** The spill file of each request whose result was sent with one, until the worker releases it or cancels. */
-const spillOf = new Map<string, string>();
+/**
+ * What the host holds for each engine call with a request running or a
+ * spill file: both go when the engine says the call has ended (`ended`),
+ * however it ended, its worker terminated included; no timer decides.
+ */
+interface CallState {
+  requests: Set<AbortController>;
+  spills: Set<string>;
+}
+const calls = new Map<string, CallState>();
 /** Request ids already handled, newest last: a request sent again (see McpLifeEvent) runs once. */
 const seen = new Set<string>();
 const SEEN_MAX = 4096;
+/**
+ * Engine calls that have ended, newest last: a request of one that arrives
+ * after the end (the worker's request and the engine's end travel on
+ * different channels) is refused instead of starting upstream work nobody
+ * would end.
+ */
+const ended = new Set<string>();
+const ENDED_MAX = 4096;
 /** Set by shutdown: no server may be started after it, or the main thread could miss its process group. */
 let shuttingDown = false;
 
@@ -73,6 +133,7 @@ function connection(state: ServerState): Promise<Connection> {
       {
         spawned: (pid) => emit({ t: 'spawned', server, pid }),
         exited: (pid) => emit({ t: 'exited', server, pid }),
+        spilled: adoptSpill,
       },
       String(PROTOCOL_VERSION),
       spillDir,
@@ -92,6 +153,10 @@ function connection(state: ServerState): Promise<Connection> {
 }
 
 async function onControl(m: McpControl): Promise<void> {
+  if (m.op === 'ended') {
+    await endCall(m.callId);
+    return;
+  }
   try {
     if (m.op === 'add') {
       if (servers.has(m.spec.name))
@@ -121,7 +186,7 @@ async function onControl(m: McpControl): Promise<void> {
     } else {
       shuttingDown = true;
       for (const ac of inflight.values()) ac.abort(new CancelledError('the engine is closing'));
-      spillOf.clear();
+      calls.clear();
       await releaseAllSpills();
       await Promise.all(
         [...servers.values()].map(async (s) => {
@@ -138,30 +203,21 @@ async function onControl(m: McpControl): Promise<void> {
 
 async function onRequest(m: McpRequest): Promise<void> {
   if (m.t === 'cancel') {
+    // What the call holds (a spill of a result already sent) goes when the engine says it has ended.
     inflight.get(m.id)?.abort(new CancelledError('cancelled by the caller'));
-    // Cancelled after its result was sent: the worker gave up on it and will never read or release it.
-    const token = spillOf.get(m.id);
-    if (token !== undefined) {
-      spillOf.delete(m.id);
-      await releaseSpill(token);
-    }
-    return;
-  }
-  if (m.t === 'release') {
-    for (const [id, token] of spillOf) if (token === m.token) spillOf.delete(id);
-    await releaseSpill(m.token);
     return;
   }
   if (seen.has(m.id)) return;
-  seen.add(m.id);
-  if (seen.size > SEEN_MAX) seen.delete(seen.values().next().value as string);
+  remember(seen, m.id, SEEN_MAX);
   const out = new BroadcastChannel(replyChannel(hostId, m.id));
   const reply = (r: McpReply) => out.postMessage(r);
   const ac = new AbortController();
   inflight.set(m.id, ac);
-  let spill: string | undefined;
+  const owner = m.t === 'call' ? m.call : undefined;
+  if (owner !== undefined) callState(owner).requests.add(ac);
   try {
     reply({ t: 'accepted' });
+    if (owner !== undefined && ended.has(owner)) throw new CancelledError('the call has ended');
     const state = servers.get(m.server);
     const def = state?.tools.get(m.tool);
     if (!state || !def) {
@@ -175,21 +231,21 @@ async function onRequest(m: McpRequest): Promise<void> {
     if (ac.signal.aborted) throw ac.signal.reason;
     const outcome = await conn.call(m.tool, m.arguments, {
       signal: ac.signal,
+      owner: m.call,
       onProgress: (p) => reply({ t: 'progress', ...p }),
     });
-    spill = outcome.spilled?.token;
     if (ac.signal.aborted) throw ac.signal.reason;
+    // Its spill file, if any, was adopted by the call as it arrived (adoptSpill).
     reply({ t: 'result', outcome });
-    // From here the worker owns the spill: it releases it once copied, or cancels.
-    if (spill !== undefined) spillOf.set(m.id, spill);
-    spill = undefined;
   } catch (err) {
     reply({ t: 'error', error: serializeError(err) });
   } finally {
     inflight.delete(m.id);
     out.close();
-    // A result that was never sent: nobody will read its spill.
-    if (spill !== undefined) await releaseSpill(spill);
+    if (owner !== undefined) {
+      calls.get(owner)?.requests.delete(ac);
+      dropIfIdle(owner);
+    }
   }
 }
 

@@ -3,7 +3,7 @@ import type { CallToolResult, ContentBlock } from '@modelcontextprotocol/sdk/typ
 import { COMPLETION_BOUNDS } from '../../engine/protocol/limits.js';
 import type { McpCallOutcome, McpSpillRef, McpSpillSpan } from '../../engine/protocol/mcp.js';
 import type { Attachment } from '../../engine/protocol/messages.js';
-import { claimSpan } from './spill.js';
+import { claimSpan, isSpilled } from './spill.js';
 
 /** A piece of the output: text, or a span of the spill file. */
 type Part = string | McpSpillSpan;
@@ -61,9 +61,10 @@ export function toOutcome(result: CallToolResult): McpCallOutcome {
   }
   if (texts.length === 0 && result.structuredContent !== undefined) {
     const sc = result.structuredContent;
-    texts.push(claimSpan(sc) ? sc : JSON.stringify(sc, null, 2));
+    // Only looked at here: partOf claims it below, once.
+    texts.push(isSpilled(sc) ? sc : JSON.stringify(sc, null, 2));
   }
-  let ref: Pick<McpSpillRef, 'token' | 'fd'> | undefined;
+  let ref: Pick<McpSpillRef, 'token' | 'fd' | 'dev' | 'ino' | 'path'> | undefined;
   /** The text or span a value stands for, claiming its spill. */
   const partOf = (v: unknown): Part => {
     const claimed = claimSpan(v);

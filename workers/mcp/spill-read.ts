@@ -3,16 +3,21 @@
  * read from the host thread's spill file a chunk at a time, unescaped (JSON
  * string escapes, cut only between whole escapes and whole characters) and
  * written to the call's output with its backpressure, so the text is never
- * whole in memory. It reads through the host thread's descriptor (threads
- * share the process's descriptors), which the host keeps open until this
- * thread releases it: the tool releases in a finally, once the output has
- * been written or the call has failed or been cancelled.
+ * whole in memory. It reads through a descriptor of its own, opened as
+ * `/proc/self/fd/<the host's fd>` (the file is unlinked: no path names it)
+ * and checked to be the file the host reported (device, inode and the
+ * random name it was created under) before a byte is read: the
+ * host's number may have been closed (the host died, the engine closed) and
+ * reused by the process for any other file. Its own descriptor also keeps
+ * the file readable whenever the host lets go of it; it is closed when the
+ * copy ends, and with the thread when the thread is terminated (Node closes
+ * a worker's descriptors).
  */
 import { once } from 'node:events';
-import { read } from 'node:fs';
+import { type FileHandle, open, readlink } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import { ProtocolError } from '../../engine/protocol/errors.js';
+import { ProtocolError, WorkerCrashError } from '../../engine/protocol/errors.js';
 import type { McpSpillRef, McpSpillSpan } from '../../engine/protocol/mcp.js';
 import type { Attachment } from '../../engine/protocol/messages.js';
 
@@ -59,16 +64,40 @@ export class JsonStringDecoder {
   }
 }
 
-/** Reads up to `length` bytes of descriptor `fd` at `position` into `buf`. */
-function readAt(fd: number, buf: Buffer, length: number, position: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    read(fd, buf, 0, length, position, (err, n) => (err ? reject(err) : resolve(n)));
-  });
+/**
+ * A descriptor of this thread's own on the spill file of `ref`, or
+ * EWORKERCRASH when the host's descriptor is closed or now names another
+ * file (then nothing is read).
+ */
+export async function openSpill(ref: Pick<McpSpillRef, 'token' | 'fd' | 'dev' | 'ino' | 'path'>): Promise<FileHandle> {
+  const gone = (why: string) =>
+    new WorkerCrashError(`the MCP host's spill file of this result is gone (${why})`, {
+      token: ref.token,
+      fd: ref.fd,
+    });
+  let fh: FileHandle;
+  try {
+    fh = await open(`/proc/self/fd/${ref.fd}`, 'r');
+  } catch (err) {
+    throw gone(`its descriptor ${ref.fd} cannot be opened: ${(err as NodeJS.ErrnoException).code ?? err}`);
+  }
+  try {
+    const st = await fh.stat({ bigint: true });
+    // This thread's own descriptor cannot change under it: its link names the file it opened.
+    const link = await readlink(`/proc/self/fd/${fh.fd}`);
+    if (String(st.dev) !== ref.dev || String(st.ino) !== ref.ino || link !== `${ref.path} (deleted)`) {
+      throw gone(`descriptor ${ref.fd} now names another file`);
+    }
+    return fh;
+  } catch (err) {
+    await fh.close();
+    throw err;
+  }
 }
 
 /** Decodes a span a chunk at a time: JSON string escapes undone, or (raw) UTF-8 as it is. */
 async function eachText(
-  fd: number,
+  fh: FileHandle,
   span: McpSpillSpan,
   buf: Buffer,
   signal: AbortSignal,
@@ -77,7 +106,7 @@ async function eachText(
   const decoder = span.raw ? new StringDecoder('utf8') : new JsonStringDecoder();
   for (let at = span.start; at < span.end; ) {
     signal.throwIfAborted();
-    const n = await readAt(fd, buf, Math.min(buf.length, span.end - at), at);
+    const { bytesRead: n } = await fh.read(buf, 0, Math.min(buf.length, span.end - at), at);
     if (n === 0) throw new ProtocolError('the spilled MCP result is shorter than its span');
     at += n;
     await put(decoder.write(buf.subarray(0, n)));
@@ -86,8 +115,8 @@ async function eachText(
 }
 
 /**
- * Writes the spilled text to `out`, reading through the host thread's
- * descriptor `ref.fd` (open until this thread releases it), and reads the
+ * Writes the spilled text to `out`, reading through a descriptor of its own
+ * on the host's spill file ({@link openSpill}), and reads the
  * spilled attachments (within the attachment bounds) into memory. Resolves
  * to the text's size in UTF-8 bytes, its first characters and the attachments.
  */
@@ -104,22 +133,27 @@ export async function writeSpilled(
     if (head.length < HEAD_CHARS) head += text.slice(0, HEAD_CHARS - head.length);
     if (!out.write(text)) await once(out, 'drain', { signal });
   };
-  const buf = Buffer.alloc(READ_CHUNK);
-  for (const part of ref.parts) {
-    if (typeof part === 'string') await put(part);
-    else await eachText(ref.fd, part, buf, signal, put);
+  const fh = await openSpill(ref);
+  try {
+    const buf = Buffer.alloc(READ_CHUNK);
+    for (const part of ref.parts) {
+      if (typeof part === 'string') await put(part);
+      else await eachText(fh, part, buf, signal, put);
+    }
+    const attachments: Attachment[] = [];
+    for (const a of ref.attachments) {
+      const pieces: string[] = [];
+      await eachText(fh, a.span, buf, signal, (t) => {
+        pieces.push(t);
+      });
+      attachments.push({
+        mediaType: a.mediaType,
+        data: pieces.join(''),
+        ...(a.name !== undefined ? { name: a.name } : {}),
+      });
+    }
+    return { bytes, head, attachments };
+  } finally {
+    await fh.close();
   }
-  const attachments: Attachment[] = [];
-  for (const a of ref.attachments) {
-    const pieces: string[] = [];
-    await eachText(ref.fd, a.span, buf, signal, (t) => {
-      pieces.push(t);
-    });
-    attachments.push({
-      mediaType: a.mediaType,
-      data: pieces.join(''),
-      ...(a.name !== undefined ? { name: a.name } : {}),
-    });
-  }
-  return { bytes, head, attachments };
 }

@@ -8,20 +8,20 @@
  * short sentinel string standing for a span of the file, and the result's
  * `structuredContent` a sentinel object standing for its raw JSON. The call
  * worker reads those spans straight into the call's output (spill-read.ts)
- * through the host's own descriptor (threads share the process's
- * descriptors), so a 1 GiB result is never a string in any thread.
+ * through a descriptor of its own on the host's file, so a 1 GiB result is
+ * never a string in any thread.
  *
- * Lifetime, without timers: a spill nobody claims (not a tool result, or
- * the result of a request given up) is closed once the message has been
- * handled, at the end of the turn of the event loop that delivered it; a
- * claimed one belongs to its request (host.ts) and is closed when the worker
- * says it has copied it (`release`, in a finally), when the request is
- * cancelled, when the request fails before its result is sent, and when the
+ * Lifetime, without timers: a spill belongs to the engine call whose
+ * request it answers (the transport knows the request's owner and hands
+ * the spill over before delivering the message; host.ts) and is closed when
+ * the engine says that call has ended, however it ended; one that answers
+ * no live call's request is closed as it arrives; all are closed when the
  * host shuts down.
  */
 import { randomBytes } from 'node:crypto';
 import { type FileHandle, open, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ClosedError, ProtocolError } from '../../engine/protocol/errors.js';
 import type { McpSpillRef } from '../../engine/protocol/mcp.js';
 import { parseSkeleton, type SpillSpan } from './skeleton.js';
 
@@ -41,12 +41,19 @@ interface SpanEntry extends SpillSpan {
 /** One open spill file. */
 interface Spill {
   file: FileHandle;
+  /** The file's identity, which a reader checks its own descriptor against (spill-read.ts). */
+  dev: string;
+  ino: string;
+  path: string;
   spans: Map<string, SpanEntry>;
-  claimed: boolean;
+  /** Sentinels already claimed: each stands for one part of one result, claimed once. */
+  claimed: Set<string>;
 }
 
 /** Open spill files by token (their sentinels carry the token). */
 const spills = new Map<string, Spill>();
+/** Set by {@link releaseAllSpills}: a spill finished after it is closed, not registered (nothing would close it). */
+let shutDown = false;
 
 /**
  * A sentinel is valid base64 (letters and digits, its length a multiple of
@@ -63,9 +70,26 @@ export async function releaseSpill(token: string): Promise<void> {
   await s.file.close();
 }
 
-/** Closes every spill file (the host thread is shutting down). */
+/** Closes every spill file, and any finished from now on (the host thread is shutting down). */
 export async function releaseAllSpills(): Promise<void> {
+  shutDown = true;
   await Promise.all([...spills.keys()].map(releaseSpill));
+}
+
+/** The sentinel string `value` may be: itself, or the one of a structured-content stand-in. */
+function sentinelOf(value: unknown): unknown {
+  if (typeof value === 'string') return value;
+  if (value !== null && typeof value === 'object' && RAW_KEY in value)
+    return (value as Record<string, unknown>)[RAW_KEY];
+  return undefined;
+}
+
+/** Whether `value` is a sentinel of an open spill (its claim not taken). */
+export function isSpilled(value: unknown): boolean {
+  const text = sentinelOf(value);
+  if (typeof text !== 'string') return false;
+  const m = SENTINEL.exec(text);
+  return m !== null && spills.get(m[1] as string)?.spans.has(text) === true;
 }
 
 /** Tokens of the spill files open now (for tests and diagnostics). */
@@ -76,24 +100,25 @@ export function openSpillTokens(): string[] {
 /**
  * The spill file and span a sentinel stands for (a string sentinel, or the
  * object that stands for structured content), or undefined for any other
- * value. Claiming keeps the file open for the request until it is released.
+ * value. A sentinel claimed twice is EPROTOCOL: each stands for one part of
+ * one result, and two owners of it would read (and release) it twice.
  */
 export function claimSpan(
   value: unknown,
-): { ref: Pick<McpSpillRef, 'token' | 'fd'>; span: SpillSpan; raw: boolean } | undefined {
-  const text =
-    typeof value === 'string'
-      ? value
-      : value !== null && typeof value === 'object' && RAW_KEY in value
-        ? (value as Record<string, unknown>)[RAW_KEY]
-        : undefined;
+): { ref: Pick<McpSpillRef, 'token' | 'fd' | 'dev' | 'ino' | 'path'>; span: SpillSpan; raw: boolean } | undefined {
+  const text = sentinelOf(value);
   if (typeof text !== 'string') return undefined;
   const m = SENTINEL.exec(text);
   const s = m ? spills.get(m[1] as string) : undefined;
   const span = s?.spans.get(text);
   if (!m || !s || !span) return undefined;
-  s.claimed = true;
-  return { ref: { token: m[1] as string, fd: s.file.fd }, span: { start: span.start, end: span.end }, raw: span.raw };
+  if (s.claimed.has(text)) throw new ProtocolError('a spilled MCP span was claimed twice', { token: m[1] });
+  s.claimed.add(text);
+  return {
+    ref: { token: m[1] as string, fd: s.file.fd, dev: s.dev, ino: s.ino, path: s.path },
+    span: { start: span.start, end: span.end },
+    raw: span.raw,
+  };
 }
 
 /** The message of a spilled line, and the token of its spill file when it has one. */
@@ -109,6 +134,7 @@ export interface SpilledMessage {
  */
 export class SpillWriter {
   private readonly file: Promise<FileHandle>;
+  private readonly path: string;
   private chain: Promise<unknown>;
   private size = 0;
   private queued = 0;
@@ -117,6 +143,7 @@ export class SpillWriter {
 
   constructor(dir: string) {
     const path = join(dir, `${process.pid}-${randomBytes(8).toString('hex')}.mcp-spill`);
+    this.path = path;
     this.file = open(path, 'wx+', 0o600).then(async (fh) => {
       await unlink(path).catch(async (err: unknown) => {
         await fh.close();
@@ -196,7 +223,23 @@ export class SpillWriter {
       await fh.close();
       return { value, token: undefined };
     }
-    spills.set(token, { file: fh, spans, claimed: false });
+    let id: { dev: bigint; ino: bigint };
+    try {
+      id = await fh.stat({ bigint: true });
+      // Shut down meanwhile: registered now, nothing would ever close it.
+      if (shutDown) throw new ClosedError('the MCP host is shutting down');
+    } catch (err) {
+      await fh.close();
+      throw err;
+    }
+    spills.set(token, {
+      file: fh,
+      dev: String(id.dev),
+      ino: String(id.ino),
+      path: this.path,
+      spans,
+      claimed: new Set(),
+    });
     return { value, token };
   }
 
@@ -205,9 +248,4 @@ export class SpillWriter {
     await this.chain;
     await (await this.file.catch(() => undefined))?.close();
   }
-}
-
-/** Closes spill `token` unless a request has claimed it (the message it came in has been handled). */
-export async function releaseUnclaimed(token: string): Promise<void> {
-  if (spills.get(token)?.claimed === false) await releaseSpill(token);
 }

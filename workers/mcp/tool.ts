@@ -10,7 +10,7 @@
 import type { Attachment } from '../../engine/protocol/messages.js';
 import { z } from '../../engine/protocol/zod.js';
 import { type CompletionFields, complete, defineTool, type ToolContext, type ToolDefinition } from '../tool.js';
-import { hostCall, hostDef, hostRelease } from './client.js';
+import { hostCall, hostDef } from './client.js';
 import { type ArgsValidator, compileInputSchema } from './schema.js';
 import { writeSpilled } from './spill-read.js';
 
@@ -65,7 +65,7 @@ const defined = defineTool({
   async run(args, ctx: ToolContext) {
     const outcome = await hostCall(
       hostId,
-      { server, tool: toolName, arguments: args as Record<string, unknown> },
+      { call: ctx.callId, server, tool: toolName, arguments: args as Record<string, unknown> },
       {
         signal: ctx.signal,
         onProgress: (p) =>
@@ -83,13 +83,9 @@ const defined = defineTool({
     const spilled = outcome.spilled;
     if (spilled) {
       // Too large to hold: streamed from the host's spill file into the output (spill-read.ts); the
-      // host keeps the file open until this release, whatever becomes of the call.
-      try {
-        const { bytes, head, attachments } = await writeSpilled(spilled, ctx.stream(), ctx.signal);
-        return complete.streamed({ ...fields(bytes, [...outcome.attachments, ...attachments]), ...failed(head) });
-      } finally {
-        hostRelease(hostId, spilled.token);
-      }
+      // host keeps the file until the engine tells it this call has ended, whatever becomes of it.
+      const { bytes, head, attachments } = await writeSpilled(spilled, ctx.stream(), ctx.signal);
+      return complete.streamed({ ...fields(bytes, [...outcome.attachments, ...attachments]), ...failed(head) });
     }
     return complete.full(outcome.text, {
       ...fields(Buffer.byteLength(outcome.text), outcome.attachments),

@@ -24,14 +24,7 @@ import { LineSplitter } from '../../engine/protocol/line-splitter.js';
 import type { McpServerSpec } from '../../engine/protocol/mcp.js';
 import { type PreparedSandbox, prepareSandboxed, unconfined } from '../sandbox/prepare.js';
 import { HeldLimitError } from './skeleton.js';
-import {
-  releaseSpill,
-  releaseUnclaimed,
-  SPILL_BYTES,
-  SPILL_QUEUE_BYTES,
-  type SpilledMessage,
-  SpillWriter,
-} from './spill.js';
+import { releaseSpill, SPILL_BYTES, SPILL_QUEUE_BYTES, type SpilledMessage, SpillWriter } from './spill.js';
 
 /** Bytes of the server's stderr kept for error messages (the newest). */
 const STDERR_TAIL_BYTES = 2048;
@@ -46,10 +39,22 @@ export const UNREADABLE_CODE = -32098;
 /** The JSON-RPC error code of the answer that stands for a spilled response holding too much outside its content (ERESOURCELIMIT). */
 export const HELD_LIMIT_CODE = -32097;
 
+/** The JSON-RPC error code of the answer that stands for a response whose spill the disk failed (ENOSPC, EIO: EDISK). */
+export const DISK_CODE = -32096;
+
 /** The answer standing for a spilled response that failed with `err`. */
-function spillFailure(err: unknown): { code: number; message: string } {
+function spillFailure(err: unknown): { code: number; message: string; data?: { errno: string; syscall: string } } {
   const message = (err as Error | undefined)?.message ?? String(err);
   if (err instanceof HeldLimitError) return { code: HELD_LIMIT_CODE, message };
+  const os = err as { code?: unknown; syscall?: unknown } | undefined;
+  if (typeof os?.code === 'string' && typeof os.syscall === 'string') {
+    // The file system failed the spill (full, I/O error): the file is closed, the call fails typed.
+    return {
+      code: DISK_CODE,
+      message: `the response could not be spilled to disk: ${message}`,
+      data: { errno: os.code, syscall: os.syscall },
+    };
+  }
   return { code: UNREADABLE_CODE, message: `the response could not be read: ${message}` };
 }
 
@@ -98,6 +103,32 @@ export interface TransportHooks {
   spawned(pid: number): void;
   /** The server process exited (its group has been killed). */
   exited(pid: number): void;
+  /**
+   * A spill file was parsed for a response to a request sent with owner
+   * `owner` ({@link OWNER_META}; undefined: none, or a request given up):
+   * from now it is the owner's to close. Called before the message is delivered.
+   */
+  spilled(token: string, owner: string | undefined): void;
+}
+
+/**
+ * The `_meta` key of a request naming its owner (an engine call), which
+ * the transport strips before the request is written: a spilled response
+ * to it belongs to that owner (host.ts), so no timer decides when it goes.
+ */
+export const OWNER_META = 'sluice.dev/owner';
+
+type Id = string | number;
+
+/** The owner a request carries in `_meta`, and the request as it is written (without it). */
+function takeOwner(message: JSONRPCMessage): { owner: string | undefined; wire: JSONRPCMessage } {
+  const params = (message as { params?: { _meta?: Record<string, unknown> } }).params;
+  const owner = params?._meta?.[OWNER_META];
+  if (typeof owner !== 'string' || !params?._meta) return { owner: undefined, wire: message };
+  const { [OWNER_META]: _, ...meta } = params._meta;
+  const rest = { ...params, _meta: meta };
+  if (Object.keys(meta).length === 0) delete (rest as { _meta?: unknown })._meta;
+  return { owner, wire: { ...message, params: rest } as JSONRPCMessage };
 }
 
 /** A stdio MCP transport whose server runs in its own process group. */
@@ -127,6 +158,8 @@ export class GroupStdioTransport implements Transport {
   /** Whether the line being dropped was held, not spilled: its start is still to be kept. */
   private dropHeadOpen = false;
   private delivering = false;
+  /** Owners of requests sent and not yet answered or cancelled, by JSON-RPC id. */
+  private readonly owners = new Map<Id, string>();
   private closed: Promise<void> | undefined;
   private holds = 0;
 
@@ -295,6 +328,7 @@ export class GroupStdioTransport implements Transport {
         // host thread; so do the spills of messages parsed but not delivered (nothing will claim them).
         this.buffer.clear();
         this.dropInbox();
+        this.owners.clear();
         exited();
         this.onclose?.();
       });
@@ -330,9 +364,8 @@ export class GroupStdioTransport implements Transport {
    * Hands messages to the client in order, a microtask apart: the SDK runs a
    * response's handler synchronously and drops the call's progress handler
    * with it, so a progress notification read with the result would be lost.
-   * A spilled message that no request claimed while it was handled (the
-   * claim happens in the microtasks that follow its delivery) has its file
-   * closed at the end of that turn of the event loop.
+   * A spilled message's file is handed to the owner of the request it
+   * answers before it is delivered (closed at once when there is none).
    */
   private async deliver(): Promise<void> {
     const next = this.inbox.shift();
@@ -341,25 +374,34 @@ export class GroupStdioTransport implements Transport {
       return;
     }
     let message: JSONRPCMessage | undefined;
-    let token: string | undefined;
     if (next instanceof Promise) {
       const spilled = await next;
-      token = spilled?.token;
+      const owner = this.answered(spilled?.value);
+      if (spilled?.token !== undefined) this.hooks.spilled(spilled.token, owner);
       try {
         if (spilled) message = JSONRPCMessageSchema.parse(spilled.value);
       } catch (err) {
         this.onerror?.(err as Error);
       }
-    } else message = next;
+    } else {
+      message = next;
+      this.answered(message);
+    }
     try {
       if (message) this.onmessage?.(message);
     } finally {
-      if (token !== undefined) {
-        const t = token;
-        setImmediate(() => void releaseUnclaimed(t));
-      }
       queueMicrotask(() => void this.deliver());
     }
+  }
+
+  /** The owner of the request that `value` answers, forgotten now (undefined: none, or not a response). */
+  private answered(value: unknown): string | undefined {
+    if (value === null || typeof value !== 'object' || 'method' in value) return undefined;
+    const id = (value as { id?: unknown }).id;
+    if (typeof id !== 'string' && typeof id !== 'number') return undefined;
+    const owner = this.owners.get(id);
+    this.owners.delete(id);
+    return owner;
   }
 
   /** Forgets the messages not yet delivered, closing their spill files once parsed. */
@@ -373,9 +415,29 @@ export class GroupStdioTransport implements Transport {
   send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.child?.stdin;
     if (!stdin || stdin.destroyed || this.exit) return Promise.reject(new Error('the MCP server is not running'));
-    return new Promise((resolve) => {
-      if (stdin.write(serializeMessage(message))) resolve();
-      else stdin.once('drain', resolve);
+    const { owner, wire } = takeOwner(message);
+    if ('method' in wire && 'id' in wire && owner !== undefined) this.owners.set(wire.id, owner);
+    if ('method' in wire && wire.method === 'notifications/cancelled') {
+      // The SDK has given up on that request: a late answer to it belongs to nobody.
+      const id = (wire.params as { requestId?: unknown } | undefined)?.requestId;
+      if (typeof id === 'string' || typeof id === 'number') this.owners.delete(id);
+    }
+    const child = this.child as ChildProcessByStdio<Writable, Readable, Readable>;
+    return new Promise((resolve, reject) => {
+      if (stdin.write(serializeMessage(wire))) return resolve();
+      // A server that dies with its pipe full never drains it: the wait ends with it.
+      const settle = (err?: Error) => {
+        stdin.off('drain', onDrain);
+        stdin.off('close', onGone);
+        child.off('exit', onGone);
+        if (err) reject(err);
+        else resolve();
+      };
+      const onDrain = () => settle();
+      const onGone = () => settle(new Error('the MCP server exited before it read the message'));
+      stdin.on('drain', onDrain);
+      stdin.once('close', onGone);
+      child.once('exit', onGone);
     });
   }
 
