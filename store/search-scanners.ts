@@ -1,5 +1,5 @@
 /**
- * The two ways a search reads one 1 MiB read of a blob: as bytes (a literal,
+ * The two ways a search reads one read of a blob: as bytes (a literal,
  * or a regular expression's required literal, found by store/needle.ts at
  * memchr speed) or as text (a regular expression without a literal the bytes
  * can be searched for, store/search-regex.ts), behind one interface so the

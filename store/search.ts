@@ -1,7 +1,7 @@
 /**
- * Searching a stored artifact like `grep -n`, zero-based: one pass in 1 MiB
- * reads (the next one under way while one is searched), holding only the two
- * reads, the line crossed and the page. A literal
+ * Searching a stored artifact like `grep -n`, zero-based: one pass in 2 MiB
+ * reads (the next two under way while one is searched, store/search-reader.ts),
+ * holding only those reads, the line crossed and the page. A literal
  * (ignoring ASCII case too) is found in the bytes at memchr speed
  * (store/needle.ts), and so are the candidates of a regular expression with a
  * required literal, whose lines alone are decoded and tested (RE2, linear);
@@ -16,6 +16,7 @@ import { markIndexUnavailable, openVerifiedBlob, type VerifiedBlob } from './int
 import { ByteNeedle } from './needle.js';
 import { lineStartByte, resolveArtifact } from './pages.js';
 import { type ChunkEntry, type Matcher, Page, searchChunk } from './search-chunk.js';
+import { ReadAhead, type ReadAheadShape } from './search-reader.js';
 import { asciiFoldable, compileLinePattern, literalPattern } from './search-regex.js';
 import type { Store } from './store.js';
 
@@ -28,7 +29,15 @@ export const MAX_SEARCH_CONTEXT = 10;
 export { MAX_SHOWN_LINE_BYTES } from './search-scanners.js';
 /** A line is searched on its first this many bytes; longer lines are counted in `longLines`. */
 export const SEARCH_LINE_WINDOW = 1024 * 1024;
-const READ_BYTES = 1024 * 1024;
+/**
+ * Bytes of one read of a search pass: larger reads cost fewer wake-ups of a
+ * reading thread and of the pass, at the price of the bytes read ahead and
+ * not searched when a page ends.
+ */
+export const SEARCH_READ_BYTES = 2 * 1024 * 1024;
+/** Reads under way while one is searched: the reading thread always has the next read queued. */
+const READ_DEPTH = 2;
+const READ_SHAPE: ReadAheadShape = { readBytes: SEARCH_READ_BYTES, carryBytes: SEARCH_LINE_WINDOW, depth: READ_DEPTH };
 const LF = 0x0a;
 /** Matching time one page may spend, unless `SLUICE_SEARCH_BUDGET_MS` (docs/benchmarks.md, "Reads and search"). */
 const DEFAULT_SEARCH_BUDGET_MS = 10_000;
@@ -226,21 +235,17 @@ async function scanFrom(
       { limit: 'searchTime', budgetMs, offset: at },
     );
   };
-  // Two buffers: the next read goes into one while the other is searched.
-  let [buf, spare] = takeBuffers();
-  let ahead: Promise<{ bytesRead: number }> | undefined;
+  const reader = new ReadAhead(blob.handle, startByte, blob.bytes, READ_SHAPE);
   try {
     return await pass();
   } finally {
     // The blob is closed after this returns: no read may still be under way then.
-    await ahead?.catch(() => {});
-    returnBuffers(buf, spare);
+    await reader.close();
   }
 
   async function pass(): Promise<{ longLines: number; nextOffset: number | null }> {
-    let position = startByte;
     let line = offset;
-    let carried = 0;
+    let carry = 0;
     /** Inside a line longer than the window: its first part was searched, skip to its end. */
     let skipping = false;
     let longLines = 0;
@@ -248,18 +253,13 @@ async function scanFrom(
     let indexed = false;
     for (;;) {
       signal?.throwIfAborted();
-      const base = position - carried;
-      const { bytesRead } = await (ahead ?? blob.handle.read(buf, carried, READ_BYTES, position));
-      ahead = undefined;
-      position += bytesRead;
-      const end = carried + bytesRead;
-      const atEof = bytesRead === 0 || position >= blob.bytes;
-      let start = 0;
+      const { buf, base, end, atEof, start: carried } = await reader.next(carry);
+      let start = carried;
       if (skipping) {
-        const nl = buf.indexOf(LF, carried);
+        const nl = buf.indexOf(LF, start);
         if (nl === -1 || nl >= end) {
           if (atEof) return { longLines, nextOffset: null };
-          carried = 0;
+          carry = 0;
           continue;
         }
         skipping = false;
@@ -269,10 +269,6 @@ async function scanFrom(
       const lastNl = buf.lastIndexOf(LF, end - 1);
       const complete = atEof ? end : lastNl >= start ? lastNl + 1 : start;
       const rest = end - complete;
-      if (!atEof && rest < SEARCH_LINE_WINDOW) {
-        buf.copy(spare, 0, complete, end);
-        ahead = blob.handle.read(spare, rest, READ_BYTES, position);
-      }
       const entries = index?.usable ? await chunkEntries(index, buf, base, start, complete, line) : [];
       indexed ||= entries.length > 0;
       let taken = 0;
@@ -314,11 +310,10 @@ async function scanFrom(
         // The long line was searched as far as it ever is: a page cut here continues after it.
         if (line + 1 < blob.lines && overBudget(line + 1)) return { longLines, nextOffset: line + 1 };
         skipping = true;
-        carried = 0;
+        carry = 0;
         continue;
       }
-      [buf, spare] = [spare, buf];
-      carried = rest;
+      carry = rest;
     }
   }
 }
@@ -349,29 +344,6 @@ async function chunkEntries(
     out.push({ at, line: e.line });
   }
   return out;
-}
-
-/** Read buffers kept between pages of one thread's searches, until {@link KEEP_BUFFERS_MS} pass unused. */
-let keptBuffers: [Buffer, Buffer] | undefined;
-let dropKept: NodeJS.Timeout | undefined;
-/** Following a search page by page reuses its buffers: fresh ones cost page faults and garbage collections. */
-const KEEP_BUFFERS_MS = 2000;
-
-function takeBuffers(): [Buffer, Buffer] {
-  const kept = keptBuffers;
-  keptBuffers = undefined;
-  return (
-    kept ?? [Buffer.allocUnsafe(SEARCH_LINE_WINDOW + READ_BYTES), Buffer.allocUnsafe(SEARCH_LINE_WINDOW + READ_BYTES)]
-  );
-}
-
-function returnBuffers(a: Buffer, b: Buffer): void {
-  keptBuffers = [a, b];
-  clearTimeout(dropKept);
-  dropKept = setTimeout(() => {
-    keptBuffers = undefined;
-  }, KEEP_BUFFERS_MS);
-  dropKept.unref();
 }
 
 /** The next page's offset once this one is full: past the last match, or where the byte bound stopped it. */

@@ -1,5 +1,5 @@
 /**
- * The byte search of blobs larger than a read (1 MiB) and large enough to
+ * The byte search of blobs larger than a read (SEARCH_READ_BYTES) and large enough to
  * have a line index: hits that straddle a read boundary, at the first and the
  * last byte, on CRLF lines, a multi-byte pattern split across a boundary, no
  * hits at all, case-insensitive literals, every page followed to the end; and
@@ -11,11 +11,13 @@ import { spawnSync } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { searchArtifact } from '../../store/search.js';
+import { SEARCH_READ_BYTES, searchArtifact } from '../../store/search.js';
 import { Store } from '../../store/store.js';
 import { tempDir, tmpEntries } from './helpers.js';
 
 const MIB = 1024 * 1024;
+/** One read of the search: the boundaries below are between reads of a pass from byte 0. */
+const READ = SEARCH_READ_BYTES;
 const NEEDLE = 'NEEDLE[7]';
 const WIDE = 'é€ü';
 
@@ -33,9 +35,9 @@ function grepLines(file: string, args: string[]): number[] {
 }
 
 /**
- * About 3.5 MiB of lines written a chunk at a time (never held whole) to the
- * store and to a file: filler, with `NEEDLE` straddling the 1, 2 and 3 MiB
- * read boundaries and at the first byte, `WIDE` split at 1.5 MiB + 2 bytes
+ * About 3.5 reads of lines written a chunk at a time (never held whole) to the
+ * store and to a file: filler, with `NEEDLE` straddling the first three
+ * read boundaries and at the first byte, `WIDE` split at 1.5 reads + 2 bytes
  * inside its second character, CRLF line ends on every 7th line, and, with
  * `endHit`, the needle as the last bytes (no final newline).
  */
@@ -44,12 +46,12 @@ async function build(dir: string, endHit: boolean) {
   const file = join(dir, 'copy');
   const out = await fsp.open(file, 'w');
   const w = store.writer();
-  const size = 3.5 * MIB;
+  const size = 3.5 * READ;
   const straddle: Array<[number, string, number]> = [
-    [MIB, NEEDLE, 4],
-    [1.5 * MIB, WIDE, 3],
-    [2 * MIB, NEEDLE, 1],
-    [3 * MIB, NEEDLE, NEEDLE.length - 1],
+    [READ, NEEDLE, 4],
+    [1.5 * READ, WIDE, 3],
+    [2 * READ, NEEDLE, 1],
+    [3 * READ, NEEDLE, NEEDLE.length - 1],
   ];
   let pos = 0;
   let parts: string[] = [];
@@ -111,7 +113,7 @@ describe('the byte search of a blob larger than a read', () => {
       const sub = join(dir, String(endHit));
       await fsp.mkdir(sub);
       const { store, file, blob, uri } = await build(sub, endHit);
-      expect(blob.bytes).toBeGreaterThan(3 * MIB);
+      expect(blob.bytes).toBeGreaterThan(3 * READ);
       await fsp.access(store.layout.indexPath(blob.digest));
       const expected = grepLines(file, ['-F', NEEDLE]);
       expect(expected.length).toBe(endHit ? 5 : 4);
