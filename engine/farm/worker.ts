@@ -10,6 +10,7 @@
  * take). The lease is renewed while the call runs and while its result is
  * being recorded.
  */
+import { Changes } from '../batch/changes.js';
 import type { CallHandle, CallOptions } from '../call/call-types.js';
 import { toSluiceError } from '../protocol/errors.js';
 import type { SandboxSpec } from '../protocol/sandbox.js';
@@ -64,6 +65,13 @@ export function outputUri(output: OutputRef | null): string | null {
   return null;
 }
 
+/** Bytes an output holds, every stream. */
+export function outputBytes(o: OutputRef | null | undefined): number {
+  if (!o) return 0;
+  if (o.kind === 'streams') return o.streams.reduce((n, s) => n + s.bytes, 0);
+  return o.bytes;
+}
+
 /** The call id of an item's delivery: the item id for the first, `<id>#<n>` after, as a local batch's attempts are named (sessions/completed-index.ts). */
 export const deliveryCallId = (itemId: string, attempt: number): string =>
   attempt <= 1 ? itemId : `${itemId}#${attempt}`;
@@ -96,7 +104,7 @@ export class FarmWorker {
   #released = 0;
   #lastPollAt = 0;
   #stopping = false;
-  #waiters: Array<() => void> = [];
+  readonly #changes = new Changes();
   #loop: Promise<void> | undefined;
 
   constructor(engine: FarmWorkerEngine, queue: FarmQueue, options: FarmWorkerOptions = {}) {
@@ -136,7 +144,7 @@ export class FarmWorker {
    */
   async stop(deadlineMs = Number.POSITIVE_INFINITY): Promise<void> {
     this.#stopping = true;
-    this.#signal();
+    this.#changes.signal();
     // Handed back only once the take loop has ended: a pull still pending would be given the item again.
     const loop = this.#loop ?? Promise.resolve();
     const timer =
@@ -144,7 +152,7 @@ export class FarmWorker {
         ? setTimeout(() => void loop.then(() => this.#handBack()), Math.max(0, deadlineMs))
         : undefined;
     try {
-      while (this.#running.size > 0) await this.#changed();
+      while (this.#running.size > 0) await this.#changes.next();
       await this.#loop;
     } finally {
       clearTimeout(timer);
@@ -167,7 +175,7 @@ export class FarmWorker {
     watcher.unref();
     try {
       while (!this.#stopping) {
-        while (!this.#stopping && this.#running.size >= this.#limit) await this.#changed();
+        while (!this.#stopping && this.#running.size >= this.#limit) await this.#changes.next();
         if (this.#stopping) break;
         let d: Delivery | null;
         try {
@@ -200,7 +208,7 @@ export class FarmWorker {
       .catch((err: unknown) => this.#onError(err))
       .finally(() => {
         this.#running.delete(entry);
-        this.#signal();
+        this.#changes.signal();
       });
   }
 
@@ -267,16 +275,6 @@ export class FarmWorker {
       }
     }
   }
-
-  #changed(): Promise<void> {
-    return new Promise((resolve) => this.#waiters.push(resolve));
-  }
-
-  #signal(): void {
-    const w = this.#waiters;
-    this.#waiters = [];
-    for (const r of w) r();
-  }
 }
 
 /** The engine call options of a delivery: its attempt's call id, its session, and the options a farm call may carry. */
@@ -300,6 +298,7 @@ export function farmResultOf(r: TerminalResult, worker: string, attempts: number
     callId: r.callId,
     output: outputUri(r.output),
     durationMs: r.durationMs,
+    bytes: outputBytes(r.output),
     ...(r.error ? { error: { code: r.error.code, message: r.error.message } } : {}),
   };
 }
