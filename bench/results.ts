@@ -39,6 +39,7 @@ export const BENCHMARKS = [
   'watchdog',
   's3',
   'overhead',
+  'farm',
 ] as const;
 
 const here = fileURLToPath(new URL('.', import.meta.url));

@@ -1,19 +1,23 @@
 /**
  * `sluice batch <calls.jsonl | -> [--concurrency N] [--session ID] [--ordered]
- * [--no-resume] [--store DIR]`: one call per input line, one JSON result per
- * line on stdout (engine/batch/batch.ts has the rules). Ctrl-C stops
- * cleanly: no new call starts, running ones are cancelled and their results
- * written; a second signal exits at once.
+ * [--no-resume] [--store DIR] [--queue URL]`: one call per input line, one
+ * JSON result per line on stdout (engine/batch/batch.ts has the rules; with
+ * a queue, engine/farm/submit.ts: the calls run on a farm's workers).
+ * Ctrl-C stops cleanly: no new call starts, running ones are cancelled and
+ * their results written; a second signal exits at once.
  */
 import { createReadStream, promises as fsp } from 'node:fs';
 import { type BatchResult, batchFailed } from '../engine/batch/batch.js';
+import type { OversizeLine } from '../engine/batch/items.js';
 import { lines } from '../engine/batch/lines.js';
 import { Engine } from '../engine/engine.js';
+import { QUEUE_ENV } from '../engine/farm/queue-url.js';
+import { outputBytes } from '../engine/farm/worker.js';
 import { MAX_CONCURRENCY } from '../engine/pool/pool.js';
 import { BadArgumentsError, NotFoundError } from '../engine/protocol/errors.js';
-import type { OutputRef } from '../engine/result.js';
 import { signalExitCode } from '../engine/signals.js';
 import {
+  type CliContext,
   type Command,
   EXIT_FAILURE,
   EXIT_OK,
@@ -32,6 +36,7 @@ const STOPPING: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 const USAGE = `Usage: sluice batch <FILE | -> [--concurrency N] [--session ID] [--ordered]
                     [--no-resume] [--store DIR] [--config FILE] [--plugin PATH]...
                     [--mcp NAME=COMMAND]... [--sandbox MODE] [--network MODE]
+       sluice batch <FILE | -> --queue URL --session ID [--ordered] [--no-resume]
 
 Runs one tool call per line of FILE (- reads stdin), each a JSON object
 { "id": ID, "tool": NAME, "args": {...}, "session": ID }, and writes one JSON
@@ -57,6 +62,13 @@ number minus one; blank lines are skipped.
                     directory and the config's writable paths writable), read-only, or off
                     (default: the config's sandbox, else off; docs/security.md)
   --network MODE    off (a loopback of its own; the default in a sandbox) or on
+  --queue URL       run the calls on a farm's workers (sluice worker; docs/farm.md) through the
+                    queue nats://host:port/NAME (default: $${QUEUE_ENV}); needs --session, the
+                    batch's id on the queue; a result has "farm" (status, the output's
+                    artifact:// URI, worker, attempts) instead of "result"; resuming returns
+                    the results already recorded on the queue; Ctrl-C withdraws the batch
+                    (running calls cancelled on their workers, the rest recorded cancelled).
+                    Concurrency, tools and sandbox are the workers'
 
 On a terminal, stderr shows done/total, rate, ETA, failures and bytes captured.
 Exit status: 0 every call succeeded, 1 a call failed or a line was not a call,
@@ -69,17 +81,11 @@ const OPTIONS = {
   session: { type: 'string', complete: 'session' },
   ordered: { type: 'boolean' },
   'no-resume': { type: 'boolean' },
+  queue: { type: 'string' },
   ...RUN_CONFIG_OPTIONS,
   ...STORE_OPTION,
   ...HELP_OPTION,
 } as const;
-
-/** Bytes an output holds (every stream). */
-function outputBytes(o: OutputRef | null | undefined): number {
-  if (!o) return 0;
-  if (o.kind === 'streams') return o.streams.reduce((n, s) => n + s.bytes, 0);
-  return o.bytes;
-}
 
 /** Counts the lines of `path` that are not blank, streaming (for the progress total). */
 async function countLines(path: string): Promise<number> {
@@ -117,57 +123,112 @@ export const command: Command = {
       if (!st) throw new NotFoundError(`no such batch file: ${file}`, { path: file });
       if (st.isDirectory()) throw new BadArgumentsError(`${file} is a directory, not a file of JSON lines`);
     }
-    const extra = await loadRunConfig(values, process.cwd());
+    const queue = values.queue ?? ctx.env[QUEUE_ENV];
+    if (queue) checkFarmFlags(values);
     const stderr = ctx.stderr as NodeJS.WriteStream;
     // A regular file is counted first for the progress total; a pipe or FIFO is read once only.
     const countable = file !== '-' && (await fsp.stat(file)).isFile();
     const total = stderr.isTTY === true && countable ? await countLines(file) : undefined;
+    const batchOptions = {
+      ...(values.session !== undefined ? { session: values.session } : {}),
+      ordered: values.ordered === true,
+      resume: values['no-resume'] !== true,
+    };
+    if (queue) {
+      const { runFarmBatch } = await import('../engine/farm/submit.js');
+      return withStop((signal) =>
+        writeResults(ctx, file, total, (input) => runFarmBatch(input, { ...batchOptions, queue, signal })),
+      );
+    }
+    const extra = await loadRunConfig(values, process.cwd());
     const engine = await Engine.open({
       ...extra.engine,
       ...(values.store ? { store: values.store } : {}),
       ...(concurrency !== undefined ? { concurrency } : {}),
     });
-    const stop = new AbortController();
-    let first: NodeJS.Signals | undefined;
-    const onSignal = (sig: NodeJS.Signals) => {
-      // The process 'exit' hook kills the calls' process groups.
-      if (first) process.exit(signalExitCode(first));
-      first = sig;
-      stop.abort();
-    };
-    for (const s of STOPPING) process.on(s, onSignal);
-    const counts: ProgressCounts = { done: 0, total, failed: 0, bytes: 0 };
-    const bar = stderr.isTTY === true ? new ProgressBar(stderr) : undefined;
     try {
       await applyConfig(engine, extra);
-      const input = file === '-' ? process.stdin : createReadStream(file);
-      const results = engine.batch(lines(input), {
-        ...(concurrency !== undefined ? { concurrency } : {}),
-        ...(values.session !== undefined ? { session: values.session } : {}),
-        ordered: values.ordered === true,
-        resume: values['no-resume'] !== true,
-        signal: stop.signal,
-      });
-      let failed = false;
-      bar?.update(counts, true);
-      for await (const r of results as AsyncIterable<BatchResult>) {
-        // Writing waits for stdout: a slow reader slows the batch instead of filling memory.
-        await writeOut(ctx.stdout, `${JSON.stringify(r)}\n`);
-        counts.done++;
-        if (batchFailed(r)) {
-          counts.failed++;
-          failed = true;
-        }
-        counts.bytes += outputBytes(r.result?.output);
-        bar?.update(counts);
-      }
-      input.destroy();
-      bar?.finish(counts);
-      if (first) return signalExitCode(first);
-      return failed ? EXIT_FAILURE : EXIT_OK;
+      return await withStop((signal) =>
+        writeResults(ctx, file, total, (input) =>
+          engine.batch(input, {
+            ...batchOptions,
+            ...(concurrency !== undefined ? { concurrency } : {}),
+            signal,
+          }),
+        ),
+      );
     } finally {
-      for (const s of STOPPING) process.off(s, onSignal);
       await engine.close();
     }
   },
 };
+
+/** The options that belong to a worker, refused with --queue rather than silently ignored. */
+const WORKER_FLAGS = ['concurrency', 'config', 'plugin', 'mcp', 'sandbox', 'network', 'store'] as const;
+
+function checkFarmFlags(values: Partial<Record<(typeof WORKER_FLAGS)[number], unknown>> & { session?: string }): void {
+  for (const flag of WORKER_FLAGS) {
+    if (values[flag] !== undefined) {
+      throw new BadArgumentsError(`--${flag} is a worker's setting: a batch with --queue runs on the workers' engines`);
+    }
+  }
+  if (values.session === undefined) {
+    throw new BadArgumentsError(
+      "a batch with --queue needs --session ID: the batch's id on the queue and its resume point",
+    );
+  }
+}
+
+/**
+ * Runs `fn` with a signal the first SIGINT, SIGTERM or SIGHUP aborts (a
+ * second exits at once) and returns its exit status, or the signal's.
+ */
+async function withStop(fn: (signal: AbortSignal) => Promise<number>): Promise<number> {
+  const stop = new AbortController();
+  let first: NodeJS.Signals | undefined;
+  const onSignal = (sig: NodeJS.Signals) => {
+    // The process 'exit' hook kills the calls' process groups.
+    if (first) process.exit(signalExitCode(first));
+    first = sig;
+    stop.abort();
+  };
+  for (const s of STOPPING) process.on(s, onSignal);
+  try {
+    const code = await fn(stop.signal);
+    return first ? signalExitCode(first) : code;
+  } finally {
+    for (const s of STOPPING) process.off(s, onSignal);
+  }
+}
+
+/** Reads `file`'s lines into `run` and writes its results, one JSON line each, with the progress line on a terminal. */
+async function writeResults(
+  ctx: CliContext,
+  file: string,
+  total: number | undefined,
+  run: (input: AsyncIterable<string | OversizeLine>) => AsyncIterable<BatchResult>,
+): Promise<number> {
+  const stderr = ctx.stderr as NodeJS.WriteStream;
+  const counts: ProgressCounts = { done: 0, total, failed: 0, bytes: 0 };
+  const bar = stderr.isTTY === true ? new ProgressBar(stderr) : undefined;
+  const input = file === '-' ? process.stdin : createReadStream(file);
+  let failed = false;
+  bar?.update(counts, true);
+  try {
+    for await (const r of run(lines(input))) {
+      // Writing waits for stdout: a slow reader slows the batch instead of filling memory.
+      await writeOut(ctx.stdout, `${JSON.stringify(r)}\n`);
+      counts.done++;
+      if (batchFailed(r)) {
+        counts.failed++;
+        failed = true;
+      }
+      counts.bytes += r.farm ? (r.farm.bytes ?? 0) : outputBytes(r.result?.output);
+      bar?.update(counts);
+    }
+  } finally {
+    input.destroy();
+  }
+  bar?.finish(counts);
+  return failed ? EXIT_FAILURE : EXIT_OK;
+}

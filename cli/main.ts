@@ -51,6 +51,10 @@ const COMMANDS: Record<string, CommandEntry> = {
     summary: 'serve the HTTP API (calls, live events over SSE, reads, sessions) until SIGINT/SIGTERM/SIGHUP',
     load: () => import('./serve.js'),
   },
+  worker: {
+    summary: "run a farm's calls from a queue on this host's engine until SIGTERM (then drain)",
+    load: () => import('./worker.js'),
+  },
   mcp: {
     summary: 'serve MCP over stdio: bash, read, grep, plugins and MCP servers behind bounded results',
     load: () => import('./mcp.js'),

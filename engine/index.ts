@@ -43,6 +43,34 @@ export { defaultApproval, Engine } from './engine.js';
 export type { ReadBytesResult, ReadOptions, ReadPageInfo, ReadResult } from './engine-read.js';
 export type { SearchLine, SearchOptions, SearchResult } from './engine-search.js';
 export type { LaggedMarker } from './events/hub.js';
+export type {
+  EffectiveBounds,
+  FarmBatchOptions,
+  FarmCall,
+  FarmQueueOptions,
+  FarmResult,
+  FarmStatus,
+  FarmWorkerEngine,
+  FarmWorkerLoad,
+  FarmWorkerOptions,
+  QueueAddress,
+  QueueBounds,
+  RecordedResult,
+  RecordOutcome,
+} from './farm/index.js';
+export {
+  DEFAULT_BOUNDS,
+  Delivery,
+  FarmQueue,
+  FarmWorker,
+  MAX_CALL_BYTES,
+  MAX_ID_BYTES,
+  MAX_RESULT_BYTES,
+  parseQueueUrl,
+  QUEUE_ENV,
+  queueFromEnv,
+  runFarmBatch,
+} from './farm/index.js';
 export type { McpServerConfig } from './mcp/config.js';
 export type { EngineOptions } from './options.js';
 export type { ToolOutputOptions } from './presentation/options.js';

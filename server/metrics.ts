@@ -7,6 +7,7 @@
  */
 import type { Aggregator, LabelValues, Registry } from 'prom-client';
 import type { Engine } from '../engine/engine.js';
+import type { FarmWorkerLoad } from '../engine/farm/worker.js';
 import { DURATION_BUCKETS, type MetricsSnapshot } from '../engine/metrics.js';
 import type { PoolStats } from '../engine/pool/pool.js';
 import { importOptional, OPTIONAL_DEPENDENCIES } from '../engine/protocol/optional-dependencies.js';
@@ -40,6 +41,18 @@ class EngineRegistry {
 }
 
 const registries = new WeakMap<Engine, Promise<EngineRegistry>>();
+
+/** The farm worker each engine runs for, when it runs for one (`sluice worker --listen`). */
+const farmWorkers = new WeakMap<Engine, () => FarmWorkerLoad>();
+
+/**
+ * Adds a farm worker's health and load to `engine`'s `/v1/metrics`
+ * (`sluice_farm_*`). Call it before the first scrape: the registry is built
+ * then.
+ */
+export function exposeFarmWorker(engine: Engine, load: () => FarmWorkerLoad): void {
+  farmWorkers.set(engine, load);
+}
 
 /** prom-client's Counter and Gauge on one registry, their values read at scrape time (the collect callback). */
 interface Metrics {
@@ -93,6 +106,40 @@ function registerEngineMetrics(prom: Prom, registry: Registry, e: EngineRegistry
   poolGauges(m, () => engine.metricsSnapshot().pool);
   storeGauges(m, () => e.storeSize());
   gcCounters(m, counts);
+  const farm = farmWorkers.get(engine);
+  if (farm) farmMetrics(m, farm);
+}
+
+function farmMetrics(m: Metrics, load: () => FarmWorkerLoad): void {
+  m.gauge('sluice_farm_running', 'Farm items this worker runs now.', () => load().running);
+  m.gauge('sluice_farm_draining', '1 once this worker drains (takes no more items), else 0.', () =>
+    load().draining ? 1 : 0,
+  );
+  m.gauge(
+    'sluice_farm_last_poll_timestamp_seconds',
+    'When a pull from the queue last returned (0 before the first): stale means the queue is unreachable.',
+    () => load().lastPollAt / 1000,
+  );
+  const total = (name: string, help: string, n: (l: FarmWorkerLoad) => number) =>
+    m.counter(name, help, [], () => [[{}, n(load())]]);
+  total('sluice_farm_taken_total', 'Farm deliveries this worker took.', (l) => l.taken);
+  total('sluice_farm_completed_total', 'Farm results this worker recorded, whatever their status.', (l) => l.completed);
+  total('sluice_farm_failed_total', 'Farm results this worker recorded whose status is not success.', (l) => l.failed);
+  total(
+    'sluice_farm_redelivered_total',
+    "Farm deliveries this worker took that were not the item's first.",
+    (l) => l.redelivered,
+  );
+  total(
+    'sluice_farm_fenced_total',
+    "Farm results this worker was refused because another worker's stood first.",
+    (l) => l.fenced,
+  );
+  total(
+    'sluice_farm_released_total',
+    'Farm deliveries this worker handed back unfinished (a drain past its deadline).',
+    (l) => l.released,
+  );
 }
 
 type Counts = () => Readonly<MetricsSnapshot>;

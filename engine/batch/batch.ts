@@ -10,11 +10,15 @@
 
 import type { Store } from '../../store/store.js';
 import type { CallHandle } from '../engine.js';
+import type { FarmQueue } from '../farm/queue.js';
+import type { FarmResult } from '../farm/records.js';
 import { BadArgumentsError, type ErrorCode, type SluiceError, toSluiceError } from '../protocol/errors.js';
 import type { SandboxSpec } from '../protocol/sandbox.js';
 import type { TerminalResult } from '../result.js';
 import { type CompletedIndex, openCompletedIndex } from '../sessions/completed-index.js';
+import { Changes } from './changes.js';
 import { parseItem } from './items.js';
+import { ResultOrder } from './result-order.js';
 
 export type { BatchCall } from './items.js';
 
@@ -30,6 +34,17 @@ export interface BatchOptions {
   resume?: boolean;
   /** Stops the batch: no further item is read, running calls are cancelled (their results still come back). */
   signal?: AbortSignal;
+  /**
+   * Runs the batch on a farm instead of this engine (docs/farm.md): the
+   * queue, open or as its URL (`nats://host:port/NAME`). Needs `session`
+   * (the batch's id on the queue); `concurrency` is then the workers'.
+   * Results carry `farm` instead of `result`; `signal` withdraws the batch
+   * (workers cancel its running calls, every pending item is recorded
+   * `cancelled`). Breaking out of the loop leaves the batch running on the
+   * farm, to be resumed.
+   * @default none: the batch runs on this engine
+   */
+  queue?: FarmQueue | string;
 }
 
 /** One result of a batch. */
@@ -38,8 +53,10 @@ export interface BatchResult {
   id: string | null;
   /** The item's position in the input, from 0 (blank lines count, so line = index + 1). */
   index: number;
-  /** The call's terminal result; absent for an item that was not a valid call. */
+  /** The call's terminal result; absent for an item that was not a valid call, or that ran on a farm. */
   result?: TerminalResult;
+  /** On a farm: the result a worker recorded (status, the output's `artifact://` URI, the worker, the attempts). */
+  farm?: FarmResult;
   /** Why the item was not run (EBADARGS, EUNKNOWNTOOL, ...); absent when it ran. */
   error?: { code: ErrorCode; message: string };
   /** True when the result was recorded by an earlier run of the batch, which this one resumed. */
@@ -61,7 +78,11 @@ const ORDERED_WINDOW = 4;
 
 /** True when a result counts as a failure for the batch (the CLI's exit status). */
 export function batchFailed(r: BatchResult): boolean {
-  return r.error !== undefined || (r.result !== undefined && r.result.status !== 'success');
+  return (
+    r.error !== undefined ||
+    (r.result !== undefined && r.result.status !== 'success') ||
+    (r.farm !== undefined && r.farm.status !== 'success')
+  );
 }
 
 /** Runs `input` on `engine` (see the module comment). */
@@ -70,6 +91,12 @@ export async function* runBatch(
   input: Iterable<unknown> | AsyncIterable<unknown>,
   options: BatchOptions = {},
 ): AsyncGenerator<BatchResult, void, undefined> {
+  if (options.queue !== undefined) {
+    const { runFarmBatch } = await import('../farm/submit.js');
+    const { queue, session, ordered, resume, signal } = options;
+    yield* runFarmBatch(input, { queue, ...(session !== undefined ? { session } : {}), ordered, resume, signal });
+    return;
+  }
   const run = new BatchRun(engine, options);
   const stop = () => run.stop();
   if (options.signal?.aborted) stop();
@@ -128,17 +155,13 @@ class BatchRun {
   private readonly ids = new Set<string>();
   private readonly indexes: OpenIndexes;
   private readonly running = new Set<CallHandle>();
-  /** Results ready to return, in completion order (unordered batches). */
-  private readonly ready: BatchResult[] = [];
-  /** Results by index (ordered batches); null for an item that gives none (a blank line). */
-  private readonly byIndex = new Map<number, BatchResult | null>();
-  private nextIndex = 0;
+  private readonly order: ResultOrder<BatchResult>;
   private readCount = 0;
   private inflight = 0;
   private readerDone = false;
   private readerError: unknown;
   private stopped = false;
-  private waiters: Array<() => void> = [];
+  private readonly changes = new Changes();
 
   constructor(
     private readonly engine: BatchEngine,
@@ -146,6 +169,7 @@ class BatchRun {
   ) {
     this.limit = Math.max(1, Math.floor(options.concurrency ?? engine.options.concurrency));
     this.ordered = options.ordered === true;
+    this.order = new ResultOrder(this.ordered);
     this.resume = options.resume !== false;
     this.session = options.session;
     this.indexes = new OpenIndexes(engine.store);
@@ -156,27 +180,27 @@ class BatchRun {
     if (this.stopped) return;
     this.stopped = true;
     for (const h of this.running) h.cancel('the batch was stopped');
-    this.signalChange();
+    this.changes.signal();
   }
 
   /** Reads `input` while there is room, starting each item. */
   async read(input: Iterable<unknown> | AsyncIterable<unknown>): Promise<void> {
     try {
       for await (const value of input) {
-        while (!this.stopped && !this.hasRoom()) await this.changed();
+        while (!this.stopped && !this.hasRoom()) await this.changes.next();
         if (this.stopped) break;
         const index = this.readCount++;
         this.inflight++;
         void this.runItem(index, value).finally(() => {
           this.inflight--;
-          this.signalChange();
+          this.changes.signal();
         });
       }
     } catch (err) {
       this.readerError = err;
     } finally {
       this.readerDone = true;
-      this.signalChange();
+      this.changes.signal();
     }
   }
 
@@ -184,54 +208,34 @@ class BatchRun {
   async *results(): AsyncGenerator<BatchResult, void, undefined> {
     for (;;) {
       for (let r = this.take(); r !== undefined; r = this.take()) if (r) yield r;
-      if (this.readerDone && this.inflight === 0 && this.ready.length === 0 && !this.byIndex.has(this.nextIndex)) break;
-      await this.changed();
+      if (this.readerDone && this.inflight === 0 && this.order.empty) break;
+      await this.changes.next();
     }
     if (this.readerError !== undefined) throw this.readerError;
   }
 
   /** Resolves once no item runs any more and the session logs are closed. */
   async settled(): Promise<void> {
-    while (this.inflight > 0) await this.changed();
+    while (this.inflight > 0) await this.changes.next();
     await this.indexes.closeAll();
   }
 
   /** The next result to return: null for an item that gives none, undefined when none is ready. */
   private take(): BatchResult | null | undefined {
-    let r: BatchResult | null | undefined;
-    if (this.ordered) {
-      if (!this.byIndex.has(this.nextIndex)) return undefined;
-      r = this.byIndex.get(this.nextIndex) ?? null;
-      this.byIndex.delete(this.nextIndex);
-      this.nextIndex++;
-    } else {
-      r = this.ready.shift();
-      if (r === undefined) return undefined;
-    }
-    this.signalChange();
+    const r = this.order.take();
+    if (r !== undefined) this.changes.signal();
     return r;
   }
 
-  private changed(): Promise<void> {
-    return new Promise<void>((r) => this.waiters.push(r));
-  }
-
-  private signalChange(): void {
-    const w = this.waiters;
-    this.waiters = [];
-    for (const r of w) r();
-  }
-
   private deliver(index: number, r: BatchResult | null): void {
-    if (this.ordered) this.byIndex.set(index, r);
-    else if (r) this.ready.push(r);
-    this.signalChange();
+    this.order.deliver(index, r);
+    this.changes.signal();
   }
 
   private hasRoom(): boolean {
     return this.ordered
-      ? this.readCount - this.nextIndex < this.limit * ORDERED_WINDOW && this.inflight < this.limit
-      : this.inflight + this.ready.length < this.limit;
+      ? this.readCount - this.order.nextIndex < this.limit * ORDERED_WINDOW && this.inflight < this.limit
+      : this.inflight + this.order.waiting < this.limit;
   }
 
   private async runItem(index: number, value: unknown): Promise<void> {
@@ -278,10 +282,12 @@ class BatchRun {
   }
 }
 
+/** An EBADARGS error. */
 function badArgs(message: string): SluiceError {
   return new BadArgumentsError(message);
 }
 
-function failure(id: string | null, index: number, err: SluiceError): BatchResult {
+/** The result of an item that did not run. */
+export function failure(id: string | null, index: number, err: SluiceError): BatchResult {
   return { id, index, error: { code: err.code, message: err.message } };
 }

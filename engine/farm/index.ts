@@ -12,3 +12,13 @@ export {
   MAX_RESULT_MESSAGE,
 } from './records.js';
 export { MAX_ID_BYTES } from './subjects.js';
+export { type FarmBatchOptions, runFarmBatch } from './submit.js';
+export {
+  deliveryCallId,
+  FarmWorker,
+  type FarmWorkerEngine,
+  type FarmWorkerLoad,
+  type FarmWorkerOptions,
+  farmResultOf,
+  outputUri,
+} from './worker.js';

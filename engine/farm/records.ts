@@ -36,7 +36,7 @@ export interface FarmResult {
   readonly status: FarmStatus;
   /** Who recorded it (a worker's name, e.g. `host:pid`). */
   readonly worker: string;
-  /** Deliveries the item took, this one included. */
+  /** Deliveries the item took, this one included; 0 for an item its submitter cancelled before any worker took it. */
   readonly attempts: number;
   /** The call's id on the worker's engine. */
   readonly callId?: string;
@@ -46,6 +46,8 @@ export interface FarmResult {
   readonly error?: { readonly code: string; readonly message: string };
   /** Milliseconds the call ran on its worker. */
   readonly durationMs?: number;
+  /** Bytes of the published output, every stream (for a submitter's progress). */
+  readonly bytes?: number;
 }
 
 const callSchema = z.strictObject({
@@ -55,14 +57,16 @@ const callSchema = z.strictObject({
   options: z.record(z.string(), z.unknown()).optional(),
 });
 
-const resultSchema = z.strictObject({
+/** The zod schema of a {@link FarmResult} (the wire schemas compose it into a batch result). */
+export const farmResultSchema = z.strictObject({
   status: z.enum(['success', 'failed', 'cancelled']),
   worker: z.string().min(1).max(256),
-  attempts: z.number().int().min(1),
+  attempts: z.number().int().min(0),
   callId: z.string().max(256).optional(),
   output: z.string().max(1024).nullable().optional(),
   error: z.strictObject({ code: z.string().max(64), message: z.string().max(MAX_RESULT_MESSAGE) }).optional(),
   durationMs: z.number().nonnegative().optional(),
+  bytes: z.number().int().nonnegative().optional(),
 });
 
 function encode(what: string, value: unknown, bound: number): Uint8Array {
@@ -105,7 +109,7 @@ export function encodeResult(result: FarmResult): Uint8Array {
     result.error && result.error.message.length > MAX_RESULT_MESSAGE
       ? { ...result, error: { ...result.error, message: result.error.message.slice(0, MAX_RESULT_MESSAGE) } }
       : result;
-  const parsed = resultSchema.safeParse(cut);
+  const parsed = farmResultSchema.safeParse(cut);
   if (!parsed.success) throw new ProtocolError(`not a farm result: ${parsed.error.issues[0]?.message}`);
   return encode('result', cut, MAX_RESULT_BYTES);
 }
@@ -115,4 +119,4 @@ export const decodeCall = (data: Uint8Array, subject: string): FarmCall => decod
 
 /** A result read from the queue (EPROTOCOL when another host wrote something else). */
 export const decodeResult = (data: Uint8Array, subject: string): FarmResult =>
-  decode('result', resultSchema, data, subject) as FarmResult;
+  decode('result', farmResultSchema, data, subject) as FarmResult;

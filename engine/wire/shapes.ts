@@ -1,3 +1,4 @@
+import { farmResultSchema } from '../farm/records.js';
 import { ERROR_CODES } from '../protocol/errors.js';
 import { MAX_CHUNK_BYTES, wireCompletionSchema } from '../protocol/messages.js';
 import { sandboxPolicySchema } from '../protocol/sandbox.js';
@@ -118,6 +119,7 @@ export const batchResultSchema = z.object({
   id: z.string().nullable(),
   index: z.number().int().nonnegative(),
   result: terminalResultSchema.optional(),
+  farm: farmResultSchema.optional(),
   error: z.object({ code: errorCodeSchema, message: z.string() }).optional(),
   resumed: z.literal(true).optional(),
 });

@@ -1,0 +1,172 @@
+/**
+ * Exactly one result per item, whatever dies: three `sluice worker`
+ * processes (each in its own directory, one shared store) run a batch of
+ * mixed calls while one is SIGKILLed mid-run, another is SIGSTOPped past
+ * its lease and resumed (its late results fenced out), the queue server
+ * restarts on its store, the submitter is SIGKILLed and resumed, and a
+ * fourth process collects garbage with grace 0 meanwhile. After: every
+ * item once, the outputs equal (digests) to a single-host run of the same
+ * batch, `sluice verify` clean, no process left.
+ */
+import { execFile } from 'node:child_process';
+import { promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import type { BatchResult } from '../../engine/batch/batch.js';
+import { Engine } from '../../engine/engine.js';
+import { FarmQueue } from '../../engine/farm/index.js';
+import { ROOT } from '../cli/helpers.js';
+import { ownServersPossible } from '../support/queue.js';
+import { sleep } from './helpers.js';
+import { alive, type Proc, startWorker, useProcesses } from './processes.js';
+
+const run = promisify(execFile);
+const own = await ownServersPossible();
+const N = Number(process.env.SLUICE_FARM_ITEMS ?? 300);
+
+/** A deterministic mixed call: output sizes, exit codes and durations vary with i. */
+function call(i: number): string {
+  const kinds = [
+    `echo item ${i}; sleep 0.${(i % 4) + 1}`,
+    `seq 1 ${(i % 50) * 200}; echo done >&2`,
+    `printf 'x%.0s' $(seq 1 ${i % 97}); exit ${i % 3}`,
+    `head -c ${(i % 7) * 40000} /dev/zero | tr '\\0' y; sleep 0.1`,
+  ];
+  return JSON.stringify({ id: `m${i}`, tool: 'bash', args: { command: kinds[i % kinds.length] } });
+}
+
+const parse = (stdout: string): BatchResult[] =>
+  stdout
+    .slice(0, stdout.lastIndexOf('\n') + 1)
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as BatchResult);
+
+/** The output URI of a local result, as a farm result names it. */
+function uriOf(r: BatchResult): string | null {
+  const o = r.result?.output;
+  if (!o) return null;
+  return o.kind === 'streams' ? `artifact://${o.manifest}` : o.kind === 'single' ? `artifact://${o.digest}` : null;
+}
+
+async function queueUp(dir: string): Promise<string> {
+  const { stdout } = await run(join(ROOT, '.ci/queue-up.sh'), [dir]);
+  const url = /SLUICE_TEST_QUEUE=(\S+)/.exec(stdout)?.[1];
+  if (!url) throw new Error(`queue-up printed no URL: ${stdout}`);
+  return url.replace(/\/sluice$/, '/farm');
+}
+
+describe.runIf(own)('exactly once on a farm', () => {
+  const procs = useProcesses();
+
+  it(`${N} mixed calls through SIGKILL, SIGSTOP past the lease, a queue restart and a resumed submitter: each result once, equal to one host`, async () => {
+    const dir = await procs.dir();
+    const qdir = join(dir, 'queue');
+    const store = join(dir, 'store');
+    const input = join(dir, 'calls.jsonl');
+    await fsp.writeFile(input, `${Array.from({ length: N }, (_, i) => call(i)).join('\n')}\n`);
+    const url = await queueUp(qdir);
+    const spawned: Proc[] = [];
+    try {
+      // The queue is created with a short lease, which every worker adopts.
+      const q = await FarmQueue.open(url, { ackWaitMs: 1000, maxAttempts: 6, worker: 'test' });
+      const workers: Proc[] = [];
+      for (const name of ['w1', 'w2', 'w3']) {
+        workers.push(await startWorker(procs, url, store, ['--name', name, '--concurrency', '4']));
+      }
+      spawned.push(...workers);
+      const [w1, w2, w3] = workers as [Proc, Proc, Proc];
+
+      // A fourth process collects with grace 0 the whole time.
+      let collecting = true;
+      const gcLoop = (async () => {
+        let runs = 0;
+        while (collecting) {
+          const gc = procs.spawn(['gc', '--grace', '0', '--json'], dir, { SLUICE_STORE: store });
+          spawned.push(gc);
+          const { code } = await gc.exited;
+          expect(code, gc.stderr).toBe(0);
+          runs++;
+        }
+        return runs;
+      })();
+
+      const first = procs.spawn(['batch', input, '--queue', url, '--session', 'farm'], dir);
+      spawned.push(first);
+      while (parse(first.stdout).length < N / 6) await sleep(20);
+      w1.child.kill('SIGKILL');
+      w2.child.kill('SIGSTOP');
+      while (parse(first.stdout).length < N / 3) await sleep(20);
+      first.child.kill('SIGKILL');
+      await first.exited;
+      const printed = parse(first.stdout);
+
+      // The server stops and comes back on its store and port; the clients reconnect.
+      await run(join(ROOT, '.ci/queue-down.sh'), [qdir]);
+      await sleep(300);
+      expect(await queueUp(qdir)).toBe(url);
+
+      const second = procs.spawn(['batch', input, '--queue', url, '--session', 'farm', '--ordered'], dir);
+      spawned.push(second);
+      // Past its lease, w2's calls went to w3; woken, its results for them are refused.
+      await sleep(2500);
+      w2.child.kill('SIGCONT');
+      const done = await second.exited;
+      expect(done.code === 0 || done.code === 1, second.stderr).toBe(true);
+      collecting = false;
+      expect(await gcLoop).toBeGreaterThan(0);
+
+      const results = parse(second.stdout);
+      expect(results.map((r) => r.index)).toEqual([...Array(N).keys()]);
+      expect(new Set(results.map((r) => r.id)).size).toBe(N);
+      for (const r of printed) expect(results[r.index]?.resumed).toBe(true);
+      for (const r of printed) expect(results[r.index]?.farm).toEqual(r.farm);
+      // The queue holds one result per item.
+      let recorded = 0;
+      const seen = new Set<string>();
+      for await (const r of q.results('farm')) {
+        expect(seen.has(r.itemId)).toBe(false);
+        seen.add(r.itemId);
+        recorded++;
+      }
+      expect(recorded).toBe(N);
+      const attempts = results.map((r) => r.farm?.attempts ?? 0);
+      expect(Math.max(...attempts)).toBeGreaterThan(1);
+      expect(new Set(results.map((r) => r.farm?.worker))).toContain('w3');
+
+      for (const w of [w2, w3]) w.child.kill('SIGTERM');
+      for (const w of [w2, w3]) expect((await w.exited).code).toBe(0);
+      expect(w2.stderr).toMatch(/stopped: \d+ recorded/);
+      await q.close();
+
+      // The same batch on one host: the same outputs, digest for digest.
+      const local = procs.spawn(['batch', input, '--session', 'ref', '--ordered', '--store', join(dir, 'ref')], dir);
+      spawned.push(local);
+      await local.exited;
+      const ref = parse(local.stdout);
+      expect(ref).toHaveLength(N);
+      for (let i = 0; i < N; i++) {
+        expect(results[i]?.farm?.output, `item ${i}`).toBe(uriOf(ref[i]!));
+        expect(results[i]?.farm?.status, `item ${i}`).toBe(ref[i]?.result?.status);
+      }
+
+      const verify = procs.spawn(['verify', '--json'], dir, { SLUICE_STORE: store });
+      spawned.push(verify);
+      expect((await verify.exited).code, verify.stdout + verify.stderr).toBe(0);
+      // Nothing referenced was collected: every output reads back.
+      const engine = await Engine.open({ store });
+      try {
+        for (const r of results) {
+          const uri = r.farm?.output;
+          if (uri) await engine.readBytes(`${uri}/stdout`);
+        }
+      } finally {
+        await engine.close();
+      }
+      for (const p of spawned) expect(alive(p.child.pid!)).toBe(false);
+    } finally {
+      await run(join(ROOT, '.ci/queue-down.sh'), [qdir]).catch(() => {});
+    }
+  }, 120_000);
+});
