@@ -58,6 +58,14 @@ const awkward = fc.string({
 });
 
 describe('the spilled-message parser', () => {
+  it('keeps a "__proto__" key as an own property, as JSON.parse does', async () => {
+    const text = '{"__proto__":{"polluted":1},"a":[{"__proto__":0}]}';
+    const { value } = await skeleton(text, 5);
+    expect(value).toEqual(JSON.parse(text));
+    expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
+    expect(({} as { polluted?: number }).polluted).toBeUndefined();
+  });
+
   it('reads any JSON value as JSON.parse does, at any read size', async () => {
     await fc.assert(
       fc.asyncProperty(fc.jsonValue(), fc.integer({ min: 1, max: 64 }), async (v, chunk) => {

@@ -203,7 +203,14 @@ function* parse(buf: Buffer, size: number, st: ReadState, hooks: SkeletonHooks):
     const top = stack[stack.length - 1];
     if (!top) root = v;
     else if (top.kind === 'array') top.value.push(v);
-    else top.value[top.key as string] = v;
+    // As JSON.parse: an own property even for "__proto__" (an assignment would set the prototype).
+    else
+      Object.defineProperty(top.value, top.key as string, {
+        value: v,
+        writable: true,
+        enumerable: true,
+        configurable: true,
+      });
   };
   /** A raw value has ended at the current position: its stand-in takes its place. */
   const endRaw = () => {
