@@ -168,5 +168,5 @@ describe.runIf(own)('exactly once on a farm', () => {
     } finally {
       await run(join(ROOT, '.ci/queue-down.sh'), [qdir]).catch(() => {});
     }
-  }, 120_000);
+  }, 300_000);
 });
