@@ -19,6 +19,13 @@ import { expectNoLeaks, openFixture, sluice } from '../support/read-fixture.js';
 
 afterEach(cleanup);
 
+/**
+ * "At once": a backtracking matcher needs ~2^40 steps on these lines (hours);
+ * a linear one answers in milliseconds. The bound sits far from both, so a
+ * loaded host (another suite beside this one) cannot fail it.
+ */
+const ANSWERED_MS = 10_000;
+
 /** Lines that make backtracking matchers explode (and two that do not), numbered 0 to 4. */
 const LINES = [
   `${'a'.repeat(40)}b`,
@@ -82,12 +89,12 @@ describe('regular expressions run in linear time', () => {
         api.value.lines.map((l) => l.line),
         pattern,
       ).toEqual(lines);
-      expect(api.ms, pattern).toBeLessThan(1000);
+      expect(api.ms, pattern).toBeLessThan(ANSWERED_MS);
 
       const tool = await timed(() => s.engine.run('grep', { filePath: uri, pattern, regex: true }));
       expect(tool.value.status, pattern).toBe('success');
       expect(tool.value.metadata, pattern).toMatchObject({ matches: lines.length });
-      expect(tool.ms, pattern).toBeLessThan(1000);
+      expect(tool.ms, pattern).toBeLessThan(ANSWERED_MS);
 
       const http = await timed(async () => {
         const res = await s.api(
@@ -97,7 +104,7 @@ describe('regular expressions run in linear time', () => {
         return searchResultSchema.parse(await res.json());
       });
       expect(http.value).toEqual(api.value);
-      expect(http.ms, pattern).toBeLessThan(1000);
+      expect(http.ms, pattern).toBeLessThan(ANSWERED_MS);
     }
     // The CLI: a process each (its start-up is most of its time), the same pages.
     for (const [pattern, lines] of CATALOGUE) {
@@ -174,7 +181,7 @@ describe('regular expressions run in linear time', () => {
     for (let i = 0; i < 5; i++) {
       const info = await timed(() => s.api('/v1/info'));
       expect(info.value.status).toBe(200);
-      expect(info.ms).toBeLessThan(1000);
+      expect(info.ms).toBeLessThan(ANSWERED_MS);
       expect(searching, `request ${i} answered while a search still ran`).toBeGreaterThan(0);
     }
     for (const res of await Promise.all(searches)) expect(res.status).toBe(200);
