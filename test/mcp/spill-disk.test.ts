@@ -35,7 +35,7 @@ beforeAll(async () => {
       reason = `could not mount a tmpfs: ${(err as Error).message.split('\n')[0]}`;
     }
   }
-  if (!mounted) console.log(`spill-disk: skipped: ${reason}`);
+  if (!mounted) console.log(`the full-disk spill test did not run: ${reason}`);
 });
 
 afterAll(async () => {
