@@ -4,7 +4,10 @@
  * reading a chunked body, without reading the rest), JSON only (415).
  * Nothing is started by a rejected request, and the server keeps serving.
  */
+
+import { once } from 'node:events';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { errorBodySchema, terminalResultSchema } from '../../engine/wire/schemas.js';
 import { cleanup, expectNoLeaks, startTestServer, type TestServer } from './helpers.js';
@@ -123,6 +126,38 @@ describe('request bodies', () => {
     const chunked = await chunkedPost(s, 64 * 1024 * 1024);
     expect(chunked.status).toBe(413);
     expect(errorBodySchema.parse(JSON.parse(chunked.body)).error.code).toBe('ERESOURCELIMIT');
+    expect((await s.api('/v1/info')).status).toBe(200);
+  });
+
+  it('a client still sending an oversized declared body gets the 413 and no reset', async () => {
+    const s = await startTestServer([], { maxBodyBytes: 1024 });
+    const { hostname, port } = new URL(s.url);
+    const total = 2 * 1024 * 1024;
+    // A slow sender: the server has answered long before the last piece leaves.
+    const sock = connect(Number(port), hostname);
+    await once(sock, 'connect');
+    sock.write(
+      `POST /v1/calls HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${s.token}\r\ncontent-type: application/json\r\ncontent-length: ${total}\r\n\r\n`,
+    );
+    let answer = '';
+    sock.setEncoding('latin1');
+    sock.on('data', (c: string) => {
+      answer += c;
+    });
+    const errors: string[] = [];
+    sock.on('error', (err: NodeJS.ErrnoException) => errors.push(err.code ?? err.message));
+    const piece = Buffer.alloc(64 * 1024, 0x20);
+    for (let sent = 0; sent < total && errors.length === 0 && !sock.destroyed; sent += piece.length) {
+      if (!sock.write(piece)) await once(sock, 'drain');
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await new Promise<void>((resolve) => {
+      if (sock.closed) resolve();
+      else sock.once('close', () => resolve());
+    });
+    expect(errors).toEqual([]);
+    expect(answer).toMatch(/^HTTP\/1\.1 413 /);
+    expect(answer).toMatch(/ERESOURCELIMIT/);
     expect((await s.api('/v1/info')).status).toBe(200);
   });
 
