@@ -50,11 +50,15 @@ function uriOf(r: BatchResult): string | null {
   return o.kind === 'streams' ? `artifact://${o.manifest}` : o.kind === 'single' ? `artifact://${o.digest}` : null;
 }
 
-async function queueUp(dir: string): Promise<string> {
-  const { stdout } = await run(join(ROOT, '.ci/queue-up.sh'), [dir]);
-  const url = /SLUICE_TEST_QUEUE=(\S+)/.exec(stdout)?.[1];
-  if (!url) throw new Error(`queue-up printed no URL: ${stdout}`);
-  return url.replace(/\/sluice$/, '/farm');
+/** Resolves once `p` printed `n` results; rejects when it exits first or the test ends. */
+async function printedAtLeast(p: Proc, n: number, signal: AbortSignal): Promise<void> {
+  while (parse(p.stdout).length < n) {
+    signal.throwIfAborted();
+    if (p.child.exitCode !== null || p.child.signalCode !== null) {
+      throw new Error(`the submitter exited after ${parse(p.stdout).length} of ${n} results: ${p.stderr}`);
+    }
+    await sleep(20);
+  }
 }
 
 describe.runIf(own)('exactly once on a farm', () => {
@@ -66,107 +70,110 @@ describe.runIf(own)('exactly once on a farm', () => {
     const store = join(dir, 'store');
     const input = join(dir, 'calls.jsonl');
     await fsp.writeFile(input, `${Array.from({ length: N }, (_, i) => call(i)).join('\n')}\n`);
-    const url = await queueUp(qdir);
+    const { signal } = procs;
+    const url = await procs.queueServer(qdir);
     const spawned: Proc[] = [];
-    try {
-      // The queue is created with a short lease, which every worker adopts.
-      const q = await FarmQueue.open(url, { ackWaitMs: 1000, maxAttempts: 6, worker: 'test' });
-      const workers: Proc[] = [];
-      for (const name of ['w1', 'w2', 'w3']) {
-        workers.push(await startWorker(procs, url, store, ['--name', name, '--concurrency', '4']));
-      }
-      spawned.push(...workers);
-      const [w1, w2, w3] = workers as [Proc, Proc, Proc];
-
-      // A fourth process collects with grace 0 the whole time.
-      let collecting = true;
-      const gcLoop = (async () => {
-        let runs = 0;
-        while (collecting) {
-          const gc = procs.spawn(['gc', '--grace', '0', '--json'], dir, { SLUICE_STORE: store });
-          spawned.push(gc);
-          const { code } = await gc.exited;
-          expect(code, gc.stderr).toBe(0);
-          runs++;
-        }
-        return runs;
-      })();
-
-      const first = procs.spawn(['batch', input, '--queue', url, '--session', 'farm'], dir);
-      spawned.push(first);
-      while (parse(first.stdout).length < N / 6) await sleep(20);
-      w1.child.kill('SIGKILL');
-      w2.child.kill('SIGSTOP');
-      while (parse(first.stdout).length < N / 3) await sleep(20);
-      first.child.kill('SIGKILL');
-      await first.exited;
-      const printed = parse(first.stdout);
-
-      // The server stops and comes back on its store and port; the clients reconnect.
-      await run(join(ROOT, '.ci/queue-down.sh'), [qdir]);
-      await sleep(300);
-      expect(await queueUp(qdir)).toBe(url);
-
-      const second = procs.spawn(['batch', input, '--queue', url, '--session', 'farm', '--ordered'], dir);
-      spawned.push(second);
-      // Past its lease, w2's calls went to w3; woken, its results for them are refused.
-      await sleep(2500);
-      w2.child.kill('SIGCONT');
-      const done = await second.exited;
-      expect(done.code === 0 || done.code === 1, second.stderr).toBe(true);
-      collecting = false;
-      expect(await gcLoop).toBeGreaterThan(0);
-
-      const results = parse(second.stdout);
-      expect(results.map((r) => r.index)).toEqual([...Array(N).keys()]);
-      expect(new Set(results.map((r) => r.id)).size).toBe(N);
-      for (const r of printed) expect(results[r.index]?.resumed).toBe(true);
-      for (const r of printed) expect(results[r.index]?.farm).toEqual(r.farm);
-      // The queue holds one result per item.
-      let recorded = 0;
-      const seen = new Set<string>();
-      for await (const r of q.results('farm')) {
-        expect(seen.has(r.itemId)).toBe(false);
-        seen.add(r.itemId);
-        recorded++;
-      }
-      expect(recorded).toBe(N);
-      const attempts = results.map((r) => r.farm?.attempts ?? 0);
-      expect(Math.max(...attempts)).toBeGreaterThan(1);
-      expect(new Set(results.map((r) => r.farm?.worker))).toContain('w3');
-
-      for (const w of [w2, w3]) w.child.kill('SIGTERM');
-      for (const w of [w2, w3]) expect((await w.exited).code).toBe(0);
-      expect(w2.stderr).toMatch(/stopped: \d+ recorded/);
-      await q.close();
-
-      // The same batch on one host: the same outputs, digest for digest.
-      const local = procs.spawn(['batch', input, '--session', 'ref', '--ordered', '--store', join(dir, 'ref')], dir);
-      spawned.push(local);
-      await local.exited;
-      const ref = parse(local.stdout);
-      expect(ref).toHaveLength(N);
-      for (let i = 0; i < N; i++) {
-        expect(results[i]?.farm?.output, `item ${i}`).toBe(uriOf(ref[i]!));
-        expect(results[i]?.farm?.status, `item ${i}`).toBe(ref[i]?.result?.status);
-      }
-
-      const verify = procs.spawn(['verify', '--json'], dir, { SLUICE_STORE: store });
-      spawned.push(verify);
-      expect((await verify.exited).code, verify.stdout + verify.stderr).toBe(0);
-      // Nothing referenced was collected: every output reads back.
-      const engine = await Engine.open({ store });
-      try {
-        for (const r of results) {
-          const uri = r.farm?.output;
-          if (uri) await engine.readBytes(`${uri}/stdout`);
-        }
-      } finally {
-        await engine.close();
-      }
-      for (const p of spawned) expect(alive(p.child.pid!)).toBe(false);
-    } finally {
-      await run(join(ROOT, '.ci/queue-down.sh'), [qdir]).catch(() => {});
+    // The queue is created with a short lease, which every worker adopts.
+    const q = await FarmQueue.open(url, { ackWaitMs: 1000, maxAttempts: 6, worker: 'test' });
+    procs.defer(() => q.close());
+    const workers: Proc[] = [];
+    for (const name of ['w1', 'w2', 'w3']) {
+      workers.push(await startWorker(procs, url, store, ['--name', name, '--concurrency', '4']));
     }
+    spawned.push(...workers);
+    const [w1, w2, w3] = workers as [Proc, Proc, Proc];
+
+    // A fourth process collects with grace 0 the whole time; its failures are checked at the end.
+    let collecting = true;
+    const gcFailures: string[] = [];
+    const gcLoop = (async () => {
+      let runs = 0;
+      while (collecting && !signal.aborted) {
+        const gc = procs.spawn(['gc', '--grace', '0', '--json'], dir, { SLUICE_STORE: store });
+        spawned.push(gc);
+        const { code } = await gc.exited;
+        if (code !== 0) gcFailures.push(`exit ${code}: ${gc.stderr}`);
+        runs++;
+      }
+      return runs;
+    })().catch((e: unknown) => {
+      gcFailures.push(String(e));
+      return 0;
+    });
+
+    const first = procs.spawn(['batch', input, '--queue', url, '--session', 'farm'], dir);
+    spawned.push(first);
+    await printedAtLeast(first, N / 6, signal);
+    w1.child.kill('SIGKILL');
+    w2.child.kill('SIGSTOP');
+    await printedAtLeast(first, N / 3, signal);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const printed = parse(first.stdout);
+
+    // The server stops and comes back on its store and port; the clients reconnect.
+    await run(join(ROOT, '.ci/queue-down.sh'), [qdir]);
+    await sleep(300);
+    expect(await procs.queueServer(qdir)).toBe(url);
+
+    const second = procs.spawn(['batch', input, '--queue', url, '--session', 'farm', '--ordered'], dir);
+    spawned.push(second);
+    // Past its lease, w2's calls went to w3; woken, its results for them are refused.
+    await sleep(2500);
+    w2.child.kill('SIGCONT');
+    const done = await second.exited;
+    expect(done.code === 0 || done.code === 1, second.stderr).toBe(true);
+    collecting = false;
+    expect(await gcLoop).toBeGreaterThan(0);
+    expect(gcFailures).toEqual([]);
+
+    const results = parse(second.stdout);
+    expect(results.map((r) => r.index)).toEqual([...Array(N).keys()]);
+    expect(new Set(results.map((r) => r.id)).size).toBe(N);
+    for (const r of printed) expect(results[r.index]?.resumed).toBe(true);
+    for (const r of printed) expect(results[r.index]?.farm).toEqual(r.farm);
+    // The queue holds one result per item.
+    let recorded = 0;
+    const seen = new Set<string>();
+    for await (const r of q.results('farm')) {
+      expect(seen.has(r.itemId)).toBe(false);
+      seen.add(r.itemId);
+      recorded++;
+    }
+    expect(recorded).toBe(N);
+    const attempts = results.map((r) => r.farm?.attempts ?? 0);
+    expect(Math.max(...attempts)).toBeGreaterThan(1);
+    expect(new Set(results.map((r) => r.farm?.worker))).toContain('w3');
+
+    for (const w of [w2, w3]) w.child.kill('SIGTERM');
+    for (const w of [w2, w3]) expect((await w.exited).code).toBe(0);
+    expect(w2.stderr).toMatch(/stopped: \d+ recorded/);
+    await q.close();
+
+    // The same batch on one host: the same outputs, digest for digest.
+    const local = procs.spawn(['batch', input, '--session', 'ref', '--ordered', '--store', join(dir, 'ref')], dir);
+    spawned.push(local);
+    await local.exited;
+    const ref = parse(local.stdout);
+    expect(ref).toHaveLength(N);
+    for (let i = 0; i < N; i++) {
+      expect(results[i]?.farm?.output, `item ${i}`).toBe(uriOf(ref[i]!));
+      expect(results[i]?.farm?.status, `item ${i}`).toBe(ref[i]?.result?.status);
+    }
+
+    const verify = procs.spawn(['verify', '--json'], dir, { SLUICE_STORE: store });
+    spawned.push(verify);
+    expect((await verify.exited).code, verify.stdout + verify.stderr).toBe(0);
+    // Nothing referenced was collected: every output reads back.
+    const engine = await Engine.open({ store });
+    try {
+      for (const r of results) {
+        const uri = r.farm?.output;
+        if (uri) await engine.readBytes(`${uri}/stdout`);
+      }
+    } finally {
+      await engine.close();
+    }
+    for (const p of spawned) expect(alive(p.child.pid!)).toBe(false);
   }, 300_000);
 });
