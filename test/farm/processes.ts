@@ -193,15 +193,19 @@ export function useProcesses(): TestProcesses {
   };
 }
 
-/** Starts `sluice worker` on `url` over `store` in its own directory; resolves once it takes. */
+/**
+ * Starts `sluice worker` on `url` over `store` in its own directory, with
+ * `env(that directory)` added to its environment; resolves once it takes.
+ */
 export async function startWorker(
   procs: TestProcesses,
   url: string,
   store: string,
   extra: string[] = [],
+  env: (cwd: string) => NodeJS.ProcessEnv = () => ({}),
 ): Promise<Proc> {
   const cwd = await procs.dir();
-  const p = procs.spawn(['worker', '--queue', url, '--store', store, ...extra], cwd);
+  const p = procs.spawn(['worker', '--queue', url, '--store', store, ...extra], cwd, env(cwd));
   await p.line(/^sluice worker: .* taking from /);
   return p;
 }
