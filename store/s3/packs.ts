@@ -54,6 +54,8 @@ export interface ListedPack {
   readonly entries: PackEntry[];
   /** False when its footer or index is unreadable: what it holds is unknown, so it is never deleted. */
   readonly indexed: boolean;
+  /** Why its index could not be read (`CODE: message`), when `indexed` is false. */
+  readonly unreadable?: string;
 }
 
 interface Pending {
@@ -304,13 +306,28 @@ export class S3Packs extends PackLocations<S3PackLocation> {
     return { blobs: this.where.size, bytes };
   }
 
-  /** Every pack object with its entries (a pack without a valid footer has none), remembered as {@link refresh} does. */
+  /**
+   * Every pack object with its entries, remembered as {@link refresh} does.
+   * A pack whose index cannot be read (no valid footer or index, or its GET
+   * failed) is listed with no entries, `indexed` false and the reason, and
+   * the listing goes on; one deleted since the LIST (a collection) is left
+   * out. Only a failed LIST throws.
+   */
   async list(): Promise<ListedPack[]> {
     const out: ListedPack[] = [];
     for await (const o of this.objects.list(this.prefix)) {
       const m = PACK_KEY_REST.exec(o.key.slice(this.prefix.length));
       if (!m) continue;
-      const entries = await this.readEntries(o);
+      let entries: PackEntry[] | undefined;
+      let unreadable: string | undefined;
+      try {
+        entries = await this.readEntries(o);
+        if (!entries) unreadable = 'EINTEGRITY: its footer or index is not a pack index';
+      } catch (err) {
+        const e = toSluiceError(err, 'EDISK');
+        if (e.code === 'ENOTFOUND') continue;
+        unreadable = `${e.code}: ${e.message}`;
+      }
       if (entries) this.remember(o, entries);
       out.push({
         key: o.key,
@@ -321,6 +338,7 @@ export class S3Packs extends PackLocations<S3PackLocation> {
         lastModified: o.lastModified,
         entries: entries ?? [],
         indexed: entries !== undefined,
+        ...(unreadable !== undefined ? { unreadable } : {}),
       });
     }
     return out;
