@@ -66,7 +66,8 @@ export async function verifyS3Store(
   }
   // Packed blobs: each record hashed. A corrupt one is reported; a pack holds other blobs, so repair leaves it
   // (publishing the content again packs a good copy, which reads then find).
-  for (const pack of await backend.packObjects.list()) {
+  // Every index from the bucket: an audit does not take the host's cached copies on trust.
+  for (const pack of await backend.packObjects.list(true)) {
     if (!pack.indexed) {
       report.unreadablePacks.push(`${pack.key.slice(backend.keyBase.length)}: ${pack.unreadable ?? 'unknown'}`);
       continue;
