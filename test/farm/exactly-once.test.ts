@@ -35,7 +35,7 @@ const items = (fallback: number) => Number(process.env.SLUICE_FARM_ITEMS ?? fall
 /** The farm's shared store, and the environment of each `sluice` process on it. */
 interface FarmStore {
   readonly name: string;
-  /** Items in the batch (~25 s at 300 on a directory, ~40 s at 150 on Ceph, on a 2-core host). */
+  /** Items in the batch (measured at load ~6 on 2 cores: ~35 s at 300 on a directory, ~40 s at 100 on Ceph). */
   readonly items: number;
   /** Opens a fresh store for the test (removed after it). */
   open(procs: TestProcesses, dir: string): Promise<{ store: string; env(cwd: string): NodeJS.ProcessEnv }>;
@@ -52,7 +52,7 @@ const DIRECTORY: FarmStore = {
 /** A fresh prefix of the run's bucket; every process has its own local directory, `local` in its working directory. */
 const s3Store = (s3: S3Service): FarmStore => ({
   name: 'an S3 store (Ceph RGW)',
-  items: items(150),
+  items: items(100),
   async open(procs, _dir) {
     const prefix = `farm-${randomBytes(6).toString('hex')}`;
     procs.defer(() => deletePrefix(s3, s3.bucket, `${prefix}/`));
