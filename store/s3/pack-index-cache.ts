@@ -24,6 +24,11 @@ import { evictToFit } from './read-cache.js';
 /** The bound when the read cache's allows it: an index is 48 bytes a blob, so ~700,000 packed blobs. */
 export const PACK_INDEX_CACHE_BYTES = 32 * 1024 * 1024;
 const CHECK_BYTES = 32;
+/**
+ * A file larger than this is not loaded (nor kept): ~21,000 entries, far
+ * above a pack's 256 blobs, so a stray big file is never read into memory.
+ */
+const MAX_FILE_BYTES = 1024 * 1024;
 
 /** A pack object version as a listing shows it. */
 export interface PackVersion {
@@ -59,7 +64,7 @@ export class PackIndexCache {
   async get(pack: PackVersion): Promise<PackEntry[] | undefined> {
     if (pack.etag === '') return undefined;
     const path = this.pathOf(pack);
-    const file = await readSmall(this.io, path, this.maxBytes);
+    const file = await readSmall(this.io, path, Math.min(this.maxBytes, MAX_FILE_BYTES));
     if (file === undefined) return undefined;
     const body = file.subarray(0, Math.max(0, file.length - CHECK_BYTES));
     const entries =
@@ -84,7 +89,7 @@ export class PackIndexCache {
     if (pack.etag === '') return;
     const body = Buffer.concat([PACK_INDEX_MAGIC, ...entries.map(encodeIndexEntry)]);
     const bytes = Buffer.concat([body, check(pack, body)]);
-    if (bytes.length > this.maxBytes) return;
+    if (bytes.length > Math.min(this.maxBytes, MAX_FILE_BYTES)) return;
     const tmp = join(this.tmpDir, `${ownedName()}.packidx`);
     try {
       const fh = await this.io.open(tmp, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600);
