@@ -1,8 +1,8 @@
 /**
  * `sluice verify [--repair] [--json] [--store DIR]`: hash every blob, list
- * corrupt ones and blobs that manifests reference but the store lacks. Exit
- * 1 when either list is non-empty. Removes nothing; `--repair` moves corrupt
- * blobs to quarantine/.
+ * corrupt ones, blobs that manifests reference but the store lacks, and
+ * packs whose index cannot be read. Exit 1 when any list is non-empty.
+ * Removes nothing; `--repair` moves corrupt blobs to quarantine/.
  */
 import { sanitizeForTerminal } from '../engine/presentation/sanitize.js';
 import { BadArgumentsError } from '../engine/protocol/errors.js';
@@ -23,13 +23,14 @@ const USAGE = `Usage: sluice verify [--repair] [--json] [--store DIR]
 Hashes every blob in the store and compares it with its name, and checks that
 every blob a manifest references is present, and that every blob a live call
 of a session log references is present. Removes nothing.
-Exits 1 when anything is corrupt or missing.
+Exits 1 when anything is corrupt or missing, or a pack's index is unreadable
+(an S3 store: its blobs cannot be checked, and sluice gc refuses to run).
 
   --repair       move corrupt blobs to quarantine/ in the store: they are then
                  missing instead of wrong, and the next publish of the same
                  content puts a good copy in place
   --json         print { scanned, ok, corrupt, missing, tombstoned, unexpected, quarantined,
-                 repairFailed, records, corruptLines }
+                 repairFailed, unreadablePacks, records, corruptLines }
   --store DIR    the store (default: $SLUICE_STORE, else ./.sluice)
 `;
 
@@ -62,6 +63,7 @@ export const command: Command = {
         ...report.quarantined.map((q) => `quarantined quarantine/${q}`),
         ...report.repairFailed.map((f) => `not quarantined ${sanitizeForTerminal(f)}`),
         ...report.missing.map((d) => `missing ${d}`),
+        ...report.unreadablePacks.map((p) => `unreadable pack index ${sanitizeForTerminal(p)}`),
         ...report.tombstoned.map(
           (d) => `tombstoned ${d} (moved aside by a collection; readable, put back by the next sluice gc)`,
         ),
@@ -74,6 +76,11 @@ export const command: Command = {
       if (report.corruptLines > 0) lines.push(`${report.corruptLines} torn or corrupt session log lines (skipped)`);
       await writeOut(ctx.stdout, `${lines.join('\n')}\n`);
     }
-    return report.corrupt.length > 0 || report.missing.length > 0 || report.records.length > 0 ? EXIT_FAILURE : EXIT_OK;
+    const failed =
+      report.corrupt.length > 0 ||
+      report.missing.length > 0 ||
+      report.records.length > 0 ||
+      report.unreadablePacks.length > 0;
+    return failed ? EXIT_FAILURE : EXIT_OK;
   },
 };

@@ -14,6 +14,7 @@
  *     <root>/quarantine/<digest>.<inode>      corrupt blobs `sluice verify --repair` moved aside (never read)
  *     <root>/procs/<pid>-<random>.pgids      process groups of engine <pid>'s calls (for the orphan reaper)
  *     <root>/cache/sha256/<2 hex>/<62 hex>.<16 hex>  (S3 store) local copies of blobs read (store/s3/read-cache.ts)
+ *     <root>/cache/packs/<32 hex>                      (S3 store) indexes of pack objects read (store/s3/pack-index-cache.ts)
  *     <root>/reserve                         space kept free to finish calls on a full disk (store/space-reserve.ts)
  */
 import { join } from 'node:path';
@@ -38,6 +39,8 @@ export class StoreLayout {
   readonly procs: string;
   /** An S3 store's read cache of blobs (store/s3/read-cache.ts). */
   readonly cache: string;
+  /** An S3 store's cache of pack objects' indexes (store/s3/pack-index-cache.ts). */
+  readonly packIndexes: string;
   /** Space kept free to finish calls on a full disk (store/space-reserve.ts). */
   readonly reserve: string;
 
@@ -54,6 +57,7 @@ export class StoreLayout {
     this.quarantine = join(root, 'quarantine');
     this.procs = join(root, 'procs');
     this.cache = join(root, 'cache', 'sha256');
+    this.packIndexes = join(root, 'cache', 'packs');
     this.reserve = join(root, 'reserve');
   }
 

@@ -35,6 +35,12 @@ export interface VerifyReport {
   packed: number;
   /** Bytes after the last whole record: a crash's torn tail, not an error; the next repack drops it. */
   tornPacks: string[];
+  /**
+   * Packs whose index could not be read (`<path>: <CODE>: <reason>`, S3
+   * stores): their blobs were not verified, and a collection refuses to
+   * run while one is there (its contents might be referenced).
+   */
+  unreadablePacks: string[];
 }
 
 /** A report of nothing verified yet. */
@@ -50,6 +56,7 @@ export function emptyVerifyReport(): VerifyReport {
     repairFailed: [],
     packed: 0,
     tornPacks: [],
+    unreadablePacks: [],
   };
 }
 

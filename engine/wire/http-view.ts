@@ -85,6 +85,7 @@ export const verifyReportSchema = z.object({
   repairFailed: z.array(z.string()),
   packed: count,
   tornPacks: z.array(z.string()),
+  unreadablePacks: z.array(z.string()),
   records: z.array(
     z.object({
       session: z.string(),

@@ -25,6 +25,7 @@ import type { Store, StoreOptions } from '../store.js';
 import type { VerifyOptions, VerifyReport } from '../verify.js';
 import { LeaseJournal, type LeaseTiming, leaseTiming } from './lease.js';
 import { type ObjectHead, S3Objects } from './objects.js';
+import { PACK_INDEX_CACHE_BYTES, PackIndexCache } from './pack-index-cache.js';
 import { packedKey, type S3PackLocation, S3Packs } from './packs.js';
 import { ReadCache, s3CacheBytes } from './read-cache.js';
 import { RemoteFile } from './remote-file.js';
@@ -96,12 +97,16 @@ export class S3Backend implements StoreBackend {
     this.keyBase = location.prefix === '' ? '' : `${location.prefix}/`;
     this.bucket = { objects, keyBase: this.keyBase };
     this.pins = new LeaseJournal(objects, this.keyBase, timing);
-    this.packObjects = new S3Packs(objects, this.keyBase, this.pins, packMaxBlobBytes);
+    const { layout, io } = store;
+    const indexCache =
+      cacheBytes > 0
+        ? new PackIndexCache(layout.packIndexes, layout.tmp, io, Math.min(cacheBytes, PACK_INDEX_CACHE_BYTES))
+        : undefined;
+    this.packObjects = new S3Packs(objects, this.keyBase, this.pins, packMaxBlobBytes, indexCache);
     this.objectPacks = {
       maxBlobBytes: packMaxBlobBytes,
       publish: (digest, content, lines, pin, deferred) => this.publishPacked(digest, content, lines, pin, deferred),
     };
-    const { layout, io } = store;
     this.cache = cacheBytes > 0 ? new ReadCache(layout.cache, layout.tmp, io, cacheBytes) : undefined;
   }
 

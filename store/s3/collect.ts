@@ -4,7 +4,8 @@
  * lock object, standing tombstones (a dead collection's) are cleared; list
  * FIRST, THEN the leases (expired ones reclaimed), THEN the roots; mark by
  * the server's clock; sweep (store/s3/sweep.ts). Anything unreadable fails
- * the collection (EDISK) before a delete.
+ * the collection (EDISK) before a delete, a pack's index too (EINTEGRITY:
+ * what the pack holds might reference anything).
  */
 import { toSluiceError } from '../../engine/protocol/errors.js';
 import { manifestStreams } from '../gc/blobs.js';
@@ -27,7 +28,7 @@ import { youngOnServer } from './expiry.js';
 import { DEFAULT_GC_LOCK_TTL_MS, S3GcLock } from './gc-lock.js';
 import { scanLeases } from './lease-scan.js';
 import { listS3Blobs, sweepS3 } from './sweep.js';
-import { packLeased, sweepS3Packs } from './sweep-packs.js';
+import { assertPacksIndexed, packLeased, sweepS3Packs } from './sweep-packs.js';
 import { tombstonePrefix } from './tombstones.js';
 
 const INDEX_KEY = /index\/sha256\/([0-9a-f]{2})\/([0-9a-f]{62})\.idx$/;
@@ -72,6 +73,7 @@ export async function collectS3Store(
     // The order below is the safety argument: blobs first, then leases, then roots.
     const listed = await listS3Blobs(backend);
     const packs = await backend.packObjects.list();
+    assertPacksIndexed(packs);
     report.packs = packs.length;
     const packed = new Map<string, number>();
     for (const p of packs) for (const e of p.entries) packed.set(e.digest, e.length);

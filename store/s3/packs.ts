@@ -22,6 +22,7 @@ import { PackLocations } from '../pack-locations.js';
 import type { Pin } from '../pins.js';
 import type { LeaseJournal } from './lease.js';
 import type { ListedObject, S3Objects } from './objects.js';
+import type { PackIndexCache } from './pack-index-cache.js';
 import { decodePackFooter, decodePackIndex, encodePackObject, PACK_FOOTER_BYTES } from './pack-object.js';
 
 /** At most this many blobs in one pack object. */
@@ -54,6 +55,8 @@ export interface ListedPack {
   readonly entries: PackEntry[];
   /** False when its footer or index is unreadable: what it holds is unknown, so it is never deleted. */
   readonly indexed: boolean;
+  /** Why its index could not be read (`CODE: message`), when `indexed` is false. */
+  readonly unreadable?: string;
 }
 
 interface Pending {
@@ -69,13 +72,15 @@ export interface S3PackStats {
   blobs: number;
   /** Pack objects uploaded (one PUT each). */
   packs: number;
-  /** Pack objects of other writers whose index was read. */
+  /** Pack objects of other writers whose index was read from the bucket. */
   indexesRead: number;
+  /** Pack indexes found in the host's cache instead (no request). */
+  indexesCached: number;
 }
 
 /** The packs of one S3 store instance (see the module comment). */
 export class S3Packs extends PackLocations<S3PackLocation> {
-  readonly stats: S3PackStats = { blobs: 0, packs: 0, indexesRead: 0 };
+  readonly stats: S3PackStats = { blobs: 0, packs: 0, indexesRead: 0, indexesCached: 0 };
   /** The owner part of this instance's pack keys. */
   readonly owner = ownedName(16);
   private seq = 0;
@@ -93,6 +98,8 @@ export class S3Packs extends PackLocations<S3PackLocation> {
     private readonly lease: LeaseJournal,
     /** Blobs of at most this many bytes are packed (0: none). */
     readonly maxBlobBytes: number,
+    /** The host's cache of pack indexes, if any (store/s3/pack-index-cache.ts). */
+    private readonly indexCache?: PackIndexCache,
   ) {
     super();
     lease.usePacks(this.owner, () => this.seq);
@@ -200,9 +207,24 @@ export class S3Packs extends PackLocations<S3PackLocation> {
     for (const key of [...this.known.keys()]) if (!present.has(key)) this.forgetPack(key);
   }
 
-  /** The entries of pack object `o`, from its footer and index; undefined without a valid footer. */
-  async readEntries(o: Pick<ListedObject, 'key' | 'size' | 'etag'>): Promise<PackEntry[] | undefined> {
+  /**
+   * The entries of pack object `o`, from the host's cache of indexes, else
+   * from its footer and index (then kept in the cache); undefined without a
+   * valid footer. `fresh` skips the cache (an audit reads what the bucket holds).
+   */
+  async readEntries(o: Pick<ListedObject, 'key' | 'size' | 'etag'>, fresh = false): Promise<PackEntry[] | undefined> {
     if (o.size < PACK_FOOTER_BYTES) return undefined;
+    const cached = fresh ? undefined : await this.indexCache?.get(o);
+    if (cached) {
+      this.stats.indexesCached++;
+      return cached;
+    }
+    const entries = await this.fetchEntries(o);
+    if (entries) await this.indexCache?.put(o, entries);
+    return entries;
+  }
+
+  private async fetchEntries(o: Pick<ListedObject, 'key' | 'size' | 'etag'>): Promise<PackEntry[] | undefined> {
     this.stats.indexesRead++;
     let tail: Buffer;
     let tailAt: number;
@@ -304,13 +326,29 @@ export class S3Packs extends PackLocations<S3PackLocation> {
     return { blobs: this.where.size, bytes };
   }
 
-  /** Every pack object with its entries (a pack without a valid footer has none), remembered as {@link refresh} does. */
-  async list(): Promise<ListedPack[]> {
+  /**
+   * Every pack object with its entries, remembered as {@link refresh} does.
+   * A pack whose index cannot be read (no valid footer or index, or its GET
+   * failed) is listed with no entries, `indexed` false and the reason, and
+   * the listing goes on; one deleted since the LIST (a collection) is left
+   * out. Only a failed LIST throws. `fresh` reads every index from the
+   * bucket, not the host's cache (verify).
+   */
+  async list(fresh = false): Promise<ListedPack[]> {
     const out: ListedPack[] = [];
     for await (const o of this.objects.list(this.prefix)) {
       const m = PACK_KEY_REST.exec(o.key.slice(this.prefix.length));
       if (!m) continue;
-      const entries = await this.readEntries(o);
+      let entries: PackEntry[] | undefined;
+      let unreadable: string | undefined;
+      try {
+        entries = await this.readEntries(o, fresh);
+        if (!entries) unreadable = 'EINTEGRITY: its footer or index is not a pack index';
+      } catch (err) {
+        const e = toSluiceError(err, 'EDISK');
+        if (e.code === 'ENOTFOUND') continue;
+        unreadable = `${e.code}: ${e.message}`;
+      }
       if (entries) this.remember(o, entries);
       out.push({
         key: o.key,
@@ -321,6 +359,7 @@ export class S3Packs extends PackLocations<S3PackLocation> {
         lastModified: o.lastModified,
         entries: entries ?? [],
         indexed: entries !== undefined,
+        ...(unreadable !== undefined ? { unreadable } : {}),
       });
     }
     return out;

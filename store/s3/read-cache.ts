@@ -131,25 +131,37 @@ export class ReadCache {
 
   /** Lists the cache and removes the least recently used copies until it fits. */
   private async evict(): Promise<void> {
-    const files: Array<{ path: string; size: number; used: number }> = [];
+    const paths: string[] = [];
     for (const sub of await this.io.readdir(this.dir).catch(() => [] as string[])) {
       for (const name of await this.io.readdir(join(this.dir, sub)).catch(() => [] as string[])) {
-        const path = join(this.dir, sub, name);
-        const st = await this.io.stat(path).catch(() => undefined);
-        if (st?.isFile()) files.push({ path, size: st.size, used: Math.max(st.atimeMs, st.mtimeMs) });
+        paths.push(join(this.dir, sub, name));
       }
     }
-    let total = files.reduce((n, f) => n + f.size, 0);
-    files.sort((a, b) => a.used - b.used);
-    for (const f of files) {
-      if (total <= this.maxBytes) break;
-      await this.io.unlink(f.path).then(
-        () => (total -= f.size),
-        () => {},
-      );
-    }
-    this.estimate = total;
+    this.estimate = await evictToFit(this.io, paths, this.maxBytes);
   }
+}
+
+/**
+ * Removes the least recently used (the later of access and modification
+ * time) of the files at `paths` until they hold at most `maxBytes`; the
+ * bytes left.
+ */
+export async function evictToFit(io: StoreIO, paths: readonly string[], maxBytes: number): Promise<number> {
+  const files: Array<{ path: string; size: number; used: number }> = [];
+  for (const path of paths) {
+    const st = await io.stat(path).catch(() => undefined);
+    if (st?.isFile()) files.push({ path, size: st.size, used: Math.max(st.atimeMs, st.mtimeMs) });
+  }
+  let total = files.reduce((n, f) => n + f.size, 0);
+  files.sort((a, b) => a.used - b.used);
+  for (const f of files) {
+    if (total <= maxBytes) break;
+    await io.unlink(f.path).then(
+      () => (total -= f.size),
+      () => {},
+    );
+  }
+  return total;
 }
 
 /** A copy in the making from a handle's in-order blocks; anything else abandons it. */

@@ -8,6 +8,7 @@
  * since its listing (with the manifests among them), and keeps any pack they
  * name, then deletes in batches, each after renewing the GC lock.
  */
+import { IntegrityError } from '../../engine/protocol/errors.js';
 import { manifestStreams } from '../gc/blobs.js';
 import type { RootScan } from '../gc/roots.js';
 import type { GcStep } from '../gc/sweep.js';
@@ -24,6 +25,22 @@ const DELETE_BATCH = 64;
 /** True when a lease of `leases` covers `pack`. */
 export function packLeased(leases: LeaseScan, pack: ListedPack): boolean {
   return leasedPack(leases, pack.owner, pack.seq);
+}
+
+/**
+ * Throws EINTEGRITY when a pack of `packs` has an unreadable index. What
+ * such a pack holds is unknown, manifests included, and the streams of a
+ * manifest in it may be anywhere in the store: nothing can be proven
+ * unreferenced, so a collection fails closed, before its first delete.
+ */
+export function assertPacksIndexed(packs: readonly ListedPack[]): void {
+  const bad = packs.filter((p) => !p.indexed);
+  if (bad.length === 0) return;
+  const first = bad[0] as ListedPack;
+  throw new IntegrityError(
+    `S3 pack ${first.key}${bad.length > 1 ? ` (and ${bad.length - 1} more)` : ''} has an unreadable index (${first.unreadable ?? 'unknown'}): the collection deleted nothing, since a manifest in it may reference any blob; \`sluice verify\` lists such packs`,
+    { keys: bad.map((p) => p.key), reasons: bad.map((p) => p.unreadable ?? 'unknown') },
+  );
 }
 
 /** Deletes the packs of `dead` that the re-check does not keep; what it removed. */
@@ -46,7 +63,9 @@ export async function sweepS3Packs(
   await opts.step('relisted');
   const before = new Set(listed.map((p) => `${p.key} ${p.etag}`));
   const sizes = new Map<string, number>();
-  for (const p of await backend.packObjects.list()) {
+  const relisted = await backend.packObjects.list();
+  assertPacksIndexed(relisted);
+  for (const p of relisted) {
     for (const e of p.entries) sizes.set(e.digest, e.length);
     // Uploaded since the listing: young again, and so is what its manifests name.
     if (!before.has(`${p.key} ${p.etag}`)) for (const e of p.entries) keep.add(e.digest);

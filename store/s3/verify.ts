@@ -2,7 +2,8 @@
  * Verify of an S3 store: every blob object and packed blob hashed, streamed in ranged GETs
  * of one block at a time (store/s3/remote-file.ts), so memory is one block
  * whatever the object's size; corrupt ones reported; manifest references
- * that are absent reported as missing.
+ * that are absent reported as missing; packs whose index cannot be read
+ * reported as such (what they hold cannot be checked).
  *
  * `repair` deletes each corrupt object, so that it is missing rather than
  * wrong (a read is ENOTFOUND instead of EINTEGRITY, and verify of the
@@ -65,7 +66,12 @@ export async function verifyS3Store(
   }
   // Packed blobs: each record hashed. A corrupt one is reported; a pack holds other blobs, so repair leaves it
   // (publishing the content again packs a good copy, which reads then find).
-  for (const pack of await backend.packObjects.list()) {
+  // Every index from the bucket: an audit does not take the host's cached copies on trust.
+  for (const pack of await backend.packObjects.list(true)) {
+    if (!pack.indexed) {
+      report.unreadablePacks.push(`${pack.key.slice(backend.keyBase.length)}: ${pack.unreadable ?? 'unknown'}`);
+      continue;
+    }
     for (const e of pack.entries) {
       const loc = { key: pack.key, etag: pack.etag, offset: e.offset, length: e.length };
       const check = await checkBlob(store, e.digest, async () => {
@@ -88,6 +94,7 @@ export async function verifyS3Store(
   }
   report.corrupt.sort();
   report.quarantined.sort();
+  report.unreadablePacks.sort();
   const absent = [...referenced].filter((d) => !present.has(d));
   // Nothing is ever moved on S3 (a tombstone marks a blob in place): absent is missing.
   report.missing = (await Promise.all(absent.map(async (d) => ((await backend.hasBlob(d)) ? undefined : d))))

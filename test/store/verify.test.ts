@@ -24,6 +24,7 @@ describe('store verification', () => {
       repairFailed: [],
       packed: 0,
       tornPacks: [],
+      unreadablePacks: [],
     });
   });
 
@@ -46,6 +47,7 @@ describe('store verification', () => {
       repairFailed: [],
       packed: 0,
       tornPacks: [],
+      unreadablePacks: [],
     });
   });
 
@@ -71,6 +73,7 @@ describe('store verification', () => {
       repairFailed: [],
       packed: 0,
       tornPacks: [],
+      unreadablePacks: [],
     });
     expect(await filesUnder(dir)).toEqual(before);
     expect(await fsp.readFile(t, 'utf8')).toBe('tru');
