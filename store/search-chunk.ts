@@ -61,18 +61,6 @@ export class Page {
   }
 }
 
-/** What {@link searchChunk} searched. */
-export interface ChunkResult {
-  /** Lines of the chunk searched (all of them unless the page ended). */
-  lines: number;
-  /**
-   * When the page ended at its match limit, the start of the line after the
-   * last match (a byte position in the chunk, for the byte scanner) and its
-   * number: where the next page's pass goes on.
-   */
-  stop?: { at: number; line: number };
-}
-
 // Returns the lines of `chunk` searched; `partial`: the chunk is the first part of one long line.
 // `entries`: index entries in `chunk` (positions there), so lines between hits need not be counted.
 export function searchChunk(
@@ -82,7 +70,7 @@ export function searchChunk(
   page: Page,
   partial = false,
   entries: readonly ChunkEntry[] = [],
-): ChunkResult {
+): { lines: number } {
   const line = m.pattern?.line;
   const s = m.needle
     ? byteScanner(chunk, chunk.length, m.needle, line && ((text) => line.test(text)))
@@ -173,10 +161,6 @@ export function searchChunk(
     cursor = from;
     cursorLine = lineNo;
     if (!emitAfter()) return lines();
-  }
-  if (!page.full && page.matches >= page.limit && page.after === 0 && !partial) {
-    // The rest of the chunk is the next page's: its newlines are not counted here.
-    return { lines: lineNo - base, stop: { at: from, line: lineNo } };
   }
   if (page.context > 0 && !partial) {
     const keep: SearchLine[] = [];

@@ -77,7 +77,6 @@ export class ReadAhead {
   private taken = 0;
   private submitted = 0;
   private current: ReadChunk | undefined;
-  private closed = false;
 
   constructor(
     private readonly handle: BlobHandle,
@@ -157,10 +156,8 @@ export class ReadAhead {
     return this.current;
   }
 
-  /** Waits for the reads under way (their errors are dropped) and keeps the buffers for the next pass; idempotent. */
+  /** Waits for the reads under way (their errors are dropped) and keeps the buffers for the next pass. */
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
     await Promise.all(this.pending.map((p) => p?.catch(() => {})));
     if (this.full) returnBuffers(this.size, this.buffers);
   }

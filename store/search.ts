@@ -15,8 +15,7 @@ import { IndexCursor } from './index-cursor.js';
 import { markIndexUnavailable, openVerifiedBlob, type VerifiedBlob } from './integrity.js';
 import { ByteNeedle } from './needle.js';
 import { lineStartByte, resolveArtifact } from './pages.js';
-import { type ChunkEntry, type ChunkResult, type Matcher, Page, searchChunk } from './search-chunk.js';
-import { closePass, type PassResources, park, type ResumePoint, takeParked } from './search-park.js';
+import { type ChunkEntry, type Matcher, Page, searchChunk } from './search-chunk.js';
 import { ReadAhead, type ReadAheadShape } from './search-reader.js';
 import { asciiFoldable, compileLinePattern, literalPattern } from './search-regex.js';
 import type { Store } from './store.js';
@@ -141,11 +140,6 @@ function yieldTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-/** The parking key of a search: the blob and what is searched for (a page's limit does not change where lines match). */
-function passKey(blob: string, opts: SearchOptions): string {
-  return JSON.stringify([blob, opts.pattern, opts.regex === true, opts.ignoreCase === true]);
-}
-
 /** Searches the artifact at `uri` in O(read + line window + page) memory; read errors, EBADARGS. */
 export async function searchArtifact(store: Store, uri: string, opts: SearchOptions): Promise<SearchPage> {
   const context = count('context', opts.context, 0, MAX_SEARCH_CONTEXT, 0);
@@ -153,12 +147,7 @@ export async function searchArtifact(store: Store, uri: string, opts: SearchOpti
   const offset = count('offset', opts.offset, 0, Number.MAX_SAFE_INTEGER, 0);
   const matcher = compile(opts);
   const target = await resolveArtifact(store, uri);
-  const key = passKey(target.blob, opts);
-  // Context before a page's first line comes only from that page's own reads: such a page starts afresh.
-  const resumed = context === 0 ? takeParked(store, key, offset) : undefined;
-  let pass: PassResources | undefined = resumed;
-  const blob = resumed?.blob ?? (await openVerifiedBlob(store, target.blob));
-  let parkAt: ResumePoint | undefined;
+  const blob = await openVerifiedBlob(store, target.blob);
   try {
     if (target.expectedBytes !== undefined && blob.bytes !== target.expectedBytes) {
       throw new IntegrityError(
@@ -170,22 +159,17 @@ export async function searchArtifact(store: Store, uri: string, opts: SearchOpti
     let longLines = 0;
     let nextOffset: number | null = null;
     if (offset < blob.lines) {
-      let r: PassEnd;
+      let r: { longLines: number; nextOffset: number | null };
       try {
-        pass ??= await startPass(store, blob, offset, matcher);
-        r = await scanFrom(pass, offset, matcher, page, opts.signal, resumed?.resume);
+        r = await scan(store, blob, offset, matcher, page, opts.signal);
       } catch (err) {
         if (!(err instanceof IndexDisagrees)) throw err;
         markIndexUnavailable(store, blob.digest);
-        await closeReads(pass);
         page = new Page(context, limit);
-        pass = await startPass(store, blob, offset, matcher);
-        r = await scanFrom(pass, offset, matcher, page, opts.signal);
+        r = await scan(store, blob, offset, matcher, page, opts.signal);
       }
       longLines = r.longLines;
       nextOffset = r.nextOffset;
-      // Only the byte scanner's positions are bytes of the read, where a pass can go on.
-      if (context === 0 && matcher.needle !== undefined && r.resume?.line === nextOffset) parkAt = r.resume;
     }
     return {
       lines: page.lines,
@@ -198,48 +182,43 @@ export async function searchArtifact(store: Store, uri: string, opts: SearchOpti
       ...(target.stream === undefined ? {} : { stream: target.stream }),
     };
   } finally {
-    if (pass !== undefined && parkAt !== undefined) park(store, key, pass, parkAt);
-    else if (pass !== undefined) await closePass(pass);
-    else await blob.close();
+    await blob.close();
   }
 }
 
-/** Closes a pass's reads and index, leaving its blob open. */
-async function closeReads(pass: PassResources | undefined): Promise<void> {
-  await pass?.reader.close().catch(() => {});
-  await pass?.index?.close();
-}
-
-/** The reads (and, for the byte scanner, the index cursor) of a pass from line `offset`. */
-async function startPass(store: Store, blob: VerifiedBlob, offset: number, m: Matcher): Promise<PassResources> {
-  const position = await lineStartByte(store, blob, offset);
-  // Only the byte scanner numbers lines from the index: the text one walks every newline anyway.
-  const index = m.needle ? await IndexCursor.open(store, blob, { line: offset, byte: position }) : undefined;
-  return { blob, index, reader: new ReadAhead(blob.handle, position, blob.bytes, READ_SHAPE) };
-}
-
-/** How a page's pass ended; `resume` when it stopped at the page's match limit inside a read. */
-interface PassEnd {
-  longLines: number;
-  nextOffset: number | null;
-  resume?: ResumePoint;
-}
-
-// The pass itself, from line `offset` (where the pass's reads start, or `resume` inside one of them).
-async function scanFrom(
-  resources: PassResources,
+async function scan(
+  store: Store,
+  blob: VerifiedBlob,
   offset: number,
   m: Matcher,
   page: Page,
   signal: AbortSignal | undefined,
-  resume?: ResumePoint,
-): Promise<PassEnd> {
-  const { blob, reader, index } = resources;
+): Promise<{ longLines: number; nextOffset: number | null }> {
+  const position = await lineStartByte(store, blob, offset);
+  // Only the byte scanner numbers lines from the index: the text one walks every newline anyway.
+  const index = m.needle ? await IndexCursor.open(store, blob, { line: offset, byte: position }) : undefined;
+  try {
+    return await scanFrom(blob, position, offset, m, page, signal, index);
+  } finally {
+    await index?.close();
+  }
+}
+
+// The pass itself, from the line start `position` (line `offset`).
+async function scanFrom(
+  blob: VerifiedBlob,
+  startByte: number,
+  offset: number,
+  m: Matcher,
+  page: Page,
+  signal: AbortSignal | undefined,
+  index: IndexCursor | undefined,
+): Promise<{ longLines: number; nextOffset: number | null }> {
   const cost = costPerByte(m);
   const budgetMs = searchBudgetMs();
   let spentMs = 0;
   /** Searches one slice, adding the time it took to the page's matching time. */
-  const timed = (f: () => ChunkResult): ChunkResult => {
+  const timed = (f: () => { lines: number }): { lines: number } => {
     const t = performance.now();
     try {
       return f();
@@ -256,86 +235,86 @@ async function scanFrom(
       { limit: 'searchTime', budgetMs, offset: at },
     );
   };
-  let line = offset;
-  let carry = 0;
-  /** Inside a line longer than the window: its first part was searched, skip to its end. */
-  let skipping = false;
-  let longLines = 0;
-  /** Whether line numbers came from the index, which the count at the end then checks. */
-  let indexed = resume?.indexed ?? false;
-  for (;;) {
-    signal?.throwIfAborted();
-    const chunk = resume?.chunk ?? (await reader.next(carry));
-    const { buf, base, end, atEof } = chunk;
-    let start = resume?.at ?? chunk.start;
-    if (skipping) {
-      const nl = buf.indexOf(LF, start);
-      if (nl === -1 || nl >= end) {
-        if (atEof) return { longLines, nextOffset: null };
+  const reader = new ReadAhead(blob.handle, startByte, blob.bytes, READ_SHAPE);
+  try {
+    return await pass();
+  } finally {
+    // The blob is closed after this returns: no read may still be under way then.
+    await reader.close();
+  }
+
+  async function pass(): Promise<{ longLines: number; nextOffset: number | null }> {
+    let line = offset;
+    let carry = 0;
+    /** Inside a line longer than the window: its first part was searched, skip to its end. */
+    let skipping = false;
+    let longLines = 0;
+    /** Whether line numbers came from the index, which the count at the end then checks. */
+    let indexed = false;
+    for (;;) {
+      signal?.throwIfAborted();
+      const { buf, base, end, atEof, start: carried } = await reader.next(carry);
+      let start = carried;
+      if (skipping) {
+        const nl = buf.indexOf(LF, start);
+        if (nl === -1 || nl >= end) {
+          if (atEof) return { longLines, nextOffset: null };
+          carry = 0;
+          continue;
+        }
+        skipping = false;
+        start = nl + 1;
+        line++;
+      }
+      const lastNl = buf.lastIndexOf(LF, end - 1);
+      const complete = atEof ? end : lastNl >= start ? lastNl + 1 : start;
+      const rest = end - complete;
+      const entries = index?.usable ? await chunkEntries(index, buf, base, start, complete, line) : [];
+      indexed ||= entries.length > 0;
+      let taken = 0;
+      // A regular expression's text goes in slices of about SLICE_WORK, each ending at a newline.
+      const slice = m.pattern ? Math.max(4096, Math.floor(SLICE_WORK / cost)) : complete - start;
+      while (complete > start) {
+        const nl = start + slice >= complete ? complete - 1 : buf.indexOf(LF, start + slice);
+        const stop = nl === -1 || nl >= complete ? complete : nl + 1;
+        const from = start;
+        const inSlice: ChunkEntry[] = [];
+        for (; taken < entries.length && (entries[taken] as ChunkEntry).at <= stop; taken++) {
+          const e = entries[taken] as ChunkEntry;
+          if (e.at >= from) inSlice.push({ at: e.at - from, line: e.line });
+        }
+        const r = timed(() => searchChunk(buf.subarray(from, stop), line, m, page, false, inSlice));
+        if (page.full || (page.matches >= page.limit && page.after === 0)) {
+          return { longLines, nextOffset: nextAfter(page, r.lines + line, blob.lines) };
+        }
+        line += r.lines;
+        start = stop;
+        if (!(atEof && start >= complete) && overBudget(line)) return { longLines, nextOffset: line };
+        if (m.pattern && start < complete) {
+          await yieldTurn();
+          signal?.throwIfAborted();
+        }
+      }
+      if (atEof) {
+        if (indexed && line !== blob.lines) throw new IndexDisagrees();
+        return { longLines, nextOffset: null };
+      }
+      if (rest >= SEARCH_LINE_WINDOW) {
+        // A line longer than the window: search its first part alone, then skip the rest of it.
+        longLines++;
+        const part = buf.subarray(complete, complete + SEARCH_LINE_WINDOW);
+        timed(() => searchChunk(part, line, m, page, true));
+        if (page.full || (page.matches >= page.limit && page.after === 0)) {
+          return { longLines, nextOffset: nextAfter(page, line + 1, blob.lines) };
+        }
+        // The long line was searched as far as it ever is: a page cut here continues after it.
+        if (line + 1 < blob.lines && overBudget(line + 1)) return { longLines, nextOffset: line + 1 };
+        skipping = true;
         carry = 0;
         continue;
       }
-      skipping = false;
-      start = nl + 1;
-      line++;
+      carry = rest;
     }
-    const lastNl = buf.lastIndexOf(LF, end - 1);
-    const complete = atEof ? end : lastNl >= start ? lastNl + 1 : start;
-    const rest = end - complete;
-    const entries =
-      resume?.entries ?? (index?.usable ? await chunkEntries(index, buf, base, start, complete, line) : []);
-    resume = undefined;
-    indexed ||= entries.length > 0;
-    let taken = 0;
-    // A regular expression's text goes in slices of about SLICE_WORK, each ending at a newline.
-    const slice = m.pattern ? Math.max(4096, Math.floor(SLICE_WORK / cost)) : complete - start;
-    while (complete > start) {
-      const nl = start + slice >= complete ? complete - 1 : buf.indexOf(LF, start + slice);
-      const stop = nl === -1 || nl >= complete ? complete : nl + 1;
-      const from = start;
-      const inSlice: ChunkEntry[] = [];
-      for (; taken < entries.length && (entries[taken] as ChunkEntry).at <= stop; taken++) {
-        const e = entries[taken] as ChunkEntry;
-        if (e.at >= from) inSlice.push({ at: e.at - from, line: e.line });
-      }
-      const r = timed(() => searchChunk(buf.subarray(from, stop), line, m, page, false, inSlice));
-      if (page.full || (page.matches >= page.limit && page.after === 0)) {
-        const at = r.stop === undefined ? undefined : from + r.stop.at;
-        return {
-          longLines,
-          nextOffset: nextAfter(page, r.lines + line, blob.lines),
-          ...(at === undefined || r.stop === undefined || at > complete
-            ? {}
-            : { resume: { chunk, at, line: r.stop.line, entries: entries.filter((e) => e.at >= at), indexed } }),
-        };
-      }
-      line += r.lines;
-      start = stop;
-      if (!(atEof && start >= complete) && overBudget(line)) return { longLines, nextOffset: line };
-      if (m.pattern && start < complete) {
-        await yieldTurn();
-        signal?.throwIfAborted();
-      }
-    }
-    if (atEof) {
-      if (indexed && line !== blob.lines) throw new IndexDisagrees();
-      return { longLines, nextOffset: null };
-    }
-    if (rest >= SEARCH_LINE_WINDOW) {
-      // A line longer than the window: search its first part alone, then skip the rest of it.
-      longLines++;
-      const part = buf.subarray(complete, complete + SEARCH_LINE_WINDOW);
-      timed(() => searchChunk(part, line, m, page, true));
-      if (page.full || (page.matches >= page.limit && page.after === 0)) {
-        return { longLines, nextOffset: nextAfter(page, line + 1, blob.lines) };
-      }
-      // The long line was searched as far as it ever is: a page cut here continues after it.
-      if (line + 1 < blob.lines && overBudget(line + 1)) return { longLines, nextOffset: line + 1 };
-      skipping = true;
-      carry = 0;
-      continue;
-    }
-    carry = rest;
   }
 }
 

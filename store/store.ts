@@ -15,7 +15,6 @@ import type { ReadPage, ReadPageBytes, ReadPageOptions } from './pages.js';
 import type { Pin } from './pins.js';
 import { Placement } from './placement.js';
 import type { LeaseOptions } from './s3/lease.js';
-import { closeParked } from './search-park.js';
 import { VerifiedBlobs } from './verified.js';
 import type { VerifyOptions, VerifyReport } from './verify.js';
 
@@ -144,7 +143,6 @@ export class Store {
   /** Later writes fail with ECLOSED; the pin journal is removed when nothing is held. */
   async close(): Promise<void> {
     this.closed = true;
-    await closeParked(this);
     await this.backend.close();
   }
 
