@@ -197,10 +197,10 @@ export class FarmWorker {
     try {
       while (!this.#stopping) {
         // A call's slot is free once it ended: its result is recorded meanwhile. Results that the queue
-        // is slow to take stop the taking once as many wait as calls may run.
+        // is slow to take stop the taking once more wait than calls may run.
         const recording = this.#running.size - this.#calling;
         const free = this.#limit - this.#calling - this.#requested;
-        if (free <= 0 || recording >= this.#limit || pulls.size >= MAX_PULLS) {
+        if (free <= 0 || recording > this.#limit || pulls.size >= MAX_PULLS) {
           await this.#changes.next();
           continue;
         }
@@ -263,6 +263,8 @@ export class FarmWorker {
         this.#calling--;
         this.#changes.signal();
       }
+      // The pull for the freed slot goes out first: it is on the next call's path, the result is not.
+      await new Promise<void>((r) => setImmediate(r));
       if (entry.released) return false;
       return this.#record(d, result);
     });
