@@ -20,7 +20,9 @@
  *   worker at concurrency 1) against a local batch at concurrency 1 with a
  *   session (a farm batch has one, and its worker records each call in
  *   it), three rounds each, alternating; the median per-call time of each,
- *   and the difference (target <= 5 ms: what a queued call adds).
+ *   and the difference (target <= 5 ms: what a queued call adds); beside
+ *   it, the median round trip of a read from the queue (two are on a queued
+ *   call's path).
  *
  *   SLUICE_BENCH_FARM_CALLS (600), SLUICE_BENCH_FARM_CONCURRENCY (the worker's default), SLUICE_BENCH_FARM_SMALL (200)
  */
@@ -170,13 +172,29 @@ async function ceiling(procs: number): Promise<number> {
   return (CALLS * 1000) / Math.max(...ms);
 }
 
-async function overhead(): Promise<{ farmMs: number; localMs: number }> {
+/**
+ * The median of SMALL reads of a result that does not stand, one after
+ * another: the round trip to nats-server that a queued call makes twice on
+ * its path (the pull that brings it, the read of whether its result stands).
+ */
+async function roundTrip(q: FarmQueue): Promise<number> {
+  const ms: number[] = [];
+  for (let i = 0; i < SMALL; i++) {
+    const t0 = performance.now();
+    await q.result('round-trip', `r${i}`);
+    ms.push(performance.now() - t0);
+  }
+  return median(ms);
+}
+
+async function overhead(): Promise<{ farmMs: number; localMs: number; roundTripMs: number }> {
   const url = `${queueUp()}/small`;
   const q = await FarmQueue.open(url, { worker: 'bench' });
   const [w] = [await worker(url, 1)];
   const engine = await Engine.open({ store: join(tmp.dir, 'local'), concurrency: 1 });
   const farm: number[] = [];
   const local: number[] = [];
+  const trips: number[] = [];
   try {
     // A warm-up of each, not counted.
     await farmBatch(q, 'warm', 20, 'true');
@@ -186,6 +204,7 @@ async function overhead(): Promise<{ farmMs: number; localMs: number }> {
     }
     for (let round = 0; round < ROUNDS; round++) {
       farm.push((await farmBatch(q, `small-${round}`, SMALL, 'true')) / SMALL);
+      trips.push(await roundTrip(q));
       const items = Array.from({ length: SMALL }, (_, i) => ({
         id: `l${round}-${i}`,
         tool: 'bash',
@@ -202,7 +221,7 @@ async function overhead(): Promise<{ farmMs: number; localMs: number }> {
     await stop([w!]);
     await q.close();
   }
-  return { farmMs: median(farm), localMs: median(local) };
+  return { farmMs: median(farm), localMs: median(local), roundTripMs: median(trips) };
 }
 
 try {
@@ -212,7 +231,7 @@ try {
   const three = await throughput('three', 3, concurrency);
   const localOne = await ceiling(1);
   const localThree = await ceiling(3);
-  const { farmMs, localMs } = await overhead();
+  const { farmMs, localMs, roundTripMs } = await overhead();
   const host = hostShare(before, hostSample());
   const ratio = three / one;
   const added = farmMs - localMs;
@@ -232,6 +251,7 @@ try {
     small: SMALL,
     farmPerCallMs: Math.round(farmMs * 100) / 100,
     localPerCallMs: Math.round(localMs * 100) / 100,
+    queueRoundTripMs: Math.round(roundTripMs * 100) / 100,
     ...(host ? { host } : {}),
     targets,
     pass: passes(targets),
