@@ -4,15 +4,27 @@
  * processes over one store:
  *
  * - throughput: SLUICE_BENCH_FARM_CALLS calls of `sleep 1` through one
- *   worker, then through three, each at SLUICE_BENCH_FARM_CONCURRENCY;
- *   the ratio of the rates (target >= 2.7: three workers nearly triple a
- *   farm bound by its calls, not by the queue);
+ *   worker, then through three, each at SLUICE_BENCH_FARM_CONCURRENCY
+ *   (default: the worker's own default, max(16, 2 x cores)); the ratio of
+ *   the rates (target >= 2.7: three workers nearly triple a farm bound by
+ *   its calls, not by the queue). The workers are started and warmed (a
+ *   batch of `sleep 0.2` filling every worker's slots) before the clock
+ *   starts: a farm's workers run for hours, so their start is not its
+ *   throughput. The clock runs from the first submission to the last result.
+ * - the host's ceiling for that ratio, without a queue: the same calls in
+ *   one local engine process, then split over three at once (each warmed,
+ *   at the same concurrency, recording a session as a worker does). On a
+ *   machine with fewer cores than it takes to run three workers' calls, this
+ *   ratio is below 3 and the farm's cannot exceed it.
  * - overhead: SLUICE_BENCH_FARM_SMALL calls of `true` one at a time (one
- *   worker at concurrency 1) against a local batch at concurrency 1, three
- *   rounds each, alternating; the median per-call time of each, and the
- *   difference (target <= 5 ms: what a queued call adds).
+ *   worker at concurrency 1) against a local batch at concurrency 1 with a
+ *   session (a farm batch has one, and its worker records each call in
+ *   it), three rounds each, alternating; the median per-call time of each,
+ *   and the difference (target <= 5 ms: what a queued call adds); beside
+ *   it, the median round trip of a read from the queue (two are on a queued
+ *   call's path).
  *
- *   SLUICE_BENCH_FARM_CALLS (600), SLUICE_BENCH_FARM_CONCURRENCY (50), SLUICE_BENCH_FARM_SMALL (200)
+ *   SLUICE_BENCH_FARM_CALLS (600), SLUICE_BENCH_FARM_CONCURRENCY (the worker's default), SLUICE_BENCH_FARM_SMALL (200)
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -26,10 +38,37 @@ import { passes, target } from './targets.js';
 import { envInt, median, report, tempDir } from './util.js';
 
 const CALLS = envInt('SLUICE_BENCH_FARM_CALLS', 600);
-const CONCURRENCY = envInt('SLUICE_BENCH_FARM_CONCURRENCY', 50);
+/** 0: the default a user gets (the engine's). */
+const CONCURRENCY = envInt('SLUICE_BENCH_FARM_CONCURRENCY', 0);
 const SMALL = envInt('SLUICE_BENCH_FARM_SMALL', 200);
 const ROUNDS = 3;
 const MAIN = join(ROOT, 'dist', 'cli', 'main.js');
+
+if (process.argv[2] === '--local') await localChild(process.argv[3]!, Number(process.argv[4]));
+
+/**
+ * A local engine process of the ceiling measurement: opens its engine in
+ * `dir`, warms it, says `ready`, and on a line from its parent runs `n`
+ * calls of `sleep 1` in a session and prints the milliseconds they took.
+ */
+async function localChild(dir: string, n: number): Promise<never> {
+  const engine = await Engine.open({ store: dir, ...(CONCURRENCY > 0 ? { concurrency: CONCURRENCY } : {}) });
+  const c = engine.options.concurrency;
+  const batch = async (session: string, count: number, command: string) => {
+    const items = Array.from({ length: count }, (_, i) => ({ id: `${session}${i}`, tool: 'bash', args: { command } }));
+    for await (const r of engine.batch(items, { session })) {
+      if (r.result?.status !== 'success') throw new Error('a local call failed');
+    }
+  };
+  await batch('warm', c, 'sleep 0.2');
+  process.stdout.write('ready\n');
+  for await (const _ of createInterface({ input: process.stdin })) break;
+  const t0 = performance.now();
+  await batch('run', n, 'sleep 1');
+  process.stdout.write(`${performance.now() - t0}\n`);
+  await engine.close();
+  process.exit(0);
+}
 
 const tmp = tempDir('sluice-bench-farm-');
 const qdir = join(tmp.dir, 'queue');
@@ -50,7 +89,15 @@ function queueUp(): string {
 async function worker(url: string, concurrency: number): Promise<ChildProcess> {
   const child = spawn(
     process.execPath,
-    [MAIN, 'worker', '--queue', url, '--store', store, '--concurrency', String(concurrency)],
+    [
+      MAIN,
+      'worker',
+      '--queue',
+      url,
+      '--store',
+      store,
+      ...(concurrency > 0 ? ['--concurrency', String(concurrency)] : []),
+    ],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
     },
@@ -82,23 +129,72 @@ async function farmBatch(q: FarmQueue, session: string, n: number, command: stri
   return performance.now() - t0;
 }
 
-async function throughput(name: string, workers: number): Promise<number> {
+/** The concurrency a worker runs at: the bench's setting, else the engine's default. */
+async function workerConcurrency(): Promise<number> {
+  if (CONCURRENCY > 0) return CONCURRENCY;
+  const engine = await Engine.open({ store: join(tmp.dir, 'defaults') });
+  try {
+    return engine.options.concurrency;
+  } finally {
+    await engine.close();
+  }
+}
+
+async function throughput(name: string, workers: number, concurrency: number): Promise<number> {
   const url = `${queueUp()}/${name}`;
   const q = await FarmQueue.open(url, { worker: 'bench' });
   const ws = await Promise.all(Array.from({ length: workers }, () => worker(url, CONCURRENCY)));
+  // Every worker's slots filled once: its engine, session log and spawn helper are warm.
+  await farmBatch(q, `${name}-warm`, workers * concurrency, 'sleep 0.2');
   const ms = await farmBatch(q, name, CALLS, 'sleep 1');
   await stop(ws);
   await q.close();
   return (CALLS * 1000) / ms;
 }
 
-async function overhead(): Promise<{ farmMs: number; localMs: number }> {
+/** Calls per second of CALLS calls of `sleep 1` split over `procs` local engine processes started at once (see the module comment). */
+async function ceiling(procs: number): Promise<number> {
+  const kids = Array.from({ length: procs }, (_, i) => {
+    const n = Math.floor(CALLS / procs) + (i < CALLS % procs ? 1 : 0);
+    const child = spawn(
+      process.execPath,
+      [process.argv[1]!, '--local', join(tmp.dir, `local-${procs}-${i}`), String(n)],
+      {
+        stdio: ['pipe', 'pipe', 'inherit'],
+      },
+    );
+    children.push(child);
+    return { child, lines: createInterface({ input: child.stdout! })[Symbol.asyncIterator]() };
+  });
+  for (const k of kids) if ((await k.lines.next()).value !== 'ready') throw new Error('a local engine did not start');
+  for (const k of kids) k.child.stdin!.write('go\n');
+  const ms = await Promise.all(kids.map(async (k) => Number((await k.lines.next()).value)));
+  return (CALLS * 1000) / Math.max(...ms);
+}
+
+/**
+ * The median of SMALL reads of a result that does not stand, one after
+ * another: the round trip to nats-server that a queued call makes twice on
+ * its path (the pull that brings it, the read of whether its result stands).
+ */
+async function roundTrip(q: FarmQueue): Promise<number> {
+  const ms: number[] = [];
+  for (let i = 0; i < SMALL; i++) {
+    const t0 = performance.now();
+    await q.result('round-trip', `r${i}`);
+    ms.push(performance.now() - t0);
+  }
+  return median(ms);
+}
+
+async function overhead(): Promise<{ farmMs: number; localMs: number; roundTripMs: number }> {
   const url = `${queueUp()}/small`;
   const q = await FarmQueue.open(url, { worker: 'bench' });
   const [w] = [await worker(url, 1)];
   const engine = await Engine.open({ store: join(tmp.dir, 'local'), concurrency: 1 });
   const farm: number[] = [];
   const local: number[] = [];
+  const trips: number[] = [];
   try {
     // A warm-up of each, not counted.
     await farmBatch(q, 'warm', 20, 'true');
@@ -108,13 +204,14 @@ async function overhead(): Promise<{ farmMs: number; localMs: number }> {
     }
     for (let round = 0; round < ROUNDS; round++) {
       farm.push((await farmBatch(q, `small-${round}`, SMALL, 'true')) / SMALL);
+      trips.push(await roundTrip(q));
       const items = Array.from({ length: SMALL }, (_, i) => ({
         id: `l${round}-${i}`,
         tool: 'bash',
         args: { command: 'true' },
       }));
       const t0 = performance.now();
-      for await (const r of engine.batch(items, { concurrency: 1 })) {
+      for await (const r of engine.batch(items, { concurrency: 1, session: `local-${round}` })) {
         if (r.result?.status !== 'success') throw new Error('a local call failed');
       }
       local.push((performance.now() - t0) / SMALL);
@@ -124,14 +221,17 @@ async function overhead(): Promise<{ farmMs: number; localMs: number }> {
     await stop([w!]);
     await q.close();
   }
-  return { farmMs: median(farm), localMs: median(local) };
+  return { farmMs: median(farm), localMs: median(local), roundTripMs: median(trips) };
 }
 
 try {
   const before = hostSample();
-  const one = await throughput('one', 1);
-  const three = await throughput('three', 3);
-  const { farmMs, localMs } = await overhead();
+  const concurrency = await workerConcurrency();
+  const one = await throughput('one', 1, concurrency);
+  const three = await throughput('three', 3, concurrency);
+  const localOne = await ceiling(1);
+  const localThree = await ceiling(3);
+  const { farmMs, localMs, roundTripMs } = await overhead();
   const host = hostShare(before, hostSample());
   const ratio = three / one;
   const added = farmMs - localMs;
@@ -142,12 +242,16 @@ try {
   report({
     bench: 'farm',
     calls: CALLS,
-    concurrency: CONCURRENCY,
+    concurrency,
     oneWorkerCallsPerSecond: Math.round(one * 10) / 10,
     threeWorkersCallsPerSecond: Math.round(three * 10) / 10,
+    localOneCallsPerSecond: Math.round(localOne * 10) / 10,
+    localThreeCallsPerSecond: Math.round(localThree * 10) / 10,
+    hostCeilingRatio: Math.round((localThree / localOne) * 100) / 100,
     small: SMALL,
     farmPerCallMs: Math.round(farmMs * 100) / 100,
     localPerCallMs: Math.round(localMs * 100) / 100,
+    queueRoundTripMs: Math.round(roundTripMs * 100) / 100,
     ...(host ? { host } : {}),
     targets,
     pass: passes(targets),

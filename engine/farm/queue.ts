@@ -1,7 +1,8 @@
 /**
  * A farm queue on NATS JetStream (docs/architecture.md, "Farm queue"): a
- * submitter puts a batch's calls in, workers on any host take them one
- * delivery at a time under a renewable lease, and each item gets exactly one
+ * submitter puts a batch's calls in, workers on any host take them (a pull
+ * asks for as many as a worker has free slots), each delivery under a
+ * renewable lease, and each item gets exactly one
  * recorded result, fenced on the server, whatever dies or stalls. Results
  * are references into the shared store; a submitter that resumes reads them
  * back from the queue.
@@ -9,6 +10,7 @@
 import { hostname } from 'node:os';
 import type * as JetStream from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { Changes } from '../batch/changes.js';
 import { ProtocolError, QueueFullError } from '../protocol/errors.js';
 import { type EffectiveBounds, ensureQueue, type QueueBounds, resolveBounds } from './bounds.js';
 import { Delivery } from './lease.js';
@@ -16,6 +18,7 @@ import { loadNats, type NatsClient } from './nats.js';
 import { parseQueueUrl, type QueueAddress } from './queue-url.js';
 import { decodeCall, decodeResult, encodeCall, encodeResult, type FarmCall, type FarmResult } from './records.js';
 import { idToken, type QueueNames, queueNames } from './subjects.js';
+import { WithdrawalWatch } from './withdrawals.js';
 
 /** Options of {@link FarmQueue.open}: the queue's bounds (used when this process creates it) and who this process is. */
 export interface FarmQueueOptions extends QueueBounds {
@@ -56,6 +59,8 @@ export class FarmQueue {
   readonly #consumer: JetStream.Consumer;
   /** Withdrawal is for good, so a batch seen withdrawn is never asked about again. */
   readonly #withdrawn = new Set<string>();
+  /** Started by the first pull: a worker learns of withdrawals from it instead of a read per delivery. */
+  #watch: Promise<WithdrawalWatch | undefined> | undefined;
 
   private constructor(parts: {
     address: QueueAddress;
@@ -154,11 +159,74 @@ export class FarmQueue {
     for (;;) {
       const left = deadline - Date.now();
       if (left <= 0) return null;
-      const msg = await this.#consumer.next({ expires: Math.min(MAX_PULL_MS, Math.max(MIN_PULL_MS, left)) });
-      if (msg === null) continue;
-      const delivery = await this.#admit(msg);
-      if (delivery) return delivery;
+      for await (const delivery of this.pull(1, { timeoutMs: left })) return delivery;
     }
+  }
+
+  /**
+   * One pull of up to `max` items: yields each delivery as soon as it is
+   * admitted (the items of a pull are admitted at once, not one after the
+   * other), and ends once `max` items came or `timeoutMs` (clamped to
+   * 1-30 s) passed. Items are settled on the way as by {@link take}, so
+   * fewer than the items that came may be yielded. On an error, deliveries
+   * admitted and not yet yielded are handed back.
+   */
+  async *pull(max: number, options: { timeoutMs?: number } = {}): AsyncGenerator<Delivery, void, undefined> {
+    const expires = Math.min(MAX_PULL_MS, Math.max(MIN_PULL_MS, options.timeoutMs ?? MIN_PULL_MS));
+    await this.#watching();
+    const messages = await this.#request(() =>
+      this.#consumer.fetch({ max_messages: Math.max(1, Math.floor(max)), expires }),
+    );
+    const ready: Delivery[] = [];
+    const changes = new Changes();
+    let admitting = 0;
+    let fetching = true;
+    let failure: unknown;
+    const fail = (err: unknown) => {
+      failure ??= err;
+    };
+    void (async () => {
+      try {
+        for await (const msg of messages) {
+          admitting++;
+          this.#admit(msg)
+            .then((d) => void (d && ready.push(d)), fail)
+            .finally(() => {
+              admitting--;
+              changes.signal();
+            });
+        }
+      } catch (err) {
+        fail(err);
+      } finally {
+        fetching = false;
+        changes.signal();
+      }
+    })();
+    try {
+      for (;;) {
+        if (failure !== undefined) throw failure;
+        const d = ready.shift();
+        if (d) yield d;
+        else if (!fetching && admitting === 0) return;
+        else await changes.next();
+      }
+    } finally {
+      if (fetching) void messages.close();
+      while (fetching || admitting > 0) await changes.next();
+      for (const d of ready.splice(0)) d.release();
+    }
+  }
+
+  /** Starts the withdrawal watch once; without it (it could not start) withdrawals are read per delivery. */
+  #watching(): Promise<WithdrawalWatch | undefined> {
+    this.#watch ??= WithdrawalWatch.start(this.#js, this.#names.resultStream, this.#names.allWithdrawn, (subject) =>
+      this.#withdrawn.add(this.#names.parse(subject).batchId),
+    ).catch(() => {
+      this.#watch = undefined;
+      return undefined;
+    });
+    return this.#watch;
   }
 
   async #admit(msg: JetStream.JsMsg): Promise<Delivery | null> {
@@ -286,9 +354,10 @@ export class FarmQueue {
     this.#withdrawn.add(batchId);
   }
 
-  /** True when batch `batchId` was withdrawn. */
+  /** True when batch `batchId` was withdrawn: from the withdrawal watch while it is current, else read from the server. */
   async isWithdrawn(batchId: string): Promise<boolean> {
     if (this.#withdrawn.has(batchId)) return true;
+    if ((await this.#watch)?.current) return false;
     const mark = await this.#request(() =>
       this.#jsm.streams.getMessage(this.#names.resultStream, { last_by_subj: this.#names.withdrawn(batchId) }),
     );
@@ -298,6 +367,7 @@ export class FarmQueue {
 
   /** Closes the connection. Deliveries still held stop renewing; their items go to other workers after the lease. */
   async close(): Promise<void> {
+    await (await this.#watch)?.close().catch(() => {});
     if (!this.#nc.isClosed()) await this.#nc.close();
   }
 

@@ -22,6 +22,8 @@ export interface QueueNames {
   readonly allWork: string;
   /** Every subject of the result stream. */
   readonly allResults: readonly string[];
+  /** Every withdrawal mark (a worker's watch). */
+  readonly allWithdrawn: string;
   work(batchId: string, itemId: string): string;
   result(batchId: string, itemId: string): string;
   /** A batch's result subjects (for reading them back). */
@@ -54,6 +56,7 @@ export function queueNames(name: string): QueueNames {
     consumer: `sluice_${name}_workers`,
     allWork: `${root}.work.>`,
     allResults: [`${root}.result.>`, `${root}.withdrawn.>`],
+    allWithdrawn: `${root}.withdrawn.>`,
     work: (b, i) => `${root}.work.${idToken('batch', b)}.${idToken('item', i)}`,
     result: (b, i) => `${root}.result.${idToken('batch', b)}.${idToken('item', i)}`,
     batchResults: (b) => `${root}.result.${idToken('batch', b)}.*`,

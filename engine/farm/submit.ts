@@ -46,6 +46,12 @@ export interface FarmBatchOptions {
 
 /** Pause before submitting again into a full queue (EQUEUEFULL): workers take items meanwhile. */
 const FULL_RETRY_MS = 200;
+/**
+ * Submissions awaiting the server's answer at once: one at a time, a batch
+ * is submitted at one round trip per item, slower than a farm takes them;
+ * the window bounds what waits (an item's call, at most MAX_CALL_BYTES).
+ */
+const SUBMIT_WINDOW = 64;
 
 /** Runs `input` on the farm behind `options.queue` (see the module comment). */
 export async function* runFarmBatch(
@@ -130,17 +136,25 @@ class FarmRun {
     await this.follower;
   }
 
-  /** Reads and submits the input; an item recorded earlier is returned, not submitted. */
+  /** Reads and submits the input, up to SUBMIT_WINDOW items under way; an item recorded earlier is returned, not submitted. */
   private async read(input: Iterable<unknown> | AsyncIterable<unknown>): Promise<void> {
+    const submitting = new Set<Promise<void>>();
     try {
       for await (const value of input) {
-        if (this.cancelled) break;
+        if (this.cancelled || this.readerError !== undefined) break;
         const index = this.readCount++;
-        await this.submitItem(index, value);
+        const submitted: Promise<void> = this.submitItem(index, value)
+          .catch((err: unknown) => {
+            this.readerError ??= err;
+          })
+          .finally(() => submitting.delete(submitted));
+        submitting.add(submitted);
+        if (submitting.size >= SUBMIT_WINDOW) await Promise.race(submitting);
       }
     } catch (err) {
-      this.readerError = err;
+      this.readerError ??= err;
     } finally {
+      await Promise.all(submitting);
       this.readerDone = true;
       this.changes.signal();
     }

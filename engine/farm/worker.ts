@@ -27,7 +27,7 @@ export interface FarmWorkerEngine {
 
 /** Options of a {@link FarmWorker}. */
 export interface FarmWorkerOptions {
-  /** Items run at once. @default the engine's `concurrency` */
+  /** Calls run at once (an ended call's result is recorded while the next runs). @default the engine's `concurrency` */
   readonly concurrency?: number;
   /** How often the batches of running calls are checked for a withdrawal, in milliseconds. @default 1000 */
   readonly withdrawPollMs?: number;
@@ -78,6 +78,14 @@ export const deliveryCallId = (itemId: string, attempt: number): string =>
 
 /** Pause after a failed pull or record before trying again: the server may be restarting. */
 const RETRY_MS = 250;
+/** How long one pull waits for items; a drain waits for the pulls out to end, so at most this. */
+const PULL_MS = 1000;
+/**
+ * Pulls out at once. A pull asks for every slot free when it starts; a slot
+ * freed while this many are out waits for one of them to end (it ends as
+ * soon as its items came, at the latest after PULL_MS).
+ */
+const MAX_PULLS = 4;
 /** How long a result is retried before the delivery is left to its lease (another worker runs the item again). */
 const RECORD_PATIENCE_MS = 60_000;
 
@@ -96,6 +104,12 @@ export class FarmWorker {
   readonly #pollMs: number;
   readonly #onError: (err: unknown) => void;
   readonly #running = new Set<Running>();
+  /** Of the running items, those whose call has not ended (the rest are recording their result). */
+  #calling = 0;
+  /** Items asked for by the pulls out and not yet come: with the calls running, never more than the concurrency. */
+  #requested = 0;
+  /** Acknowledgements under way: a slot is free once its result is recorded, and the drain waits for these. */
+  readonly #acks = new Set<Promise<unknown>>();
   #taken = 0;
   #completed = 0;
   #failed = 0;
@@ -154,6 +168,7 @@ export class FarmWorker {
     try {
       while (this.#running.size > 0) await this.#changes.next();
       await this.#loop;
+      await Promise.all(this.#acks);
     } finally {
       clearTimeout(timer);
     }
@@ -170,38 +185,64 @@ export class FarmWorker {
     }
   }
 
+  /**
+   * Keeps the concurrency full: whenever slots are free and not yet asked
+   * for, a pull asks for all of them at once, so a worker's items arrive
+   * together and are admitted together instead of one round trip each.
+   */
   async #takeLoop(): Promise<void> {
     const watcher = setInterval(() => void this.#watchWithdrawals(), this.#pollMs);
     watcher.unref();
+    const pulls = new Set<Promise<void>>();
     try {
       while (!this.#stopping) {
-        while (!this.#stopping && this.#running.size >= this.#limit) await this.#changes.next();
-        if (this.#stopping) break;
-        let d: Delivery | null;
-        try {
-          d = await this.#queue.take({ timeoutMs: 1000 });
-          this.#lastPollAt = Date.now();
-        } catch (err) {
-          this.#onError(err);
-          await sleep(RETRY_MS);
+        // A call's slot is free once it ended: its result is recorded meanwhile. Results that the queue
+        // is slow to take stop the taking once more wait than calls may run.
+        const recording = this.#running.size - this.#calling;
+        const free = this.#limit - this.#calling - this.#requested;
+        if (free <= 0 || recording > this.#limit || pulls.size >= MAX_PULLS) {
+          await this.#changes.next();
           continue;
         }
-        if (d === null) continue;
-        if (this.#stopping) {
-          // Taken as the drain began: another worker gets it at once.
-          d.release();
-          break;
-        }
-        this.#start(d);
+        const pull: Promise<void> = this.#pull(free).finally(() => {
+          pulls.delete(pull);
+          this.#changes.signal();
+        });
+        pulls.add(pull);
       }
+      // A pull still out may yet be given items: they are handed back, and the drain waits for that.
+      await Promise.all(pulls);
     } finally {
       clearInterval(watcher);
+    }
+  }
+
+  /** One pull of `n` items, each started as it comes (or handed back when the drain began meanwhile). */
+  async #pull(n: number): Promise<void> {
+    this.#requested += n;
+    let came = 0;
+    try {
+      for await (const d of this.#queue.pull(n, { timeoutMs: PULL_MS })) {
+        came++;
+        this.#requested--;
+        this.#lastPollAt = Date.now();
+        // Taken as the drain began: another worker gets it at once.
+        if (this.#stopping) d.release();
+        else this.#start(d);
+      }
+      this.#lastPollAt = Date.now();
+    } catch (err) {
+      this.#onError(err);
+      await sleep(RETRY_MS);
+    } finally {
+      this.#requested -= n - came;
     }
   }
 
   #start(d: Delivery): void {
     const entry: Running = { delivery: d, released: false };
     this.#running.add(entry);
+    this.#calling++;
     this.#taken++;
     if (d.attempt > 1) this.#redelivered++;
     void this.#runOne(entry)
@@ -214,13 +255,23 @@ export class FarmWorker {
 
   async #runOne(entry: Running): Promise<void> {
     const d = entry.delivery;
-    await d.hold(async () => {
-      const result = await this.#call(entry);
-      if (entry.released) return;
-      const recorded = await this.#record(d, result);
-      if (!recorded) return;
-      await d.complete();
+    const recorded = await d.hold(async () => {
+      let result: FarmResult;
+      try {
+        result = await this.#call(entry);
+      } finally {
+        this.#calling--;
+        this.#changes.signal();
+      }
+      // The pull for the freed slot goes out first: it is on the next call's path, the result is not.
+      await new Promise<void>((r) => setImmediate(r));
+      if (entry.released) return false;
+      return this.#record(d, result);
     });
+    if (!recorded) return;
+    // The slot is free once the result stands: the acknowledgement is the queue's bookkeeping (a lost one is settled on redelivery).
+    const ack: Promise<unknown> = d.complete().finally(() => this.#acks.delete(ack));
+    this.#acks.add(ack);
   }
 
   /** Runs the delivery's call to its end; a call the engine refuses (unknown tool, bad arguments) is a failed result at once. */
