@@ -297,6 +297,11 @@ export default async function task(t: Task): Promise<DescribeResult | null> {
   return null;
 }
 
+/** A task that does nothing: its only use is making piscina start a thread (NUDGE_EXPORT). */
+export function nudge(): null {
+  return null;
+}
+
 /** Active handles of an idle worker (its ports), counted by type; taken before the first call. */
 const baseline = countResources();
 

@@ -6,7 +6,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { Piscina as PiscinaPool } from 'piscina';
 import type { ResolvedOptions } from '../options.js';
 import { killProcessGroup } from '../processes/process-group.js';
-import { DECLINED_TASK_MESSAGE, RETIRE_EXIT_CODE } from '../protocol/limits.js';
+import { DECLINED_TASK_MESSAGE, NUDGE_EXPORT, RETIRE_EXIT_CODE } from '../protocol/limits.js';
 import type { EngineMessage, Task, ToolIsolation, WorkerMessage } from '../protocol/messages.js';
 import { PORT_HANDSHAKE } from '../protocol/port.js';
 import { Admission } from './admission.js';
@@ -225,9 +225,26 @@ export class WorkerPool {
       env: process.env,
     });
     p.on('message', (m: unknown) => this.onWorkerMessage(m));
+    // piscina starts a thread only for a new task or below minThreads: a call queued because every
+    // thread was retiring would wait forever once they have exited (minThreads 0, or all retiring).
+    p.on('workerDestroy', (w: { id: number }) => {
+      // Kept until piscina drops the thread, not its port: a thread whose port closed may still be handed tasks.
+      this.retiring.delete(w.id);
+      setImmediate(() => this.redispatch(p));
+    });
     // piscina emits 'error' for worker errors outside any task; they are reported per call instead.
     p.on('error', () => {});
     return p;
+  }
+
+  /**
+   * Makes `p` start a thread for the tasks it holds queued when it has room:
+   * a no-op task (workers/entry.ts `nudge`) queued behind them, which
+   * piscina answers by starting a thread that takes the queue in order.
+   */
+  private redispatch(p: PiscinaPool): void {
+    if (this.closed || p.queueSize === 0 || p.threads.length >= p.maxThreads) return;
+    p.run(null, { name: NUDGE_EXPORT }).catch(() => {});
   }
 
   private isolatedPool(): PiscinaPool {
@@ -266,7 +283,6 @@ export class WorkerPool {
     port.on('close', () => {
       const id = this.portThreads.get(port);
       if (id !== undefined) this.ports.delete(id);
-      if (id !== undefined) this.retiring.delete(id);
       this.portThreads.delete(port);
     });
     port.unref();
@@ -315,7 +331,8 @@ export class WorkerPool {
         return await pool.run(task, signal ? { signal } : {});
       } catch (err) {
         const declinedBy = declinedThread(err);
-        if (declinedBy !== undefined) this.retiring.add(declinedBy);
+        // A thread whose port has closed is exiting: piscina may have dropped it already, and its id would stay.
+        if (declinedBy !== undefined && this.ports.has(declinedBy)) this.retiring.add(declinedBy);
         // A detached call is never run again, whatever its task's fate.
         const unstarted = callId === undefined || (this.sinks.has(callId) && !this.heard.has(callId));
         const handBack = isRetirement(err) || declinedBy !== undefined;

@@ -13,6 +13,13 @@ export const RETIRE_EXIT_CODE = 85;
  */
 export const DECLINED_TASK_MESSAGE = 'sluice: a retiring thread declines the task, thread ';
 
+/**
+ * The worker entry's export answering a task at once: the pool queues one
+ * to make piscina start a thread for calls queued while every thread was
+ * retiring (engine/pool/pool.ts, `redispatch`).
+ */
+export const NUDGE_EXPORT = 'nudge';
+
 /** Smallest credit window an engine accepts. */
 export const MIN_WINDOW_BYTES = 64 * 1024;
 

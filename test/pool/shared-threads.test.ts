@@ -54,9 +54,9 @@ function waitingCommand(started: string, release: string, out: string): string {
  * thread cancelled (and so abandoned): returns the mate, the release file and
  * the stubborn call's result.
  */
-async function abandonBesideMate(engine: Engine, dir: string) {
-  const started = join(dir, 'started');
-  const release = join(dir, 'release');
+async function abandonBesideMate(engine: Engine, dir: string, tag = '') {
+  const started = join(dir, `started${tag}`);
+  const release = join(dir, `release${tag}`);
   const mate = engine.call('bash', { command: waitingCommand(started, release, 'mate done') });
   await waitFile(started);
   const stubborn = engine.call('shared-stubborn', {});
@@ -182,6 +182,53 @@ describe('shared threads', () => {
     }
     await fsp.writeFile(release, '');
     expect(await mate.result).toMatchObject({ status: 'success', complete: true });
+    await expectPoolServes(engine);
+    await expectStoreClean(engine);
+  });
+
+  it('with minThreads 0, a call queued while the only thread retires runs on a new thread; a cancelled one ends ECANCELLED', async () => {
+    const { engine, dir } = await engineWith(['shared-stubborn'], { threads: 1, minThreads: 0, graceMs: 200 });
+    const { mate, release, result } = await abandonBesideMate(engine, dir);
+    expect(result).toMatchObject({ status: 'cancelled' });
+    // The only thread retires, and no thread may be added: both calls wait in piscina's queue.
+    const next = engine.call('bash', { command: 'echo after retire' });
+    const sleeper = uniqueSleep();
+    const queued = engine.call('bash', { command: sleeper.command });
+    queued.cancel('stop');
+    await fsp.writeFile(release, '');
+    expect(await mate.result).toMatchObject({ status: 'success', complete: true });
+    // piscina starts no thread by itself once the retiring one has exited (minThreads 0).
+    const r = await next.result;
+    expect(r).toMatchObject({ status: 'success', complete: true });
+    expect(await streamBytes(engine, r)).toEqual({ stdout: 'after retire\n', stderr: '' });
+    expect(await queued.result).toMatchObject({ status: 'cancelled', complete: false, error: { code: 'ECANCELLED' } });
+    expect(await waitNoProcess(sleeper.marker)).toEqual([]);
+    await expectPoolServes(engine);
+    await expectStoreClean(engine);
+  });
+
+  it('calls queued while every thread retires at maxThreads run once the threads have exited', async () => {
+    // spread 2: each thread carries a mate and a stubborn call.
+    const { engine, dir } = await engineWith(['shared-stubborn'], {
+      threads: 2,
+      callsPerThread: 2,
+      concurrency: 4,
+      graceMs: 200,
+    });
+    const a = await abandonBesideMate(engine, dir, 'a');
+    const b = await abandonBesideMate(engine, dir, 'b');
+    expect(a.result).toMatchObject({ status: 'cancelled' });
+    expect(b.result).toMatchObject({ status: 'cancelled' });
+    const calls = Array.from({ length: 2 }, (_, i) => engine.call('bash', { command: `echo queued ${i}` }));
+    await fsp.writeFile(a.release, '');
+    await fsp.writeFile(b.release, '');
+    expect(await a.mate.result).toMatchObject({ status: 'success', complete: true });
+    expect(await b.mate.result).toMatchObject({ status: 'success', complete: true });
+    const results = await Promise.all(calls.map((c) => c.result));
+    for (const [i, r] of results.entries()) {
+      expect(r).toMatchObject({ status: 'success', complete: true });
+      expect(await streamBytes(engine, r)).toEqual({ stdout: `queued ${i}\n`, stderr: '' });
+    }
     await expectPoolServes(engine);
     await expectStoreClean(engine);
   });
