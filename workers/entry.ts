@@ -1,6 +1,6 @@
 /** The piscina task entry of every worker thread: loads tool modules (only here) and runs calls. */
 import { pathToFileURL } from 'node:url';
-import { workerData } from 'node:worker_threads';
+import { threadId, workerData } from 'node:worker_threads';
 import {
   BadArgumentsError,
   BadDeclarationError,
@@ -11,7 +11,7 @@ import {
   serializeError,
   UndeclaredStreamError,
 } from '../engine/protocol/errors.js';
-import { RETIRE_EXIT_CODE } from '../engine/protocol/limits.js';
+import { DECLINED_TASK_MESSAGE, RETIRE_EXIT_CODE } from '../engine/protocol/limits.js';
 import type {
   CallTask,
   DescribeResult,
@@ -275,8 +275,9 @@ export default async function task(t: Task): Promise<DescribeResult | null> {
   // A call arriving during the idle check waits for it; if the thread retires, the call posted
   // nothing and the pool runs it elsewhere.
   while (checking) await checking;
-  // A thread with an abandoned call, or about to retire, takes no new call: it waits for the exit.
-  if (tainted || retiring) return new Promise<never>(() => {});
+  // A thread with an abandoned call, or about to retire, starts no new call: the pool runs it elsewhere.
+  // Waiting for the exit instead would fail it with the thread if the thread has to be terminated.
+  if (tainted || retiring) throw new Error(`${DECLINED_TASK_MESSAGE}${threadId}`);
   running++;
   try {
     await new Promise<void>((resolve) => {
@@ -293,6 +294,11 @@ export default async function task(t: Task): Promise<DescribeResult | null> {
     // meanwhile never starts and is rejected by the exit code that sends it elsewhere.
     if (retiring) setImmediate(() => exit(RETIRE_EXIT_CODE));
   }
+  return null;
+}
+
+/** A task that does nothing: its only use is making piscina start a thread (NUDGE_EXPORT). */
+export function nudge(): null {
   return null;
 }
 

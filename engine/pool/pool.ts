@@ -6,7 +6,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { Piscina as PiscinaPool } from 'piscina';
 import type { ResolvedOptions } from '../options.js';
 import { killProcessGroup } from '../processes/process-group.js';
-import { RETIRE_EXIT_CODE } from '../protocol/limits.js';
+import { DECLINED_TASK_MESSAGE, NUDGE_EXPORT, RETIRE_EXIT_CODE } from '../protocol/limits.js';
 import type { EngineMessage, Task, ToolIsolation, WorkerMessage } from '../protocol/messages.js';
 import { PORT_HANDSHAKE } from '../protocol/port.js';
 import { Admission } from './admission.js';
@@ -188,6 +188,8 @@ export class WorkerPool {
   private closed = false;
   private readonly unsettled = new Set<string>();
   private readonly abandonTimers = new Set<NodeJS.Timeout>();
+  /** Threads told to abandon a call, or that declined a task (workers/entry.ts): handed no more until they exit. */
+  private readonly retiring = new Set<number>();
 
   constructor(opts: PoolOptions) {
     this.options = { ...opts };
@@ -198,7 +200,7 @@ export class WorkerPool {
       minThreads: Math.min(opts.minThreads, opts.threads),
       maxThreads: opts.threads,
       concurrentTasksPerWorker: opts.callsPerThread,
-      loadBalancer: spreadBalancer(spread, opts.callsPerThread, opts.threads),
+      loadBalancer: spreadBalancer(spread, opts.callsPerThread, opts.threads, this.retiring),
       ...(opts.preload?.length ? { workerData: { preload: [...opts.preload] } } : {}),
     });
   }
@@ -223,9 +225,26 @@ export class WorkerPool {
       env: process.env,
     });
     p.on('message', (m: unknown) => this.onWorkerMessage(m));
+    // piscina starts a thread only for a new task or below minThreads: a call queued because every
+    // thread was retiring would wait forever once they have exited (minThreads 0, or all retiring).
+    p.on('workerDestroy', (w: { id: number }) => {
+      // Kept until piscina drops the thread, not its port: a thread whose port closed may still be handed tasks.
+      this.retiring.delete(w.id);
+      setImmediate(() => this.redispatch(p));
+    });
     // piscina emits 'error' for worker errors outside any task; they are reported per call instead.
     p.on('error', () => {});
     return p;
+  }
+
+  /**
+   * Makes `p` start a thread for the tasks it holds queued when it has room:
+   * a no-op task (workers/entry.ts `nudge`) queued behind them, which
+   * piscina answers by starting a thread that takes the queue in order.
+   */
+  private redispatch(p: PiscinaPool): void {
+    if (this.closed || p.queueSize === 0 || p.threads.length >= p.maxThreads) return;
+    p.run(null, { name: NUDGE_EXPORT }).catch(() => {});
   }
 
   private isolatedPool(): PiscinaPool {
@@ -234,6 +253,7 @@ export class WorkerPool {
       maxThreads: Math.min(this.options.concurrency, ISOLATED_THREADS),
       // One call per thread: a tool that spins, crashes or exhausts its heap takes only its own call down.
       concurrentTasksPerWorker: 1,
+      loadBalancer: spreadBalancer(1, 1, Math.min(this.options.concurrency, ISOLATED_THREADS), this.retiring),
     });
     return this.isolated;
   }
@@ -291,6 +311,9 @@ export class WorkerPool {
    */
   abandon(callId: string, port: MessagePort, graceMs: number): void {
     port.postMessage({ t: 'abandon', c: callId } satisfies EngineMessage);
+    // The thread retires (or is terminated): a call handed to it now would only wait for that, or die with it.
+    const id = this.portThreads.get(port);
+    if (id !== undefined) this.retiring.add(id);
     // A busy thread on a loaded machine can take a while to answer: terminating it too early fails its thread-mates.
     const timer = setTimeout(
       () => {
@@ -307,9 +330,13 @@ export class WorkerPool {
       try {
         return await pool.run(task, signal ? { signal } : {});
       } catch (err) {
+        const declinedBy = declinedThread(err);
+        // A thread whose port has closed is exiting: piscina may have dropped it already, and its id would stay.
+        if (declinedBy !== undefined && this.ports.has(declinedBy)) this.retiring.add(declinedBy);
         // A detached call is never run again, whatever its task's fate.
         const unstarted = callId === undefined || (this.sinks.has(callId) && !this.heard.has(callId));
-        if (!this.closed && unstarted && attempt < MAX_RETIRED_RETRIES && isRetirement(err)) continue;
+        const handBack = isRetirement(err) || declinedBy !== undefined;
+        if (!this.closed && unstarted && attempt < MAX_RETIRED_RETRIES && handBack) continue;
         throw err;
       }
     }
@@ -358,17 +385,33 @@ export class WorkerPool {
 /** Threads an isolated pool may start: one per isolated call running. */
 const ISOLATED_THREADS = Math.max(16, availableParallelism() * 2);
 
-/** piscina's least-busy choice, softly capped at `spread` calls while a thread can still be started (null makes piscina start one). */
-function spreadBalancer(spread: number, max: number, threads: number): PiscinaLoadBalancer {
+/**
+ * piscina's least-busy choice among threads not `retiring`, softly capped at
+ * `spread` calls while a thread can still be started (null makes piscina
+ * start one, or keep the task queued until a thread is free).
+ */
+function spreadBalancer(
+  spread: number,
+  max: number,
+  threads: number,
+  retiring: ReadonlySet<number>,
+): PiscinaLoadBalancer {
   return (_task, workers) => {
     let best: (typeof workers)[number] | null = null;
     for (const w of workers) {
-      if (w.currentUsage >= max) continue;
+      if (w.currentUsage >= max || retiring.has(w.id)) continue;
       if (!best || w.currentUsage < best.currentUsage) best = w;
     }
     if (best && best.currentUsage >= spread && workers.length < threads) return null;
     return best;
   };
+}
+
+/** The thread that declined a task (it never started it), from the error the task was rejected with. */
+function declinedThread(err: unknown): number | undefined {
+  if (!(err instanceof Error) || !err.message.startsWith(DECLINED_TASK_MESSAGE)) return undefined;
+  const id = Number(err.message.slice(DECLINED_TASK_MESSAGE.length));
+  return Number.isSafeInteger(id) ? id : undefined;
 }
 
 /** True for a worker exit with the retirement code (the thread started none of the tasks it held). */

@@ -6,6 +6,20 @@ export const MAX_CHUNK_BYTES = 256 * 1024;
 /** Exit code of a worker thread retiring itself; tasks it held that never posted `start` run elsewhere, and a tool's process.exit(85) exits with 1. */
 export const RETIRE_EXIT_CODE = 85;
 
+/**
+ * A retiring thread (an abandoned call's tool may still run on it) declines
+ * each task it is handed with this message and its thread id: the task never
+ * started, so the pool runs it on another thread and hands that one no more.
+ */
+export const DECLINED_TASK_MESSAGE = 'sluice: a retiring thread declines the task, thread ';
+
+/**
+ * The worker entry's export answering a task at once: the pool queues one
+ * to make piscina start a thread for calls queued while every thread was
+ * retiring (engine/pool/pool.ts, `redispatch`).
+ */
+export const NUDGE_EXPORT = 'nudge';
+
 /** Smallest credit window an engine accepts. */
 export const MIN_WINDOW_BYTES = 64 * 1024;
 

@@ -10,6 +10,7 @@
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Engine } from '../../engine/engine.js';
 import {
   closeEngines,
   engineWith,
@@ -46,6 +47,22 @@ async function waitFile(path: string, ms = 30_000): Promise<void> {
 /** A bash command that announces itself in `started`, then waits until `release` exists. */
 function waitingCommand(started: string, release: string, out: string): string {
   return `touch ${started}; n=0; while [ ! -e ${release} ]; do n=$((n+1)); [ $n -gt 3000 ] && exit 7; sleep 0.02; done; echo ${out}`;
+}
+
+/**
+ * A mate bash call waiting for `release`, then a shared-stubborn call on its
+ * thread cancelled (and so abandoned): returns the mate, the release file and
+ * the stubborn call's result.
+ */
+async function abandonBesideMate(engine: Engine, dir: string, tag = '') {
+  const started = join(dir, `started${tag}`);
+  const release = join(dir, `release${tag}`);
+  const mate = engine.call('bash', { command: waitingCommand(started, release, 'mate done') });
+  await waitFile(started);
+  const stubborn = engine.call('shared-stubborn', {});
+  await waitForDisplay(stubborn, 'ready');
+  stubborn.cancel('stop');
+  return { mate, release, result: await stubborn.result };
 }
 
 describe('shared threads', () => {
@@ -103,14 +120,7 @@ describe('shared threads', () => {
 
   it('a cancelled shared call that ignores its signal is let go after graceMs; its thread-mate finishes normally', async () => {
     const { engine, dir } = await engineWith(['shared-stubborn'], { threads: 1, graceMs: 200 });
-    const started = join(dir, 'started');
-    const release = join(dir, 'release');
-    const mate = engine.call('bash', { command: waitingCommand(started, release, 'mate done') });
-    await waitFile(started);
-    const stubborn = engine.call('shared-stubborn', {});
-    await waitForDisplay(stubborn, 'ready');
-    stubborn.cancel('stop');
-    const r = await stubborn.result;
+    const { mate, release, result: r } = await abandonBesideMate(engine, dir);
     expect(r).toMatchObject({ status: 'cancelled', complete: false, error: { code: 'ECANCELLED' } });
     expect(await singleText(engine, r)).toBe('stubborn\n');
     // The thread was not terminated: the mate it carries is still running and succeeds.
@@ -138,6 +148,87 @@ describe('shared threads', () => {
     const m = await mate.result;
     expect(m).toMatchObject({ status: 'failed', error: { code: 'EWORKERCRASH' } });
     expect(await waitNoProcess(sleeper.marker)).toEqual([]);
+    await expectPoolServes(engine);
+    await expectStoreClean(engine);
+  });
+
+  it('calls started while a blocked thread waits to be terminated run on another thread and succeed', async () => {
+    const { engine } = await engineWith(['shared-spin'], { threads: 1, graceMs: 200 });
+    const spin = engine.call('shared-spin', {});
+    await waitForDisplay(spin, 'ready');
+    spin.cancel();
+    expect(await spin.result).toMatchObject({ status: 'cancelled', complete: false });
+    // The spinning thread is still there (terminated only after it fails to answer the abandon).
+    const calls = Array.from({ length: 3 }, (_, i) => engine.call('bash', { command: `echo after ${i}` }));
+    const results = await Promise.all(calls.map((c) => c.result));
+    for (const [i, r] of results.entries()) {
+      expect(r).toMatchObject({ status: 'success', complete: true });
+      expect(await streamBytes(engine, r)).toEqual({ stdout: `after ${i}\n`, stderr: '' });
+    }
+    await expectPoolServes(engine);
+    await expectStoreClean(engine);
+  });
+
+  it('calls handed to a thread that retires with an abandoned call run elsewhere and succeed', async () => {
+    const { engine, dir } = await engineWith(['shared-stubborn'], { threads: 2, graceMs: 200 });
+    // The mate keeps the tainted thread from retiring while the new calls arrive.
+    const { mate, release, result } = await abandonBesideMate(engine, dir);
+    expect(result).toMatchObject({ status: 'cancelled' });
+    const calls = Array.from({ length: 6 }, (_, i) => engine.call('bash', { command: `echo next ${i}` }));
+    const results = await Promise.all(calls.map((c) => c.result));
+    for (const [i, r] of results.entries()) {
+      expect(r).toMatchObject({ status: 'success', complete: true });
+      expect(await streamBytes(engine, r)).toEqual({ stdout: `next ${i}\n`, stderr: '' });
+    }
+    await fsp.writeFile(release, '');
+    expect(await mate.result).toMatchObject({ status: 'success', complete: true });
+    await expectPoolServes(engine);
+    await expectStoreClean(engine);
+  });
+
+  it('with minThreads 0, a call queued while the only thread retires runs on a new thread; a cancelled one ends ECANCELLED', async () => {
+    const { engine, dir } = await engineWith(['shared-stubborn'], { threads: 1, minThreads: 0, graceMs: 200 });
+    const { mate, release, result } = await abandonBesideMate(engine, dir);
+    expect(result).toMatchObject({ status: 'cancelled' });
+    // The only thread retires, and no thread may be added: both calls wait in piscina's queue.
+    const next = engine.call('bash', { command: 'echo after retire' });
+    const sleeper = uniqueSleep();
+    const queued = engine.call('bash', { command: sleeper.command });
+    queued.cancel('stop');
+    await fsp.writeFile(release, '');
+    expect(await mate.result).toMatchObject({ status: 'success', complete: true });
+    // piscina starts no thread by itself once the retiring one has exited (minThreads 0).
+    const r = await next.result;
+    expect(r).toMatchObject({ status: 'success', complete: true });
+    expect(await streamBytes(engine, r)).toEqual({ stdout: 'after retire\n', stderr: '' });
+    expect(await queued.result).toMatchObject({ status: 'cancelled', complete: false, error: { code: 'ECANCELLED' } });
+    expect(await waitNoProcess(sleeper.marker)).toEqual([]);
+    await expectPoolServes(engine);
+    await expectStoreClean(engine);
+  });
+
+  it('calls queued while every thread retires at maxThreads run once the threads have exited', async () => {
+    // spread 2: each thread carries a mate and a stubborn call.
+    const { engine, dir } = await engineWith(['shared-stubborn'], {
+      threads: 2,
+      callsPerThread: 2,
+      concurrency: 4,
+      graceMs: 200,
+    });
+    const a = await abandonBesideMate(engine, dir, 'a');
+    const b = await abandonBesideMate(engine, dir, 'b');
+    expect(a.result).toMatchObject({ status: 'cancelled' });
+    expect(b.result).toMatchObject({ status: 'cancelled' });
+    const calls = Array.from({ length: 2 }, (_, i) => engine.call('bash', { command: `echo queued ${i}` }));
+    await fsp.writeFile(a.release, '');
+    await fsp.writeFile(b.release, '');
+    expect(await a.mate.result).toMatchObject({ status: 'success', complete: true });
+    expect(await b.mate.result).toMatchObject({ status: 'success', complete: true });
+    const results = await Promise.all(calls.map((c) => c.result));
+    for (const [i, r] of results.entries()) {
+      expect(r).toMatchObject({ status: 'success', complete: true });
+      expect(await streamBytes(engine, r)).toEqual({ stdout: `queued ${i}\n`, stderr: '' });
+    }
     await expectPoolServes(engine);
     await expectStoreClean(engine);
   });
